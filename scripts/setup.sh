@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package Tutti needs to build, test and run. Idempotent:
+# when everything is present it only checks and returns (no network access).
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config
+  libabsl-dev libyaml-cpp-dev zlib1g-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev            # models, training, profiling (CPU libtorch 1.13)
+  dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist
+  gnuplot-nox             # plots from `tutti sim`
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} Debian packages present"
+  exit 0
+fi
+
+echo "setup: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "setup: done"

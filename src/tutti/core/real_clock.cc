@@ -1,0 +1,60 @@
+#include "tutti/core/real_clock.h"
+
+#include <chrono>
+#include <utility>
+
+namespace tutti {
+
+RealClock::RealClock() : thread_([this] { Loop(); }) {}
+
+RealClock::~RealClock() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+Time RealClock::Now() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+TimerId RealClock::ScheduleAt(Time when, Callback callback) {
+  TimerId id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    id = timers_.Add(when, std::move(callback));
+  }
+  wake_.notify_all();
+  return id;
+}
+
+bool RealClock::Cancel(TimerId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return timers_.Cancel(id);
+}
+
+void RealClock::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    if (auto due = timers_.PopDue(Now())) {
+      lock.unlock();
+      due->callback();
+      lock.lock();
+      continue;
+    }
+    const std::optional<Time> next = timers_.NextTime();
+    if (!next) {
+      wake_.wait(lock);
+    } else {
+      const auto deadline = std::chrono::steady_clock::time_point(
+          std::chrono::nanoseconds(*next));
+      wake_.wait_until(lock, deadline);
+    }
+  }
+}
+
+}  // namespace tutti

@@ -1,0 +1,47 @@
+// RealClock: steady wall time and a timer thread.
+//
+// Now() reads std::chrono::steady_clock (nanoseconds since an arbitrary
+// origin). Timers run one at a time on a single internal thread, in
+// (time, insertion) order, as soon as they are due; a slow callback delays the
+// ones after it, so callbacks should be short and hand long work elsewhere.
+// The destructor stops the thread; timers still pending are destroyed without
+// running.
+//
+// Thread-safety: all methods are safe to call from any thread, including from
+// inside a timer callback.
+#ifndef TUTTI_CORE_REAL_CLOCK_H_
+#define TUTTI_CORE_REAL_CLOCK_H_
+
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "tutti/core/clock.h"
+#include "tutti/core/timer_queue.h"
+
+namespace tutti {
+
+class RealClock final : public Clock {
+ public:
+  RealClock();
+  ~RealClock() override;
+  RealClock(const RealClock&) = delete;
+  RealClock& operator=(const RealClock&) = delete;
+
+  Time Now() const override;
+  TimerId ScheduleAt(Time when, Callback callback) override;
+  bool Cancel(TimerId id) override;
+
+ private:
+  void Loop();
+
+  std::mutex mu_;
+  std::condition_variable wake_;
+  TimerQueue timers_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_CORE_REAL_CLOCK_H_

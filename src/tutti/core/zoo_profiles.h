@@ -1,0 +1,30 @@
+// Loads the papers' model zoo tables: CSV files with the columns
+// model,alpha_ms,beta_ms,slo_ms (Symphony, appendix C, Tables 3 and 4; copied
+// into data/profiles/). Lines starting with '#' are comments.
+#ifndef TUTTI_CORE_ZOO_PROFILES_H_
+#define TUTTI_CORE_ZOO_PROFILES_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/latency_profile.h"
+
+namespace tutti {
+
+struct ZooModel {
+  std::string name;
+  LatencyProfile profile;  // exact linear profile α·b + β, b = 1 … max_batch
+  Duration slo = 0;        // the latency objective the paper used for it
+};
+
+// Parses a zoo table. Errors name the line: a wrong header, a wrong column
+// count, a value that is not a number, an invalid α/β, a repeated model.
+absl::StatusOr<std::vector<ZooModel>> ParseZooCsv(const std::string& text, int max_batch);
+
+// ReadFile + ParseZooCsv; the path is prefixed to parse errors.
+absl::StatusOr<std::vector<ZooModel>> LoadZooCsv(const std::string& path, int max_batch);
+
+}  // namespace tutti
+
+#endif  // TUTTI_CORE_ZOO_PROFILES_H_
