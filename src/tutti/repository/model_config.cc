@@ -1,0 +1,319 @@
+#include "tutti/repository/model_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tutti/core/status_macros.h"
+#include "yaml-cpp/yaml.h"
+
+namespace tutti {
+namespace {
+
+absl::Status Invalid(absl::string_view field, absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("field '", field, "': ", what));
+}
+
+// Reads the fields of one YAML mapping, remembering which were read so that
+// the rest can be reported as unknown. `path` prefixes field names in errors.
+class MapReader {
+ public:
+  MapReader(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {}
+
+  absl::Status CheckIsMap() const {
+    if (node_.IsMap()) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        path_.empty() ? "config must be a YAML mapping" : absl::StrCat("'", path_, "' must be a mapping"));
+  }
+
+  std::string FieldPath(absl::string_view key) const {
+    return path_.empty() ? std::string(key) : absl::StrCat(path_, ".", key);
+  }
+
+  // The node at `key`, or an undefined node when absent.
+  YAML::Node Get(absl::string_view key) {
+    read_.insert(std::string(key));
+    return node_[std::string(key)];
+  }
+
+  absl::StatusOr<YAML::Node> Require(absl::string_view key) {
+    YAML::Node n = Get(key);
+    if (!n.IsDefined() || n.IsNull()) {
+      return absl::InvalidArgumentError(absl::StrCat("missing required field '", FieldPath(key), "'"));
+    }
+    return n;
+  }
+
+  template <typename T>
+  absl::StatusOr<T> Scalar(absl::string_view key, const YAML::Node& n, absl::string_view kind) {
+    if (n.IsScalar()) {
+      try {
+        return n.as<T>();
+      } catch (const YAML::Exception&) {
+      }
+    }
+    return Invalid(FieldPath(key), absl::StrCat("expected ", kind, ", got '",
+                                                n.IsScalar() ? n.Scalar() : "a non-scalar", "'"));
+  }
+
+  template <typename T>
+  absl::StatusOr<T> RequireScalar(absl::string_view key, absl::string_view kind) {
+    absl::StatusOr<YAML::Node> n = Require(key);
+    if (!n.ok()) return n.status();
+    return Scalar<T>(key, *n, kind);
+  }
+
+  template <typename T>
+  absl::StatusOr<std::optional<T>> OptionalScalar(absl::string_view key, absl::string_view kind) {
+    YAML::Node n = Get(key);
+    if (!n.IsDefined() || n.IsNull()) return std::optional<T>();
+    absl::StatusOr<T> v = Scalar<T>(key, n, kind);
+    if (!v.ok()) return v.status();
+    return std::optional<T>(*v);
+  }
+
+  absl::Status CheckNoUnknownFields() const {
+    for (const auto& kv : node_) {
+      const std::string key = kv.first.as<std::string>();
+      if (!read_.contains(key)) {
+        return absl::InvalidArgumentError(absl::StrCat("unknown field '", FieldPath(key), "'"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  YAML::Node node_;
+  std::string path_;
+  absl::flat_hash_set<std::string> read_;
+};
+
+absl::StatusOr<TensorSpec> ParseTensor(const YAML::Node& node, const std::string& path) {
+  MapReader r(node, path);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TensorSpec t;
+  TUTTI_ASSIGN_OR_RETURN(auto name, r.RequireScalar<std::string>("name", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto dtype, r.RequireScalar<std::string>("datatype", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto shape, r.Require("shape"));
+  t.name = name;
+  std::optional<DataType> parsed = ParseDataType(dtype);
+  if (!parsed) {
+    return Invalid(r.FieldPath("datatype"), absl::StrCat("unknown datatype '", dtype,
+                                                         "' (expected one of ", AllDataTypeNames(), ")"));
+  }
+  t.datatype = *parsed;
+  if (!shape.IsSequence()) return Invalid(r.FieldPath("shape"), "expected a list of dimensions");
+  for (size_t i = 0; i < shape.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(auto dim, r.Scalar<int64_t>("shape", shape[i], "integer dimensions"));
+    t.shape.push_back(dim);
+  }
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  return t;
+}
+
+absl::StatusOr<std::vector<TensorSpec>> ParseTensors(MapReader& r, absl::string_view key) {
+  TUTTI_ASSIGN_OR_RETURN(auto list, r.Require(key));
+  if (!list.IsSequence()) return Invalid(key, "expected a list of tensors");
+  std::vector<TensorSpec> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(auto t, ParseTensor(list[i], absl::StrCat(key, "[", i, "]")));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+absl::StatusOr<LatencyProfile> ParseProfile(const YAML::Node& node, const std::string& path) {
+  MapReader r(node, path);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto batch, r.Require("batch"));
+  TUTTI_ASSIGN_OR_RETURN(auto latency, r.Require("latency_us"));
+  r.Get("alpha_us");  // informative only; recomputed from the points
+  r.Get("beta_us");
+  if (!batch.IsSequence() || !latency.IsSequence()) {
+    return Invalid(path, "'batch' and 'latency_us' must be lists");
+  }
+  if (batch.size() != latency.size()) {
+    return Invalid(path, absl::StrFormat("'batch' has %d entries but 'latency_us' has %d",
+                                         batch.size(), latency.size()));
+  }
+  std::vector<ProfilePoint> points;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(auto b, r.Scalar<int>("batch", batch[i], "integer batch sizes"));
+    TUTTI_ASSIGN_OR_RETURN(auto us, r.Scalar<double>("latency_us", latency[i], "numbers"));
+    points.push_back({b, Micros(us)});
+  }
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  absl::StatusOr<LatencyProfile> profile = LatencyProfile::FromPoints(points, Monotonicity::kReject);
+  if (!profile.ok()) return Invalid(path, profile.status().message());
+  return profile;
+}
+
+absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
+  MapReader r(root, "");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  ModelConfig c;
+  TUTTI_ASSIGN_OR_RETURN(auto name, r.RequireScalar<std::string>("name", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto platform, r.RequireScalar<std::string>("platform", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto arch, r.OptionalScalar<std::string>("architecture", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto task, r.OptionalScalar<std::string>("task", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto max_batch, r.RequireScalar<int>("max_batch_size", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto inputs, ParseTensors(r, "inputs"));
+  TUTTI_ASSIGN_OR_RETURN(auto outputs, ParseTensors(r, "outputs"));
+  TUTTI_ASSIGN_OR_RETURN(auto accuracy, r.OptionalScalar<double>("accuracy", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto params, r.OptionalScalar<int64_t>("parameters", "an integer"));
+  if (platform == "builtin") {
+    c.platform = Platform::kBuiltin;
+  } else if (platform == "torchscript") {
+    c.platform = Platform::kTorchScript;
+  } else {
+    return Invalid("platform", absl::StrCat("unknown platform '", platform,
+                                            "' (expected builtin or torchscript)"));
+  }
+  c.name = name;
+  c.architecture = arch.value_or("");
+  c.task = task.value_or("");
+  c.max_batch_size = max_batch;
+  c.inputs = std::move(inputs);
+  c.outputs = std::move(outputs);
+  c.accuracy = accuracy;
+  c.parameters = params;
+  YAML::Node profiles = r.Get("profiles");
+  if (profiles.IsDefined() && !profiles.IsNull()) {
+    if (!profiles.IsMap()) return Invalid("profiles", "expected a mapping from executor kind to profile");
+    for (const auto& kv : profiles) {
+      const std::string kind = kv.first.as<std::string>();
+      TUTTI_ASSIGN_OR_RETURN(auto p, ParseProfile(kv.second, absl::StrCat("profiles.", kind)));
+      c.profiles.emplace(kind, std::move(p));
+    }
+  }
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  TUTTI_RETURN_IF_ERROR(ValidateModelConfig(c));
+  return c;
+}
+
+absl::Status ValidateTensors(const std::vector<TensorSpec>& tensors, absl::string_view key) {
+  if (tensors.empty()) return Invalid(key, "at least one tensor is required");
+  absl::flat_hash_set<std::string> names;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorSpec& t = tensors[i];
+    const std::string where = absl::StrCat(key, "[", i, "]");
+    if (t.name.empty()) return Invalid(where, "tensor name is empty");
+    if (!names.insert(t.name).second) return Invalid(where, absl::StrCat("tensor name '", t.name, "' repeated"));
+    if (t.shape.empty()) return Invalid(absl::StrCat(where, ".shape"), "shape is empty");
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.shape[d] <= 0) {
+        return Invalid(absl::StrCat(where, ".shape"),
+                       absl::StrFormat("dimension %d of tensor '%s' is %d; dimensions must be positive",
+                                       d, t.name, t.shape[d]));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int64_t TensorSpec::ElementCount() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+absl::string_view PlatformName(Platform platform) {
+  return platform == Platform::kBuiltin ? "builtin" : "torchscript";
+}
+
+absl::Status ValidateModelConfig(const ModelConfig& c) {
+  if (c.name.empty()) return Invalid("name", "must not be empty");
+  if (c.platform == Platform::kBuiltin) {
+    if (c.architecture.empty()) return Invalid("architecture", "required for platform builtin");
+    if (std::find(std::begin(kBuiltinArchitectures), std::end(kBuiltinArchitectures),
+                  c.architecture) == std::end(kBuiltinArchitectures)) {
+      return Invalid("architecture", absl::StrCat("unknown architecture '", c.architecture,
+                                                  "' (expected one of ",
+                                                  absl::StrJoin(kBuiltinArchitectures, ", "), ")"));
+    }
+  } else if (!c.architecture.empty()) {
+    return Invalid("architecture", "only allowed for platform builtin");
+  }
+  if (c.max_batch_size < 1) {
+    return Invalid("max_batch_size", absl::StrCat("must be at least 1, got ", c.max_batch_size));
+  }
+  TUTTI_RETURN_IF_ERROR(ValidateTensors(c.inputs, "inputs"));
+  TUTTI_RETURN_IF_ERROR(ValidateTensors(c.outputs, "outputs"));
+  if (c.accuracy && !(*c.accuracy >= 0 && *c.accuracy <= 1)) {
+    return Invalid("accuracy", absl::StrCat("must be in [0, 1], got ", *c.accuracy));
+  }
+  if (c.parameters && *c.parameters < 0) return Invalid("parameters", "must not be negative");
+  for (const auto& [kind, profile] : c.profiles) {
+    if (profile.max_batch() > c.max_batch_size) {
+      return Invalid(absl::StrCat("profiles.", kind),
+                     absl::StrFormat("measures batch %d, above max_batch_size %d",
+                                     profile.max_batch(), c.max_batch_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    return absl::InvalidArgumentError(absl::StrFormat("YAML syntax error at line %d, column %d: %s",
+                                                      e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  try {
+    return ParseFields(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed config: ", e.what()));
+  }
+}
+
+std::string ModelConfigToYaml(const ModelConfig& c) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << c.name;
+  out << YAML::Key << "platform" << YAML::Value << std::string(PlatformName(c.platform));
+  if (!c.architecture.empty()) out << YAML::Key << "architecture" << YAML::Value << c.architecture;
+  if (!c.task.empty()) out << YAML::Key << "task" << YAML::Value << c.task;
+  out << YAML::Key << "max_batch_size" << YAML::Value << c.max_batch_size;
+  for (const auto& [key, tensors] : {std::pair{"inputs", &c.inputs}, std::pair{"outputs", &c.outputs}}) {
+    out << YAML::Key << key << YAML::Value << YAML::BeginSeq;
+    for (const TensorSpec& t : *tensors) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name
+          << YAML::Key << "datatype" << YAML::Value << std::string(DataTypeName(t.datatype))
+          << YAML::Key << "shape" << YAML::Value << YAML::Flow << t.shape << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
+  if (c.accuracy) out << YAML::Key << "accuracy" << YAML::Value << *c.accuracy;
+  if (c.parameters) out << YAML::Key << "parameters" << YAML::Value << *c.parameters;
+  if (!c.profiles.empty()) {
+    out << YAML::Key << "profiles" << YAML::Value << YAML::BeginMap;
+    for (const auto& [kind, p] : c.profiles) {
+      std::vector<int> batch;
+      std::vector<double> latency_us;
+      for (const ProfilePoint& pt : p.points()) {
+        batch.push_back(pt.batch);
+        latency_us.push_back(ToMicros(pt.latency));
+      }
+      out << YAML::Key << kind << YAML::Value << YAML::BeginMap;
+      out << YAML::Key << "batch" << YAML::Value << YAML::Flow << batch;
+      out << YAML::Key << "latency_us" << YAML::Value << YAML::Flow << latency_us;
+      out << YAML::Key << "alpha_us" << YAML::Value << std::round(p.fit().alpha_ns) / 1e3;
+      out << YAML::Key << "beta_us" << YAML::Value << std::round(p.fit().beta_ns) / 1e3;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace tutti

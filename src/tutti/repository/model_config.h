@@ -1,0 +1,84 @@
+// ModelConfig: what Tutti knows about one version of a model, kept as
+// `config.yaml` beside its weights (see model_repository.h for the layout).
+//
+// Example:
+//   name: lenet5
+//   platform: builtin            # builtin (Tutti's own architectures) | torchscript
+//   architecture: lenet5         # builtin only: mlp | lenet5 | resnet_small
+//   task: fashion-mnist          # application id: models of one task are interchangeable
+//   max_batch_size: 256
+//   inputs:
+//     - {name: image, datatype: FP32, shape: [1, 28, 28]}   # shape without the batch dim
+//   outputs:
+//     - {name: logits, datatype: FP32, shape: [10]}
+//   accuracy: 0.9012             # measured on a validation set (optional)
+//   parameters: 61706            # trainable parameters (optional)
+//   profiles:                    # latency profile per executor kind (optional)
+//     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
+//
+// Parsing rejects unknown fields (typos), wrong types and invalid values
+// with messages that name the field. alpha_us/beta_us are written for people
+// to read and recomputed from the points on load.
+#ifndef TUTTI_REPOSITORY_MODEL_CONFIG_H_
+#define TUTTI_REPOSITORY_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/data_type.h"
+#include "tutti/core/latency_profile.h"
+
+namespace tutti {
+
+enum class Platform {
+  kBuiltin,      // one of Tutti's C++ architectures; weights saved by Tutti
+  kTorchScript,  // a TorchScript archive exported from PyTorch
+};
+
+// Tutti's built-in architectures (src/tutti/models/architectures.h builds them).
+inline constexpr absl::string_view kBuiltinArchitectures[] = {"mlp", "lenet5", "resnet_small"};
+
+struct TensorSpec {
+  std::string name;
+  DataType datatype = DataType::kFp32;
+  std::vector<int64_t> shape;  // per item, without the batch dimension
+
+  int64_t ElementCount() const;
+};
+
+struct ModelConfig {
+  std::string name;
+  Platform platform = Platform::kBuiltin;
+  std::string architecture;  // kBuiltin only
+  std::string task;
+  int max_batch_size = 0;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  std::optional<double> accuracy;
+  std::optional<int64_t> parameters;
+  std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
+};
+
+absl::string_view PlatformName(Platform platform);
+
+// Parses and validates config.yaml text. Errors are InvalidArgument and name
+// the field (and line/column for YAML syntax errors).
+absl::StatusOr<ModelConfig> ParseModelConfig(const std::string& yaml_text);
+
+// Checks the rules ParseModelConfig enforces on values: a name, a known
+// platform/architecture pairing, at least one input and output with unique
+// names and positive dimensions, max_batch_size >= 1, accuracy in [0, 1],
+// profiles no longer than max_batch_size.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+// The YAML text ParseModelConfig reads back to an equal config.
+std::string ModelConfigToYaml(const ModelConfig& config);
+
+}  // namespace tutti
+
+#endif  // TUTTI_REPOSITORY_MODEL_CONFIG_H_

@@ -1,0 +1,184 @@
+#include "tutti/repository/model_config.h"
+
+#include <string>
+
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kValid[] = R"(
+name: lenet5
+platform: builtin
+architecture: lenet5
+task: fashion-mnist
+max_batch_size: 64
+inputs:
+  - {name: image, datatype: FP32, shape: [1, 28, 28]}
+outputs:
+  - {name: logits, datatype: FP32, shape: [10]}
+accuracy: 0.9
+parameters: 61706
+profiles:
+  cpu: {batch: [1, 2, 4], latency_us: [100, 150, 260], alpha_us: 1, beta_us: 2}
+)";
+
+// kValid with `from` replaced by `to`; the test fails if `from` is absent.
+std::string Edit(const std::string& from, const std::string& to) {
+  std::string text = kValid;
+  EXPECT_NE(text.find(from), std::string::npos) << from;
+  return absl::StrReplaceAll(text, {{from, to}});
+}
+
+std::string ErrorOf(const std::string& yaml) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(yaml);
+  EXPECT_FALSE(c.ok()) << yaml;
+  if (c.ok()) return "";
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(c.status().message());
+}
+
+TEST(ModelConfigTest, ParsesEveryField) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(kValid);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->name, "lenet5");
+  EXPECT_EQ(c->platform, Platform::kBuiltin);
+  EXPECT_EQ(c->architecture, "lenet5");
+  EXPECT_EQ(c->task, "fashion-mnist");
+  EXPECT_EQ(c->max_batch_size, 64);
+  ASSERT_EQ(c->inputs.size(), 1u);
+  EXPECT_EQ(c->inputs[0].name, "image");
+  EXPECT_EQ(c->inputs[0].datatype, DataType::kFp32);
+  EXPECT_EQ(c->inputs[0].shape, (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(c->inputs[0].ElementCount(), 784);
+  EXPECT_EQ(c->outputs[0].shape, (std::vector<int64_t>{10}));
+  EXPECT_DOUBLE_EQ(*c->accuracy, 0.9);
+  EXPECT_EQ(*c->parameters, 61706);
+  const LatencyProfile& p = c->profiles.at("cpu");
+  EXPECT_EQ(p.max_batch(), 4);
+  EXPECT_EQ(p.Latency(3), Micros(205));
+}
+
+TEST(ModelConfigTest, RoundTripsThroughYaml) {
+  ModelConfig c = *ParseModelConfig(kValid);
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(c));
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << ModelConfigToYaml(c);
+  EXPECT_EQ(ModelConfigToYaml(*again), ModelConfigToYaml(c));
+  EXPECT_EQ(again->profiles.at("cpu").points(), c.profiles.at("cpu").points());
+}
+
+TEST(ModelConfigTest, OptionalFieldsMayBeAbsent) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(R"(
+name: tiny
+platform: torchscript
+max_batch_size: 8
+inputs: [{name: x, datatype: FP32, shape: [4]}]
+outputs: [{name: y, datatype: FP32, shape: [2]}]
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->accuracy.has_value());
+  EXPECT_TRUE(c->profiles.empty());
+}
+
+TEST(ModelConfigErrorTest, YamlSyntaxErrorGivesLineAndColumn) {
+  EXPECT_THAT(ErrorOf("name: a\ninputs: [1, 2\n"), HasSubstr("YAML syntax error at line"));
+}
+
+TEST(ModelConfigErrorTest, NotAMapping) {
+  EXPECT_THAT(ErrorOf("- a\n- b\n"), HasSubstr("config must be a YAML mapping"));
+}
+
+TEST(ModelConfigErrorTest, MissingRequiredField) {
+  EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64\n", "")),
+              HasSubstr("missing required field 'max_batch_size'"));
+  EXPECT_THAT(ErrorOf(Edit("datatype: FP32, shape: [10]", "datatype: FP32")),
+              HasSubstr("missing required field 'outputs[0].shape'"));
+}
+
+TEST(ModelConfigErrorTest, UnknownFieldIsATypo) {
+  EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: 64\nmax_batch: 8")),
+              HasSubstr("unknown field 'max_batch'"));
+}
+
+TEST(ModelConfigErrorTest, WrongType) {
+  EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: lots")),
+              HasSubstr("field 'max_batch_size': expected an integer, got 'lots'"));
+}
+
+TEST(ModelConfigErrorTest, UnknownPlatform) {
+  EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: onnx")),
+              HasSubstr("unknown platform 'onnx' (expected builtin or torchscript)"));
+}
+
+TEST(ModelConfigErrorTest, UnknownArchitecture) {
+  EXPECT_THAT(ErrorOf(Edit("architecture: lenet5", "architecture: vgg")),
+              HasSubstr("unknown architecture 'vgg' (expected one of mlp, lenet5, resnet_small)"));
+}
+
+TEST(ModelConfigErrorTest, ArchitectureOnTorchScript) {
+  EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: torchscript")),
+              HasSubstr("only allowed for platform builtin"));
+}
+
+TEST(ModelConfigErrorTest, UnknownDatatype) {
+  EXPECT_THAT(ErrorOf(Edit("datatype: FP32, shape: [1, 28", "datatype: FLOAT, shape: [1, 28")),
+              HasSubstr("field 'inputs[0].datatype': unknown datatype 'FLOAT' (expected one of BOOL"));
+}
+
+TEST(ModelConfigErrorTest, BadShape) {
+  EXPECT_THAT(ErrorOf(Edit("[1, 28, 28]", "[1, -28, 28]")),
+              HasSubstr("dimension 1 of tensor 'image' is -28; dimensions must be positive"));
+  EXPECT_THAT(ErrorOf(Edit("[1, 28, 28]", "[]")), HasSubstr("shape is empty"));
+  EXPECT_THAT(ErrorOf(Edit("[1, 28, 28]", "[1, x]")),
+              HasSubstr("'inputs[0].shape': expected integer dimensions, got 'x'"));
+  EXPECT_THAT(ErrorOf(Edit("[1, 28, 28]", "28")), HasSubstr("expected a list of dimensions"));
+}
+
+TEST(ModelConfigErrorTest, NoInputsOrRepeatedNames) {
+  EXPECT_THAT(ErrorOf(Edit("inputs:\n  - {name: image, datatype: FP32, shape: [1, 28, 28]}",
+                           "inputs: image")),
+              HasSubstr("field 'inputs': expected a list of tensors"));
+  EXPECT_THAT(ErrorOf(Edit("inputs:\n  - {name: image, datatype: FP32, shape: [1, 28, 28]}",
+                           "inputs: []")),
+              HasSubstr("at least one tensor is required"));
+  EXPECT_THAT(ErrorOf(Edit("  - {name: logits, datatype: FP32, shape: [10]}",
+                           "  - {name: logits, datatype: FP32, shape: [10]}\n"
+                           "  - {name: logits, datatype: FP32, shape: [3]}")),
+              HasSubstr("tensor name 'logits' repeated"));
+}
+
+TEST(ModelConfigErrorTest, MaxBatchSizeMustBePositive) {
+  EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: 0")),
+              HasSubstr("must be at least 1, got 0"));
+}
+
+TEST(ModelConfigErrorTest, AccuracyOutOfRange) {
+  EXPECT_THAT(ErrorOf(Edit("accuracy: 0.9", "accuracy: 90")), HasSubstr("must be in [0, 1]"));
+}
+
+TEST(ModelConfigErrorTest, NonMonotoneProfile) {
+  EXPECT_THAT(ErrorOf(Edit("[100, 150, 260]", "[100, 150, 140]")),
+              HasSubstr("field 'profiles.cpu': latency profile is not monotone: l(4)"));
+}
+
+TEST(ModelConfigErrorTest, ProfileLengthsDiffer) {
+  EXPECT_THAT(ErrorOf(Edit("[100, 150, 260]", "[100, 150]")),
+              HasSubstr("'batch' has 3 entries but 'latency_us' has 2"));
+}
+
+TEST(ModelConfigErrorTest, ProfileBeyondMaxBatch) {
+  EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: 2")),
+              HasSubstr("measures batch 4, above max_batch_size 2"));
+}
+
+TEST(ModelConfigErrorTest, ProfileWithoutBatchOne) {
+  EXPECT_THAT(ErrorOf(Edit("batch: [1, 2, 4]", "batch: [2, 3, 4]")),
+              HasSubstr("must include batch size 1"));
+}
+
+}  // namespace
+}  // namespace tutti
