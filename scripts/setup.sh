@@ -8,6 +8,7 @@ PACKAGES=(
   libabsl-dev libyaml-cpp-dev zlib1g-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev            # models, training, profiling (CPU libtorch 1.13)
+  libopenblas0-pthread    # fast BLAS for libtorch (Debian defaults to the reference BLAS)
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist
   gnuplot-nox             # plots from `tutti sim`
 )

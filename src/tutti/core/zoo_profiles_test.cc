@@ -1,20 +1,17 @@
 #include "tutti/core/zoo_profiles.h"
 
-#include <cstdlib>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tutti/testing/source_dir.h"
 
 namespace tutti {
 namespace {
 
 using ::testing::HasSubstr;
 
-std::string SourceDir() {
-  const char* dir = std::getenv("TUTTI_SOURCE_DIR");
-  return dir ? dir : ".";
-}
+using ::tutti::testing::SourceDir;
 
 TEST(ZooProfilesTest, LoadsThePapersA100Table) {
   auto zoo = LoadZooCsv(SourceDir() + "/data/profiles/symphony_zoo_a100.csv", 64);

@@ -71,6 +71,13 @@ ImageSet ImageSet::Slice(int64_t begin, int64_t count) const {
   return out;
 }
 
+std::vector<float> ImageSet::ToFloat(int64_t begin, int64_t count) const {
+  std::vector<float> out(count * image_size());
+  const uint8_t* src = image(begin);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(src[i]) / 255.0f;
+  return out;
+}
+
 absl::StatusOr<IdxArray> ParseIdx(absl::string_view bytes) {
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() < 4 || p[0] != 0 || p[1] != 0) {

@@ -42,6 +42,10 @@ struct ImageSet {
 
   // Images [begin, begin + count) (clipped to the set).
   ImageSet Slice(int64_t begin, int64_t count) const;
+
+  // Images [begin, begin + count) as FP32 pixels in [0, 1] (value / 255), the
+  // input Tutti's Fashion-MNIST models take. REQUIRES: the range is inside.
+  std::vector<float> ToFloat(int64_t begin, int64_t count) const;
 };
 
 enum class Split { kTrain, kTest };

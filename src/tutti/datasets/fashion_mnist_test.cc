@@ -57,6 +57,9 @@ TEST(FashionMnistTest, ReadsPlainAndGzippedIdx) {
     ImageSet second = set->Slice(1, 5);
     EXPECT_EQ(second.size(), 1);
     EXPECT_EQ(second.image(0)[5], 11);
+    std::vector<float> f = set->ToFloat(1, 1);
+    ASSERT_EQ(f.size(), 6u);
+    EXPECT_FLOAT_EQ(f[5], 11.0f / 255.0f);
   }
 }
 

@@ -292,22 +292,23 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     }
     out << YAML::EndSeq;
   }
-  if (c.accuracy) out << YAML::Key << "accuracy" << YAML::Value << *c.accuracy;
+  if (c.accuracy) out << YAML::Key << "accuracy" << YAML::Value << absl::StrFormat("%.6g", *c.accuracy);
   if (c.parameters) out << YAML::Key << "parameters" << YAML::Value << *c.parameters;
   if (!c.profiles.empty()) {
     out << YAML::Key << "profiles" << YAML::Value << YAML::BeginMap;
     for (const auto& [kind, p] : c.profiles) {
+      // Latencies in µs with 3 decimals: exact to the nanosecond.
       std::vector<int> batch;
-      std::vector<double> latency_us;
+      std::vector<std::string> latency_us;
       for (const ProfilePoint& pt : p.points()) {
         batch.push_back(pt.batch);
-        latency_us.push_back(ToMicros(pt.latency));
+        latency_us.push_back(absl::StrFormat("%.3f", ToMicros(pt.latency)));
       }
       out << YAML::Key << kind << YAML::Value << YAML::BeginMap;
       out << YAML::Key << "batch" << YAML::Value << YAML::Flow << batch;
       out << YAML::Key << "latency_us" << YAML::Value << YAML::Flow << latency_us;
-      out << YAML::Key << "alpha_us" << YAML::Value << std::round(p.fit().alpha_ns) / 1e3;
-      out << YAML::Key << "beta_us" << YAML::Value << std::round(p.fit().beta_ns) / 1e3;
+      out << YAML::Key << "alpha_us" << YAML::Value << absl::StrFormat("%.3f", p.fit().alpha_ns / 1e3);
+      out << YAML::Key << "beta_us" << YAML::Value << absl::StrFormat("%.3f", p.fit().beta_ns / 1e3);
       out << YAML::EndMap;
     }
     out << YAML::EndMap;

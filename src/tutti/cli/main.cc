@@ -1,0 +1,50 @@
+// tutti: the command-line entry point. Dispatches to the subcommands in
+// commands.h.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "tutti/cli/commands.h"
+
+namespace {
+
+struct Command {
+  const char* name;
+  const char* summary;
+  int (*run)(const tutti::cli::Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"demo", "build the demo model repository (train, profile) and print it",
+     tutti::cli::DemoCommand},
+    {"train", "train a built-in model on Fashion-MNIST into a repository",
+     tutti::cli::TrainCommand},
+    {"profile", "measure latency profiles l(b) of models on this CPU", tutti::cli::ProfileCommand},
+    {"models", "validate a model repository and list its models", tutti::cli::ModelsCommand},
+};
+
+void PrintUsage(std::ostream& out) {
+  out << "usage: tutti <command> [flags]\n\n"
+         "Tutti serves deep-neural-network inference under latency objectives.\n\n"
+         "commands:\n";
+  for (const Command& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
+  out << "\nRun `tutti <command> --help` for a command's flags.\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
+      std::string(argv[1]) == "help") {
+    PrintUsage(std::cout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string name = argv[1];
+  for (const Command& c : kCommands) {
+    if (name == c.name) return c.run(tutti::cli::Args(argv + 2, argv + argc));
+  }
+  std::cerr << "tutti: unknown command '" << name << "'\n\n";
+  PrintUsage(std::cerr);
+  return 2;
+}

@@ -1,0 +1,103 @@
+#include "tutti/cli/model_jobs.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/executors/torch_model.h"
+#include "tutti/models/evaluate.h"
+
+namespace tutti::cli {
+namespace {
+
+// Re-reads a version directory and measures the accuracy of what is on disk.
+absl::StatusOr<double> MeasureServedAccuracy(const ModelVersion& v, const ImageSet& test) {
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(v));
+  return EvaluateAccuracy(*model, test, 500);
+}
+
+}  // namespace
+
+absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& log) {
+  const std::string name = job.name.empty() ? job.train.architecture : job.name;
+  const std::string dir = VersionDir(job.repo, name, job.version);
+  TUTTI_ASSIGN_OR_RETURN(ImageSet train, LoadFashionMnist(job.data_dir, Split::kTrain));
+  TUTTI_ASSIGN_OR_RETURN(ImageSet test, LoadFashionMnist(job.data_dir, Split::kTest));
+  if (job.train_limit > 0) train = train.Slice(0, job.train_limit);
+  log << absl::StrFormat("training %s (%s) on %d images, evaluating on %d\n", name,
+                         job.train.architecture, train.size(), test.size());
+  auto report = [&](const TrainProgress& p) {
+    log << absl::StrFormat("  epoch %d/%d  step %4d/%d  loss %.4f  train acc %.4f", p.epoch,
+                           p.epochs, p.step, p.steps_per_epoch, p.loss, p.train_accuracy);
+    if (p.epoch_end) log << absl::StrFormat("  test acc %.4f", p.eval_accuracy);
+    log << absl::StrFormat("  elapsed %.0fs  ETA %.0fs\n", p.elapsed_s, p.eta_s);
+    log.flush();
+  };
+  const std::string weights = absl::StrCat(dir, "/", kWeightsFileName);
+  TUTTI_ASSIGN_OR_RETURN(TrainResult result,
+                         TrainBuiltinModel(job.train, train, test, weights, clock, report));
+
+  ModelConfig config = BuiltinModelConfig(name, job.train.architecture, job.max_batch_size);
+  config.parameters = result.parameters;
+  TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
+  TUTTI_ASSIGN_OR_RETURN(ModelVersion written, LoadModelVersion(dir, name, job.version));
+  TUTTI_ASSIGN_OR_RETURN(double accuracy, MeasureServedAccuracy(written, test));
+  config.accuracy = accuracy;
+  TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
+  log << absl::StrFormat("wrote %s: %d parameters, test accuracy %.4f\n", dir, result.parameters,
+                         accuracy);
+  return absl::OkStatus();
+}
+
+absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, const Clock& clock,
+                           std::ostream& log) {
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(version));
+  ProfilerOptions options = job.profiler;
+  if (options.max_batch == 0) options.max_batch = version.config.max_batch_size;
+  if (options.max_batch > version.config.max_batch_size) {
+    return absl::InvalidArgumentError(absl::StrCat("--max-batch ", options.max_batch,
+                                                   " exceeds the model's max_batch_size ",
+                                                   version.config.max_batch_size));
+  }
+  const std::vector<float> input(model->input_elements() * options.max_batch, 0.5f);
+  std::vector<float> output;
+  auto run = [&](int b) {
+    return model->Run(absl::MakeConstSpan(input.data(), b * model->input_elements()), b, &output);
+  };
+  log << absl::StrFormat("profiling %s v%d on %s, b = 1..%d\n", version.config.name,
+                         version.version, job.kind, options.max_batch);
+  auto progress = [&](int b, Duration median) {
+    log << absl::StrFormat("  b=%-4d l(b)=%.3f ms\n", b, ToMillis(median));
+    log.flush();
+  };
+  TUTTI_ASSIGN_OR_RETURN(LatencyProfile profile,
+                         MeasureLatencyProfile(run, clock, options, progress));
+  log << "  " << profile.DebugString() << "\n";
+  ModelConfig config = version.config;
+  config.profiles.insert_or_assign(job.kind, std::move(profile));
+  return WriteModelConfig(version.dir, config);
+}
+
+void PrintModelTable(const ModelRepository& repo, const std::string& kind, std::ostream& out) {
+  out << absl::StrFormat("%-14s %3s %-11s %10s %8s %10s %10s %10s %10s\n", "model", "ver",
+                         "platform", "parameters", "accuracy", "l(1) ms", "l(32) ms", "alpha ms",
+                         "beta ms");
+  for (const ModelVersion& v : repo.versions()) {
+    const ModelConfig& c = v.config;
+    std::string params = c.parameters ? absl::StrCat(*c.parameters) : "-";
+    std::string acc = c.accuracy ? absl::StrFormat("%.4f", *c.accuracy) : "-";
+    std::string l1 = "-", l32 = "-", alpha = "-", beta = "-";
+    if (auto it = c.profiles.find(kind); it != c.profiles.end()) {
+      const LatencyProfile& p = it->second;
+      l1 = absl::StrFormat("%.3f", ToMillis(p.Latency(1)));
+      if (p.max_batch() >= 32) l32 = absl::StrFormat("%.3f", ToMillis(p.Latency(32)));
+      alpha = absl::StrFormat("%.4f", p.fit().alpha_ns / 1e6);
+      beta = absl::StrFormat("%.4f", p.fit().beta_ns / 1e6);
+    }
+    out << absl::StrFormat("%-14s %3d %-11s %10s %8s %10s %10s %10s %10s\n", c.name, v.version,
+                           PlatformName(c.platform), params, acc, l1, l32, alpha, beta);
+  }
+}
+
+}  // namespace tutti::cli

@@ -1,0 +1,58 @@
+// TorchModel: one model version loaded into libtorch on the CPU, ready to run
+// batches. It hides libtorch behind a torch-free header so that callers (the
+// CLI, the profiler, later the torch executor) compile without it.
+//
+// Loading: platform `torchscript` reads model.pt with torch::jit::load;
+// platform `builtin` builds the named architecture and loads the weights Tutti
+// saved. Every libtorch error (c10::Error, TorchScript exceptions) is caught
+// here and returned as a Status naming the model or file.
+//
+// Inputs and outputs are the config's first input and output, FP32, laid out
+// [batch, element…] contiguously.
+//
+// Thread-safety: Run() may be called from several threads at once (inference
+// only, no autograd). The number of intra-op threads is a process-wide
+// libtorch setting: see SetTorchThreads().
+#ifndef TUTTI_EXECUTORS_TORCH_MODEL_H_
+#define TUTTI_EXECUTORS_TORCH_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "tutti/repository/model_repository.h"
+
+namespace tutti {
+
+class TorchModel {
+ public:
+  virtual ~TorchModel() = default;
+
+  // Loads `version`'s weights. InvalidArgument if the config declares
+  // anything but one FP32 input and one FP32 output; DataLoss if the weights
+  // file cannot be read as the declared platform; Internal if a trial batch
+  // of one fails or returns a shape that disagrees with the config.
+  static absl::StatusOr<std::unique_ptr<TorchModel>> Load(const ModelVersion& version);
+
+  // Runs `batch` items. REQUIRES: 1 <= batch; input.size() == batch ×
+  // input_elements(). On success `output` holds batch × output_elements()
+  // values. Blocks for the duration of the computation.
+  virtual absl::Status Run(absl::Span<const float> input, int batch,
+                           std::vector<float>* output) = 0;
+
+  virtual const ModelConfig& config() const = 0;
+  virtual int64_t parameter_count() const = 0;
+
+  int64_t input_elements() const { return config().inputs[0].ElementCount(); }
+  int64_t output_elements() const { return config().outputs[0].ElementCount(); }
+};
+
+// Sets libtorch's intra-op thread count for the whole process (0: leave the
+// default, one per core).
+void SetTorchThreads(int threads);
+
+}  // namespace tutti
+
+#endif  // TUTTI_EXECUTORS_TORCH_MODEL_H_

@@ -1,0 +1,121 @@
+#include "tutti/executors/torch_model.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/testing/source_dir.h"
+#include "tutti/testing/temp_dir.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tutti::testing::SourceDir;
+using ::tutti::testing::TempDir;
+
+std::string FixtureRepo() { return SourceDir() + "/testdata/torchscript_repo"; }
+
+// The inputs tools/make_torchscript_fixture.py feeds the model.
+std::vector<float> FixtureInputs(int batch) {
+  std::vector<float> x(batch * 784);
+  for (int i = 0; i < batch; ++i) {
+    for (int j = 0; j < 784; ++j) x[i * 784 + j] = static_cast<float>((7 * i + j) % 256) / 255.0f;
+  }
+  return x;
+}
+
+std::vector<float> ExpectedOutputs() {
+  std::ifstream in(FixtureRepo() + "/expected_outputs.txt");
+  std::string line;
+  std::vector<float> out;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    for (float v; row >> v;) out.push_back(v);
+  }
+  return out;
+}
+
+// A copy of the fixture model in a temp repository, with its config edited.
+ModelVersion CopyOfFixture(const TempDir& dir, const std::string& config_suffix) {
+  const std::string src = FixtureRepo() + "/linear/1";
+  const std::string dst = dir.path() + "/linear/1";
+  std::filesystem::create_directories(dst);
+  std::filesystem::copy_file(src + "/model.pt", dst + "/model.pt");
+  std::ifstream in(src + "/config.yaml");
+  std::stringstream text;
+  text << in.rdbuf() << config_suffix;
+  dir.WriteFile("linear/1/config.yaml", text.str());
+  return *LoadModelVersion(dst, "linear", 1);
+}
+
+TEST(TorchModelTest, TorchScriptFromPyTorchComputesWhatPyTorchComputed) {
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(FixtureRepo());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(**repo->Find("linear"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->parameter_count(), 784 * 10 + 10);
+  std::vector<float> out;
+  ASSERT_TRUE((*model)->Run(FixtureInputs(2), 2, &out).ok());
+  std::vector<float> expected = ExpectedOutputs();
+  ASSERT_EQ(expected.size(), 20u);
+  ASSERT_EQ(out.size(), 20u);
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;
+}
+
+TEST(TorchModelTest, BatchedRunEqualsItemByItemRuns) {
+  ModelRepository repo = *ModelRepository::Open(FixtureRepo());
+  std::unique_ptr<TorchModel> model = *TorchModel::Load(**repo.Find("linear"));
+  std::vector<float> in = FixtureInputs(5), batched, single;
+  ASSERT_TRUE(model->Run(in, 5, &batched).ok());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(model->Run(absl::MakeConstSpan(in.data() + i * 784, 784), 1, &single).ok());
+    for (int k = 0; k < 10; ++k) EXPECT_NEAR(batched[i * 10 + k], single[k], 1e-5);
+  }
+}
+
+TEST(TorchModelTest, RejectsWrongInputSize) {
+  ModelRepository repo = *ModelRepository::Open(FixtureRepo());
+  std::unique_ptr<TorchModel> model = *TorchModel::Load(**repo.Find("linear"));
+  std::vector<float> out;
+  EXPECT_THAT(model->Run(FixtureInputs(1), 2, &out).message(),
+              HasSubstr("batch of 2 needs 1568 input values, got 784"));
+}
+
+TEST(TorchModelTest, ConfigThatDisagreesWithTheNetworkIsCaughtAtLoad) {
+  TempDir dir;
+  ModelVersion v = CopyOfFixture(dir, "");
+  v.config.outputs[0].shape = {5};
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(v);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(model.status().message(), HasSubstr("returned shape [1, 10]"));
+  v.config.outputs[0].shape = {10};
+  v.config.inputs[0].shape = {1, 20, 20};
+  EXPECT_THAT(TorchModel::Load(v).status().message(), HasSubstr("failed"));
+}
+
+TEST(TorchModelTest, CorruptWeightsAreDataLoss) {
+  TempDir dir;
+  ModelVersion v = CopyOfFixture(dir, "");
+  dir.WriteFile("linear/1/model.pt", "not a zip archive");
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(v);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(model.status().message(), HasSubstr("cannot load as a torchscript model"));
+  v.config.platform = Platform::kBuiltin;
+  v.config.architecture = "mlp";
+  EXPECT_THAT(TorchModel::Load(v).status().message(), HasSubstr("cannot load as a builtin model"));
+}
+
+TEST(TorchModelTest, OnlyFp32TensorsAreSupported) {
+  TempDir dir;
+  ModelVersion v = CopyOfFixture(dir, "");
+  v.config.inputs[0].datatype = DataType::kInt64;
+  EXPECT_THAT(TorchModel::Load(v).status().message(),
+              HasSubstr("exactly one FP32 input and one FP32 output"));
+}
+
+}  // namespace
+}  // namespace tutti

@@ -1,0 +1,25 @@
+// Accuracy of a loaded model on a labelled image set, computed through the
+// same TorchModel::Run path the executors serve with, so the number recorded
+// in a model's config is the accuracy of the served artifact.
+#ifndef TUTTI_MODELS_EVALUATE_H_
+#define TUTTI_MODELS_EVALUATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/datasets/fashion_mnist.h"
+#include "tutti/executors/torch_model.h"
+
+namespace tutti {
+
+// Index of the largest of each row of `scores` (rows of `classes` values).
+std::vector<int> ArgmaxRows(const std::vector<float>& scores, int64_t classes);
+
+// Fraction of `set` whose argmax output equals the label, in batches of
+// `batch_size` (<= the model's max batch size).
+absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, int batch_size);
+
+}  // namespace tutti
+
+#endif  // TUTTI_MODELS_EVALUATE_H_

@@ -1,0 +1,158 @@
+#include "tutti/models/trainer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/models/architectures.h"
+
+namespace tutti {
+namespace {
+
+// The whole set as one FP32 tensor [N, 1, rows, cols] in [0, 1] and labels [N].
+std::pair<torch::Tensor, torch::Tensor> ToTensors(const ImageSet& set) {
+  torch::Tensor images = torch::from_blob(const_cast<uint8_t*>(set.pixels.data()),
+                                          {set.size(), 1, set.rows, set.cols}, torch::kUInt8)
+                             .to(torch::kFloat32)
+                             .div_(255.0);
+  torch::Tensor labels =
+      torch::from_blob(const_cast<uint8_t*>(set.labels.data()), {set.size()}, torch::kUInt8)
+          .to(torch::kInt64);
+  return {images, labels};
+}
+
+double Accuracy(BuiltinNetImpl& net, const torch::Tensor& images, const torch::Tensor& labels) {
+  torch::NoGradGuard no_grad;
+  net.eval();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < images.size(0); i += 500) {
+    const int64_t n = std::min<int64_t>(500, images.size(0) - i);
+    torch::Tensor pred = net.forward(images.narrow(0, i, n)).argmax(1);
+    correct += pred.eq(labels.narrow(0, i, n)).sum().item<int64_t>();
+  }
+  net.train();
+  return static_cast<double>(correct) / static_cast<double>(images.size(0));
+}
+
+}  // namespace
+
+ModelConfig BuiltinModelConfig(const std::string& name, const std::string& architecture,
+                               int max_batch_size) {
+  ModelConfig c;
+  c.name = name;
+  c.platform = Platform::kBuiltin;
+  c.architecture = architecture;
+  c.task = "fashion-mnist";
+  c.max_batch_size = max_batch_size;
+  c.inputs = {TensorSpec{"image", DataType::kFp32, {1, 28, 28}}};
+  c.outputs = {TensorSpec{"logits", DataType::kFp32, {10}}};
+  return c;
+}
+
+int DefaultEpochs(const std::string& architecture) {
+  if (architecture == "mlp") return 10;
+  if (architecture == "lenet5") return 10;
+  return 5;
+}
+
+absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const ImageSet& train,
+                                              const ImageSet& eval, const std::string& weights_path,
+                                              const Clock& clock,
+                                              const TrainProgressCallback& progress) {
+  const int epochs = options.epochs > 0 ? options.epochs : DefaultEpochs(options.architecture);
+  if (train.size() == 0 || eval.size() == 0) {
+    return absl::InvalidArgumentError("training and evaluation sets must not be empty");
+  }
+  if (options.batch_size < 1 || options.learning_rate <= 0 || options.weight_decay < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad training options: batch size ", options.batch_size, ", learning rate ",
+        options.learning_rate, ", weight decay ", options.weight_decay));
+  }
+  try {
+    torch::manual_seed(options.seed);
+    TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, MakeBuiltinNet(options.architecture));
+    net->train();
+    torch::optim::Adam optimizer(
+        net->parameters(),
+        torch::optim::AdamOptions(options.learning_rate).weight_decay(options.weight_decay));
+    auto [train_x, train_y] = ToTensors(train);
+    auto [eval_x, eval_y] = ToTensors(eval);
+
+    std::mt19937_64 rng(options.seed);
+    std::vector<int64_t> order(train.size());
+    std::iota(order.begin(), order.end(), 0);
+    const int64_t steps = (train.size() + options.batch_size - 1) / options.batch_size;
+    const int64_t report_every = std::max<int64_t>(1, steps / std::max(1, options.progress_updates_per_epoch));
+    const Time start = clock.Now();
+    TrainResult result;
+    result.parameters = CountParameters(*net);
+
+    for (int epoch = 1; epoch <= epochs; ++epoch) {
+      // Cosine annealing of the learning rate over the epochs.
+      const double lr = options.learning_rate * 0.5 * (1 + std::cos(M_PI * (epoch - 1) / epochs));
+      for (auto& group : optimizer.param_groups()) {
+        static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+      }
+      std::shuffle(order.begin(), order.end(), rng);
+      torch::Tensor perm = torch::from_blob(order.data(), {train.size()}, torch::kInt64);
+      double loss_sum = 0;
+      int64_t correct = 0, seen = 0;
+      for (int64_t step = 0; step < steps; ++step) {
+        const int64_t begin = step * options.batch_size;
+        const int64_t n = std::min<int64_t>(options.batch_size, train.size() - begin);
+        torch::Tensor idx = perm.narrow(0, begin, n);
+        torch::Tensor x = train_x.index_select(0, idx), y = train_y.index_select(0, idx);
+        optimizer.zero_grad();
+        torch::Tensor logits = net->forward(x);
+        torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+        loss.backward();
+        optimizer.step();
+        loss_sum += loss.item<double>() * n;
+        correct += logits.argmax(1).eq(y).sum().item<int64_t>();
+        seen += n;
+
+        const bool last = step + 1 == steps;
+        if (!progress || (!last && (step + 1) % report_every != 0)) continue;
+        TrainProgress p;
+        p.epoch = epoch;
+        p.epochs = epochs;
+        p.step = step + 1;
+        p.steps_per_epoch = steps;
+        p.loss = loss_sum / seen;
+        p.train_accuracy = static_cast<double>(correct) / seen;
+        p.elapsed_s = ToSeconds(clock.Now() - start);
+        const double done = (epoch - 1) + static_cast<double>(step + 1) / steps;
+        p.eta_s = p.elapsed_s / done * (epochs - done);
+        if (last) {
+          p.epoch_end = true;
+          p.eval_accuracy = Accuracy(*net, eval_x, eval_y);
+        }
+        progress(p);
+      }
+      result.epoch_loss.push_back(loss_sum / seen);
+    }
+    result.eval_accuracy = Accuracy(*net, eval_x, eval_y);
+    net->eval();
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(weights_path).parent_path(), ec);
+    const std::string tmp = weights_path + ".tmp";
+    std::shared_ptr<torch::nn::Module> module = net;
+    torch::save(module, tmp);
+    std::filesystem::rename(tmp, weights_path, ec);
+    if (ec) return absl::InternalError(absl::StrCat("cannot write ", weights_path, ": ", ec.message()));
+    return result;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("training failed: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("training failed: ", e.what()));
+  }
+}
+
+}  // namespace tutti
