@@ -81,8 +81,10 @@ class BasicBlockImpl : public nn::Module {
   }
 
  private:
-  nn::Conv2d conv1_, conv2_;
-  nn::BatchNorm2d bn1_, bn2_;
+  nn::Conv2d conv1_;
+  nn::BatchNorm2d bn1_;
+  nn::Conv2d conv2_;
+  nn::BatchNorm2d bn2_;
   nn::Sequential shortcut_{nullptr};
 };
 TORCH_MODULE(BasicBlock);
