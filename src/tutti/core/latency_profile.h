@@ -41,6 +41,9 @@ enum class Monotonicity {
 
 class LatencyProfile {
  public:
+  // An empty profile (max_batch() == 0), only to be assigned over.
+  LatencyProfile() = default;
+
   // Builds from measured points, in any order. Errors (InvalidArgument): no
   // points, a batch size < 1, a latency <= 0, a repeated batch size, no point
   // at b = 1, or (with kReject) ℓ decreasing between two measured sizes.

@@ -1,0 +1,67 @@
+// Batch policies: pure functions that, given a model's queue and the time,
+// decide which requests are hopeless (dropped) and what the model's next
+// batch candidate is. The CandidateScheduler engine (candidate_scheduler.h)
+// turns candidates into dispatches; keeping the decisions here makes them
+// testable without a cluster.
+//
+// Timing, with network delays (Symphony appendix D): a batch of b sent at t
+// starts at start(b) = max(t + delay(b), gpu_free) and its responses reach
+// clients at start(b) + ℓ(b) + d_resp, which must not pass the earliest
+// deadline d in the batch.
+#ifndef TUTTI_SCHEDULER_BATCH_POLICY_H_
+#define TUTTI_SCHEDULER_BATCH_POLICY_H_
+
+#include <deque>
+#include <functional>
+
+#include "tutti/scheduler/cluster_spec.h"
+#include "tutti/scheduler/scheduler.h"
+
+namespace tutti {
+
+// A model's waiting requests, ordered by deadline (ties: arrival order).
+using RequestQueue = std::deque<Request>;
+
+// Inserts keeping deadline order; O(1) when deadlines arrive in order.
+void EnqueueByDeadline(RequestQueue* queue, const Request& request);
+
+enum class BatchPolicyKind { kDeferred, kEager, kTimeout };
+
+// The next batch a model would like to run.
+struct Candidate {
+  int size = 0;                        // 0: nothing to run
+  Time dispatch_at = 0;                // send it no earlier than this
+  Time latest_dispatch = kInfiniteFuture;  // sending later misses its deadline
+  Time priority = 0;                   // among sendable candidates, smaller first
+  Time exec_at = 0;                    // when it starts if sent at dispatch_at
+};
+
+struct BatchContext {
+  Time now = 0;
+  Time gpu_free = 0;  // earliest a GPU can start it (<= now: a GPU is free)
+  const ModelSpec* spec = nullptr;
+  NetworkDelays delays;
+  DropPolicy drop = DropPolicy::kLazy;
+};
+
+using DropFn = std::function<void(const Request&, DropReason)>;
+
+// Drops hopeless heads of `queue` through `on_drop` — those that cannot meet
+// their deadline even alone, plus, with early drop, those without budget for
+// a full window — then returns the candidate:
+//   deferred: B = the largest batch meeting the head's deadline d;
+//             exec = max(start(B), d − ℓ(B+1)) (frontrun, unless B is the
+//             max batch); latest = d − ℓ(B) (Symphony Algorithm 1).
+//   eager:    the same B, exec = start(B): run as soon as a GPU is free.
+//   timeout:  B = min(|Q|, max batch); exec = now if the queue holds a max
+//             batch, else the head's arrival + max_queue_delay; no latest.
+Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,
+                           const DropFn& on_drop);
+
+// The largest b in [1, cap] with fits(b), for monotone `fits` (true then
+// false); 0 if fits(1) is false. O(log cap).
+int LargestFitting(int cap, const std::function<bool(int)>& fits);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SCHEDULER_BATCH_POLICY_H_

@@ -1,0 +1,151 @@
+#include "tutti/scheduler/batch_policy.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace tutti {
+namespace {
+
+// Symphony §3.3: ℓ(b) = b + 5 time units (here ms), SLO 12.
+ModelSpec ExampleModel() {
+  ModelSpec m;
+  m.name = "example";
+  m.profile = *LatencyProfile::Linear(Millis(1), Millis(5), 32);
+  m.slo = Millis(12);
+  return m;
+}
+
+Request At(RequestId id, double arrival_ms, const ModelSpec& m) {
+  return Request{id, 0, Millis(arrival_ms), Millis(arrival_ms) + m.slo};
+}
+
+struct Dropped {
+  std::vector<RequestId> ids;
+  DropFn Fn() {
+    return [this](const Request& r, DropReason) { ids.push_back(r.id); };
+  }
+};
+
+TEST(BatchPolicyTest, DeferredWaitsForFrontrunThenGoesAtTheFourthRequest) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q;
+  Dropped dropped;
+  for (int i = 0; i < 3; ++i) q.push_back(At(i + 1, 0.75 * i, m));
+  BatchContext ctx{Millis(1.5), Millis(1.5), &m, {}, DropPolicy::kLazy};
+  Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.size, 3);
+  EXPECT_EQ(c.exec_at, Millis(12 - 9));  // frontrun = d − ℓ(4)
+  EXPECT_EQ(c.latest_dispatch, Millis(12 - 8));
+
+  q.push_back(At(4, 2.25, m));
+  ctx.now = ctx.gpu_free = Millis(2.25);
+  c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.size, 4);
+  EXPECT_EQ(c.exec_at, Millis(2.25));       // frontrun 2 has passed
+  EXPECT_EQ(c.latest_dispatch, Millis(3));  // the paper's "latest is t = 3"
+  EXPECT_TRUE(dropped.ids.empty());
+}
+
+TEST(BatchPolicyTest, EagerRunsWhateverFitsNow) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m), At(2, 0.75, m)};
+  Dropped dropped;
+  Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &q,
+                                 {Millis(1), Millis(1), &m, {}, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_EQ(c.size, 2);
+  EXPECT_EQ(c.exec_at, Millis(1));
+}
+
+TEST(BatchPolicyTest, BatchIsLimitedByTheHeadsDeadlineAndGpuFreeTime) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q;
+  for (int i = 0; i < 10; ++i) q.push_back(At(i, 0, m));
+  Dropped dropped;
+  // At t = 0 with a GPU free at 4: 4 + ℓ(b) <= 12 → b = 3.
+  Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &q,
+                                 {0, Millis(4), &m, {}, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_EQ(c.size, 3);
+  EXPECT_EQ(c.exec_at, Millis(4));
+}
+
+TEST(BatchPolicyTest, LazyDropRemovesOnlyHopelessHeads) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m), At(2, 3, m)};
+  Dropped dropped;
+  // At t = 7, R1 (deadline 12) cannot finish: 7 + ℓ(1) = 13 > 12.
+  Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q,
+                                 {Millis(7), Millis(7), &m, {}, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1}));
+  EXPECT_EQ(c.size, 1);
+  EXPECT_EQ(q.front().id, 2u);
+}
+
+TEST(BatchPolicyTest, EarlyDropKeepsTheWindowFull) {
+  ModelSpec m = ExampleModel();
+  m.early_drop_window = 4;
+  RequestQueue q;
+  for (int i = 0; i < 6; ++i) q.push_back(At(i, i, m));  // deadlines 12 … 17
+  Dropped dropped;
+  // At t = 4: ℓ(4) = 9 needs a deadline >= 13: R0 (12) is dropped early,
+  // though it could still run alone (4 + 6 <= 12).
+  ComputeCandidate(BatchPolicyKind::kDeferred, &q,
+                   {Millis(4), Millis(4), &m, {}, DropPolicy::kEarly}, dropped.Fn());
+  EXPECT_EQ(dropped.ids, (std::vector<RequestId>{0}));
+  EXPECT_EQ(q.size(), 5u);
+}
+
+TEST(BatchPolicyTest, NetworkDelaysShiftDispatchAndShrinkBudget) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q;
+  for (int i = 0; i < 4; ++i) q.push_back(At(i, 0, m));
+  Dropped dropped;
+  NetworkDelays delays{Millis(0.5), Millis(0.25), Millis(1)};
+  // d = 12 − 1 (response) = 11; start(b) = 0.5 + 0.25 b; start(4) + ℓ(4) = 1.5 + 9 <= 11.
+  Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &q,
+                                 {0, 0, &m, delays, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_EQ(c.size, 4);
+  EXPECT_EQ(c.exec_at, Millis(1.5));
+  EXPECT_EQ(c.dispatch_at, 0);
+  EXPECT_EQ(c.latest_dispatch, Millis(11 - 9 - 1.5));
+}
+
+TEST(BatchPolicyTest, TimeoutWaitsForMaxBatchOrDelay) {
+  ModelSpec m = ExampleModel();
+  m.max_batch = 4;
+  m.max_queue_delay = Millis(2);
+  RequestQueue q = {At(1, 0, m), At(2, 0.5, m)};
+  Dropped dropped;
+  Candidate c = ComputeCandidate(BatchPolicyKind::kTimeout, &q,
+                                 {Millis(0.5), Millis(0.5), &m, {}, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_EQ(c.size, 2);
+  EXPECT_EQ(c.exec_at, Millis(2));  // oldest arrival + delay
+  EXPECT_EQ(c.latest_dispatch, kInfiniteFuture);
+  q.push_back(At(3, 0.6, m));
+  q.push_back(At(4, 0.7, m));
+  q.push_back(At(5, 0.8, m));
+  c = ComputeCandidate(BatchPolicyKind::kTimeout, &q,
+                       {Millis(0.8), Millis(0.8), &m, {}, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_EQ(c.size, 4);
+  EXPECT_EQ(c.exec_at, Millis(0.8));  // a full batch goes now
+}
+
+TEST(BatchPolicyTest, EnqueueKeepsDeadlineOrder) {
+  RequestQueue q;
+  EnqueueByDeadline(&q, {1, 0, 0, 50});
+  EnqueueByDeadline(&q, {2, 0, 0, 70});
+  EnqueueByDeadline(&q, {3, 0, 0, 60});
+  EnqueueByDeadline(&q, {4, 0, 0, 60});
+  std::vector<RequestId> order;
+  for (const Request& r : q) order.push_back(r.id);
+  EXPECT_EQ(order, (std::vector<RequestId>{1, 3, 4, 2}));
+}
+
+TEST(BatchPolicyTest, LargestFitting) {
+  EXPECT_EQ(LargestFitting(10, [](int b) { return b <= 7; }), 7);
+  EXPECT_EQ(LargestFitting(10, [](int b) { return b <= 70; }), 10);
+  EXPECT_EQ(LargestFitting(10, [](int) { return false; }), 0);
+}
+
+}  // namespace
+}  // namespace tutti

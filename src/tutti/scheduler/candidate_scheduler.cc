@@ -1,0 +1,136 @@
+#include "tutti/scheduler/candidate_scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tutti {
+
+CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec,
+                                       const SchedulerOptions& options, Clock* clock,
+                                       SchedulerListener* listener)
+    : kind_(kind), spec_(spec), options_(options), clock_(clock), listener_(listener) {
+  models_.resize(spec_.models.size());
+  const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
+  ranks_.resize(subs.size());
+  for (int r = 0; r < static_cast<int>(subs.size()); ++r) {
+    for (ModelId m : subs[r].models) models_[m].rank = r;
+    for (int i = 0; i < subs[r].num_gpus; ++i) {
+      const GpuId g = static_cast<GpuId>(gpus_.size());
+      gpus_.push_back(GpuState{r, clock_->Now(), kNoTimer});
+      ranks_[r].available.insert(g);
+    }
+  }
+}
+
+CandidateScheduler::~CandidateScheduler() {
+  for (ModelState& m : models_) clock_->Cancel(m.timer);
+  for (GpuState& g : gpus_) clock_->Cancel(g.timer);
+}
+
+void CandidateScheduler::Submit(const Request& request) {
+  EnqueueByDeadline(&models_[request.model].queue, request);
+  ++queued_;
+  Refresh(request.model);
+}
+
+Candidate CandidateScheduler::Compute(ModelId m, Time gpu_free) {
+  BatchContext ctx{clock_->Now(), gpu_free, &spec_.models[m], spec_.delays, options_.drop};
+  return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
+    --queued_;
+    listener_->OnDrop(r, why);
+  });
+}
+
+// Recomputes m's candidate and files it: a timer for a future dispatch time,
+// else straight to the rank (a GPU if one is available, the ready set if not).
+void CandidateScheduler::Refresh(ModelId m) {
+  ModelState& s = models_[m];
+  Unready(m);
+  clock_->Cancel(s.timer);
+  s.timer = kNoTimer;
+  const Time now = clock_->Now();
+  s.candidate = Compute(m, now);
+  if (s.candidate.size == 0) return;
+  if (s.candidate.dispatch_at > now) {
+    s.timer = clock_->ScheduleAt(s.candidate.dispatch_at, [this, m] { Refresh(m); });
+    return;
+  }
+  MakeReady(m);
+}
+
+void CandidateScheduler::MakeReady(ModelId m) {
+  ModelState& s = models_[m];
+  RankState& rank = ranks_[s.rank];
+  if (!rank.available.empty()) {
+    Grant(m, *rank.available.begin());
+    return;
+  }
+  s.ready = true;
+  s.ready_key = {s.candidate.priority, m};
+  rank.ready.insert(s.ready_key);
+  if (s.candidate.latest_dispatch != kInfiniteFuture) {
+    // Past its latest moment the candidate must shrink (or its head drop).
+    s.timer = clock_->ScheduleAt(s.candidate.latest_dispatch + 1, [this, m] { Refresh(m); });
+  }
+}
+
+void CandidateScheduler::Unready(ModelId m) {
+  ModelState& s = models_[m];
+  if (!s.ready) return;
+  ranks_[s.rank].ready.erase(s.ready_key);
+  s.ready = false;
+}
+
+void CandidateScheduler::Grant(ModelId m, GpuId g) {
+  ranks_[gpus_[g].rank].available.erase(g);
+  ModelState& s = models_[m];
+  Unready(m);
+  clock_->Cancel(s.timer);
+  s.timer = kNoTimer;
+  // Algorithm 1's Dispatch: refresh the batch for this GPU's free time.
+  const Candidate c = Compute(m, gpus_[g].free_at);
+  if (c.size == 0) {
+    s.candidate = c;
+    Release(g);
+    return;
+  }
+  Dispatch(m, g, c.size);
+  Refresh(m);  // prepare the model's next batch
+}
+
+// GPU g can take a batch: give it to the best valid sendable candidate, or
+// keep it available.
+void CandidateScheduler::Release(GpuId g) {
+  gpus_[g].timer = kNoTimer;
+  RankState& rank = ranks_[gpus_[g].rank];
+  const Time now = clock_->Now();
+  while (!rank.ready.empty()) {
+    const ModelId m = rank.ready.begin()->second;
+    if (models_[m].candidate.latest_dispatch < now) {
+      Refresh(m);  // shrinks or drops; may re-enter the ready set
+      continue;
+    }
+    Grant(m, g);
+    return;
+  }
+  rank.available.insert(g);
+}
+
+void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size) {
+  RequestQueue& q = models_[m].queue;
+  const ModelSpec& spec = spec_.models[m];
+  GpuState& gpu = gpus_[g];
+  Batch batch;
+  batch.model = m;
+  batch.gpu = g;
+  batch.exec_at = std::max(clock_->Now() + spec_.delays.Dispatch(size), gpu.free_at);
+  batch.latency = spec.profile.Latency(size);
+  batch.requests.assign(q.begin(), q.begin() + size);
+  q.erase(q.begin(), q.begin() + size);
+  queued_ -= size;
+  gpu.free_at = batch.exec_at + batch.latency;
+  gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] { Release(g); });
+  listener_->OnDispatch(std::move(batch));
+}
+
+}  // namespace tutti

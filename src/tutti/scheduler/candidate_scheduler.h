@@ -1,0 +1,87 @@
+// CandidateScheduler: the engine behind the `deferred`, `eager` and
+// `timeout` policies — Symphony's Algorithm 1 with its appendix D extensions,
+// generalised over the batch policy that computes candidates.
+//
+// State is split as in Symphony's ModelThread / RankThread design, so that
+// the per-model part can later move to its own cores:
+//   per model (ModelState): the request queue, the current candidate and the
+//     model timer (fires at the candidate's dispatch time, or just after its
+//     latest valid dispatch time to shrink it);
+//   per sub-cluster (RankState): the GPUs available for a grant, ordered by
+//     id (the smallest id is taken, so high-numbered GPUs stay idle and can be
+//     released), and the sendable candidates ordered by priority (earliest
+//     `latest` first); per GPU its predicted free time and GPU timer.
+// A model timer takes the smallest-id available GPU; a GPU timer takes the
+// sendable candidate with the best priority. Every event costs
+// O(log M + log G + log max_batch).
+//
+// GPUs are modelled by prediction: a batch started at s frees its GPU at
+// s + ℓ(b); the GPU timer fires d_ctrl before that, so the next batch can be
+// on its way. An executor that runs late simply starts the next batch late.
+#ifndef TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
+#define TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
+
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "tutti/scheduler/batch_policy.h"
+#include "tutti/scheduler/scheduler.h"
+
+namespace tutti {
+
+class CandidateScheduler final : public Scheduler {
+ public:
+  // REQUIRES: ValidateClusterSpec(spec).ok(); clock and listener outlive this.
+  CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec, const SchedulerOptions& options,
+                     Clock* clock, SchedulerListener* listener);
+  ~CandidateScheduler() override;
+
+  void Submit(const Request& request) override;
+  int64_t queued() const override { return queued_; }
+
+ private:
+  using ReadyKey = std::pair<Time, ModelId>;
+
+  struct ModelState {
+    int rank = 0;
+    RequestQueue queue;
+    Candidate candidate;
+    TimerId timer = kNoTimer;
+    bool ready = false;  // in its rank's ready set under ready_key
+    ReadyKey ready_key;
+  };
+  struct GpuState {
+    int rank = 0;
+    Time free_at = 0;
+    TimerId timer = kNoTimer;
+  };
+  struct RankState {
+    std::set<GpuId> available;  // GPU timer fired, not granted yet
+    std::set<ReadyKey> ready;   // sendable candidates by priority
+  };
+
+  // ModelThread side.
+  Candidate Compute(ModelId m, Time gpu_free);
+  void Refresh(ModelId m);
+  // RankThread side.
+  void MakeReady(ModelId m);
+  void Unready(ModelId m);
+  void Grant(ModelId m, GpuId g);
+  void Release(GpuId g);
+  void Dispatch(ModelId m, GpuId g, int size);
+
+  const BatchPolicyKind kind_;
+  const ClusterSpec spec_;
+  const SchedulerOptions options_;
+  Clock* const clock_;
+  SchedulerListener* const listener_;
+  std::vector<ModelState> models_;
+  std::vector<GpuState> gpus_;
+  std::vector<RankState> ranks_;
+  int64_t queued_ = 0;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_

@@ -1,0 +1,57 @@
+// The data-plane vocabulary shared by schedulers, executors and the
+// simulator: requests, batches, and the listener a scheduler reports to.
+#ifndef TUTTI_SCHEDULER_REQUEST_H_
+#define TUTTI_SCHEDULER_REQUEST_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+using RequestId = uint64_t;
+using ModelId = int32_t;  // index into ClusterSpec::models
+using GpuId = int32_t;    // 0 … ClusterSpec::num_gpus() − 1
+
+// Only metadata travels to the scheduler (Symphony §4.1): the inputs stay
+// with the frontend.
+struct Request {
+  RequestId id = 0;
+  ModelId model = 0;
+  Time arrival = 0;
+  Time deadline = 0;  // the response must reach the client by then
+};
+
+// A batch the scheduler dispatched: `gpu` runs `requests` of `model`
+// starting at `exec_at`, expected to take `latency` = ℓ(|requests|).
+struct Batch {
+  ModelId model = 0;
+  GpuId gpu = 0;
+  Time exec_at = 0;
+  Duration latency = 0;
+  std::vector<Request> requests;
+};
+
+enum class DropReason {
+  kDeadline,   // cannot meet its deadline any more (lazy drop)
+  kEarlyDrop,  // dropped to keep batches at their target size (Nexus early drop)
+};
+absl::string_view DropReasonName(DropReason reason);
+
+// Receives the scheduler's decisions. Every submitted request reaches the
+// listener exactly once: inside a dispatched batch or as a drop.
+//
+// Calls arrive on the thread that drives the scheduler (the clock's timer
+// thread or the caller of Submit) and must not call back into the scheduler.
+class SchedulerListener {
+ public:
+  virtual ~SchedulerListener() = default;
+  virtual void OnDispatch(Batch batch) = 0;
+  virtual void OnDrop(const Request& request, DropReason reason) = 0;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SCHEDULER_REQUEST_H_

@@ -1,0 +1,38 @@
+#include "tutti/scheduler/scheduler.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/scheduler/candidate_scheduler.h"
+
+namespace tutti {
+
+const std::vector<std::string>& SchedulerPolicyNames() {
+  static const std::vector<std::string>* names =
+      new std::vector<std::string>{"deferred", "eager", "timeout"};
+  return *names;
+}
+
+absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& policy,
+                                                          const ClusterSpec& spec,
+                                                          const SchedulerOptions& options,
+                                                          Clock* clock,
+                                                          SchedulerListener* listener) {
+  TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(spec));
+  BatchPolicyKind kind;
+  if (policy == "deferred") {
+    kind = BatchPolicyKind::kDeferred;
+  } else if (policy == "eager") {
+    kind = BatchPolicyKind::kEager;
+  } else if (policy == "timeout") {
+    kind = BatchPolicyKind::kTimeout;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown scheduling policy '", policy,
+                                                   "' (expected one of ",
+                                                   absl::StrJoin(SchedulerPolicyNames(), ", "), ")"));
+  }
+  return std::unique_ptr<Scheduler>(
+      std::make_unique<CandidateScheduler>(kind, spec, options, clock, listener));
+}
+
+}  // namespace tutti

@@ -1,0 +1,68 @@
+// Scheduler: the data-plane batch scheduler. One object, written against the
+// injected Clock, runs in the server (real clock), in tests (manual clock)
+// and in the simulator (virtual time).
+//
+// Policies, chosen by name (see CreateScheduler):
+//   deferred  Symphony's deferred batch scheduling (Algorithm 1, appendix D)
+//   eager     dispatch the largest feasible batch as soon as a GPU is idle
+//   timeout   the Triton / TF-Serving dynamic batcher (max batch or delay)
+//   nexus     Nexus's squishy bin packing into per-GPU duty cycles
+//
+// Thread-safety: not thread-safe. Submit() and the clock's timer callbacks
+// must be serialized by the owner (the simulator is single-threaded; the
+// server drives it from one strand).
+#ifndef TUTTI_SCHEDULER_SCHEDULER_H_
+#define TUTTI_SCHEDULER_SCHEDULER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/clock.h"
+#include "tutti/scheduler/cluster_spec.h"
+#include "tutti/scheduler/request.h"
+
+namespace tutti {
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+
+  // Takes a request; the listener later receives it exactly once, in a
+  // batch or as a drop (possibly inside this call). REQUIRES: request.model
+  // is a model of the cluster; request ids are unique.
+  virtual void Submit(const Request& request) = 0;
+
+  // Requests still held (queued, not yet dispatched or dropped).
+  virtual int64_t queued() const = 0;
+};
+
+enum class DropPolicy {
+  kLazy,   // drop a request only when it can no longer meet its deadline
+  kEarly,  // Nexus early drop: slide a window of the target batch size
+};
+
+struct SchedulerOptions {
+  DropPolicy drop = DropPolicy::kLazy;
+  // `nexus` only: how often the planner re-packs sessions from observed rates.
+  Duration nexus_epoch = 10 * kSecond;
+  // `nexus` only: expected request rate per model (requests/s) for the first
+  // epoch's plan; models absent or 0 are planned from observed rates later.
+  std::vector<double> nexus_initial_rates;
+};
+
+// The policy names CreateScheduler accepts, in a stable order.
+const std::vector<std::string>& SchedulerPolicyNames();
+
+// Builds a scheduler. `clock` and `listener` must outlive it. InvalidArgument
+// for an unknown policy (naming the known ones) or an invalid spec.
+absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& policy,
+                                                          const ClusterSpec& spec,
+                                                          const SchedulerOptions& options,
+                                                          Clock* clock,
+                                                          SchedulerListener* listener);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SCHEDULER_SCHEDULER_H_
