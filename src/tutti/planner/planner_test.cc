@@ -1,0 +1,98 @@
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/planner/batching_bounds.h"
+#include "tutti/planner/squishy_bin_packing.h"
+
+namespace tutti {
+namespace {
+
+// Symphony Table 2 (profiles from the paper, 8 GPUs).
+TEST(BatchingBoundsTest, SymphonyTable2ResNet50) {
+  LatencyProfile p = *LatencyProfile::Linear(Millis(1.053), Millis(5.072), 64);
+  BatchingBound plain = UncoordinatedBound(p, Millis(25), 8);
+  BatchingBound staggered = StaggeredBound(p, Millis(25), 8);
+  EXPECT_EQ(plain.batch, 7);
+  EXPECT_EQ(std::lround(plain.throughput), 4501);
+  EXPECT_EQ(staggered.batch, 16);
+  EXPECT_EQ(std::lround(staggered.throughput), 5839);
+}
+
+TEST(BatchingBoundsTest, SymphonyTable2InceptionResNetV2) {
+  LatencyProfile p = *LatencyProfile::Linear(Millis(5.090), Millis(18.368), 64);
+  BatchingBound plain = UncoordinatedBound(p, Millis(70), 8);
+  BatchingBound staggered = StaggeredBound(p, Millis(70), 8);
+  EXPECT_EQ(plain.batch, 3);
+  EXPECT_EQ(std::lround(plain.throughput), 713);
+  EXPECT_EQ(staggered.batch, 8);
+  EXPECT_EQ(std::lround(staggered.throughput), 1083);
+}
+
+// Nexus Table 2 profiles (ℓ at 4, 8, 16; ℓ(1) extrapolated linearly).
+LatencyProfile NexusProfile(double l1, double l4, double l8, double l16) {
+  return *LatencyProfile::FromPoints(
+      {{1, Millis(l1)}, {4, Millis(l4)}, {8, Millis(l8)}, {16, Millis(l16)}}, Monotonicity::kReject);
+}
+
+TEST(SquishyBinPackingTest, NexusSection41SaturatedBatchesAreSixteen) {
+  LatencyProfile a = NexusProfile(31.25, 50, 75, 100), b = NexusProfile(20, 50, 90, 125),
+                 c = NexusProfile(33.75, 60, 95, 125);
+  EXPECT_EQ(UncoordinatedBound(a, Millis(200), 1).batch, 16);
+  EXPECT_EQ(UncoordinatedBound(b, Millis(250), 1).batch, 16);
+  EXPECT_EQ(UncoordinatedBound(c, Millis(250), 1).batch, 16);
+  EXPECT_DOUBLE_EQ(UncoordinatedBound(a, Millis(200), 1).throughput, 160);
+  EXPECT_DOUBLE_EQ(UncoordinatedBound(b, Millis(250), 1).throughput, 128);
+  // High load: A at 480 r/s takes three whole GPUs at batch 16, no residual.
+  std::vector<GpuNode> nodes = SquishyBinPack({{0, &a, Millis(200), 480}});
+  ASSERT_EQ(nodes.size(), 3u);
+  for (const GpuNode& n : nodes) {
+    EXPECT_TRUE(n.saturated);
+    EXPECT_EQ(n.sessions[0].batch, 16);
+    EXPECT_EQ(n.duty_cycle, Millis(100));
+  }
+}
+
+TEST(SquishyBinPackingTest, NexusSection41AAndBShareA125msCycleAndCGoesElsewhere) {
+  LatencyProfile a = NexusProfile(31.25, 50, 75, 100), b = NexusProfile(20, 50, 90, 125),
+                 c = NexusProfile(33.75, 60, 95, 125);
+  std::vector<GpuNode> nodes = SquishyBinPack(
+      {{0, &a, Millis(200), 64}, {1, &b, Millis(250), 32}, {2, &c, Millis(250), 32}});
+  ASSERT_EQ(nodes.size(), 2u);
+  const GpuNode& shared = nodes[0];
+  EXPECT_EQ(shared.duty_cycle, Millis(125));
+  ASSERT_EQ(shared.sessions.size(), 2u);
+  EXPECT_EQ(shared.sessions[0].model, 0);
+  EXPECT_EQ(shared.sessions[0].batch, 8);  // 75 ms
+  EXPECT_EQ(shared.sessions[1].model, 1);
+  EXPECT_EQ(shared.sessions[1].batch, 4);  // 50 ms: 75 + 50 <= 125
+  EXPECT_DOUBLE_EQ(shared.occupancy, 1.0);
+  ASSERT_EQ(nodes[1].sessions.size(), 1u);
+  EXPECT_EQ(nodes[1].sessions[0].model, 2);  // 75 + 60 > 125: C does not fit
+}
+
+TEST(SquishyBinPackingTest, EveryPlacedSessionMeetsItsSloAndRate) {
+  LatencyProfile p1 = *LatencyProfile::Linear(Millis(1), Millis(5), 64);
+  LatencyProfile p2 = *LatencyProfile::Linear(Millis(3), Millis(20), 64);
+  std::vector<Session> sessions;
+  for (int i = 0; i < 20; ++i) {
+    sessions.push_back({i, i % 2 ? &p1 : &p2, Millis(50 + 10 * (i % 5)), 5.0 + 37.0 * i});
+  }
+  std::vector<GpuNode> nodes = SquishyBinPack(sessions);
+  std::vector<double> served(sessions.size());
+  for (const GpuNode& n : nodes) {
+    Duration busy = 0;
+    for (const NodeSession& s : n.sessions) {
+      const Session& in = sessions[s.model];
+      const Duration l = in.profile->Latency(s.batch);
+      busy += l;
+      EXPECT_LE(n.saturated ? 2 * l : n.duty_cycle + l, in.slo);
+      // Capacity: a saturated node runs back-to-back batches; a residual node
+      // one batch per duty cycle.
+      served[s.model] += s.batch / ToSeconds(n.saturated ? l : n.duty_cycle);
+    }
+    EXPECT_LE(busy, n.duty_cycle);
+  }
+  for (size_t i = 0; i < sessions.size(); ++i) EXPECT_GE(served[i], sessions[i].rate) << i;
+}
+
+}  // namespace
+}  // namespace tutti
