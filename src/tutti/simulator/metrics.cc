@@ -1,0 +1,59 @@
+#include "tutti/simulator/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace tutti {
+
+void ModelMetrics::RecordBatch(int size) {
+  ++batches;
+  if (static_cast<int>(batch_size_counts.size()) <= size) batch_size_counts.resize(size + 1);
+  ++batch_size_counts[size];
+}
+
+void ModelMetrics::Merge(const ModelMetrics& o) {
+  arrived += o.arrived;
+  good += o.good;
+  late += o.late;
+  dropped += o.dropped;
+  batches += o.batches;
+  latency.Merge(o.latency);
+  queueing.Merge(o.queueing);
+  if (batch_size_counts.size() < o.batch_size_counts.size()) {
+    batch_size_counts.resize(o.batch_size_counts.size());
+  }
+  for (size_t b = 0; b < o.batch_size_counts.size(); ++b) batch_size_counts[b] += o.batch_size_counts[b];
+}
+
+double ModelMetrics::BadRate() const {
+  const int64_t ended = good + late + dropped;
+  return ended ? static_cast<double>(late + dropped) / static_cast<double>(ended) : 0;
+}
+
+double ModelMetrics::MeanBatch() const {
+  int64_t requests = 0;
+  for (size_t b = 0; b < batch_size_counts.size(); ++b) requests += b * batch_size_counts[b];
+  return batches ? static_cast<double>(requests) / static_cast<double>(batches) : 0;
+}
+
+Duration ModelMetrics::QuantileWithDrops(double q) const {
+  const int64_t completed = latency.count();
+  const int64_t total = completed + dropped;
+  if (total == 0) return 0;
+  const int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * total)));
+  if (rank > completed) return kInfiniteFuture;
+  return latency.Quantile(static_cast<double>(rank) / static_cast<double>(completed));
+}
+
+ScalingAdvice AdviseScaling(int gpus, double bad_rate, double idle_fraction,
+                            double bad_rate_threshold) {
+  ScalingAdvice advice;
+  if (bad_rate > bad_rate_threshold) {
+    advice.add = static_cast<int>(std::ceil(gpus * bad_rate / std::max(1e-9, 1 - bad_rate)));
+  } else {
+    advice.remove = static_cast<int>(std::floor(gpus * std::clamp(idle_fraction, 0.0, 1.0)));
+  }
+  return advice;
+}
+
+}  // namespace tutti

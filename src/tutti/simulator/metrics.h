@@ -1,0 +1,46 @@
+// What a simulation (or a load test) measured, per model and in total.
+#ifndef TUTTI_SIMULATOR_METRICS_H_
+#define TUTTI_SIMULATOR_METRICS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tutti/core/histogram.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+struct ModelMetrics {
+  std::string name;
+  Duration slo = 0;
+  int64_t arrived = 0;
+  int64_t good = 0;     // completed within the deadline
+  int64_t late = 0;     // completed after the deadline
+  int64_t dropped = 0;  // dropped by the scheduler
+  int64_t batches = 0;
+  Histogram latency;    // arrival → response, completed requests
+  Histogram queueing;   // arrival → batch start
+  std::vector<int64_t> batch_size_counts;  // [b] = batches of size b
+
+  void RecordBatch(int size);
+  void Merge(const ModelMetrics& other);
+  double BadRate() const;
+  double MeanBatch() const;
+  // Latency quantile counting dropped requests as infinitely late
+  // (kInfiniteFuture when the quantile falls among the drops).
+  Duration QuantileWithDrops(double q) const;
+};
+
+// Symphony §3.5's autoscaling advice: with bad rate r above the threshold,
+// add N·r/(1 − r) GPUs; otherwise remove N·f, f the idle fraction.
+struct ScalingAdvice {
+  int add = 0;
+  int remove = 0;
+};
+ScalingAdvice AdviseScaling(int gpus, double bad_rate, double idle_fraction,
+                            double bad_rate_threshold = 0.01);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SIMULATOR_METRICS_H_

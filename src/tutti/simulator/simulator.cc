@@ -1,0 +1,122 @@
+#include "tutti/simulator/simulator.h"
+
+#include <algorithm>
+#include <random>
+
+#include "tutti/core/manual_clock.h"
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+namespace {
+
+// Emulated GPUs plus bookkeeping: receives the scheduler's decisions and
+// turns them into measurements.
+class Cluster final : public SchedulerListener {
+ public:
+  Cluster(const SimConfig& config, SimResult* result)
+      : config_(config),
+        result_(result),
+        busy_until_(config.cluster.num_gpus(), 0),
+        used_(config.cluster.num_gpus(), false),
+        jitter_rng_(config.seed * 31 + 17) {
+    result_->gpu_busy.assign(config.cluster.num_gpus(), 0);
+    for (const ModelSpec& m : config.cluster.models) {
+      ModelMetrics mm;
+      mm.name = m.name;
+      mm.slo = m.slo;
+      result_->models.push_back(std::move(mm));
+    }
+  }
+
+  bool Measured(const Request& r) const { return r.arrival >= config_.warmup; }
+
+  void OnDispatch(Batch batch) override {
+    used_[batch.gpu] = true;
+    Time& busy_until = busy_until_[batch.gpu];
+    const Time start = std::max(batch.exec_at, busy_until);
+    if (start > batch.exec_at) ++result_->delayed_starts;
+    Duration run = batch.latency;
+    if (config_.jitter > 0) {
+      std::uniform_real_distribution<double> u(-config_.jitter, config_.jitter);
+      run = std::max<Duration>(1, static_cast<Duration>(static_cast<double>(run) * (1 + u(jitter_rng_))));
+    }
+    const Time end = start + run;
+    busy_until = end;
+    const Time lo = std::max<Time>(start, config_.warmup), hi = std::min<Time>(end, config_.duration);
+    if (hi > lo) result_->gpu_busy[batch.gpu] += hi - lo;
+    if (config_.record_timeline) {
+      result_->timeline.push_back({batch.gpu, batch.model, start, end, static_cast<int>(batch.requests.size())});
+    }
+    ModelMetrics& mm = result_->models[batch.model];
+    bool measured_batch = false;
+    const Time response = end + config_.cluster.delays.resp;
+    for (const Request& r : batch.requests) {
+      if (!Measured(r)) continue;
+      measured_batch = true;
+      mm.latency.Record(response - r.arrival);
+      mm.queueing.Record(start - r.arrival);
+      ++(response <= r.deadline ? mm.good : mm.late);
+    }
+    if (measured_batch) mm.RecordBatch(static_cast<int>(batch.requests.size()));
+  }
+
+  void OnDrop(const Request& r, DropReason) override {
+    if (Measured(r)) ++result_->models[r.model].dropped;
+  }
+
+  int GpusUsed() const { return static_cast<int>(std::count(used_.begin(), used_.end(), true)); }
+
+ private:
+  const SimConfig& config_;
+  SimResult* result_;
+  std::vector<Time> busy_until_;
+  std::vector<bool> used_;
+  std::mt19937_64 jitter_rng_;
+};
+
+}  // namespace
+
+double SimResult::OfferedRate() const { return total.arrived / ToSeconds(window); }
+double SimResult::Goodput() const { return total.good / ToSeconds(window); }
+double SimResult::Throughput() const { return (total.good + total.late) / ToSeconds(window); }
+double SimResult::BusyFraction(GpuId gpu) const {
+  return static_cast<double>(gpu_busy[gpu]) / static_cast<double>(window);
+}
+double SimResult::IdleFraction() const {
+  double busy = 0;
+  for (GpuId g = 0; g < static_cast<GpuId>(gpu_busy.size()); ++g) busy += BusyFraction(g);
+  return gpu_busy.empty() ? 0 : 1 - busy / gpu_busy.size();
+}
+
+absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
+  if (config.duration <= config.warmup) {
+    return absl::InvalidArgumentError("simulation duration must exceed its warm-up");
+  }
+  SimResult result;
+  result.policy = config.policy;
+  result.window = config.duration - config.warmup;
+  ManualClock clock;
+  Cluster cluster(config, &result);
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
+                         CreateScheduler(config.policy, config.cluster, config.options, &clock, &cluster));
+  const int num_models = static_cast<int>(config.cluster.models.size());
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
+                         MakeArrivalSource(config.workload, num_models, config.duration, config.seed));
+  Arrival a;
+  RequestId next_id = 0;
+  while (source->Next(&a)) {
+    clock.AdvanceTo(a.time);  // timers due first, in (time, insertion) order
+    const Request r{next_id++, a.model, a.time, a.time + config.cluster.models[a.model].slo};
+    if (r.arrival >= config.warmup) ++result.models[a.model].arrived;
+    scheduler->Submit(r);
+  }
+  while (scheduler->queued() > 0 && clock.RunNextTimer()) {
+  }
+  for (const ModelMetrics& m : result.models) result.total.Merge(m);
+  result.total.name = "total";
+  result.gpus_used = cluster.GpusUsed();
+  result.advice = AdviseScaling(config.cluster.num_gpus(), result.total.BadRate(), result.IdleFraction());
+  return result;
+}
+
+}  // namespace tutti

@@ -1,0 +1,67 @@
+// The discrete-event cluster simulator: drives the very scheduler object the
+// server uses (CreateScheduler) over emulated GPUs, in virtual time.
+//
+// Virtual time is a ManualClock: integer nanoseconds, events in (time,
+// insertion) order; arrivals come from a seeded ArrivalSource. An emulated
+// GPU runs a batch for exactly ℓ(b) (or ℓ(b)·(1 + u), u uniform in
+// [−jitter, jitter]); a batch that reaches a GPU still busy (only possible
+// with jitter) starts when it frees. The same config and seed always give
+// the same result.
+#ifndef TUTTI_SIMULATOR_SIMULATOR_H_
+#define TUTTI_SIMULATOR_SIMULATOR_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/scheduler/scheduler.h"
+#include "tutti/simulator/metrics.h"
+#include "tutti/simulator/workload.h"
+
+namespace tutti {
+
+struct SimConfig {
+  ClusterSpec cluster;
+  WorkloadSpec workload;
+  std::string policy = "deferred";
+  SchedulerOptions options;
+  Duration duration = 10 * kSecond;  // arrivals stop here
+  Duration warmup = 0;               // arrivals before this are not measured
+  double jitter = 0;                 // relative execution-time jitter
+  uint64_t seed = 1;
+  bool record_timeline = false;      // keep every batch (small runs only)
+};
+
+struct TimelineEntry {
+  GpuId gpu;
+  ModelId model;
+  Time start;
+  Time end;
+  int size;
+};
+
+struct SimResult {
+  std::string policy;
+  Duration window = 0;                // measured span: duration − warmup
+  std::vector<ModelMetrics> models;
+  ModelMetrics total;
+  std::vector<Duration> gpu_busy;     // per GPU, inside the window
+  int gpus_used = 0;                  // GPUs that ran at least one batch
+  int64_t delayed_starts = 0;         // batches that waited for a busy GPU
+  std::vector<TimelineEntry> timeline;
+  ScalingAdvice advice;
+
+  double OfferedRate() const;  // measured arrivals / window
+  double Goodput() const;      // good / window
+  double Throughput() const;   // completed (good + late) / window
+  double BusyFraction(GpuId gpu) const;
+  double IdleFraction() const;  // 1 − mean busy fraction
+};
+
+// Runs one simulation. Errors: invalid cluster, workload or policy.
+absl::StatusOr<SimResult> RunSimulation(const SimConfig& config);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SIMULATOR_SIMULATOR_H_

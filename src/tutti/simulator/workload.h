@@ -1,0 +1,69 @@
+// Workloads for the simulator (and later the load generator): when requests
+// arrive and for which model.
+//
+// Each model gets its own arrival stream with rate total_rate × share, where
+// the shares follow Zipf popularity (share ∝ 1/rank^s; s = 0 is uniform) or
+// explicit weights. Streams are constant-rate, Poisson, or Gamma-distributed
+// (shape k: coefficient of variation 1/√k; k = 1 is Poisson), and the total
+// rate may change piecewise over time. A trace file replays recorded
+// arrivals instead. Every stream has its own seeded generator, so a workload
+// is a deterministic function of its spec and seed.
+#ifndef TUTTI_SIMULATOR_WORKLOAD_H_
+#define TUTTI_SIMULATOR_WORKLOAD_H_
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+enum class ArrivalKind { kConstant, kPoisson, kGamma, kTrace };
+
+struct RatePhase {
+  Time start = 0;   // from this instant on …
+  double rate = 0;  // … the total rate is this (requests/s)
+};
+
+struct WorkloadSpec {
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  double gamma_shape = 1.0;
+  double rate = 0;                // total requests/s at time 0
+  std::vector<RatePhase> phases;  // later rate changes, by increasing start
+  double zipf_s = 0;              // popularity exponent across models
+  std::vector<double> weights;    // explicit shares per model (override zipf)
+  std::string trace_path;         // kTrace: CSV lines "time_ms,model_index"
+};
+
+// Shares per model (summing to 1) for `num_models` models.
+std::vector<double> ModelShares(const WorkloadSpec& spec, int num_models);
+
+// The total rate in force at `t`.
+double RateAt(const WorkloadSpec& spec, Time t);
+
+struct Arrival {
+  Time time = 0;
+  int model = 0;
+};
+
+// Produces arrivals in time order (ties: by model index). Not thread-safe.
+class ArrivalSource {
+ public:
+  virtual ~ArrivalSource() = default;
+  // The next arrival, or false when the source is exhausted.
+  virtual bool Next(Arrival* arrival) = 0;
+};
+
+// Builds the source for `spec` over [0, end). InvalidArgument for a bad
+// spec (negative rate, shape <= 0, wrong weight count, unreadable trace …).
+absl::StatusOr<std::unique_ptr<ArrivalSource>> MakeArrivalSource(const WorkloadSpec& spec,
+                                                                 int num_models, Time end,
+                                                                 uint64_t seed);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SIMULATOR_WORKLOAD_H_
