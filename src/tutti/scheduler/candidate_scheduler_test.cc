@@ -152,7 +152,7 @@ TEST(CandidateSchedulerTest, SubClustersKeepTheirModelsOnTheirGpus) {
 // once; no GPU runs two batches at once; with zero delays and exact
 // execution, deferred and eager never dispatch a batch that misses a deadline.
 TEST(SchedulerPropertyTest, InvariantsHoldOverRandomWorkloads) {
-  for (const std::string policy : {"deferred", "eager", "timeout"}) {
+  for (const std::string policy : {"deferred", "eager", "timeout", "nexus"}) {
     for (uint64_t seed = 1; seed <= 25; ++seed) {
       std::mt19937_64 rng(seed);
       ClusterSpec spec;

@@ -4,12 +4,13 @@
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/scheduler/candidate_scheduler.h"
+#include "tutti/scheduler/nexus_scheduler.h"
 
 namespace tutti {
 
 const std::vector<std::string>& SchedulerPolicyNames() {
   static const std::vector<std::string>* names =
-      new std::vector<std::string>{"deferred", "eager", "timeout"};
+      new std::vector<std::string>{"deferred", "eager", "timeout", "nexus"};
   return *names;
 }
 
@@ -19,6 +20,9 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
                                                           Clock* clock,
                                                           SchedulerListener* listener) {
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(spec));
+  if (policy == "nexus") {
+    return std::unique_ptr<Scheduler>(std::make_unique<NexusScheduler>(spec, options, clock, listener));
+  }
   BatchPolicyKind kind;
   if (policy == "deferred") {
     kind = BatchPolicyKind::kDeferred;

@@ -1,0 +1,164 @@
+#include "tutti/scheduler/nexus_scheduler.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace tutti {
+namespace {
+
+std::vector<GpuNode> Pack(const ClusterSpec& spec, const std::vector<double>& rates, double scale) {
+  std::vector<Session> sessions;
+  for (ModelId m = 0; m < static_cast<ModelId>(spec.models.size()); ++m) {
+    sessions.push_back({m, &spec.models[m].profile, spec.models[m].slo,
+                        std::max(1e-3, rates[m] * scale)});
+  }
+  return SquishyBinPack(sessions);
+}
+
+}  // namespace
+
+std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double>& rates, int gpus) {
+  std::vector<GpuNode> plan = Pack(spec, rates, 1.0);
+  if (static_cast<int>(plan.size()) > gpus) {
+    double lo = 0, hi = 1;  // the largest scale whose plan fits
+    for (int i = 0; i < 30; ++i) {
+      const double mid = (lo + hi) / 2;
+      (static_cast<int>(Pack(spec, rates, mid).size()) <= gpus ? lo : hi) = mid;
+    }
+    plan = Pack(spec, rates, lo);
+  }
+  if (static_cast<int>(plan.size()) > gpus) plan.resize(gpus);
+  return plan;
+}
+
+NexusScheduler::NexusScheduler(const ClusterSpec& spec, const SchedulerOptions& options,
+                               Clock* clock, SchedulerListener* listener)
+    : spec_(spec), options_(options), clock_(clock), listener_(listener) {
+  gpus_.resize(spec_.num_gpus());
+  routes_.resize(spec_.models.size());
+  epoch_arrivals_.assign(spec_.models.size(), 0);
+  std::vector<double> rates(spec_.models.size(), 1.0);
+  for (size_t m = 0; m < rates.size() && m < options_.nexus_initial_rates.size(); ++m) {
+    if (options_.nexus_initial_rates[m] > 0) rates[m] = options_.nexus_initial_rates[m];
+  }
+  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus()));
+  epoch_timer_ = clock_->ScheduleAfter(options_.nexus_epoch, [this] { OnEpoch(); });
+}
+
+NexusScheduler::~NexusScheduler() {
+  clock_->Cancel(epoch_timer_);
+  for (Gpu& g : gpus_) clock_->Cancel(g.timer);
+}
+
+void NexusScheduler::OnEpoch() {
+  std::vector<double> rates(spec_.models.size());
+  for (size_t m = 0; m < rates.size(); ++m) {
+    rates[m] = epoch_arrivals_[m] / ToSeconds(options_.nexus_epoch);
+    epoch_arrivals_[m] = 0;
+  }
+  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus()));
+  epoch_timer_ = clock_->ScheduleAfter(options_.nexus_epoch, [this] { OnEpoch(); });
+}
+
+void NexusScheduler::ApplyPlan(std::vector<GpuNode> plan) {
+  plan_ = std::move(plan);
+  std::vector<Request> pending;
+  for (Gpu& g : gpus_) {
+    for (Slot& s : g.slots) pending.insert(pending.end(), s.queue.begin(), s.queue.end());
+    g.slots.clear();
+    g.cursor = 0;
+  }
+  for (auto& r : routes_) r.clear();
+  for (GpuId g = 0; g < static_cast<GpuId>(plan_.size()); ++g) {
+    const GpuNode& node = plan_[g];
+    gpus_[g].duty_cycle = node.duty_cycle;
+    for (const NodeSession& s : node.sessions) {
+      routes_[s.model].push_back({g, static_cast<int>(gpus_[g].slots.size()), s.rate});
+      gpus_[g].slots.push_back({s.model, s.batch, {}});
+    }
+  }
+  queued_ -= static_cast<int64_t>(pending.size());
+  std::sort(pending.begin(), pending.end(),
+            [](const Request& a, const Request& b) { return a.arrival < b.arrival; });
+  for (const Request& r : pending) {
+    ++queued_;
+    Route(r);
+  }
+  for (GpuId g = 0; g < static_cast<GpuId>(gpus_.size()); ++g) Kick(g);
+}
+
+void NexusScheduler::Submit(const Request& request) {
+  ++epoch_arrivals_[request.model];
+  ++queued_;
+  Route(request);
+}
+
+void NexusScheduler::Route(const Request& r) {
+  std::vector<RouteEntry>& routes = routes_[r.model];
+  if (routes.empty()) {
+    --queued_;
+    listener_->OnDrop(r, DropReason::kDeadline);
+    return;
+  }
+  // Smooth weighted round robin: deterministic, proportional to the plan.
+  double total = 0;
+  RouteEntry* best = &routes[0];
+  for (RouteEntry& route : routes) {
+    route.current += route.weight;
+    total += route.weight;
+    if (route.current > best->current) best = &route;
+  }
+  best->current -= total;
+  EnqueueByDeadline(&gpus_[best->gpu].slots[best->slot].queue, r);
+  Kick(best->gpu);
+}
+
+// Runs GPU g's next session turn if it is idle and its cycle allows.
+void NexusScheduler::Kick(GpuId g) {
+  Gpu& gpu = gpus_[g];
+  const Time now = clock_->Now();
+  if (gpu.busy_until > now || gpu.timer != kNoTimer || gpu.slots.empty()) return;
+  auto wake_at = [&](Time t) {
+    gpu.timer = clock_->ScheduleAt(t, [this, g] {
+      gpus_[g].timer = kNoTimer;
+      Kick(g);
+    });
+  };
+  for (size_t tried = 0; tried <= gpu.slots.size(); ++tried) {
+    if (gpu.cursor == gpu.slots.size()) {  // a cycle ended
+      gpu.cursor = 0;
+      const Time next = std::max(now, gpu.cycle_start + gpu.duty_cycle);
+      gpu.cycle_start = next;
+      if (next > now) {
+        wake_at(next);
+        return;
+      }
+    }
+    Slot& slot = gpu.slots[gpu.cursor++];
+    if (slot.queue.empty()) continue;
+    ModelSpec spec = spec_.models[slot.model];
+    spec.max_batch = std::min(slot.batch, spec.EffectiveMaxBatch());
+    spec.early_drop_window = spec.max_batch;
+    BatchContext ctx{now, now, &spec, spec_.delays, options_.drop};
+    const Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &slot.queue, ctx,
+                                         [this](const Request& r, DropReason why) {
+                                           --queued_;
+                                           listener_->OnDrop(r, why);
+                                         });
+    if (c.size == 0) continue;
+    Batch batch;
+    batch.model = slot.model;
+    batch.gpu = g;
+    batch.exec_at = c.exec_at;
+    batch.latency = spec.profile.Latency(c.size);
+    batch.requests.assign(slot.queue.begin(), slot.queue.begin() + c.size);
+    slot.queue.erase(slot.queue.begin(), slot.queue.begin() + c.size);
+    queued_ -= c.size;
+    gpu.busy_until = batch.exec_at + batch.latency;
+    wake_at(gpu.busy_until);
+    listener_->OnDispatch(std::move(batch));
+    return;
+  }
+}
+
+}  // namespace tutti

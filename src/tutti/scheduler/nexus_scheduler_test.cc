@@ -1,0 +1,100 @@
+#include "tutti/scheduler/nexus_scheduler.h"
+
+#include <map>
+
+#include "gtest/gtest.h"
+#include "tutti/core/manual_clock.h"
+
+namespace tutti {
+namespace {
+
+struct Recorder : SchedulerListener {
+  std::vector<Batch> batches;
+  int64_t drops = 0;
+  void OnDispatch(Batch b) override { batches.push_back(std::move(b)); }
+  void OnDrop(const Request&, DropReason) override { ++drops; }
+};
+
+LatencyProfile NexusProfile(double l1, double l4, double l8, double l16) {
+  return *LatencyProfile::FromPoints(
+      {{1, Millis(l1)}, {4, Millis(l4)}, {8, Millis(l8)}, {16, Millis(l16)}}, Monotonicity::kReject);
+}
+
+// Nexus §4.1: models A, B, C (Table 2), SLOs 200/250/250 ms, 64/32/32 r/s.
+ClusterSpec Section41(int gpus) {
+  ClusterSpec spec;
+  spec.models = {{"A", NexusProfile(31.25, 50, 75, 100), Millis(200)},
+                 {"B", NexusProfile(20, 50, 90, 125), Millis(250)},
+                 {"C", NexusProfile(33.75, 60, 95, 125), Millis(250)}};
+  spec.gpus = gpus;
+  return spec;
+}
+
+TEST(NexusSchedulerTest, Section41PlanRunsAAndBOnOneGpuAndCOnAnother) {
+  ClusterSpec spec = Section41(4);
+  SchedulerOptions options;
+  options.nexus_initial_rates = {64, 32, 32};
+  options.nexus_epoch = Seconds(100);  // one plan for the whole test
+  ManualClock clock;
+  Recorder rec;
+  NexusScheduler s(spec, options, &clock, &rec);
+  ASSERT_EQ(s.plan().size(), 2u);
+  EXPECT_EQ(s.plan()[0].duty_cycle, Millis(125));
+
+  // Constant arrivals at the planned rates for 10 s.
+  const double rates[3] = {64, 32, 32};
+  std::vector<Time> next = {0, Millis(3), Millis(7)};
+  RequestId id = 0;
+  for (;;) {
+    const int m = std::min_element(next.begin(), next.end()) - next.begin();
+    if (next[m] >= Seconds(10)) break;
+    clock.AdvanceTo(next[m]);
+    s.Submit({id++, m, next[m], next[m] + spec.models[m].slo});
+    next[m] += Seconds(1 / rates[m]);
+  }
+  clock.AdvanceBy(Seconds(1));
+  EXPECT_EQ(rec.drops, 0);
+  std::map<ModelId, std::set<GpuId>> gpus_of;
+  std::map<GpuId, Time> busy_until;
+  for (const Batch& b : rec.batches) {
+    gpus_of[b.model].insert(b.gpu);
+    EXPECT_GE(b.exec_at, busy_until[b.gpu]);
+    busy_until[b.gpu] = b.exec_at + b.latency;
+    for (const Request& r : b.requests) EXPECT_LE(b.exec_at + b.latency, r.deadline);
+    EXPECT_LE(b.requests.size(), b.model == 0 ? 8u : b.model == 1 ? 4u : 5u);
+  }
+  EXPECT_EQ(gpus_of[0], (std::set<GpuId>{0}));
+  EXPECT_EQ(gpus_of[1], (std::set<GpuId>{0}));
+  EXPECT_EQ(gpus_of[2], (std::set<GpuId>{1}));
+  EXPECT_EQ(id, static_cast<RequestId>(64 * 10 + 32 * 10 + 32 * 10));
+}
+
+TEST(NexusSchedulerTest, PlanShrinksToFitTheCluster) {
+  ClusterSpec spec = Section41(1);
+  std::vector<GpuNode> plan = PlanNexus(spec, {640, 320, 320}, 1);
+  EXPECT_EQ(plan.size(), 1u);
+  std::vector<GpuNode> roomy = PlanNexus(spec, {640, 320, 320}, 100);
+  EXPECT_GT(roomy.size(), 5u);
+}
+
+TEST(NexusSchedulerTest, ReplansFromObservedRatesEachEpoch) {
+  ClusterSpec spec = Section41(8);
+  SchedulerOptions options;
+  options.nexus_epoch = Seconds(1);
+  ManualClock clock;
+  Recorder rec;
+  NexusScheduler s(spec, options, &clock, &rec);
+  // 1 r/s each at first: everything fits on one GPU.
+  EXPECT_EQ(s.plan().size(), 1u);
+  RequestId id = 0;
+  for (Time t = 0; t < Seconds(2); t += Millis(2)) {  // A at 500 r/s
+    clock.AdvanceTo(t);
+    s.Submit({id++, 0, t, t + Millis(200)});
+  }
+  EXPECT_GE(s.plan().size(), 3u);  // 500 r/s of A needs >= 3 GPUs at 160 r/s
+  clock.AdvanceBy(Seconds(1));
+  EXPECT_EQ(s.queued(), 0);
+}
+
+}  // namespace
+}  // namespace tutti
