@@ -1,0 +1,183 @@
+#include "tutti/simulator/experiment.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/file_util.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/core/zoo_profiles.h"
+
+namespace tutti {
+namespace {
+
+std::string Resolve(const std::string& path, const std::string& base_dir) {
+  if (path.empty() || path[0] == '/' || std::filesystem::exists(path)) return path;
+  return (std::filesystem::path(base_dir) / path).string();
+}
+
+absl::Status ReadModel(const YAML::Node& node, const std::string& where, const std::string& base_dir,
+                       std::vector<ModelSpec>* out) {
+  MapReader r(node, where);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto zoo, r.OptionalScalar<std::string>("zoo", "a path"));
+  TUTTI_ASSIGN_OR_RETURN(auto max_batch, r.OptionalScalar<int>("max_batch", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto delay_ms, r.OptionalScalar<double>("max_queue_delay_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto window, r.OptionalScalar<int>("early_drop_window", "an integer"));
+  const int profile_max = max_batch.value_or(64);
+  auto finish = [&](ModelSpec m) {
+    if (delay_ms) m.max_queue_delay = Millis(*delay_ms);
+    m.early_drop_window = window.value_or(0);
+    out->push_back(std::move(m));
+  };
+  if (zoo) {
+    TUTTI_ASSIGN_OR_RETURN(auto scale, r.OptionalScalar<double>("slo_scale", "a number"));
+    YAML::Node names = r.Get("names");
+    TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+    TUTTI_ASSIGN_OR_RETURN(std::vector<ZooModel> models, LoadZooCsv(Resolve(*zoo, base_dir), profile_max));
+    for (ZooModel& z : models) {
+      if (names.IsSequence()) {
+        bool wanted = false;
+        for (const auto& n : names) wanted |= n.as<std::string>() == z.name;
+        if (!wanted) continue;
+      }
+      finish(ModelSpec{z.name, std::move(z.profile),
+                       static_cast<Duration>(static_cast<double>(z.slo) * scale.value_or(1.0))});
+    }
+    return absl::OkStatus();
+  }
+  TUTTI_ASSIGN_OR_RETURN(auto name, r.RequireScalar<std::string>("name", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto alpha, r.RequireScalar<double>("alpha_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto beta, r.RequireScalar<double>("beta_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto slo, r.RequireScalar<double>("slo_ms", "a number"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  absl::StatusOr<LatencyProfile> p = LatencyProfile::Linear(Millis(alpha), Millis(beta), profile_max);
+  if (!p.ok()) return Invalid(where, p.status().message());
+  finish(ModelSpec{name, *std::move(p), Millis(slo)});
+  return absl::OkStatus();
+}
+
+absl::Status ReadWorkload(const YAML::Node& node, const std::string& base_dir, WorkloadSpec* w) {
+  MapReader r(node, "workload");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto arrival, r.OptionalScalar<std::string>("arrival", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto rate, r.OptionalScalar<double>("rate", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto shape, r.OptionalScalar<double>("gamma_shape", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto zipf, r.OptionalScalar<double>("zipf", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto trace, r.OptionalScalar<std::string>("trace", "a path"));
+  const std::string kind = arrival.value_or("poisson");
+  if (kind == "constant") {
+    w->arrival = ArrivalKind::kConstant;
+  } else if (kind == "poisson") {
+    w->arrival = ArrivalKind::kPoisson;
+  } else if (kind == "gamma") {
+    w->arrival = ArrivalKind::kGamma;
+  } else if (kind == "trace") {
+    w->arrival = ArrivalKind::kTrace;
+    if (!trace) return Invalid("workload.trace", "required for arrival: trace");
+    w->trace_path = Resolve(*trace, base_dir);
+  } else {
+    return Invalid("workload.arrival",
+                   absl::StrCat("unknown arrival '", kind, "' (expected constant, poisson, gamma or trace)"));
+  }
+  w->rate = rate.value_or(0);
+  w->gamma_shape = shape.value_or(1.0);
+  w->zipf_s = zipf.value_or(0);
+  if (YAML::Node weights = r.Get("weights"); weights.IsSequence()) {
+    for (const auto& x : weights) w->weights.push_back(x.as<double>());
+  }
+  if (YAML::Node phases = r.Get("phases"); phases.IsSequence()) {
+    for (size_t i = 0; i < phases.size(); ++i) {
+      MapReader pr(phases[i], absl::StrCat("workload.phases[", i, "]"));
+      TUTTI_ASSIGN_OR_RETURN(auto at, pr.RequireScalar<double>("at_s", "a number"));
+      TUTTI_ASSIGN_OR_RETURN(auto prate, pr.RequireScalar<double>("rate", "a number"));
+      TUTTI_RETURN_IF_ERROR(pr.CheckNoUnknownFields());
+      w->phases.push_back({Seconds(at), prate});
+    }
+  }
+  return r.CheckNoUnknownFields();
+}
+
+absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& base_dir) {
+  MapReader r(root, "");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  Experiment e;
+  SimConfig& c = e.config;
+  TUTTI_ASSIGN_OR_RETURN(auto seed, r.OptionalScalar<uint64_t>("seed", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto duration, r.OptionalScalar<double>("duration_s", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto warmup, r.OptionalScalar<double>("warmup_s", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto gpus, r.RequireScalar<int>("gpus", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto drop, r.OptionalScalar<std::string>("drop", "lazy or early"));
+  TUTTI_ASSIGN_OR_RETURN(auto jitter, r.OptionalScalar<double>("jitter", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto epoch, r.OptionalScalar<double>("nexus_epoch_s", "a number"));
+  c.seed = seed.value_or(1);
+  c.duration = Seconds(duration.value_or(10));
+  c.warmup = Seconds(warmup.value_or(1));
+  c.cluster.gpus = gpus;
+  c.policy = policy.value_or("deferred");
+  c.jitter = jitter.value_or(0);
+  if (epoch) c.options.nexus_epoch = Seconds(*epoch);
+  if (drop && *drop != "lazy" && *drop != "early") return Invalid("drop", "expected lazy or early");
+  c.options.drop = drop.value_or("lazy") == "early" ? DropPolicy::kEarly : DropPolicy::kLazy;
+  if (YAML::Node ps = r.Get("policies"); ps.IsSequence()) {
+    for (const auto& p : ps) e.policies.push_back(p.as<std::string>());
+  }
+  if (e.policies.empty()) e.policies = SchedulerPolicyNames();
+  if (YAML::Node ds = r.Get("timeout_delays_ms"); ds.IsSequence()) {
+    for (const auto& d : ds) e.timeout_delays.push_back(Millis(d.as<double>()));
+  }
+  if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
+    MapReader nr(net, "network_us");
+    TUTTI_RETURN_IF_ERROR(nr.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(auto ctrl, nr.OptionalScalar<double>("ctrl", "a number"));
+    TUTTI_ASSIGN_OR_RETURN(auto data, nr.OptionalScalar<double>("data_per_request", "a number"));
+    TUTTI_ASSIGN_OR_RETURN(auto resp, nr.OptionalScalar<double>("resp", "a number"));
+    TUTTI_RETURN_IF_ERROR(nr.CheckNoUnknownFields());
+    c.cluster.delays = {Micros(ctrl.value_or(0)), Micros(data.value_or(0)), Micros(resp.value_or(0))};
+  }
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node models, r.Require("models"));
+  if (!models.IsSequence()) return Invalid("models", "expected a list");
+  for (size_t i = 0; i < models.size(); ++i) {
+    TUTTI_RETURN_IF_ERROR(ReadModel(models[i], absl::StrCat("models[", i, "]"), base_dir, &c.cluster.models));
+  }
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node workload, r.Require("workload"));
+  TUTTI_RETURN_IF_ERROR(ReadWorkload(workload, base_dir, &c.workload));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(c.cluster));
+  c.options.nexus_initial_rates = InitialModelRates(c.workload, static_cast<int>(c.cluster.models.size()));
+  return e;
+}
+
+}  // namespace
+
+absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir) {
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node root, LoadYaml(yaml_text));
+  try {
+    return ParseRoot(root, base_dir);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed experiment: ", e.what()));
+  }
+}
+
+absl::StatusOr<Experiment> LoadExperiment(const std::string& path) {
+  TUTTI_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  absl::StatusOr<Experiment> e = ParseExperiment(text, std::filesystem::path(path).parent_path().string());
+  if (!e.ok()) return absl::Status(e.status().code(), absl::StrCat(path, ": ", e.status().message()));
+  return e;
+}
+
+WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor) {
+  WorkloadSpec out = spec;
+  out.rate *= factor;
+  for (RatePhase& p : out.phases) p.rate *= factor;
+  return out;
+}
+
+std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models) {
+  std::vector<double> rates = ModelShares(spec, num_models);
+  for (double& r : rates) r *= spec.rate;
+  return rates;
+}
+
+}  // namespace tutti

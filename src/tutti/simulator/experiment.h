@@ -1,0 +1,59 @@
+// Simulator experiments, read from YAML:
+//
+//   seed: 1
+//   duration_s: 10          # arrivals stop here
+//   warmup_s: 1             # not measured
+//   gpus: 8
+//   policy: deferred        # `tutti sim run`; `policies: [...]` for compare
+//   drop: lazy              # lazy | early
+//   jitter: 0.0             # relative execution-time jitter
+//   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
+//   timeout_delays_ms: [0.5, 1, 2, 4]   # `timeout` is reported at its best delay
+//   nexus_epoch_s: 10
+//   models:
+//     - {name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25}
+//     - {zoo: data/profiles/symphony_zoo_a100.csv}   # every model of a table
+//   workload:
+//     arrival: poisson      # constant | poisson | gamma | trace
+//     rate: 5000            # total requests/s
+//     gamma_shape: 0.5
+//     zipf: 1.0             # or weights: [...]
+//     phases: [{at_s: 5, rate: 8000}]
+//     trace: arrivals.csv   # time_ms,model_index
+//
+// Per-model optional keys: max_batch, max_queue_delay_ms, early_drop_window;
+// for zoo entries also slo_scale and names (a subset). Relative paths are
+// resolved against the working directory, then the experiment's directory.
+#ifndef TUTTI_SIMULATOR_EXPERIMENT_H_
+#define TUTTI_SIMULATOR_EXPERIMENT_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/simulator/simulator.h"
+
+namespace tutti {
+
+struct Experiment {
+  SimConfig config;                      // config.policy: the `policy` key
+  std::vector<std::string> policies;     // the `policies` key, else every policy
+  std::vector<Duration> timeout_delays;  // empty: each model's own delay
+};
+
+// Parses experiment YAML; `base_dir` resolves relative paths. Errors name
+// the field.
+absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir);
+
+// Reads and parses a file; errors are prefixed with its path.
+absl::StatusOr<Experiment> LoadExperiment(const std::string& path);
+
+// The workload with every rate (initial and phases) multiplied by `factor`.
+WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor);
+
+// The expected per-model rates of a workload at time 0 (Nexus's first plan).
+std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SIMULATOR_EXPERIMENT_H_

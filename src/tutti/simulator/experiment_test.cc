@@ -1,0 +1,134 @@
+#include "tutti/simulator/experiment.h"
+
+#include "absl/strings/str_replace.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/simulator/goodput.h"
+#include "tutti/simulator/report.h"
+#include "tutti/testing/source_dir.h"
+#include "tutti/testing/temp_dir.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kExperiment[] = R"(
+seed: 3
+duration_s: 4
+warmup_s: 0.5
+gpus: 8
+policies: [deferred, eager]
+drop: early
+jitter: 0.02
+network_us: {ctrl: 10, data_per_request: 1, resp: 20}
+timeout_delays_ms: [1, 2]
+models:
+  - {name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25, max_queue_delay_ms: 3}
+  - {zoo: data/profiles/symphony_zoo_a100.csv, names: [DenseNet121, ResNet50V2], slo_scale: 2}
+workload:
+  arrival: gamma
+  gamma_shape: 0.5
+  rate: 4000
+  zipf: 1
+  phases: [{at_s: 2, rate: 6000}]
+)";
+
+absl::StatusOr<Experiment> Parse(const std::string& text) {
+  return ParseExperiment(text, testing::SourceDir());
+}
+
+TEST(ExperimentTest, ParsesEveryKey) {
+  absl::StatusOr<Experiment> e = Parse(kExperiment);
+  ASSERT_TRUE(e.ok()) << e.status();
+  const SimConfig& c = e->config;
+  EXPECT_EQ(c.seed, 3u);
+  EXPECT_EQ(c.duration, Seconds(4));
+  EXPECT_EQ(c.warmup, Millis(500));
+  EXPECT_EQ(c.cluster.gpus, 8);
+  EXPECT_EQ(e->policies, (std::vector<std::string>{"deferred", "eager"}));
+  EXPECT_EQ(c.options.drop, DropPolicy::kEarly);
+  EXPECT_EQ(c.cluster.delays.resp, Micros(20));
+  EXPECT_EQ(e->timeout_delays, (std::vector<Duration>{Millis(1), Millis(2)}));
+  ASSERT_EQ(c.cluster.models.size(), 3u);
+  EXPECT_EQ(c.cluster.models[0].max_queue_delay, Millis(3));
+  EXPECT_EQ(c.cluster.models[1].name, "DenseNet121");
+  EXPECT_EQ(c.cluster.models[1].slo, Millis(42));  // 21 ms × 2
+  EXPECT_EQ(c.workload.arrival, ArrivalKind::kGamma);
+  EXPECT_EQ(c.workload.phases.size(), 1u);
+  ASSERT_EQ(c.options.nexus_initial_rates.size(), 3u);
+  EXPECT_NEAR(c.options.nexus_initial_rates[0], 4000 / (1 + 0.5 + 1.0 / 3), 1e-6);
+  EXPECT_TRUE(RunSimulation(c).ok());
+}
+
+TEST(ExperimentTest, ErrorsNameTheField) {
+  auto error = [](const std::string& from, const std::string& to) {
+    absl::StatusOr<Experiment> e = Parse(absl::StrReplaceAll(kExperiment, {{from, to}}));
+    EXPECT_FALSE(e.ok()) << to;
+    return e.ok() ? "" : std::string(e.status().message());
+  };
+  EXPECT_THAT(error("jitter: 0.02", "jiter: 0.02"), HasSubstr("unknown field 'jiter'"));
+  EXPECT_THAT(error("gpus: 8", "gpu: 8"), HasSubstr("missing required field 'gpus'"));
+  EXPECT_THAT(error("arrival: gamma", "arrival: bursty"), HasSubstr("unknown arrival 'bursty'"));
+  EXPECT_THAT(error("slo_ms: 25,", "slo: 25,"), HasSubstr("models[0]"));
+  EXPECT_THAT(error("drop: early", "drop: sometimes"), HasSubstr("expected lazy or early"));
+  EXPECT_THAT(error("symphony_zoo_a100.csv", "nope.csv"), HasSubstr("file not found"));
+  EXPECT_THAT(error("alpha_ms: 1.053", "alpha_ms: fast"), HasSubstr("'models[0].alpha_ms': expected a number"));
+  EXPECT_THAT(error("{at_s: 2, rate: 6000}", "{at: 2}"), HasSubstr("workload.phases[0]"));
+}
+
+TEST(ExperimentTest, ScaleWorkloadScalesEveryPhase) {
+  WorkloadSpec w{.rate = 10, .phases = {{Seconds(1), 20}}};
+  WorkloadSpec s = ScaleWorkload(w, 3);
+  EXPECT_DOUBLE_EQ(s.rate, 30);
+  EXPECT_DOUBLE_EQ(s.phases[0].rate, 60);
+}
+
+// Symphony Table 2: with constant arrivals, deferred scheduling on 8 GPUs
+// reaches the staggered bound of 5839 r/s for ResNet50 (SLO 25 ms) within 1%.
+TEST(GoodputTest, DeferredReachesTheStaggeredBoundWithConstantArrivals) {
+  absl::StatusOr<Experiment> e = Parse(R"(
+duration_s: 3
+warmup_s: 0.5
+gpus: 8
+models: [{name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25}]
+workload: {arrival: constant, rate: 4000}
+)");
+  ASSERT_TRUE(e.ok()) << e.status();
+  absl::StatusOr<GoodputResult> g = FindGoodput(e->config, 0.002);
+  ASSERT_TRUE(g.ok()) << g.status();
+  EXPECT_GE(g->rate, 0.99 * 5839);
+  EXPECT_LE(g->rate, 5839 * 1.01);  // the bound is an upper bound
+  EXPECT_TRUE(MeetsSlo(g->at_rate));
+  EXPECT_NEAR(g->at_rate.total.MeanBatch(), 16, 1.5);
+}
+
+TEST(ReportTest, TableCsvAndPlots) {
+  absl::StatusOr<Experiment> e = Parse(kExperiment);
+  ASSERT_TRUE(e.ok());
+  e->config.record_timeline = true;
+  e->config.duration = Millis(600);
+  PolicyRun run{"deferred", 0, *RunSimulation(e->config)};
+  run.goodput = run.result.Goodput();
+  std::ostringstream table;
+  PrintSimResult(run.result, table);
+  EXPECT_THAT(table.str(), HasSubstr("ResNet50"));
+  EXPECT_THAT(table.str(), HasSubstr("autoscaling advice"));
+  std::ostringstream cmp;
+  PrintComparison({run, run}, cmp);
+  EXPECT_THAT(cmp.str(), HasSubstr("1.00x"));
+  testing::TempDir dir;
+  ASSERT_TRUE(WriteCsv({run}, dir.path() + "/r.csv").ok());
+  std::ifstream csv(dir.path() + "/r.csv");
+  std::string header;
+  std::getline(csv, header);
+  EXPECT_THAT(header, HasSubstr("policy,model,arrived"));
+  absl::Status plots = WritePlots({run}, dir.path() + "/plots");
+  ASSERT_TRUE(plots.ok()) << plots;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/plots/goodput.png"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/plots/batch_cdf.png"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() + "/plots/timeline_deferred.png"));
+}
+
+}  // namespace
+}  // namespace tutti

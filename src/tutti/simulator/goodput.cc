@@ -1,0 +1,53 @@
+#include "tutti/simulator/goodput.h"
+
+#include "tutti/core/status_macros.h"
+#include "tutti/simulator/experiment.h"
+
+namespace tutti {
+
+bool MeetsSlo(const SimResult& result, double quantile) {
+  for (const ModelMetrics& m : result.models) {
+    const int64_t ended = m.good + m.late + m.dropped;
+    if (ended > 0 && static_cast<double>(m.late + m.dropped) > (1 - quantile) * ended) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<GoodputResult> FindGoodput(const SimConfig& base, double rel_tolerance,
+                                          const std::function<void(double, bool)>& progress) {
+  const double base_rate = base.workload.rate > 0 ? base.workload.rate : 1000;
+  GoodputResult out;
+  auto probe = [&](double rate) -> absl::StatusOr<bool> {
+    SimConfig c = base;
+    c.workload = ScaleWorkload(base.workload, rate / base.workload.rate);
+    c.options.nexus_initial_rates =
+        InitialModelRates(c.workload, static_cast<int>(c.cluster.models.size()));
+    TUTTI_ASSIGN_OR_RETURN(SimResult r, RunSimulation(c));
+    ++out.simulations;
+    const bool ok = MeetsSlo(r);
+    if (progress) progress(rate, ok);
+    if (ok && rate > out.rate) {
+      out.rate = rate;
+      out.at_rate = std::move(r);
+    }
+    return ok;
+  };
+  if (base.workload.rate <= 0) {
+    return absl::InvalidArgumentError("goodput search needs a workload with a positive rate");
+  }
+  double lo = 0, hi = base_rate;
+  for (int i = 0; i < 40; ++i) {  // find a failing upper bound
+    TUTTI_ASSIGN_OR_RETURN(bool ok, probe(hi));
+    if (!ok) break;
+    lo = hi;
+    hi *= 2;
+  }
+  while (hi - lo > rel_tolerance * hi) {
+    const double mid = (lo + hi) / 2;
+    TUTTI_ASSIGN_OR_RETURN(bool ok, probe(mid));
+    (ok ? lo : hi) = mid;
+  }
+  return out;
+}
+
+}  // namespace tutti

@@ -1,0 +1,155 @@
+#include "tutti/simulator/report.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tutti/core/file_util.h"
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+namespace {
+
+void Row(const ModelMetrics& m, double window_s, std::ostream& out) {
+  out << absl::StrFormat("%-22s %9d %10.1f %10.1f %6.2f%% %8s %8s %8s %7.2f %8.2f\n",
+                         m.name.substr(0, 22), m.arrived, m.arrived / window_s, m.good / window_s,
+                         100 * m.BadRate(), FormatMillis(m.QuantileWithDrops(0.5)),
+                         FormatMillis(m.QuantileWithDrops(0.99)), FormatMillis(m.QuantileWithDrops(0.999)),
+                         m.MeanBatch(), ToMillis(static_cast<Duration>(m.queueing.mean())));
+}
+
+std::string Quote(const std::string& s) { return absl::StrCat("\"", s, "\""); }
+
+}  // namespace
+
+std::string FormatMillis(Duration d) {
+  return d == kInfiniteFuture ? "inf" : absl::StrFormat("%.2f", ToMillis(d));
+}
+
+void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
+  const double w = ToSeconds(r.window);
+  out << absl::StrFormat("policy %s, %.1f s measured\n", r.policy, w);
+  out << absl::StrFormat("%-22s %9s %10s %10s %7s %8s %8s %8s %7s %8s\n", "model", "arrived",
+                         "offered/s", "goodput/s", "bad", "p50 ms", "p99 ms", "p99.9 ms", "batch",
+                         "queue ms");
+  int shown = 0;
+  for (const ModelMetrics& m : r.models) {
+    if (shown++ < max_rows) Row(m, w, out);
+  }
+  if (shown > max_rows) out << "  … " << shown - max_rows << " more models (see --csv)\n";
+  Row(r.total, w, out);
+  double busy = 0;
+  for (GpuId g = 0; g < static_cast<GpuId>(r.gpu_busy.size()); ++g) busy += r.BusyFraction(g);
+  out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%%, %d batch(es) waited for a busy GPU\n",
+                         r.gpus_used, r.gpu_busy.size(), 100 * busy / std::max<size_t>(1, r.gpu_busy.size()),
+                         r.delayed_starts);
+  if (r.advice.add > 0) {
+    out << absl::StrFormat("autoscaling advice: add %d GPU(s) (bad rate %.2f%%)\n", r.advice.add,
+                           100 * r.total.BadRate());
+  } else {
+    out << absl::StrFormat("autoscaling advice: %d GPU(s) could be released (idle %.1f%%)\n",
+                           r.advice.remove, 100 * r.IdleFraction());
+  }
+}
+
+void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
+  out << absl::StrFormat("%-16s %12s %8s %9s %7s %5s\n", "policy", "goodput/s", "bad", "p99 ms",
+                         "batch", "GPUs");
+  for (const PolicyRun& p : runs) {
+    const ModelMetrics& t = p.result.total;
+    out << absl::StrFormat("%-16s %12.1f %7.2f%% %9s %7.2f %5d\n", p.label, p.goodput,
+                           100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(),
+                           p.result.gpus_used);
+  }
+  if (runs.size() < 2) return;
+  out << "\ngoodput ratios (row / column):\n" << absl::StrFormat("%-16s", "");
+  for (const PolicyRun& c : runs) out << absl::StrFormat(" %14s", c.label.substr(0, 14));
+  out << "\n";
+  for (const PolicyRun& r : runs) {
+    out << absl::StrFormat("%-16s", r.label);
+    for (const PolicyRun& c : runs) {
+      out << (c.goodput > 0 ? absl::StrFormat(" %13.2fx", r.goodput / c.goodput)
+                            : absl::StrFormat(" %14s", "-"));
+    }
+    out << "\n";
+  }
+}
+
+absl::Status WriteCsv(const std::vector<PolicyRun>& runs, const std::string& path) {
+  std::string csv =
+      "policy,model,arrived,good,late,dropped,goodput_rps,bad_rate,p50_ms,p99_ms,p999_ms,"
+      "mean_batch,mean_queue_ms\n";
+  for (const PolicyRun& p : runs) {
+    const double w = ToSeconds(p.result.window);
+    std::vector<const ModelMetrics*> rows;
+    for (const ModelMetrics& m : p.result.models) rows.push_back(&m);
+    rows.push_back(&p.result.total);
+    for (const ModelMetrics* m : rows) {
+      absl::StrAppendFormat(&csv, "%s,%s,%d,%d,%d,%d,%.3f,%.6f,%s,%s,%s,%.3f,%.3f\n", p.label,
+                            m->name, m->arrived, m->good, m->late, m->dropped, m->good / w,
+                            m->BadRate(), FormatMillis(m->QuantileWithDrops(0.5)),
+                            FormatMillis(m->QuantileWithDrops(0.99)),
+                            FormatMillis(m->QuantileWithDrops(0.999)), m->MeanBatch(),
+                            ToMillis(static_cast<Duration>(m->queueing.mean())));
+    }
+  }
+  return WriteFileAtomic(path, csv);
+}
+
+absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& dir) {
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
+    return absl::FailedPreconditionError("gnuplot is not installed (scripts/setup.sh installs it)");
+  }
+  std::filesystem::create_directories(dir);
+  std::string gp = absl::StrCat("set terminal pngcairo size 900,540\nset grid\n");
+  // Goodput per policy.
+  std::string bars;
+  for (size_t i = 0; i < runs.size(); ++i) absl::StrAppendFormat(&bars, "%d %s %.3f\n", i, Quote(runs[i].label), runs[i].goodput);
+  TUTTI_RETURN_IF_ERROR(WriteFileAtomic(dir + "/goodput.dat", bars));
+  absl::StrAppend(&gp, "set output '", dir, "/goodput.png'\nset title 'Goodput per policy'\n",
+                  "set ylabel 'requests/s'\nset style fill solid 0.6\nset boxwidth 0.6\nset yrange [0:*]\n",
+                  "plot '", dir, "/goodput.dat' using 1:3:xtic(2) with boxes notitle\n");
+  // Batch size CDF per policy.
+  absl::StrAppend(&gp, "set output '", dir, "/batch_cdf.png'\nset title 'Batch size CDF'\n",
+                  "set xlabel 'batch size'\nset ylabel 'fraction of batches'\nset yrange [0:1]\nplot ");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const ModelMetrics& t = runs[i].result.total;
+    std::string cdf;
+    int64_t seen = 0;
+    for (size_t b = 1; b < t.batch_size_counts.size(); ++b) {
+      seen += t.batch_size_counts[b];
+      absl::StrAppendFormat(&cdf, "%d %.6f\n", b, t.batches ? static_cast<double>(seen) / t.batches : 0);
+    }
+    const std::string file = absl::StrCat(dir, "/batch_cdf_", i, ".dat");
+    TUTTI_RETURN_IF_ERROR(WriteFileAtomic(file, cdf));
+    absl::StrAppend(&gp, i ? ", " : "", "'", file, "' using 1:2 with steps title ", Quote(runs[i].label));
+  }
+  absl::StrAppend(&gp, "\n");
+  // GPU timelines for runs that recorded them.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const std::vector<TimelineEntry>& tl = runs[i].result.timeline;
+    if (tl.empty()) continue;
+    std::string data;
+    for (const TimelineEntry& e : tl) {
+      absl::StrAppendFormat(&data, "%.3f %d %.3f %d %d\n", ToMillis(e.start), e.gpu,
+                            ToMillis(e.end - e.start), e.model, e.size);
+    }
+    const std::string file = absl::StrCat(dir, "/timeline_", i, ".dat");
+    TUTTI_RETURN_IF_ERROR(WriteFileAtomic(file, data));
+    absl::StrAppend(&gp, "set output '", dir, "/timeline_", runs[i].label, ".png'\n",
+                    "set title 'GPU timeline: ", runs[i].label, " (label: batch size)'\n",
+                    "set xlabel 'time (ms)'\nset ylabel 'GPU'\nset yrange [-0.5:*]\nset autoscale x\n",
+                    "plot '", file, "' using 1:2:3:(0):4 with vectors nohead lw 8 lc variable notitle, ",
+                    "'' using ($1+$3/2):2:5 with labels font ',7' notitle\n");
+  }
+  TUTTI_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plots.gp", gp));
+  const std::string cmd = absl::StrCat("gnuplot '", dir, "/plots.gp' 2>'", dir, "/gnuplot.log'");
+  if (std::system(cmd.c_str()) != 0) {
+    return absl::InternalError(absl::StrCat("gnuplot failed; see ", dir, "/gnuplot.log"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tutti

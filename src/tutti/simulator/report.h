@@ -1,0 +1,45 @@
+// Human- and machine-readable output of simulations: tables, CSV, and plots
+// rendered with gnuplot.
+#ifndef TUTTI_SIMULATOR_REPORT_H_
+#define TUTTI_SIMULATOR_REPORT_H_
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tutti/simulator/simulator.h"
+
+namespace tutti {
+
+// Per-model rows (the first `max_rows`, then a count of the rest) and a
+// total row: arrivals, offered rate, goodput, bad rate, p50/p99/p99.9
+// latency (drops as ∞), mean batch, mean queueing; then GPU use and
+// scaling advice.
+void PrintSimResult(const SimResult& result, std::ostream& out, int max_rows = 40);
+
+// One row per policy: goodput, bad rate, p99, mean batch, GPUs used, and
+// each policy's goodput as a multiple of the others'.
+struct PolicyRun {
+  std::string label;   // e.g. "timeout(2ms)"
+  double goodput = 0;  // requests/s
+  SimResult result;
+};
+void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out);
+
+// CSV: policy,model,arrived,good,late,dropped,goodput_rps,bad_rate,p50_ms,
+// p99_ms,p999_ms,mean_batch,mean_queue_ms — one row per model and a total.
+absl::Status WriteCsv(const std::vector<PolicyRun>& runs, const std::string& path);
+
+// Writes plots into `dir` with gnuplot: goodput.png (goodput per policy),
+// batch_cdf.png (CDF of batch sizes per policy) and, for runs that recorded
+// one, timeline_<label>.png (which GPU ran what, when). FailedPrecondition
+// if gnuplot is not installed.
+absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& dir);
+
+// "12.3" for milliseconds, "inf" for kInfiniteFuture.
+std::string FormatMillis(Duration d);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SIMULATOR_REPORT_H_
