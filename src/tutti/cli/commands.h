@@ -15,6 +15,7 @@ int TrainCommand(const Args& args);
 int ProfileCommand(const Args& args);
 int ModelsCommand(const Args& args);
 int DemoCommand(const Args& args);
+int SimCommand(const Args& args);
 
 }  // namespace tutti::cli
 

@@ -22,6 +22,7 @@ constexpr Command kCommands[] = {
      tutti::cli::TrainCommand},
     {"profile", "measure latency profiles l(b) of models on this CPU", tutti::cli::ProfileCommand},
     {"models", "validate a model repository and list its models", tutti::cli::ModelsCommand},
+    {"sim", "simulate scheduling policies on emulated GPUs (virtual time)", tutti::cli::SimCommand},
 };
 
 void PrintUsage(std::ostream& out) {

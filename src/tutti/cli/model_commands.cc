@@ -154,8 +154,11 @@ int DemoCommand(const Args& args) {
     if (!repo.ok() && repo.status().code() != absl::StatusCode::kNotFound) return Fail(repo.status());
     const bool good = have.ok() && (*have)->config.accuracy.value_or(0) >= m.floor;
     if (retrain || !good) {
-      TrainJob job{.repo = repo_dir, .name = m.architecture, .max_batch_size = m.max_batch_size,
-                   .data_dir = data_dir};
+      TrainJob job;
+      job.repo = repo_dir;
+      job.name = m.architecture;
+      job.max_batch_size = m.max_batch_size;
+      job.data_dir = data_dir;
       job.train.architecture = m.architecture;
       if (absl::Status s = RunTrainJob(job, clock, std::cerr); !s.ok()) return Fail(s);
       repo = ModelRepository::Open(repo_dir);

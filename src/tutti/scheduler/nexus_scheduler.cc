@@ -17,16 +17,23 @@ std::vector<GpuNode> Pack(const ClusterSpec& spec, const std::vector<double>& ra
 
 }  // namespace
 
-std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double>& rates, int gpus) {
-  std::vector<GpuNode> plan = Pack(spec, rates, 1.0);
-  if (static_cast<int>(plan.size()) > gpus) {
-    double lo = 0, hi = 1;  // the largest scale whose plan fits
-    for (int i = 0; i < 30; ++i) {
-      const double mid = (lo + hi) / 2;
-      (static_cast<int>(Pack(spec, rates, mid).size()) <= gpus ? lo : hi) = mid;
-    }
-    plan = Pack(spec, rates, lo);
+std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double>& rates, int gpus,
+                               bool fill_cluster) {
+  auto fits = [&](double scale) { return static_cast<int>(Pack(spec, rates, scale).size()) <= gpus; };
+  // The largest multiple of the rates whose plan fits: headroom when the
+  // cluster has room, proportional shrinking when it does not.
+  double lo = 0, hi = 1;
+  if (fits(1) && !fill_cluster) return Pack(spec, rates, 1);
+  if (fits(1)) {
+    while (hi < 1024 && fits(hi * 2)) hi *= 2;
+    lo = hi;
+    hi *= 2;
   }
+  for (int i = 0; i < 30; ++i) {
+    const double mid = (lo + hi) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  std::vector<GpuNode> plan = Pack(spec, rates, lo);
   if (static_cast<int>(plan.size()) > gpus) plan.resize(gpus);
   return plan;
 }
@@ -41,7 +48,7 @@ NexusScheduler::NexusScheduler(const ClusterSpec& spec, const SchedulerOptions& 
   for (size_t m = 0; m < rates.size() && m < options_.nexus_initial_rates.size(); ++m) {
     if (options_.nexus_initial_rates[m] > 0) rates[m] = options_.nexus_initial_rates[m];
   }
-  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus()));
+  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus(), options_.nexus_fill_cluster));
   epoch_timer_ = clock_->ScheduleAfter(options_.nexus_epoch, [this] { OnEpoch(); });
 }
 
@@ -56,7 +63,7 @@ void NexusScheduler::OnEpoch() {
     rates[m] = epoch_arrivals_[m] / ToSeconds(options_.nexus_epoch);
     epoch_arrivals_[m] = 0;
   }
-  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus()));
+  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus(), options_.nexus_fill_cluster));
   epoch_timer_ = clock_->ScheduleAfter(options_.nexus_epoch, [this] { OnEpoch(); });
 }
 
@@ -139,7 +146,9 @@ void NexusScheduler::Kick(GpuId g) {
     ModelSpec spec = spec_.models[slot.model];
     spec.max_batch = std::min(slot.batch, spec.EffectiveMaxBatch());
     spec.early_drop_window = spec.max_batch;
-    BatchContext ctx{now, now, &spec, spec_.delays, options_.drop};
+    // Nexus always gathers with early drop (§6.3): lazy drop shrinks batches
+    // behind late heads until throughput collapses.
+    BatchContext ctx{now, now, &spec, spec_.delays, DropPolicy::kEarly};
     const Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &slot.queue, ctx,
                                          [this](const Request& r, DropReason why) {
                                            --queued_;

@@ -3,12 +3,15 @@
 // frontend side routes each request to one of the GPUs holding its session,
 // by smooth weighted round robin over the planned rates; each GPU cycles
 // through its sessions, running each at most its planned batch size per
-// turn, and starts a new cycle no sooner than one duty cycle after the last.
+// turn (gathered with Nexus's early drop, whatever SchedulerOptions::drop
+// says), and starts a new cycle no sooner than one duty cycle after the last.
 //
 // Rates for the first epoch come from SchedulerOptions::nexus_initial_rates
 // (else 1 request/s per model); later epochs use the rates observed in the
-// epoch before. When a plan needs more GPUs than the cluster has, all rates
-// are scaled down until it fits. Requests of a model the plan could not place
+// epoch before. The cluster has a fixed number of GPUs, so by default
+// (nexus_fill_cluster) the plan is made for the largest multiple of those
+// rates that fits them: headroom for bursts when there is room,
+// proportionally less for everyone when there is not. Requests of a model the plan could not place
 // are dropped at once, as DropReason::kDeadline.
 //
 // Sub-clusters are ignored: Nexus places sessions itself.
@@ -23,9 +26,12 @@
 
 namespace tutti {
 
-// Squishy bin packing of `rates` (one per model) fitted into `gpus` GPUs by
-// scaling the rates down if needed; at most `gpus` nodes. Pure.
-std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double>& rates, int gpus);
+// Squishy bin packing of the largest multiple of `rates` (one per model)
+// that fits into `gpus` GPUs; at most `gpus` nodes. Pure.
+// With fill_cluster false, plans for `rates` exactly (scaled down only if
+// they do not fit).
+std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double>& rates, int gpus,
+                               bool fill_cluster = true);
 
 class NexusScheduler final : public Scheduler {
  public:

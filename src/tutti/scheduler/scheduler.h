@@ -50,6 +50,9 @@ struct SchedulerOptions {
   // `nexus` only: expected request rate per model (requests/s) for the first
   // epoch's plan; models absent or 0 are planned from observed rates later.
   std::vector<double> nexus_initial_rates;
+  // `nexus` only: plan for the largest multiple of the rates that fits the
+  // cluster (headroom for bursts); false plans for the rates exactly.
+  bool nexus_fill_cluster = true;
 };
 
 // The policy names CreateScheduler accepts, in a stable order.

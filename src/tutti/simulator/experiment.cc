@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
@@ -127,6 +128,12 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   if (YAML::Node ds = r.Get("timeout_delays_ms"); ds.IsSequence()) {
     for (const auto& d : ds) e.timeout_delays.push_back(Millis(d.as<double>()));
   }
+  if (YAML::Node ws = r.Get("early_drop_windows"); ws.IsSequence()) {
+    for (const auto& w : ws) e.early_drop_windows.push_back(w.as<int>());
+  }
+  if (YAML::Node paper = r.Get("paper_goodput"); paper.IsMap()) {
+    for (const auto& kv : paper) e.paper_goodput.push_back({kv.first.as<std::string>(), kv.second.as<double>()});
+  }
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
     MapReader nr(net, "network_us");
     TUTTI_RETURN_IF_ERROR(nr.CheckIsMap());
@@ -165,6 +172,32 @@ absl::StatusOr<Experiment> LoadExperiment(const std::string& path) {
   absl::StatusOr<Experiment> e = ParseExperiment(text, std::filesystem::path(path).parent_path().string());
   if (!e.ok()) return absl::Status(e.status().code(), absl::StrCat(path, ": ", e.status().message()));
   return e;
+}
+
+std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& e,
+                                                              const std::string& entry) {
+  SimConfig c = e.config;
+  c.policy = entry;
+  const bool early = absl::EndsWith(entry, "+early");
+  if (early) {
+    c.policy = entry.substr(0, entry.size() - 6);
+    c.options.drop = DropPolicy::kEarly;
+  }
+  std::vector<std::pair<std::string, SimConfig>> out;
+  if (c.policy == "timeout" && !e.timeout_delays.empty()) {
+    for (Duration d : e.timeout_delays) {
+      for (ModelSpec& m : c.cluster.models) m.max_queue_delay = d;
+      out.push_back({absl::StrCat(entry, "(", ToMillis(d), "ms)"), c});
+    }
+  } else if (early && !e.early_drop_windows.empty()) {
+    for (int w : e.early_drop_windows) {
+      for (ModelSpec& m : c.cluster.models) m.early_drop_window = w;
+      out.push_back({absl::StrCat(entry, "(w", w, ")"), c});
+    }
+  } else {
+    out.push_back({entry, c});
+  }
+  return out;
 }
 
 WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor) {

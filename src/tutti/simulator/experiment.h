@@ -4,11 +4,14 @@
 //   duration_s: 10          # arrivals stop here
 //   warmup_s: 1             # not measured
 //   gpus: 8
-//   policy: deferred        # `tutti sim run`; `policies: [...]` for compare
+//   policy: deferred        # `tutti sim run`; `policies: [...]` for compare;
+//                           # a "+early" suffix (deferred+early) forces early drop
 //   drop: lazy              # lazy | early
 //   jitter: 0.0             # relative execution-time jitter
 //   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
 //   timeout_delays_ms: [0.5, 1, 2, 4]   # `timeout` is reported at its best delay
+//   early_drop_windows: [8, 12, 16]     # "+early" policies: at their best window
+//   paper_goodput: {Symphony: 5264}     # printed beside the results
 //   nexus_epoch_s: 10
 //   models:
 //     - {name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25}
@@ -39,6 +42,9 @@ struct Experiment {
   SimConfig config;                      // config.policy: the `policy` key
   std::vector<std::string> policies;     // the `policies` key, else every policy
   std::vector<Duration> timeout_delays;  // empty: each model's own delay
+  std::vector<int> early_drop_windows;   // empty: each model's own window
+  // Published goodputs to print beside Tutti's (`paper_goodput: {Symphony: 5264}`).
+  std::vector<std::pair<std::string, double>> paper_goodput;
 };
 
 // Parses experiment YAML; `base_dir` resolves relative paths. Errors name
@@ -50,6 +56,12 @@ absl::StatusOr<Experiment> LoadExperiment(const std::string& path);
 
 // The workload with every rate (initial and phases) multiplied by `factor`.
 WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor);
+
+// The configs a policy entry of `policies` stands for, with their labels:
+// one per timeout delay for "timeout", one per early-drop window for a
+// "+early" policy, else just the entry. Compare reports each family's best.
+std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& e,
+                                                              const std::string& entry);
 
 // The expected per-model rates of a workload at time 0 (Nexus's first plan).
 std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models);

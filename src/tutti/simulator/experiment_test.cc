@@ -77,6 +77,22 @@ TEST(ExperimentTest, ErrorsNameTheField) {
   EXPECT_THAT(error("{at_s: 2, rate: 6000}", "{at: 2}"), HasSubstr("workload.phases[0]"));
 }
 
+TEST(ExperimentTest, PolicyVariantsExpandSweeps) {
+  Experiment e = *Parse(kExperiment);
+  e.early_drop_windows = {8, 12};
+  auto timeout = PolicyVariants(e, "timeout");
+  ASSERT_EQ(timeout.size(), 2u);
+  EXPECT_EQ(timeout[1].first, "timeout(2ms)");
+  EXPECT_EQ(timeout[1].second.cluster.models[0].max_queue_delay, Millis(2));
+  auto early = PolicyVariants(e, "deferred+early");
+  ASSERT_EQ(early.size(), 2u);
+  EXPECT_EQ(early[0].first, "deferred+early(w8)");
+  EXPECT_EQ(early[0].second.policy, "deferred");
+  EXPECT_EQ(early[0].second.options.drop, DropPolicy::kEarly);
+  EXPECT_EQ(early[1].second.cluster.models[0].early_drop_window, 12);
+  EXPECT_EQ(PolicyVariants(e, "eager").size(), 1u);
+}
+
 TEST(ExperimentTest, ScaleWorkloadScalesEveryPhase) {
   WorkloadSpec w{.rate = 10, .phases = {{Seconds(1), 20}}};
   WorkloadSpec s = ScaleWorkload(w, 3);

@@ -55,23 +55,23 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
 }
 
 void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
-  out << absl::StrFormat("%-16s %12s %8s %9s %7s %5s\n", "policy", "goodput/s", "bad", "p99 ms",
+  out << absl::StrFormat("%-20s %12s %8s %9s %7s %5s\n", "policy", "goodput/s", "bad", "p99 ms",
                          "batch", "GPUs");
   for (const PolicyRun& p : runs) {
     const ModelMetrics& t = p.result.total;
-    out << absl::StrFormat("%-16s %12.1f %7.2f%% %9s %7.2f %5d\n", p.label, p.goodput,
+    out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %7.2f %5d\n", p.label, p.goodput,
                            100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(),
                            p.result.gpus_used);
   }
   if (runs.size() < 2) return;
-  out << "\ngoodput ratios (row / column):\n" << absl::StrFormat("%-16s", "");
-  for (const PolicyRun& c : runs) out << absl::StrFormat(" %14s", c.label.substr(0, 14));
+  out << "\ngoodput ratios (row / column):\n" << absl::StrFormat("%-20s", "");
+  for (const PolicyRun& c : runs) out << absl::StrFormat(" %20s", c.label.substr(0, 20));
   out << "\n";
   for (const PolicyRun& r : runs) {
-    out << absl::StrFormat("%-16s", r.label);
+    out << absl::StrFormat("%-20s", r.label);
     for (const PolicyRun& c : runs) {
-      out << (c.goodput > 0 ? absl::StrFormat(" %13.2fx", r.goodput / c.goodput)
-                            : absl::StrFormat(" %14s", "-"));
+      out << (c.goodput > 0 ? absl::StrFormat(" %19.2fx", r.goodput / c.goodput)
+                            : absl::StrFormat(" %20s", "-"));
     }
     out << "\n";
   }

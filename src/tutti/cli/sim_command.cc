@@ -1,0 +1,166 @@
+// tutti sim run | compare | goodput.
+#include <iostream>
+#include <optional>
+
+#include "absl/strings/str_format.h"
+#include "tutti/cli/commands.h"
+#include "tutti/cli/flags.h"
+#include "tutti/simulator/experiment.h"
+#include "tutti/simulator/goodput.h"
+#include "tutti/simulator/report.h"
+
+namespace tutti::cli {
+namespace {
+
+constexpr char kSimHelp[] =
+    "usage: tutti sim <run|compare|goodput> EXPERIMENT.yaml [flags]\n\n"
+    "Runs the deterministic discrete-event cluster simulator: the same scheduler\n"
+    "objects the server uses, over emulated GPUs, in virtual time.\n\n"
+    "  run      simulate one policy at the experiment's rate\n"
+    "  compare  every policy on the same workload, with goodput ratios\n"
+    "  goodput  search the highest rate whose p99 meets every SLO\n\n"
+    "See `tutti sim <action> --help` for flags and the README for the YAML format.\n";
+
+struct SimFlags {
+  std::string policy, csv, plot_dir;
+  int64_t seed = 0;
+  double rate = 0, duration_s = 0, tolerance = 0.01;
+  bool goodput = false, timeline = false;
+};
+
+FlagSet MakeFlags(const std::string& action, SimFlags* f) {
+  FlagSet flags(absl::StrCat("tutti sim ", action, " EXPERIMENT.yaml [flags]"),
+                action == "run"       ? "Simulates one policy at the experiment's rate and prints per-model metrics."
+                : action == "compare" ? "Runs every policy of the experiment on the same workload and seed;\n"
+                                        "with --goodput, searches each policy's goodput first."
+                                      : "Searches the highest offered rate at which every model's p99 latency\n"
+                                        "stays within its SLO (drops count as misses).");
+  if (action != "compare") flags.String("policy", &f->policy, "policy (default: the experiment's)");
+  flags.Int64("seed", &f->seed, "random seed (0: the experiment's)");
+  flags.Double("rate", &f->rate, "total offered rate in requests/s (0: the experiment's)");
+  flags.Double("duration-s", &f->duration_s, "virtual seconds of arrivals (0: the experiment's)");
+  if (action == "compare") flags.Bool("goodput", &f->goodput, "compare goodput searched per policy");
+  if (action != "run") flags.Double("tolerance", &f->tolerance, "relative precision of goodput search");
+  if (action == "run") flags.Bool("timeline", &f->timeline, "record every batch (plot a GPU timeline)");
+  flags.String("csv", &f->csv, "write per-model results as CSV to this file");
+  flags.String("plot-dir", &f->plot_dir, "write PNG plots (gnuplot) into this directory");
+  return flags;
+}
+
+void Apply(const SimFlags& f, SimConfig* c) {
+  if (!f.policy.empty()) c->policy = f.policy;
+  if (f.seed) c->seed = static_cast<uint64_t>(f.seed);
+  if (f.rate > 0) {
+    c->workload = ScaleWorkload(c->workload, f.rate / std::max(1e-9, c->workload.rate));
+    c->options.nexus_initial_rates = InitialModelRates(c->workload, c->cluster.models.size());
+  }
+  if (f.duration_s > 0) c->duration = Seconds(f.duration_s);
+  c->record_timeline = f.timeline;
+}
+
+int Fail(const absl::Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  return 1;
+}
+
+absl::StatusOr<PolicyRun> RunPolicy(const SimConfig& base, const std::string& label, bool search,
+                                    double tolerance) {
+  if (!search) {
+    PolicyRun run{label, 0, {}};
+    absl::StatusOr<SimResult> r = RunSimulation(base);
+    if (!r.ok()) return r.status();
+    run.result = *std::move(r);
+    run.goodput = run.result.Goodput();
+    return run;
+  }
+  std::cerr << "  " << label << ": searching goodput";
+  absl::StatusOr<GoodputResult> g =
+      FindGoodput(base, tolerance, [](double, bool) { std::cerr << "." << std::flush; });
+  if (!g.ok()) return g.status();
+  std::cerr << absl::StrFormat(" %.1f r/s (%d simulations)\n", g->rate, g->simulations);
+  return PolicyRun{label, g->rate, std::move(g->at_rate)};
+}
+
+// Every policy of the experiment, each family (timeout delays, early-drop
+// windows) at its best variant.
+absl::StatusOr<std::vector<PolicyRun>> RunAll(const Experiment& e, bool search, double tolerance) {
+  std::vector<PolicyRun> runs;
+  for (const std::string& entry : e.policies) {
+    std::optional<PolicyRun> best;
+    for (const auto& [label, config] : PolicyVariants(e, entry)) {
+      absl::StatusOr<PolicyRun> run = RunPolicy(config, label, search, tolerance);
+      if (!run.ok()) return run.status();
+      if (!best || run->goodput > best->goodput) best = *std::move(run);
+    }
+    runs.push_back(*std::move(best));
+  }
+  return runs;
+}
+
+int Finish(const std::vector<PolicyRun>& runs, const SimFlags& f) {
+  if (!f.csv.empty()) {
+    if (absl::Status s = WriteCsv(runs, f.csv); !s.ok()) return Fail(s);
+    std::cout << "wrote " << f.csv << "\n";
+  }
+  if (!f.plot_dir.empty()) {
+    if (absl::Status s = WritePlots(runs, f.plot_dir); !s.ok()) return Fail(s);
+    std::cout << "wrote plots to " << f.plot_dir << "/\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int SimCommand(const Args& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::cout << kSimHelp;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string action = args[0];
+  if (action != "run" && action != "compare" && action != "goodput") {
+    std::cerr << "tutti sim: unknown action '" << action << "'\n\n" << kSimHelp;
+    return 2;
+  }
+  SimFlags f;
+  FlagSet flags = MakeFlags(action, &f);
+  const bool has_file = args.size() > 1 && args[1].rfind("--", 0) != 0;
+  absl::Status parsed = flags.Parse(Args(args.begin() + (has_file ? 2 : 1), args.end()));
+  if (parsed.ok() && flags.help_requested()) {
+    std::cout << flags.Help();
+    return 0;
+  }
+  if (!parsed.ok() || !has_file) {
+    std::cerr << "error: " << (parsed.ok() ? "missing EXPERIMENT.yaml" : parsed.message()) << "\n\n"
+              << flags.Help();
+    return 2;
+  }
+  absl::StatusOr<Experiment> e = LoadExperiment(args[1]);
+  if (!e.ok()) return Fail(e.status());
+  Apply(f, &e->config);
+
+  std::vector<PolicyRun> runs;
+  if (action == "compare") {
+    absl::StatusOr<std::vector<PolicyRun>> all = RunAll(*e, f.goodput, f.tolerance);
+    if (!all.ok()) return Fail(all.status());
+    runs = *std::move(all);
+    std::cout << absl::StrFormat("%s: %d models, %d GPUs, %s\n", args[1], e->config.cluster.models.size(),
+                                 e->config.cluster.num_gpus(),
+                                 f.goodput ? "goodput = highest rate with every p99 within SLO"
+                                           : absl::StrFormat("offered %.0f r/s", e->config.workload.rate));
+    PrintComparison(runs, std::cout);
+  } else {
+    absl::StatusOr<PolicyRun> run = RunPolicy(e->config, e->config.policy, action == "goodput", f.tolerance);
+    if (!run.ok()) return Fail(run.status());
+    runs.push_back(*std::move(run));
+    if (action == "goodput") std::cout << absl::StrFormat("goodput: %.1f r/s\n", runs[0].goodput);
+    PrintSimResult(runs[0].result, std::cout);
+  }
+  for (const auto& [who, goodput] : e->paper_goodput) {
+    std::cout << absl::StrFormat("paper: %-10s %8.0f r/s", who, goodput);
+    for (const PolicyRun& r : runs) std::cout << absl::StrFormat("   %s %.2fx", r.label, r.goodput / goodput);
+    std::cout << "\n";
+  }
+  return Finish(runs, f);
+}
+
+}  // namespace tutti::cli
