@@ -94,5 +94,18 @@ TEST(SquishyBinPackingTest, EveryPlacedSessionMeetsItsSloAndRate) {
   for (size_t i = 0; i < sessions.size(); ++i) EXPECT_GE(served[i], sessions[i].rate) << i;
 }
 
+TEST(SquishyBinPackingTest, SessionWithoutAGuaranteedBatchGetsWholeGpusAtBatchOne) {
+  // DenseNet121 on an A100 (Symphony Table 4): ℓ(1) = 10.6 ms > SLO/2 = 10.5 ms:
+  // no duty cycle bounds its latency, so it runs back-to-back at batch 1.
+  LatencyProfile p = *LatencyProfile::Linear(Micros(54), Micros(10546), 64);
+  std::vector<GpuNode> nodes = SquishyBinPack({{0, &p, Millis(21), 110}});
+  ASSERT_EQ(nodes.size(), 2u);  // 110 r/s at 1/ℓ(1) = 94 r/s per GPU
+  for (const GpuNode& n : nodes) {
+    EXPECT_TRUE(n.saturated);
+    EXPECT_EQ(n.sessions[0].batch, 1);
+    EXPECT_EQ(n.duty_cycle, p.Latency(1));
+  }
+}
+
 }  // namespace
 }  // namespace tutti

@@ -43,6 +43,22 @@ std::optional<GpuNode> Merge(const GpuNode& node, const std::vector<Residual>& m
   return merged;
 }
 
+// The residual node for `rate` of session `s` alone: the largest batch with
+// ℓ(b) + b/rate <= SLO and its duty cycle b/rate (at least one request per
+// SLO when the rate is that low).
+Residual MakeResidual(const Session& s, double rate) {
+  const LatencyProfile& p = *s.profile;
+  int b = p.MaxBatchForRate(s.slo, rate);
+  Duration d;
+  if (b == 0) {
+    b = 1;
+    d = s.slo - p.Latency(1);
+  } else {
+    d = static_cast<Duration>(std::floor(b / rate * 1e9));  // rounded so b/d >= rate
+  }
+  return {&s, rate, b, d, static_cast<double>(p.Latency(b)) / static_cast<double>(d)};
+}
+
 }  // namespace
 
 std::vector<GpuNode> SquishyBinPack(const std::vector<Session>& sessions) {
@@ -51,7 +67,10 @@ std::vector<GpuNode> SquishyBinPack(const std::vector<Session>& sessions) {
   for (const Session& s : sessions) {
     const LatencyProfile& p = *s.profile;
     double rest = s.rate;
-    const int big = p.MaxBatchWithin(s.slo / 2);
+    // B = max b with 2ℓ(b) <= SLO. When even 2ℓ(1) > SLO no duty cycle can
+    // bound the latency; such a session still gets whole GPUs at batch 1
+    // (best effort: only requests that wait behind a batch miss).
+    const int big = p.Latency(1) <= s.slo ? std::max(1, p.MaxBatchWithin(s.slo / 2)) : 0;
     if (big > 0) {  // ScheduleSaturate
       const double per_gpu = p.Throughput(big);
       const int n = static_cast<int>(std::floor(s.rate / per_gpu));
@@ -61,20 +80,13 @@ std::vector<GpuNode> SquishyBinPack(const std::vector<Session>& sessions) {
       rest -= n * per_gpu;
     }
     if (rest <= 1e-9 || p.Latency(1) > s.slo) continue;
-    int b = p.MaxBatchForRate(s.slo, rest);
-    Duration d;
-    if (b == 0) {  // so few requests that one per SLO suffices
-      b = 1;
-      d = s.slo - p.Latency(1);
-    } else {
-      d = static_cast<Duration>(std::floor(b / rest * 1e9));  // rounded so b/d >= rest
-    }
-    if (p.Latency(b) > d && big > 0) {
+    const Residual r = MakeResidual(s, rest);
+    if (r.occupancy > 1) {
       // Too much for one GPU at any batch the SLO allows: one more whole GPU.
       nodes.push_back({p.Latency(big), {{s.model, big, rest}}, 1.0, true});
       continue;
     }
-    residuals.push_back({&s, rest, b, d, static_cast<double>(p.Latency(b)) / static_cast<double>(d)});
+    residuals.push_back(r);
   }
   // ScheduleResidue: decreasing occupancy, best-fit merge.
   std::stable_sort(residuals.begin(), residuals.end(),

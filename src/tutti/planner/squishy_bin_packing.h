@@ -5,7 +5,9 @@
 //   saturate: B = max b with 2ℓ(b) <= SLO; T = B/ℓ(B); ⌊R/T⌋ whole GPUs
 //             run the session alone at batch B; the rest r = R − n·T is
 //             residual (if even the residual needs more than one GPU at
-//             any batch its SLO allows, it gets one more whole GPU).
+//             any batch its SLO allows, it gets one more whole GPU). A
+//             session with 2ℓ(1) > SLO has no such bound; it gets whole GPUs
+//             at B = 1, best effort.
 //   residual: b = max b with ℓ(b) + b/r <= SLO, duty cycle d = b/r,
 //             occupancy ℓ(b)/d; sorted by occupancy, each residual is merged
 //             best-fit (highest resulting occupancy) into an existing node:

@@ -78,10 +78,14 @@ void NexusScheduler::ApplyPlan(std::vector<GpuNode> plan) {
   for (auto& r : routes_) r.clear();
   for (GpuId g = 0; g < static_cast<GpuId>(plan_.size()); ++g) {
     const GpuNode& node = plan_[g];
-    gpus_[g].duty_cycle = node.duty_cycle;
+    Gpu& gpu = gpus_[g];
+    gpu.duty_cycle = node.duty_cycle;
+    gpu.cycle_start = clock_->Now();
+    Duration offset = 0;
     for (const NodeSession& s : node.sessions) {
-      routes_[s.model].push_back({g, static_cast<int>(gpus_[g].slots.size()), s.rate});
-      gpus_[g].slots.push_back({s.model, s.batch, {}});
+      routes_[s.model].push_back({g, static_cast<int>(gpu.slots.size()), s.rate});
+      gpu.slots.push_back({s.model, s.batch, offset, {}});
+      offset += spec_.models[s.model].profile.Latency(s.batch);
     }
   }
   queued_ -= static_cast<int64_t>(pending.size());
@@ -120,7 +124,10 @@ void NexusScheduler::Route(const Request& r) {
   Kick(best->gpu);
 }
 
-// Runs GPU g's next session turn if it is idle and its cycle allows.
+// Runs GPU g's sessions in a fixed time-slotted cycle: session k's turn is
+// at cycle_start + offset_k every duty cycle (offset_k = Σ_{i<k} ℓ(b_i)), so a
+// request waits at most one duty cycle plus its batch (Nexus §4.1). A turn
+// with nothing queued is skipped; the GPU idles until the next slot.
 void NexusScheduler::Kick(GpuId g) {
   Gpu& gpu = gpus_[g];
   const Time now = clock_->Now();
@@ -131,17 +138,20 @@ void NexusScheduler::Kick(GpuId g) {
       Kick(g);
     });
   };
-  for (size_t tried = 0; tried <= gpu.slots.size(); ++tried) {
-    if (gpu.cursor == gpu.slots.size()) {  // a cycle ended
+  for (size_t tried = 0; tried < gpu.slots.size(); ++tried) {
+    if (gpu.cursor == gpu.slots.size()) {
       gpu.cursor = 0;
-      const Time next = std::max(now, gpu.cycle_start + gpu.duty_cycle);
-      gpu.cycle_start = next;
-      if (next > now) {
-        wake_at(next);
-        return;
-      }
+      gpu.cycle_start += gpu.duty_cycle;
+      // Fell a whole cycle behind (idle GPU): realign on the present.
+      if (gpu.cycle_start + gpu.duty_cycle <= now) gpu.cycle_start = now;
     }
-    Slot& slot = gpu.slots[gpu.cursor++];
+    Slot& slot = gpu.slots[gpu.cursor];
+    const Time slot_time = gpu.cycle_start + slot.offset;
+    if (slot_time > now) {
+      wake_at(slot_time);
+      return;
+    }
+    ++gpu.cursor;
     if (slot.queue.empty()) continue;
     ModelSpec spec = spec_.models[slot.model];
     spec.max_batch = std::min(slot.batch, spec.EffectiveMaxBatch());
@@ -168,6 +178,7 @@ void NexusScheduler::Kick(GpuId g) {
     listener_->OnDispatch(std::move(batch));
     return;
   }
+  // A whole cycle had nothing to run: sleep until the next slot.
+  wake_at(std::max(now + 1, gpu.cycle_start + gpu.duty_cycle));
 }
-
 }  // namespace tutti

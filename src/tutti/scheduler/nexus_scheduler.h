@@ -2,9 +2,10 @@
 // packs sessions (model, SLO, rate) onto GPUs with squishy bin packing; the
 // frontend side routes each request to one of the GPUs holding its session,
 // by smooth weighted round robin over the planned rates; each GPU cycles
-// through its sessions, running each at most its planned batch size per
-// turn (gathered with Nexus's early drop, whatever SchedulerOptions::drop
-// says), and starts a new cycle no sooner than one duty cycle after the last.
+// through its sessions in fixed time slots — session k's turn starts
+// Σ_{i<k} ℓ(b_i) into every duty cycle — running at most its planned batch
+// (gathered with Nexus's early drop, whatever SchedulerOptions::drop says),
+// so that no request waits more than a duty cycle plus its batch.
 //
 // Rates for the first epoch come from SchedulerOptions::nexus_initial_rates
 // (else 1 request/s per model); later epochs use the rates observed in the
@@ -50,6 +51,7 @@ class NexusScheduler final : public Scheduler {
   struct Slot {  // one session on one GPU
     ModelId model;
     int batch;
+    Duration offset;  // its turn's start within the duty cycle
     RequestQueue queue;
   };
   struct Gpu {
