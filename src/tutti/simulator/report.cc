@@ -139,10 +139,13 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
     const std::string file = absl::StrCat(dir, "/timeline_", i, ".dat");
     TUTTI_RETURN_IF_ERROR(WriteFileAtomic(file, data));
     absl::StrAppend(&gp, "set output '", dir, "/timeline_", runs[i].label, ".png'\n",
-                    "set title 'GPU timeline: ", runs[i].label, " (label: batch size)'\n",
-                    "set xlabel 'time (ms)'\nset ylabel 'GPU'\nset yrange [-0.5:*]\nset autoscale x\n",
-                    "plot '", file, "' using 1:2:3:(0):4 with vectors nohead lw 8 lc variable notitle, ",
-                    "'' using ($1+$3/2):2:5 with labels font ',7' notitle\n");
+                    "set title 'GPU timeline: ", runs[i].label, " (box label: batch size)'\n",
+                    "set xlabel 'time (ms)'\nset ylabel 'GPU'\nset ytics 1\nset yrange [-0.6:",
+                    runs[i].result.gpu_busy.size() - 0.4, "]\nset autoscale x\nunset key\n",
+                    "plot '", file, "' using ($1+$3/2):2:($3/2):(0.3):(1+int($4)%8) ",
+                    "with boxxyerror fill solid 0.5 border lc rgb 'black' lc variable, ",
+                    "'' using ($1+$3/2):2:(sprintf('%d',$5)) with labels font ',8'\n",
+                    "set ytics autofreq\nset yrange [*:*]\n");
   }
   TUTTI_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plots.gp", gp));
   const std::string cmd = absl::StrCat("gnuplot '", dir, "/plots.gp' 2>'", dir, "/gnuplot.log'");
