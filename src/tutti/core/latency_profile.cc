@@ -106,20 +106,10 @@ int LatencyProfile::MaxBatchWithin(Duration budget) const {
 }
 
 int LatencyProfile::MaxBatchForRate(Duration slo, double rate_per_s) const {
-  // ℓ(b) + b/r is increasing in b, so binary search for the last b that fits.
-  auto fits = [&](int b) {
+  // ℓ(b) + b/r is increasing in b.
+  return LargestFitting(max_batch(), [&](int b) {
     return static_cast<double>(Latency(b)) + b / rate_per_s * 1e9 <= static_cast<double>(slo);
-  };
-  int lo = 0, hi = max_batch();  // invariant: fits(lo) or lo == 0; !fits(b) for b > hi
-  while (lo < hi) {
-    const int mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid)) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
+  });
 }
 
 std::string LatencyProfile::DebugString() const {

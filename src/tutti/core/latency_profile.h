@@ -86,6 +86,22 @@ class LatencyProfile {
   LinearFit fit_;
 };
 
+// The largest b in [1, cap] with fits(b), for a monotone predicate (true up
+// to some b, false after), or 0 if fits(1) is false. O(log cap) calls.
+template <typename Fits>
+int LargestFitting(int cap, Fits fits) {
+  int lo = 0, hi = cap;  // fits(lo) (or lo == 0); !fits(b) for every b > hi
+  while (lo < hi) {
+    const int mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid)) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 // Least-squares fit of latency against batch size. With a single point the
 // slope is 0 and the intercept is that latency.
 LinearFit FitLinear(const std::vector<ProfilePoint>& points);

@@ -106,6 +106,13 @@ TEST(LatencyProfileTest, MaxBatchForRateMatchesNexusResidualRule) {
   }
 }
 
+TEST(LatencyProfileTest, LargestFitting) {
+  EXPECT_EQ(LargestFitting(10, [](int b) { return b <= 7; }), 7);
+  EXPECT_EQ(LargestFitting(10, [](int b) { return b <= 70; }), 10);
+  EXPECT_EQ(LargestFitting(10, [](int) { return false; }), 0);
+  EXPECT_EQ(LargestFitting(0, [](int) { return true; }), 0);
+}
+
 TEST(LatencyProfileTest, ThroughputIsBatchOverLatency) {
   LatencyProfile p = *LatencyProfile::Linear(Millis(5), Millis(35), 64);
   EXPECT_DOUBLE_EQ(p.Throughput(16), 16 / 0.115);

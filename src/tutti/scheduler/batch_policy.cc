@@ -14,17 +14,16 @@ void EnqueueByDeadline(RequestQueue* queue, const Request& request) {
   queue->insert(pos, request);
 }
 
-int LargestFitting(int cap, const std::function<bool(int)>& fits) {
-  int lo = 0, hi = cap;  // fits(lo) (or lo == 0); !fits(b) for all b > hi
-  while (lo < hi) {
-    const int mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid)) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
+Batch TakeBatch(RequestQueue* queue, const ModelSpec& spec, ModelId model, GpuId gpu, Time exec_at,
+                int size) {
+  Batch batch;
+  batch.model = model;
+  batch.gpu = gpu;
+  batch.exec_at = exec_at;
+  batch.latency = spec.profile.Latency(size);
+  batch.requests.assign(queue->begin(), queue->begin() + size);
+  queue->erase(queue->begin(), queue->begin() + size);
+  return batch;
 }
 
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,

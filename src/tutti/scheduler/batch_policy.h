@@ -58,9 +58,11 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,
                            const DropFn& on_drop);
 
-// The largest b in [1, cap] with fits(b), for monotone `fits` (true then
-// false); 0 if fits(1) is false. O(log cap).
-int LargestFitting(int cap, const std::function<bool(int)>& fits);
+// Removes the first `size` requests of `queue` into a batch of `model` on
+// `gpu` starting at `exec_at` with the profile's latency.
+// REQUIRES: 1 <= size <= queue->size().
+Batch TakeBatch(RequestQueue* queue, const ModelSpec& spec, ModelId model, GpuId gpu, Time exec_at,
+                int size);
 
 }  // namespace tutti
 

@@ -141,10 +141,16 @@ TEST(BatchPolicyTest, EnqueueKeepsDeadlineOrder) {
   EXPECT_EQ(order, (std::vector<RequestId>{1, 3, 4, 2}));
 }
 
-TEST(BatchPolicyTest, LargestFitting) {
-  EXPECT_EQ(LargestFitting(10, [](int b) { return b <= 7; }), 7);
-  EXPECT_EQ(LargestFitting(10, [](int b) { return b <= 70; }), 10);
-  EXPECT_EQ(LargestFitting(10, [](int) { return false; }), 0);
+TEST(BatchPolicyTest, TakeBatchPopsTheHead) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m), At(2, 1, m), At(3, 2, m)};
+  Batch b = TakeBatch(&q, m, 0, 2, Millis(4), 2);
+  EXPECT_EQ(b.gpu, 2);
+  EXPECT_EQ(b.exec_at, Millis(4));
+  EXPECT_EQ(b.latency, Millis(7));
+  ASSERT_EQ(b.requests.size(), 2u);
+  EXPECT_EQ(b.requests[1].id, 2u);
+  EXPECT_EQ(q.size(), 1u);
 }
 
 }  // namespace

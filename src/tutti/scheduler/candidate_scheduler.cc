@@ -117,16 +117,9 @@ void CandidateScheduler::Release(GpuId g) {
 }
 
 void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size) {
-  RequestQueue& q = models_[m].queue;
-  const ModelSpec& spec = spec_.models[m];
   GpuState& gpu = gpus_[g];
-  Batch batch;
-  batch.model = m;
-  batch.gpu = g;
-  batch.exec_at = std::max(clock_->Now() + spec_.delays.Dispatch(size), gpu.free_at);
-  batch.latency = spec.profile.Latency(size);
-  batch.requests.assign(q.begin(), q.begin() + size);
-  q.erase(q.begin(), q.begin() + size);
+  const Time exec_at = std::max(clock_->Now() + spec_.delays.Dispatch(size), gpu.free_at);
+  Batch batch = TakeBatch(&models_[m].queue, spec_.models[m], m, g, exec_at, size);
   queued_ -= size;
   gpu.free_at = batch.exec_at + batch.latency;
   gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] { Release(g); });

@@ -165,13 +165,7 @@ void NexusScheduler::Kick(GpuId g) {
                                            listener_->OnDrop(r, why);
                                          });
     if (c.size == 0) continue;
-    Batch batch;
-    batch.model = slot.model;
-    batch.gpu = g;
-    batch.exec_at = c.exec_at;
-    batch.latency = spec.profile.Latency(c.size);
-    batch.requests.assign(slot.queue.begin(), slot.queue.begin() + c.size);
-    slot.queue.erase(slot.queue.begin(), slot.queue.begin() + c.size);
+    Batch batch = TakeBatch(&slot.queue, spec, slot.model, g, c.exec_at, c.size);
     queued_ -= c.size;
     gpu.busy_until = batch.exec_at + batch.latency;
     wake_at(gpu.busy_until);
