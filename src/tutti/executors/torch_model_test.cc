@@ -6,38 +6,16 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tutti/testing/source_dir.h"
+#include "tutti/testing/torchscript_fixture.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
 namespace {
 
 using ::testing::HasSubstr;
-using ::tutti::testing::SourceDir;
+using ::tutti::testing::FixtureInputs;
+using ::tutti::testing::FixtureRepo;
 using ::tutti::testing::TempDir;
-
-std::string FixtureRepo() { return SourceDir() + "/testdata/torchscript_repo"; }
-
-// The inputs tools/make_torchscript_fixture.py feeds the model.
-std::vector<float> FixtureInputs(int batch) {
-  std::vector<float> x(batch * 784);
-  for (int i = 0; i < batch; ++i) {
-    for (int j = 0; j < 784; ++j) x[i * 784 + j] = static_cast<float>((7 * i + j) % 256) / 255.0f;
-  }
-  return x;
-}
-
-std::vector<float> ExpectedOutputs() {
-  std::ifstream in(FixtureRepo() + "/expected_outputs.txt");
-  std::string line;
-  std::vector<float> out;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream row(line);
-    for (float v; row >> v;) out.push_back(v);
-  }
-  return out;
-}
 
 // A copy of the fixture model in a temp repository, with its config edited.
 ModelVersion CopyOfFixture(const TempDir& dir, const std::string& config_suffix) {
@@ -60,7 +38,7 @@ TEST(TorchModelTest, TorchScriptFromPyTorchComputesWhatPyTorchComputed) {
   EXPECT_EQ((*model)->parameter_count(), 784 * 10 + 10);
   std::vector<float> out;
   ASSERT_TRUE((*model)->Run(FixtureInputs(2), 2, &out).ok());
-  std::vector<float> expected = ExpectedOutputs();
+  std::vector<float> expected = testing::FixtureExpectedOutputs();
   ASSERT_EQ(expected.size(), 20u);
   ASSERT_EQ(out.size(), 20u);
   for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;

@@ -33,8 +33,8 @@ void CandidateScheduler::Submit(const Request& request) {
   Refresh(request.model);
 }
 
-Candidate CandidateScheduler::Compute(ModelId m, Time gpu_free) {
-  BatchContext ctx{clock_->Now(), gpu_free, &spec_.models[m], spec_.delays, options_.drop};
+Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
+  BatchContext ctx{now, gpu_free, &spec_.models[m], spec_.delays, options_.drop};
   return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
     --queued_;
     listener_->OnDrop(r, why);
@@ -48,8 +48,8 @@ void CandidateScheduler::Refresh(ModelId m) {
   Unready(m);
   clock_->Cancel(s.timer);
   s.timer = kNoTimer;
-  const Time now = clock_->Now();
-  s.candidate = Compute(m, now);
+  const Time now = clock_->Now();  // one reading per event: a real clock moves
+  s.candidate = Compute(m, now, now);
   if (s.candidate.size == 0) return;
   if (s.candidate.dispatch_at > now) {
     s.timer = clock_->ScheduleAt(s.candidate.dispatch_at, [this, m] { Refresh(m); });
@@ -88,13 +88,14 @@ void CandidateScheduler::Grant(ModelId m, GpuId g) {
   clock_->Cancel(s.timer);
   s.timer = kNoTimer;
   // Algorithm 1's Dispatch: refresh the batch for this GPU's free time.
-  const Candidate c = Compute(m, gpus_[g].free_at);
+  const Time now = clock_->Now();
+  const Candidate c = Compute(m, now, std::max(now, gpus_[g].free_at));
   if (c.size == 0) {
     s.candidate = c;
     Release(g);
     return;
   }
-  Dispatch(m, g, c.size);
+  Dispatch(m, g, c.size, now);
   Refresh(m);  // prepare the model's next batch
 }
 
@@ -116,9 +117,9 @@ void CandidateScheduler::Release(GpuId g) {
   rank.available.insert(g);
 }
 
-void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size) {
+void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   GpuState& gpu = gpus_[g];
-  const Time exec_at = std::max(clock_->Now() + spec_.delays.Dispatch(size), gpu.free_at);
+  const Time exec_at = std::max(now + spec_.delays.Dispatch(size), gpu.free_at);
   Batch batch = TakeBatch(&models_[m].queue, spec_.models[m], m, g, exec_at, size);
   queued_ -= size;
   gpu.free_at = batch.exec_at + batch.latency;

@@ -62,14 +62,14 @@ class CandidateScheduler final : public Scheduler {
   };
 
   // ModelThread side.
-  Candidate Compute(ModelId m, Time gpu_free);
+  Candidate Compute(ModelId m, Time now, Time gpu_free);
   void Refresh(ModelId m);
   // RankThread side.
   void MakeReady(ModelId m);
   void Unready(ModelId m);
   void Grant(ModelId m, GpuId g);
   void Release(GpuId g);
-  void Dispatch(ModelId m, GpuId g, int size);
+  void Dispatch(ModelId m, GpuId g, int size, Time now);
 
   const BatchPolicyKind kind_;
   const ClusterSpec spec_;

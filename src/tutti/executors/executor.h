@@ -1,0 +1,52 @@
+// Executor: one execution slot — a GPU, an emulated GPU or a CPU worker —
+// that runs batches one at a time, in the order it receives them.
+//
+// The scheduler decides which executor runs which batch and when; the
+// executor only honours that: a batch starts at its `start_at` or when the
+// previous batch finishes, whichever is later.
+#ifndef TUTTI_EXECUTORS_EXECUTOR_H_
+#define TUTTI_EXECUTORS_EXECUTOR_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+struct ExecBatch {
+  int model = 0;             // index of the model among those the executor holds
+  int size = 0;              // items in the batch
+  std::vector<float> input;  // size × the model's input elements, FP32
+  Time start_at = 0;         // do not start before this instant
+};
+
+struct ExecResult {
+  absl::Status status;        // OK, or why the batch failed
+  std::vector<float> output;  // size × the model's output elements
+  Time started = 0;
+  Time finished = 0;
+  bool emulated = false;      // outputs are placeholders, not a model's
+};
+
+// Thread-safety: Run() may be called from any thread. `done` is called
+// exactly once per batch, on the executor's own thread (or timer thread),
+// and must not block for long.
+class Executor {
+ public:
+  using DoneFn = std::function<void(ExecResult)>;
+  virtual ~Executor() = default;
+
+  // Queues `batch`; never blocks. REQUIRES: batch.model is held by this
+  // executor and batch.input has size × input elements values.
+  virtual void Run(ExecBatch batch, DoneFn done) = 0;
+
+  // "emulated" or "torch".
+  virtual std::string kind() const = 0;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_EXECUTORS_EXECUTOR_H_

@@ -1,0 +1,51 @@
+#include "tutti/executors/torch_executor.h"
+
+#include <chrono>
+#include <utility>
+
+namespace tutti {
+
+TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models)
+    : clock_(clock), models_(std::move(models)), worker_([this] { Loop(); }) {}
+
+TorchExecutor::~TorchExecutor() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
+
+void TorchExecutor::Run(ExecBatch batch, DoneFn done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace_back(std::move(batch), std::move(done));
+  }
+  wake_.notify_all();
+}
+
+void TorchExecutor::Loop() {
+  for (;;) {
+    std::pair<ExecBatch, DoneFn> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, nothing left
+      job = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    auto& [batch, done] = job;
+    // Honour the scheduler's start time (the real clock's origin is steady_clock).
+    for (Time now = clock_->Now(); now < batch.start_at; now = clock_->Now()) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(batch.start_at - now));
+    }
+    ExecResult result;
+    result.started = clock_->Now();
+    result.status = models_[batch.model]->Run(batch.input, batch.size, &result.output);
+    result.finished = clock_->Now();
+    done(std::move(result));
+  }
+}
+
+}  // namespace tutti

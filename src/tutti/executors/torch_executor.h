@@ -1,0 +1,47 @@
+// TorchExecutor: a CPU execution slot running real models with libtorch
+// (through TorchModel) on its own worker thread. Batches run one at a time
+// in arrival order; a batch whose start_at lies in the future waits for it
+// on the injected clock.
+//
+// The header is torch-free; libtorch stays inside TorchModel.
+#ifndef TUTTI_EXECUTORS_TORCH_EXECUTOR_H_
+#define TUTTI_EXECUTORS_TORCH_EXECUTOR_H_
+
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tutti/core/clock.h"
+#include "tutti/executors/executor.h"
+#include "tutti/executors/torch_model.h"
+
+namespace tutti {
+
+class TorchExecutor final : public Executor {
+ public:
+  // Takes the loaded models (indexed by ExecBatch::model). `clock` must
+  // outlive the executor. The destructor finishes queued batches first.
+  TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models);
+  ~TorchExecutor() override;
+
+  void Run(ExecBatch batch, DoneFn done) override;
+  std::string kind() const override { return "torch"; }
+
+ private:
+  void Loop();
+
+  Clock* const clock_;
+  std::vector<std::unique_ptr<TorchModel>> models_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::pair<ExecBatch, DoneFn>> queue_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                           // GUARDED_BY(mu_)
+  std::thread worker_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_EXECUTORS_TORCH_EXECUTOR_H_

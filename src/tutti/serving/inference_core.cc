@@ -1,0 +1,227 @@
+#include "tutti/serving/inference_core.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+
+// The clock the scheduler sees: timer callbacks run under the core's lock
+// (serialized with Submit), then the work they queued is flushed unlocked.
+class InferenceCore::LockedClock final : public Clock {
+ public:
+  explicit LockedClock(InferenceCore* core) : core_(core), base_(core->clock_) {}
+  Time Now() const override { return base_->Now(); }
+  bool Cancel(TimerId id) override { return base_->Cancel(id); }
+  TimerId ScheduleAt(Time when, Callback callback) override {
+    return base_->ScheduleAt(when, [gate = core_->gate_, core = core_, cb = std::move(callback)] {
+      {
+        std::lock_guard<std::mutex> lock(gate->mu);
+        if (!gate->open) return;
+        cb();
+        ++gate->flushing;
+      }
+      core->Flush();
+      std::lock_guard<std::mutex> lock(gate->mu);
+      --gate->flushing;
+      gate->cv.notify_all();
+    });
+  }
+
+ private:
+  InferenceCore* const core_;
+  Clock* const base_;
+};
+
+class InferenceCore::Listener final : public SchedulerListener {
+ public:
+  explicit Listener(InferenceCore* core) : core_(core) {}
+  void OnDispatch(Batch batch) override { core_->OnDispatch(std::move(batch)); }
+  void OnDrop(const Request& r, DropReason) override { core_->OnDrop(r); }
+
+ private:
+  InferenceCore* const core_;
+};
+
+InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
+                             std::vector<std::unique_ptr<Executor>> executors, Clock* clock)
+    : spec_(std::move(spec)),
+      shapes_(std::move(shapes)),
+      executors_(std::move(executors)),
+      clock_(clock),
+      gate_(std::make_shared<Gate>()),
+      mu_(gate_->mu),
+      counters_(spec_.models.size()) {
+  locked_clock_ = std::make_unique<LockedClock>(this);
+  listener_ = std::make_unique<Listener>(this);
+}
+
+absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
+    ClusterSpec spec, std::vector<ModelShape> shapes, std::vector<std::unique_ptr<Executor>> executors,
+    const Options& options, Clock* clock) {
+  TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(spec));
+  if (shapes.size() != spec.models.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(shapes.size(), " model shapes for ",
+                                                   spec.models.size(), " models"));
+  }
+  if (static_cast<int>(executors.size()) != spec.num_gpus()) {
+    return absl::InvalidArgumentError(absl::StrCat(executors.size(), " executors for ",
+                                                   spec.num_gpus(), " GPUs"));
+  }
+  std::unique_ptr<InferenceCore> core(
+      new InferenceCore(std::move(spec), std::move(shapes), std::move(executors), clock));
+  TUTTI_ASSIGN_OR_RETURN(core->scheduler_,
+                         CreateScheduler(options.policy, core->spec_, options.scheduler,
+                                         core->locked_clock_.get(), core->listener_.get()));
+  return core;
+}
+
+InferenceCore::~InferenceCore() {
+  std::unique_lock<std::mutex> lock(mu_);
+  gate_->open = false;
+  gate_->cv.wait(lock, [this] { return gate_->flushing == 0; });
+  scheduler_.reset();  // cancels its timers
+}
+
+absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
+                                   InferenceCallback done) {
+  if (model < 0 || model >= static_cast<ModelId>(spec_.models.size())) {
+    return absl::NotFoundError(absl::StrCat("unknown model id ", model));
+  }
+  if (static_cast<int64_t>(input.size()) != shapes_[model].input_elements) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", spec_.models[model].name, "' takes ",
+                                                   shapes_[model].input_elements, " input values, got ",
+                                                   input.size()));
+  }
+  if (objective < 0) return absl::InvalidArgumentError("the latency objective must not be negative");
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!accepting_) return absl::UnavailableError("the server is shutting down");
+    const Time now = clock_->Now();
+    const Request r{next_id_++, model, now, now + (objective > 0 ? objective : spec_.models[model].slo)};
+    pending_.emplace(r.id, Pending{model, std::move(input), std::move(done), r.arrival, r.deadline});
+    ++in_flight_;
+    scheduler_->Submit(r);
+  }
+  Flush();
+  return absl::OkStatus();
+}
+
+void InferenceCore::OnDrop(const Request& r) {
+  auto it = pending_.find(r.id);
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  ++counters_[r.model].dropped;
+  InferenceOutcome out;
+  out.status = absl::DeadlineExceededError(absl::StrCat(
+      "the latency objective of this '", spec_.models[r.model].name,
+      "' request cannot be met; it was dropped before execution"));
+  out.arrival = p.arrival;
+  out.deadline = p.deadline;
+  out.finished = clock_->Now();
+  outbox_.push_back([this, done = std::move(p.done), out = std::move(out)]() mutable {
+    Answer({{std::move(done), std::move(out)}}, 1);
+  });
+}
+
+void InferenceCore::OnDispatch(Batch batch) {
+  const ModelShape& shape = shapes_[batch.model];
+  auto members = std::make_shared<std::vector<Pending>>();
+  ExecBatch exec;
+  exec.model = batch.model;
+  exec.size = static_cast<int>(batch.requests.size());
+  exec.start_at = batch.exec_at;
+  exec.input.reserve(exec.size * shape.input_elements);
+  for (const Request& r : batch.requests) {
+    auto it = pending_.find(r.id);
+    exec.input.insert(exec.input.end(), it->second.input.begin(), it->second.input.end());
+    members->push_back(std::move(it->second));
+    pending_.erase(it);
+  }
+  ++counters_[batch.model].batches;
+  counters_[batch.model].batched_requests += exec.size;
+  Executor* executor = executors_[batch.gpu].get();
+  const ModelId model = batch.model;
+  outbox_.push_back([this, executor, model, members, exec = std::move(exec)]() mutable {
+    executor->Run(std::move(exec), [this, model, members](ExecResult result) {
+      const int64_t n = static_cast<int64_t>(members->size());
+      const int64_t per_item = shapes_[model].output_elements;
+      std::vector<std::pair<InferenceCallback, InferenceOutcome>> answers;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ModelCounters& c = counters_[model];
+        for (int64_t i = 0; i < n; ++i) {
+          Pending& p = (*members)[i];
+          InferenceOutcome out;
+          out.status = result.status;
+          out.emulated = result.emulated;
+          out.arrival = p.arrival;
+          out.deadline = p.deadline;
+          out.started = result.started;
+          out.finished = result.finished;
+          out.batch_size = static_cast<int>(n);
+          if (result.status.ok() && static_cast<int64_t>(result.output.size()) != n * per_item) {
+            out.status = absl::InternalError(absl::StrCat("executor returned ", result.output.size(),
+                                                          " values for ", n, " items of ", per_item));
+          }
+          if (out.status.ok()) {
+            out.output.assign(result.output.begin() + i * per_item, result.output.begin() + (i + 1) * per_item);
+            out.late = out.finished > out.deadline;
+            ++(out.late ? c.late : c.success);
+          } else {
+            ++c.error;
+          }
+          answers.push_back({std::move(p.done), std::move(out)});
+        }
+      }
+      Answer(std::move(answers), n);
+    });
+  });
+}
+
+void InferenceCore::Answer(std::vector<std::pair<InferenceCallback, InferenceOutcome>> answers,
+                           int64_t count) {
+  for (auto& [done, outcome] : answers) done(std::move(outcome));
+  std::lock_guard<std::mutex> lock(mu_);
+  in_flight_ -= count;
+  if (in_flight_ == 0) idle_.notify_all();
+}
+
+// One thread flushes at a time, so executors receive batches in dispatch
+// order; work queued meanwhile by other threads is drained by that thread.
+void InferenceCore::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (flushing_) return;
+  flushing_ = true;
+  while (!outbox_.empty()) {
+    std::vector<std::function<void()>> work;
+    work.swap(outbox_);
+    lock.unlock();
+    for (auto& w : work) w();
+    lock.lock();
+  }
+  flushing_ = false;
+}
+
+void InferenceCore::StopAccepting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  accepting_ = false;
+}
+
+void InferenceCore::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_.wait(lock, [this] { return in_flight_ == 0; });
+}
+
+int64_t InferenceCore::in_flight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return in_flight_;
+}
+
+std::vector<ModelCounters> InferenceCore::Counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+}  // namespace tutti

@@ -1,0 +1,42 @@
+// The TorchScript fixture made by tools/make_torchscript_fixture.py: a
+// repository with one linear model (784 → 10), its inputs and the outputs
+// PyTorch computed for them.
+#ifndef TUTTI_TESTING_TORCHSCRIPT_FIXTURE_H_
+#define TUTTI_TESTING_TORCHSCRIPT_FIXTURE_H_
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tutti/testing/source_dir.h"
+
+namespace tutti::testing {
+
+inline std::string FixtureRepo() { return SourceDir() + "/testdata/torchscript_repo"; }
+
+// Item i, element j = ((7i + j) mod 256) / 255, as the script builds them.
+inline std::vector<float> FixtureInputs(int batch) {
+  std::vector<float> x(batch * 784);
+  for (int i = 0; i < batch; ++i) {
+    for (int j = 0; j < 784; ++j) x[i * 784 + j] = static_cast<float>((7 * i + j) % 256) / 255.0f;
+  }
+  return x;
+}
+
+// PyTorch's outputs for FixtureInputs(2): 2 × 10 values.
+inline std::vector<float> FixtureExpectedOutputs() {
+  std::ifstream in(FixtureRepo() + "/expected_outputs.txt");
+  std::string line;
+  std::vector<float> out;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    for (float v; row >> v;) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace tutti::testing
+
+#endif  // TUTTI_TESTING_TORCHSCRIPT_FIXTURE_H_
