@@ -1,0 +1,217 @@
+#include "tutti/frontend/kserve_json.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "rapidjson/document.h"
+#include "rapidjson/error/en.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace tutti {
+namespace {
+
+using rapidjson::Value;
+
+absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+// Appends the numbers of a (possibly nested) array; false on a non-number.
+bool Flatten(const Value& v, std::vector<float>* out) {
+  if (v.IsNumber()) {
+    out->push_back(static_cast<float>(v.GetDouble()));
+    return true;
+  }
+  if (!v.IsArray()) return false;
+  for (const Value& e : v.GetArray()) {
+    if (!Flatten(e, out)) return false;
+  }
+  return true;
+}
+
+absl::Status ParseParameters(const Value& request, InferRequest* out) {
+  if (!request.HasMember("parameters")) return absl::OkStatus();
+  const Value& p = request["parameters"];
+  if (!p.IsObject()) return Bad("'parameters' must be a JSON object");
+  if (p.HasMember("latency_objective_ms")) {
+    const Value& v = p["latency_objective_ms"];
+    if (!v.IsNumber() || !(v.GetDouble() > 0) || !std::isfinite(v.GetDouble())) {
+      return Bad("parameter 'latency_objective_ms' must be a positive number");
+    }
+    out->objective_ms = v.GetDouble();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const ModelConfig& config) {
+  rapidjson::Document doc;
+  doc.Parse(body.data(), body.size());
+  if (doc.HasParseError()) {
+    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
+                            rapidjson::GetParseError_En(doc.GetParseError())));
+  }
+  if (!doc.IsObject()) return Bad("the request body must be a JSON object");
+  InferRequest out;
+  if (doc.HasMember("id")) {
+    if (!doc["id"].IsString()) return Bad("'id' must be a string");
+    out.id = doc["id"].GetString();
+  }
+  if (absl::Status s = ParseParameters(doc, &out); !s.ok()) return s;
+  if (!doc.HasMember("inputs") || !doc["inputs"].IsArray()) return Bad("missing 'inputs' array");
+  const TensorSpec& spec = config.inputs[0];
+  const Value& inputs = doc["inputs"];
+  if (inputs.Size() != 1) {
+    return Bad(absl::StrCat("model '", config.name, "' takes exactly one input ('", spec.name, "'), got ",
+                            inputs.Size()));
+  }
+  const Value& in = inputs[0];
+  if (!in.IsObject() || !in.HasMember("name") || !in["name"].IsString()) {
+    return Bad("each input needs a string 'name'");
+  }
+  if (in["name"].GetString() != spec.name) {
+    return Bad(absl::StrCat("unexpected input '", in["name"].GetString(), "'; model '", config.name,
+                            "' takes input '", spec.name, "'"));
+  }
+  if (!in.HasMember("datatype") || !in["datatype"].IsString()) return Bad("input needs a string 'datatype'");
+  const std::string datatype = in["datatype"].GetString();
+  if (datatype != DataTypeName(spec.datatype)) {
+    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", datatype, "; the model expects ",
+                            DataTypeName(spec.datatype)));
+  }
+  if (!in.HasMember("shape") || !in["shape"].IsArray()) return Bad("input needs a 'shape' array");
+  std::vector<int64_t> shape;
+  for (const Value& d : in["shape"].GetArray()) {
+    if (!d.IsInt64() || d.GetInt64() < 1) return Bad("shape dimensions must be positive integers");
+    shape.push_back(d.GetInt64());
+  }
+  std::vector<int64_t> expected = {0};
+  expected.insert(expected.end(), spec.shape.begin(), spec.shape.end());
+  if (shape.size() != expected.size() ||
+      !std::equal(shape.begin() + 1, shape.end(), expected.begin() + 1)) {
+    expected[0] = shape.empty() ? 1 : shape[0];
+    return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
+                            absl::StrJoin(spec.shape, ", "), "]"));
+  }
+  if (shape[0] > config.max_batch_size) {
+    return Bad(absl::StrCat("batch of ", shape[0], " exceeds model '", config.name,
+                            "' max_batch_size ", config.max_batch_size));
+  }
+  out.batch = static_cast<int>(shape[0]);
+  if (!in.HasMember("data")) return Bad(absl::StrCat("input '", spec.name, "' has no 'data'"));
+  out.data.reserve(out.batch * spec.ElementCount());
+  if (!Flatten(in["data"], &out.data)) {
+    return Bad(absl::StrCat("input '", spec.name, "' data must be numbers (FP32)"));
+  }
+  if (static_cast<int64_t>(out.data.size()) != out.batch * spec.ElementCount()) {
+    return Bad(absl::StrCat("input '", spec.name, "' has ", out.data.size(), " values; shape ",
+                            ShapeText(shape), " needs ", out.batch * spec.ElementCount()));
+  }
+  return out;
+}
+
+namespace {
+
+using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void WriteTensorSpec(Writer& w, const TensorSpec& t) {
+  w.StartObject();
+  w.Key("name");
+  w.String(t.name.c_str());
+  w.Key("datatype");
+  w.String(std::string(DataTypeName(t.datatype)).c_str());
+  w.Key("shape");
+  w.StartArray();
+  w.Int64(-1);  // the batch dimension
+  for (int64_t d : t.shape) w.Int64(d);
+  w.EndArray();
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
+                               const std::vector<std::vector<float>>& outputs,
+                               const std::string& parameters_json) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  const TensorSpec& out = config.outputs[0];
+  w.StartObject();
+  w.Key("model_name");
+  w.String(config.name.c_str());
+  w.Key("model_version");
+  w.String(std::to_string(version).c_str());
+  if (!id.empty()) {
+    w.Key("id");
+    w.String(id.c_str());
+  }
+  w.Key("parameters");
+  w.RawValue(parameters_json.c_str(), parameters_json.size(), rapidjson::kObjectType);
+  w.Key("outputs");
+  w.StartArray();
+  w.StartObject();
+  w.Key("name");
+  w.String(out.name.c_str());
+  w.Key("datatype");
+  w.String("FP32");
+  w.Key("shape");
+  w.StartArray();
+  w.Int64(static_cast<int64_t>(outputs.size()));
+  for (int64_t d : out.shape) w.Int64(d);
+  w.EndArray();
+  w.Key("data");
+  w.StartArray();
+  for (const std::vector<float>& item : outputs) {
+    for (float v : item) w.Double(v);
+  }
+  w.EndArray();
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  return buf.GetString();
+}
+
+std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  w.Key("name");
+  w.String(config.name.c_str());
+  w.Key("versions");
+  w.StartArray();
+  for (int64_t v : versions) w.String(std::to_string(v).c_str());
+  w.EndArray();
+  w.Key("platform");
+  w.String(config.platform == Platform::kTorchScript ? "pytorch_torchscript" : "tutti_builtin");
+  w.Key("inputs");
+  w.StartArray();
+  for (const TensorSpec& t : config.inputs) WriteTensorSpec(w, t);
+  w.EndArray();
+  w.Key("outputs");
+  w.StartArray();
+  for (const TensorSpec& t : config.outputs) WriteTensorSpec(w, t);
+  w.EndArray();
+  w.EndObject();
+  return buf.GetString();
+}
+
+std::string WriteServerMetadata() {
+  return R"({"name":"tutti","version":"0.1.0","extensions":[]})";
+}
+
+std::string WriteError(absl::string_view message) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  w.Key("error");
+  w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
+  w.EndObject();
+  return buf.GetString();
+}
+
+}  // namespace tutti

@@ -1,0 +1,121 @@
+#include "tutti/frontend/kserve_json.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelConfig Mlp() {
+  ModelConfig c;
+  c.name = "mlp";
+  c.platform = Platform::kBuiltin;
+  c.architecture = "mlp";
+  c.max_batch_size = 4;
+  c.inputs = {{"image", DataType::kFp32, {1, 2, 2}}};
+  c.outputs = {{"logits", DataType::kFp32, {3}}};
+  return c;
+}
+
+std::string Request(const std::string& shape, const std::string& data,
+                    const std::string& datatype = "FP32", const std::string& name = "image",
+                    const std::string& extra = "") {
+  return absl::StrCat(R"({"id":"r1",)", extra, R"("inputs":[{"name":")", name, R"(","datatype":")",
+                      datatype, R"(","shape":)", shape, R"(,"data":)", data, "}]}");
+}
+
+std::string ErrorOf(const std::string& body) {
+  absl::StatusOr<InferRequest> r = ParseInferRequest(body, Mlp());
+  EXPECT_FALSE(r.ok()) << body;
+  if (r.ok()) return "";
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(r.status().message());
+}
+
+TEST(KserveJsonTest, ParsesFlatAndNestedData) {
+  absl::StatusOr<InferRequest> flat = ParseInferRequest(Request("[2,1,2,2]", "[1,2,3,4,5,6,7,8]"), Mlp());
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->id, "r1");
+  EXPECT_EQ(flat->batch, 2);
+  EXPECT_EQ(flat->data, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8}));
+  absl::StatusOr<InferRequest> nested =
+      ParseInferRequest(Request("[1,1,2,2]", "[[[[0.5,1],[2,3]]]]"), Mlp());
+  ASSERT_TRUE(nested.ok()) << nested.status();
+  EXPECT_EQ(nested->data, (std::vector<float>{0.5, 1, 2, 3}));
+}
+
+TEST(KserveJsonTest, LatencyObjectiveParameter) {
+  absl::StatusOr<InferRequest> r = ParseInferRequest(
+      Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", R"("parameters":{"latency_objective_ms":7.5},)"),
+      Mlp());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_DOUBLE_EQ(r->objective_ms, 7.5);
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image",
+                              R"("parameters":{"latency_objective_ms":-1},)")),
+              HasSubstr("'latency_objective_ms' must be a positive number"));
+}
+
+TEST(KserveJsonErrorTest, MalformedJson) {
+  EXPECT_THAT(ErrorOf(R"({"inputs": [)"), HasSubstr("malformed JSON at offset"));
+  EXPECT_THAT(ErrorOf("[1,2]"), HasSubstr("must be a JSON object"));
+}
+
+TEST(KserveJsonErrorTest, MissingInput) {
+  EXPECT_THAT(ErrorOf(R"({"id":"x"})"), HasSubstr("missing 'inputs' array"));
+  EXPECT_THAT(ErrorOf(R"({"inputs":[]})"), HasSubstr("takes exactly one input ('image'), got 0"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "pixels")),
+              HasSubstr("unexpected input 'pixels'"));
+  EXPECT_THAT(ErrorOf(R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2]}]})"),
+              HasSubstr("has no 'data'"));
+}
+
+TEST(KserveJsonErrorTest, WrongDatatype) {
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", "[1,2,3,4]", "INT64")),
+              HasSubstr("has datatype INT64; the model expects FP32"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", R"(["a","b","c","d"])")), HasSubstr("must be numbers"));
+}
+
+TEST(KserveJsonErrorTest, WrongShape) {
+  EXPECT_THAT(ErrorOf(Request("[1,4]", "[1,2,3,4]")),
+              HasSubstr("has shape [1, 4]; expected [N, 1, 2, 2]"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,-2]", "[1,2,3,4]")), HasSubstr("positive integers"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", "[1,2,3]")),
+              HasSubstr("has 3 values; shape [1, 1, 2, 2] needs 4"));
+  EXPECT_THAT(ErrorOf(Request("[5,1,2,2]", "[]")), HasSubstr("batch of 5 exceeds model 'mlp' max_batch_size 4"));
+}
+
+TEST(KserveJsonTest, ResponseAndMetadataAreValidJson) {
+  const std::string resp = WriteInferResponse(Mlp(), 1, "r1", {{0.5f, 1.0f, 2.0f}, {3.0f, 4.0f, 5.0f}},
+                                              R"({"tutti_emulated":true})");
+  rapidjson::Document d;
+  d.Parse(resp.c_str());
+  ASSERT_FALSE(d.HasParseError()) << resp;
+  EXPECT_STREQ(d["model_name"].GetString(), "mlp");
+  EXPECT_STREQ(d["model_version"].GetString(), "1");
+  EXPECT_STREQ(d["id"].GetString(), "r1");
+  EXPECT_TRUE(d["parameters"]["tutti_emulated"].GetBool());
+  const auto& out = d["outputs"][0];
+  EXPECT_STREQ(out["name"].GetString(), "logits");
+  EXPECT_EQ(out["shape"][0].GetInt(), 2);
+  EXPECT_EQ(out["shape"][1].GetInt(), 3);
+  EXPECT_EQ(out["data"].Size(), 6u);
+  EXPECT_DOUBLE_EQ(out["data"][5].GetDouble(), 5.0);
+
+  d.Parse(WriteModelMetadata(Mlp(), {1, 2}).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_STREQ(d["inputs"][0]["datatype"].GetString(), "FP32");
+  EXPECT_EQ(d["inputs"][0]["shape"][0].GetInt(), -1);
+  EXPECT_STREQ(d["versions"][1].GetString(), "2");
+  d.Parse(WriteError("bad \"quote\"\n").c_str());
+  EXPECT_STREQ(d["error"].GetString(), "bad \"quote\"\n");
+  d.Parse(WriteServerMetadata().c_str());
+  EXPECT_STREQ(d["name"].GetString(), "tutti");
+}
+
+}  // namespace
+}  // namespace tutti
