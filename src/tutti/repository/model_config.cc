@@ -90,6 +90,7 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto outputs, ParseTensors(r, "outputs"));
   TUTTI_ASSIGN_OR_RETURN(auto accuracy, r.OptionalScalar<double>("accuracy", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto params, r.OptionalScalar<int64_t>("parameters", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("latency_objective_ms", "a number"));
   if (platform == "builtin") {
     c.platform = Platform::kBuiltin;
   } else if (platform == "torchscript") {
@@ -106,6 +107,7 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   c.outputs = std::move(outputs);
   c.accuracy = accuracy;
   c.parameters = params;
+  c.latency_objective_ms = objective;
   YAML::Node profiles = r.Get("profiles");
   if (profiles.IsDefined() && !profiles.IsNull()) {
     if (!profiles.IsMap()) return Invalid("profiles", "expected a mapping from executor kind to profile");
@@ -174,6 +176,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return Invalid("accuracy", absl::StrCat("must be in [0, 1], got ", *c.accuracy));
   }
   if (c.parameters && *c.parameters < 0) return Invalid("parameters", "must not be negative");
+  if (c.latency_objective_ms && !(*c.latency_objective_ms > 0)) {
+    return Invalid("latency_objective_ms", "must be positive");
+  }
   for (const auto& [kind, profile] : c.profiles) {
     if (profile.max_batch() > c.max_batch_size) {
       return Invalid(absl::StrCat("profiles.", kind),
@@ -212,6 +217,9 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
   }
   if (c.accuracy) out << YAML::Key << "accuracy" << YAML::Value << absl::StrFormat("%.6g", *c.accuracy);
   if (c.parameters) out << YAML::Key << "parameters" << YAML::Value << *c.parameters;
+  if (c.latency_objective_ms) {
+    out << YAML::Key << "latency_objective_ms" << YAML::Value << absl::StrFormat("%g", *c.latency_objective_ms);
+  }
   if (!c.profiles.empty()) {
     out << YAML::Key << "profiles" << YAML::Value << YAML::BeginMap;
     for (const auto& [kind, p] : c.profiles) {

@@ -13,6 +13,7 @@
 //     - {name: logits, datatype: FP32, shape: [10]}
 //   accuracy: 0.9012             # measured on a validation set (optional)
 //   parameters: 61706            # trainable parameters (optional)
+//   latency_objective_ms: 50     # default objective of its requests (optional)
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
 //
@@ -61,6 +62,7 @@ struct ModelConfig {
   std::vector<TensorSpec> outputs;
   std::optional<double> accuracy;
   std::optional<int64_t> parameters;
+  std::optional<double> latency_objective_ms;
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
 };
 

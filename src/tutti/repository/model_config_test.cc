@@ -23,6 +23,7 @@ outputs:
   - {name: logits, datatype: FP32, shape: [10]}
 accuracy: 0.9
 parameters: 61706
+latency_objective_ms: 50
 profiles:
   cpu: {batch: [1, 2, 4], latency_us: [100, 150, 260], alpha_us: 1, beta_us: 2}
 )";
@@ -58,6 +59,7 @@ TEST(ModelConfigTest, ParsesEveryField) {
   EXPECT_EQ(c->outputs[0].shape, (std::vector<int64_t>{10}));
   EXPECT_DOUBLE_EQ(*c->accuracy, 0.9);
   EXPECT_EQ(*c->parameters, 61706);
+  EXPECT_DOUBLE_EQ(*c->latency_objective_ms, 50);
   const LatencyProfile& p = c->profiles.at("cpu");
   EXPECT_EQ(p.max_batch(), 4);
   EXPECT_EQ(p.Latency(3), Micros(205));
@@ -158,6 +160,11 @@ TEST(ModelConfigErrorTest, MaxBatchSizeMustBePositive) {
 
 TEST(ModelConfigErrorTest, AccuracyOutOfRange) {
   EXPECT_THAT(ErrorOf(Edit("accuracy: 0.9", "accuracy: 90")), HasSubstr("must be in [0, 1]"));
+}
+
+TEST(ModelConfigErrorTest, NonPositiveObjective) {
+  EXPECT_THAT(ErrorOf(Edit("latency_objective_ms: 50", "latency_objective_ms: 0")),
+              HasSubstr("field 'latency_objective_ms': must be positive"));
 }
 
 TEST(ModelConfigErrorTest, NonMonotoneProfile) {

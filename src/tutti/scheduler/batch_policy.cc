@@ -65,7 +65,7 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
   c.size = LargestFitting(cap, fits);
   c.exec_at = start(c.size);
   if (kind == BatchPolicyKind::kDeferred && c.size < max_batch) {
-    c.exec_at = std::max(c.exec_at, d - profile.Latency(c.size + 1));  // frontrun
+    c.exec_at = std::max(c.exec_at, d - profile.Latency(c.size + 1) - ctx.frontrun_slack);  // frontrun
   }
   c.dispatch_at = c.exec_at - ctx.delays.Dispatch(c.size);
   c.latest_dispatch = d - profile.Latency(c.size) - ctx.delays.Dispatch(c.size);

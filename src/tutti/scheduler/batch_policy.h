@@ -42,6 +42,7 @@ struct BatchContext {
   const ModelSpec* spec = nullptr;
   NetworkDelays delays;
   DropPolicy drop = DropPolicy::kLazy;
+  Duration frontrun_slack = 0;  // deferred: aim this much before frontrun
 };
 
 using DropFn = std::function<void(const Request&, DropReason)>;
@@ -50,8 +51,8 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 // their deadline even alone, plus, with early drop, those without budget for
 // a full window — then returns the candidate:
 //   deferred: B = the largest batch meeting the head's deadline d;
-//             exec = max(start(B), d − ℓ(B+1)) (frontrun, unless B is the
-//             max batch); latest = d − ℓ(B) (Symphony Algorithm 1).
+//             exec = max(start(B), d − ℓ(B+1) − slack) (frontrun, unless B is
+//             the max batch); latest = d − ℓ(B) (Symphony Algorithm 1).
 //   eager:    the same B, exec = start(B): run as soon as a GPU is free.
 //   timeout:  B = min(|Q|, max batch); exec = now if the queue holds a max
 //             batch, else the head's arrival + max_queue_delay; no latest.

@@ -47,6 +47,16 @@ TEST(BatchPolicyTest, DeferredWaitsForFrontrunThenGoesAtTheFourthRequest) {
   EXPECT_TRUE(dropped.ids.empty());
 }
 
+TEST(BatchPolicyTest, FrontrunSlackDispatchesEarlier) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m)};
+  Dropped dropped;
+  BatchContext ctx{0, 0, &m, {}, DropPolicy::kLazy, Millis(0.5)};
+  Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.exec_at, Millis(12 - 7 - 0.5));  // frontrun d − ℓ(2), minus the slack
+  EXPECT_EQ(c.latest_dispatch, Millis(12 - 6));
+}
+
 TEST(BatchPolicyTest, EagerRunsWhateverFitsNow) {
   ModelSpec m = ExampleModel();
   RequestQueue q = {At(1, 0, m), At(2, 0.75, m)};

@@ -34,7 +34,7 @@ void CandidateScheduler::Submit(const Request& request) {
 }
 
 Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
-  BatchContext ctx{now, gpu_free, &spec_.models[m], spec_.delays, options_.drop};
+  BatchContext ctx{now, gpu_free, &spec_.models[m], spec_.delays, options_.drop, options_.frontrun_slack};
   return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
     --queued_;
     listener_->OnDrop(r, why);

@@ -45,6 +45,10 @@ enum class DropPolicy {
 
 struct SchedulerOptions {
   DropPolicy drop = DropPolicy::kLazy;
+  // `deferred` only: dispatch this much before frontrun. At frontrun a batch
+  // of b has only ℓ(b+1) − ℓ(b) of slack left, less than a real clock's timer
+  // latency; the server sets a margin, the simulator (exact timers) needs none.
+  Duration frontrun_slack = 0;
   // `nexus` only: how often the planner re-packs sessions from observed rates.
   Duration nexus_epoch = 10 * kSecond;
   // `nexus` only: expected request rate per model (requests/s) for the first

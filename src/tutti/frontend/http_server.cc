@@ -1,0 +1,181 @@
+#include "tutti/frontend/http_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <optional>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "tutti/frontend/kserve_json.h"
+
+namespace tutti {
+namespace {
+
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace net = boost::asio;
+using tcp = net::ip::tcp;
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpServerOptions& options, HttpHandler* handler)
+      : stream_(std::move(socket)), options_(options), handler_(handler) {}
+
+  void Start() {
+    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
+  }
+
+ private:
+  void Read() {
+    parser_.emplace();
+    parser_->body_limit(options_.max_body_bytes);
+    parser_->header_limit(64 * 1024);
+    buffer_.clear();
+    stream_.expires_after(std::chrono::nanoseconds(options_.read_timeout));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+  }
+
+  void OnRead(beast::error_code ec, size_t) {
+    if (ec == http::error::body_limit) {
+      HttpResponse r{413, WriteError(absl::StrCat("request body exceeds the limit of ",
+                                                  options_.max_body_bytes, " bytes"))};
+      Write(std::move(r), /*keep_alive=*/false, 11);
+      return;
+    }
+    if (ec) {  // end of stream, timeout, reset, malformed HTTP: close quietly
+      if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != net::error::connection_reset &&
+          ec != net::error::eof) {
+        HttpResponse r{400, WriteError(absl::StrCat("malformed HTTP request: ", ec.message()))};
+        Write(std::move(r), false, 11);
+        return;
+      }
+      Close();
+      return;
+    }
+    http::request<http::string_body> req = parser_->release();
+    HttpRequest request;
+    request.method = std::string(req.method_string());
+    request.target = std::string(req.target());
+    request.body = std::move(req.body());
+    for (const auto& field : req) request.headers.emplace_back(field.name_string(), field.value());
+    const bool keep_alive = req.keep_alive();
+    const unsigned version = req.version();
+    stream_.expires_never();
+    handler_->Handle(std::move(request), [self = shared_from_this(), keep_alive, version](HttpResponse r) {
+      net::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version]() mutable {
+        self->Write(std::move(r), keep_alive, version);
+      });
+    });
+  }
+
+  void Write(HttpResponse r, bool keep_alive, unsigned version) {
+    auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
+    res->set(http::field::server, "tutti");
+    res->set(http::field::content_type, r.content_type);
+    for (const auto& [k, v] : r.headers) res->set(k, v);
+    res->keep_alive(keep_alive);
+    res->body() = std::move(r.body);
+    res->prepare_payload();
+    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+      if (ec || !res->keep_alive()) {
+        self->Close();
+        return;
+      }
+      self->Read();
+    });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  const HttpServerOptions& options_;
+  HttpHandler* handler_;
+};
+
+class BeastServer final : public HttpServer {
+ public:
+  BeastServer(const HttpServerOptions& options, HttpHandler* handler)
+      : options_(options), handler_(handler), ioc_(options.threads), acceptor_(net::make_strand(ioc_)) {}
+
+  ~BeastServer() override { Stop(); }
+
+  absl::Status Listen() {
+    beast::error_code ec;
+    const net::ip::address address = net::ip::make_address(options_.address, ec);
+    if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address '", options_.address, "'"));
+    const tcp::endpoint endpoint(address, static_cast<unsigned short>(options_.port));
+    acceptor_.open(endpoint.protocol(), ec);
+    if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor_.bind(endpoint, ec);
+    if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
+    if (ec) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", options_.address, ":",
+                                                 options_.port, ": ", ec.message()));
+    }
+    port_ = acceptor_.local_endpoint().port();
+    Accept();
+    for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { ioc_.run(); });
+    return absl::OkStatus();
+  }
+
+  int port() const override { return port_; }
+
+  void StopAccepting() override {
+    net::post(acceptor_.get_executor(), [this] {
+      beast::error_code ec;
+      acceptor_.close(ec);
+    });
+  }
+
+  void Stop() override {
+    if (threads_.empty()) return;
+    ioc_.stop();
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+      if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
+      if (!ec) {
+        socket.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(std::move(socket), options_, handler_)->Start();
+      }
+      Accept();
+    });
+  }
+
+  const HttpServerOptions options_;
+  HttpHandler* const handler_;
+  net::io_context ioc_;
+  tcp::acceptor acceptor_;
+  std::vector<std::thread> threads_;
+  int port_ = 0;
+};
+
+}  // namespace
+
+std::string HttpRequest::Header(const std::string& name) const {
+  for (const auto& [k, v] : headers) {
+    if (absl::EqualsIgnoreCase(k, name)) return v;
+  }
+  return "";
+}
+
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
+                                                             HttpHandler* handler) {
+  auto server = std::make_unique<BeastServer>(options, handler);
+  if (absl::Status s = server->Listen(); !s.ok()) return s;
+  return std::unique_ptr<HttpServer>(std::move(server));
+}
+
+}  // namespace tutti

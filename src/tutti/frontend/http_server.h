@@ -1,0 +1,78 @@
+// HttpServer: a small asynchronous HTTP/1.1 server (Boost.Beast) with
+// keep-alive, a request-body limit, and a read timeout so that slow or
+// half-sent requests cannot hold a connection (or anyone else) up.
+//
+// Requests go to an HttpHandler, which answers through a callback — possibly
+// later and from another thread. Each connection handles one request at a
+// time (HTTP/1.1 without pipelining), so a slow request delays only its own
+// connection.
+#ifndef TUTTI_FRONTEND_HTTP_SERVER_H_
+#define TUTTI_FRONTEND_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", …
+  std::string target;  // path and query
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  // The first header with this (case-insensitive) name, or "".
+  std::string Header(const std::string& name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+// Thread-safety: Handle() is called from the server's I/O threads,
+// concurrently for different connections. `respond` must be called exactly
+// once, from any thread.
+class HttpHandler {
+ public:
+  using Respond = std::function<void(HttpResponse)>;
+  virtual ~HttpHandler() = default;
+  virtual void Handle(HttpRequest request, Respond respond) = 0;
+};
+
+struct HttpServerOptions {
+  std::string address = "127.0.0.1";
+  int port = 8000;                             // 0: any free port (see port())
+  int threads = 2;                             // I/O threads
+  size_t max_body_bytes = 64 << 20;            // larger bodies get 413
+  Duration read_timeout = 10 * kSecond;        // to receive a whole request
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. `handler` must outlive the server. Errors: the
+  // address cannot be parsed or bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                          HttpHandler* handler);
+  virtual ~HttpServer() = default;
+
+  // The bound port.
+  virtual int port() const = 0;
+  // Stops accepting connections; open ones keep being served.
+  virtual void StopAccepting() = 0;
+  // Stops everything and joins the I/O threads; responses not yet written
+  // are lost, so drain the handler first.
+  virtual void Stop() = 0;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_FRONTEND_HTTP_SERVER_H_

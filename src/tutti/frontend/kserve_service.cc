@@ -1,0 +1,205 @@
+#include "tutti/frontend/kserve_service.h"
+
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "tutti/frontend/kserve_json.h"
+
+namespace tutti {
+
+struct KserveService::ModelState {
+  ServedModel served;
+  std::atomic<int64_t> rejected{0};  // refused before scheduling (bad input)
+  std::atomic<int64_t> queue_ns{0};  // sums over answered items
+  std::atomic<int64_t> compute_ns{0};
+  std::atomic<int64_t> timed_items{0};
+};
+
+namespace {
+
+HttpResponse Json(int status, std::string body) { return HttpResponse{status, std::move(body)}; }
+HttpResponse Error(int status, absl::string_view message) { return Json(status, WriteError(message)); }
+
+int HttpStatusOf(const absl::Status& s) {
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
+  }
+}
+
+// Everything an infer request waits on: one slot per item.
+struct PendingInfer {
+  std::mutex mu;
+  std::vector<std::vector<float>> outputs;
+  int remaining = 0;
+  absl::Status first_error;
+  bool emulated = false, late = false;
+  int max_batch = 0;
+  Duration max_queue = 0, max_compute = 0;
+};
+
+}  // namespace
+
+KserveService::KserveService(InferenceCore* core, std::vector<ServedModel> models) : core_(core) {
+  for (ServedModel& m : models) {
+    auto state = std::make_unique<ModelState>();
+    state->served = std::move(m);
+    models_.push_back(std::move(state));
+  }
+}
+
+void KserveService::Handle(HttpRequest request, Respond respond) {
+  std::string path = request.target.substr(0, request.target.find('?'));
+  if (path == "/metrics") {
+    if (request.method != "GET") return respond(Error(405, "use GET"));
+    return respond(HttpResponse{200, Metrics(), "text/plain; version=0.0.4"});
+  }
+  std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  if (parts.empty() || parts[0] != "v2") return respond(Error(404, absl::StrCat("unknown path ", path)));
+  const bool get = request.method == "GET";
+  if (parts.size() == 1) return respond(get ? Json(200, WriteServerMetadata()) : Error(405, "use GET"));
+  if (parts[1] == "health" && parts.size() == 3) {
+    if (!get) return respond(Error(405, "use GET"));
+    if (parts[2] == "live") return respond(HttpResponse{200, ""});
+    if (parts[2] == "ready") return respond(HttpResponse{ready_ ? 200 : 400, ""});
+  }
+  if (parts[1] != "models" || parts.size() < 3) return respond(Error(404, absl::StrCat("unknown path ", path)));
+  int model = -1;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (models_[i]->served.config.name == parts[2]) model = static_cast<int>(i);
+  }
+  if (model < 0) return respond(Error(404, absl::StrCat("unknown model '", parts[2], "'")));
+  size_t next = 3;
+  if (parts.size() >= 5 && parts[3] == "versions") {
+    int64_t v = 0;
+    if (!absl::SimpleAtoi(parts[4], &v) || v != models_[model]->served.version) {
+      return respond(Error(404, absl::StrCat("model '", parts[2], "' has no version '", parts[4],
+                                             "' (serving version ", models_[model]->served.version, ")")));
+    }
+    next = 5;
+  }
+  const std::string action = next < parts.size() ? parts[next] : "";
+  if (next + 1 < parts.size() || (action != "" && action != "ready" && action != "infer" && action != "stats")) {
+    return respond(Error(404, absl::StrCat("unknown path ", path)));
+  }
+  if (action == "infer") {
+    if (request.method != "POST") return respond(Error(405, "use POST for inference"));
+    return Infer(model, request, std::move(respond));
+  }
+  if (!get) return respond(Error(405, "use GET"));
+  if (action == "ready") return respond(HttpResponse{ready_ ? 200 : 400, ""});
+  if (action == "stats") return respond(Json(200, Stats(model)));
+  const ServedModel& m = models_[model]->served;
+  respond(Json(200, WriteModelMetadata(m.config, {m.version})));
+}
+
+void KserveService::Infer(int model, const HttpRequest& request, Respond respond) {
+  ModelState& state = *models_[model];
+  const ModelConfig& config = state.served.config;
+  absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, config);
+  if (!parsed.ok()) {
+    ++state.rejected;
+    return respond(Error(400, parsed.status().message()));
+  }
+  const int64_t per_item = config.inputs[0].ElementCount();
+  const Duration objective = Micros(parsed->objective_ms * 1000);
+  auto pending = std::make_shared<PendingInfer>();
+  pending->outputs.resize(parsed->batch);
+  pending->remaining = parsed->batch;
+  auto finish = [this, &state, pending, id = parsed->id, respond](int item, InferenceOutcome o) {
+    bool last;
+    {
+      std::lock_guard<std::mutex> lock(pending->mu);
+      if (o.status.ok()) {
+        pending->outputs[item] = std::move(o.output);
+        pending->emulated |= o.emulated;
+        pending->late |= o.late;
+        pending->max_batch = std::max(pending->max_batch, o.batch_size);
+        pending->max_queue = std::max(pending->max_queue, o.started - o.arrival);
+        pending->max_compute = std::max(pending->max_compute, o.finished - o.started);
+        state.queue_ns += o.started - o.arrival;
+        state.compute_ns += o.finished - o.started;
+        ++state.timed_items;
+      } else if (pending->first_error.ok()) {
+        pending->first_error = o.status;
+      }
+      last = --pending->remaining == 0;
+    }
+    if (!last) return;
+    if (!pending->first_error.ok()) {
+      return respond(Error(HttpStatusOf(pending->first_error), pending->first_error.message()));
+    }
+    const std::string params = absl::StrFormat(
+        R"({"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,"tutti_compute_us":%.1f})",
+        pending->emulated ? "true" : "false", pending->late ? "true" : "false", pending->max_batch,
+        ToMicros(pending->max_queue), ToMicros(pending->max_compute));
+    respond(Json(200, WriteInferResponse(state.served.config, state.served.version, id, pending->outputs, params)));
+  };
+  for (int i = 0; i < parsed->batch; ++i) {
+    std::vector<float> item(parsed->data.begin() + i * per_item, parsed->data.begin() + (i + 1) * per_item);
+    absl::Status s = core_->Submit(model, std::move(item), objective,
+                                   [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
+    if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
+  }
+}
+
+KserveService::~KserveService() = default;
+
+std::string KserveService::Stats(int model) const {
+  const ModelCounters c = core_->Counters()[model];
+  const ModelState& s = *models_[model];
+  const int64_t timed = std::max<int64_t>(1, s.timed_items);
+  return absl::StrFormat(
+      R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
+      R"("rejected":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,"mean_compute_us":%.1f})",
+      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(),
+      c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
+      ToMicros(s.queue_ns / timed), ToMicros(s.compute_ns / timed));
+}
+
+std::string KserveService::Metrics() const {
+  const std::vector<ModelCounters> counters = core_->Counters();
+  std::string out =
+      "# HELP tutti_requests_total Inference requests by model and outcome.\n"
+      "# TYPE tutti_requests_total counter\n";
+  std::string batches = "# HELP tutti_batches_total Batches executed.\n# TYPE tutti_batches_total counter\n";
+  std::string sizes =
+      "# HELP tutti_batched_requests_total Requests executed in batches.\n"
+      "# TYPE tutti_batched_requests_total counter\n";
+  std::string durations =
+      "# HELP tutti_request_duration_seconds_sum Queue and compute time of answered requests.\n"
+      "# TYPE tutti_request_duration_seconds_sum counter\n";
+  std::string attainment =
+      "# HELP tutti_slo_attainment Fraction of answered requests on time.\n# TYPE tutti_slo_attainment gauge\n";
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const ModelCounters& c = counters[m];
+    const std::string& name = models_[m]->served.config.name;
+    for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.success}, {"late", c.late},
+                                     {"dropped", c.dropped}, {"error", c.error},
+                                     {"rejected", models_[m]->rejected.load()}}) {
+      absl::StrAppendFormat(&out, "tutti_requests_total{model=\"%s\",outcome=\"%s\"} %d\n", name, outcome, n);
+    }
+    absl::StrAppendFormat(&batches, "tutti_batches_total{model=\"%s\"} %d\n", name, c.batches);
+    absl::StrAppendFormat(&sizes, "tutti_batched_requests_total{model=\"%s\"} %d\n", name, c.batched_requests);
+    absl::StrAppendFormat(&durations, "tutti_request_duration_seconds_sum{model=\"%s\",phase=\"queue\"} %.6f\n",
+                          name, ToSeconds(models_[m]->queue_ns));
+    absl::StrAppendFormat(&durations, "tutti_request_duration_seconds_sum{model=\"%s\",phase=\"compute\"} %.6f\n",
+                          name, ToSeconds(models_[m]->compute_ns));
+    const int64_t ended = c.success + c.late + c.dropped + c.error;
+    absl::StrAppendFormat(&attainment, "tutti_slo_attainment{model=\"%s\"} %.6f\n", name,
+                          ended ? static_cast<double>(c.success) / ended : 1.0);
+  }
+  return out + batches + sizes + durations + attainment;
+}
+
+}  // namespace tutti

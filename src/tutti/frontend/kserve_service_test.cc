@@ -1,0 +1,159 @@
+#include "tutti/frontend/kserve_service.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "tutti/core/real_clock.h"
+#include "tutti/executors/emulated_executor.h"
+#include "tutti/testing/http_test_client.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tutti::testing::HttpTestClient;
+
+// A model "mlp" (4 inputs → 3 outputs) on two emulated GPUs with ℓ(b) =
+// 0.1 ms · b + 1 ms, default objective 50 ms, served over HTTP on a free port.
+class KserveServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ModelConfig config;
+    config.name = "mlp";
+    config.platform = Platform::kBuiltin;
+    config.architecture = "mlp";
+    config.max_batch_size = 8;
+    config.inputs = {{"image", DataType::kFp32, {1, 2, 2}}};
+    config.outputs = {{"logits", DataType::kFp32, {3}}};
+    ClusterSpec spec;
+    spec.models = {{"mlp", *LatencyProfile::Linear(Micros(100), Millis(1), 8), Millis(50)}};
+    spec.gpus = 2;
+    std::vector<std::unique_ptr<Executor>> executors;
+    for (int g = 0; g < 2; ++g) {
+      executors.push_back(std::make_unique<EmulatedExecutor>(
+          &clock_, std::vector<EmulatedExecutor::Model>{{spec.models[0].profile, 3}}));
+    }
+    InferenceCore::Options options;
+    options.scheduler.frontrun_slack = Millis(5);  // real timers wake late
+    core_ = *InferenceCore::Create(spec, {{4, 3}}, std::move(executors), options, &clock_);
+    service_ = std::make_unique<KserveService>(core_.get(), std::vector<KserveService::ServedModel>{{config, 1}});
+    HttpServerOptions http;
+    http.port = 0;
+    http.max_body_bytes = 4096;
+    http.read_timeout = Millis(500);
+    server_ = *HttpServer::Start(http, service_.get());
+  }
+  void TearDown() override {
+    server_->StopAccepting();
+    core_->StopAccepting();
+    core_->WaitIdle();
+    server_->Stop();
+  }
+
+  static std::string Infer(const std::string& shape, const std::string& data, const std::string& extra = "") {
+    return absl::StrCat(R"({"id":"q",)", extra, R"("inputs":[{"name":"image","datatype":"FP32","shape":)",
+                        shape, R"(,"data":)", data, "}]}");
+  }
+
+  RealClock clock_;
+  std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<KserveService> service_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(KserveServiceTest, HealthAndMetadata) {
+  HttpTestClient c(server_->port());
+  EXPECT_EQ(c.Request("GET", "/v2/health/live").status, 200);
+  EXPECT_EQ(c.Request("GET", "/v2/health/ready").status, 200);
+  EXPECT_THAT(c.Request("GET", "/v2").body, HasSubstr(R"("name":"tutti")"));
+  testing::ClientResponse meta = c.Request("GET", "/v2/models/mlp");
+  EXPECT_EQ(meta.status, 200);
+  EXPECT_THAT(meta.body, HasSubstr(R"("inputs":[{"name":"image","datatype":"FP32","shape":[-1,1,2,2]}])"));
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1").status, 200);
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 200);
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1/ready").status, 200);
+  service_->StopAccepting();
+  EXPECT_EQ(c.Request("GET", "/v2/health/ready").status, 400);
+}
+
+TEST_F(KserveServiceTest, InferReturnsOneOutputRowPerItemMarkedEmulated) {
+  HttpTestClient c(server_->port());
+  testing::ClientResponse r = c.Request("POST", "/v2/models/mlp/infer", Infer("[2,1,2,2]", "[1,2,3,4,5,6,7,8]"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  rapidjson::Document d;
+  d.Parse(r.body.c_str());
+  EXPECT_STREQ(d["id"].GetString(), "q");
+  EXPECT_TRUE(d["parameters"]["tutti_emulated"].GetBool());
+  EXPECT_EQ(d["outputs"][0]["shape"][0].GetInt(), 2);
+  EXPECT_EQ(d["outputs"][0]["data"].Size(), 6u);
+  // The same connection serves again (keep-alive), with a version in the path.
+  EXPECT_EQ(c.Request("POST", "/v2/models/mlp/versions/1/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+  testing::ClientResponse stats = c.Request("GET", "/v2/models/mlp/stats");
+  EXPECT_THAT(stats.body, HasSubstr(R"("success":3)"));
+}
+
+TEST_F(KserveServiceTest, BadRequestsGetTheProtocolsErrorsAndTheServerKeepsServing) {
+  HttpTestClient c(server_->port());
+  auto expect_error = [&](const std::string& method, const std::string& target, const std::string& body,
+                          int status, const std::string& message) {
+    testing::ClientResponse r = c.Request(method, target, body);
+    EXPECT_EQ(r.status, status) << target << " " << r.body;
+    rapidjson::Document d;
+    d.Parse(r.body.c_str());
+    ASSERT_TRUE(d.IsObject() && d.HasMember("error")) << r.body;
+    EXPECT_THAT(d["error"].GetString(), HasSubstr(message));
+  };
+  expect_error("POST", "/v2/models/mlp/infer", R"({"inputs": [)", 400, "malformed JSON");
+  expect_error("POST", "/v2/models/mlp/infer",
+               R"({"inputs":[{"name":"image","datatype":"INT32","shape":[1,1,2,2],"data":[1,2,3,4]}]})", 400,
+               "datatype INT32");
+  expect_error("POST", "/v2/models/mlp/infer", Infer("[1,2,2]", "[1,2,3,4]"), 400, "expected [N, 1, 2, 2]");
+  expect_error("POST", "/v2/models/mlp/infer", R"({"inputs":[]})", 400, "exactly one input");
+  expect_error("POST", "/v2/models/vgg/infer", Infer("[1,1,2,2]", "[1,2,3,4]"), 404, "unknown model 'vgg'");
+  expect_error("POST", "/v2/models/mlp/versions/7/infer", Infer("[1,1,2,2]", "[1,2,3,4]"), 404,
+               "has no version '7'");
+  expect_error("GET", "/v2/models/mlp/infer", "", 405, "use POST");
+  expect_error("GET", "/v3/anything", "", 404, "unknown path");
+  // ℓ(1) = 1.1 ms: an objective of 0.5 ms can never be met; it is answered, not dropped silently.
+  expect_error("POST", "/v2/models/mlp/infer",
+               Infer("[1,1,2,2]", "[1,2,3,4]", R"("parameters":{"latency_objective_ms":0.5},)"), 503,
+               "cannot be met");
+  EXPECT_EQ(c.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+  testing::ClientResponse metrics = c.Request("GET", "/metrics");
+  EXPECT_THAT(metrics.content_type, HasSubstr("text/plain"));
+  EXPECT_THAT(metrics.body, HasSubstr(R"(tutti_requests_total{model="mlp",outcome="rejected"} 4)"));
+  EXPECT_THAT(metrics.body, HasSubstr(R"(tutti_requests_total{model="mlp",outcome="dropped"} 1)"));
+}
+
+TEST_F(KserveServiceTest, OversizedBodyIsRefusedWith413) {
+  HttpTestClient c(server_->port());
+  std::vector<std::string> many(2000, "1.0");
+  testing::ClientResponse r =
+      c.Request("POST", "/v2/models/mlp/infer", Infer("[500,1,2,2]", "[" + absl::StrJoin(many, ",") + "]"));
+  EXPECT_EQ(r.status, 413);
+  EXPECT_THAT(r.body, HasSubstr("exceeds the limit of 4096 bytes"));
+  HttpTestClient again(server_->port());
+  EXPECT_EQ(again.Request("GET", "/v2/health/live").status, 200);
+}
+
+TEST_F(KserveServiceTest, SlowHalfSentAndAbandonedRequestsDoNotHoldUpOthers) {
+  HttpTestClient slow(server_->port());
+  slow.SendRaw("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"inp");
+  HttpTestClient quitter(server_->port());
+  quitter.SendRaw("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{");
+  quitter.Close();
+  HttpTestClient garbage(server_->port());
+  garbage.SendRaw("NOT HTTP AT ALL\r\n\r\n");
+  EXPECT_THAT(garbage.ReadUntilClosed(), HasSubstr("400"));
+  // Meanwhile a well-behaved client is served at once.
+  HttpTestClient good(server_->port());
+  EXPECT_EQ(good.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+  // The half-sent request is cut off by the read timeout (500 ms here).
+  EXPECT_EQ(slow.ReadUntilClosed(), "");
+  EXPECT_EQ(good.Request("GET", "/v2/health/live").status, 200);
+}
+
+}  // namespace
+}  // namespace tutti
