@@ -11,7 +11,7 @@
 namespace tutti::cli {
 namespace {
 
-// Re-reads a version directory and measures the accuracy of what is on disk.
+// Loads a version's weights from disk and measures their accuracy.
 absl::StatusOr<double> MeasureServedAccuracy(const ModelVersion& v, const ImageSet& test) {
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(v));
   return EvaluateAccuracy(*model, test, 500);
@@ -40,9 +40,9 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
 
   ModelConfig config = BuiltinModelConfig(name, job.train.architecture, job.max_batch_size);
   config.parameters = result.parameters;
-  TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
-  TUTTI_ASSIGN_OR_RETURN(ModelVersion written, LoadModelVersion(dir, name, job.version));
-  TUTTI_ASSIGN_OR_RETURN(double accuracy, MeasureServedAccuracy(written, test));
+  // Measure the artifact on disk through the executor, then write the config once.
+  TUTTI_ASSIGN_OR_RETURN(double accuracy,
+                         MeasureServedAccuracy(ModelVersion{config, job.version, dir, weights}, test));
   config.accuracy = accuracy;
   TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
   log << absl::StrFormat("wrote %s: %d parameters, test accuracy %.4f\n", dir, result.parameters,
