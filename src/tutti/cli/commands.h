@@ -16,6 +16,8 @@ int ProfileCommand(const Args& args);
 int ModelsCommand(const Args& args);
 int DemoCommand(const Args& args);
 int SimCommand(const Args& args);
+int ServeCommand(const Args& args);
+int LoadCommand(const Args& args);
 
 }  // namespace tutti::cli
 

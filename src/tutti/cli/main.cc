@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
      tutti::cli::TrainCommand},
     {"profile", "measure latency profiles l(b) of models on this CPU", tutti::cli::ProfileCommand},
     {"models", "validate a model repository and list its models", tutti::cli::ModelsCommand},
+    {"serve", "serve a model repository over KServe v2 HTTP", tutti::cli::ServeCommand},
+    {"load", "open-loop load generator for a KServe v2 server", tutti::cli::LoadCommand},
     {"sim", "simulate scheduling policies on emulated GPUs (virtual time)", tutti::cli::SimCommand},
 };
 

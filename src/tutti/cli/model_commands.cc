@@ -2,37 +2,18 @@
 #include <iostream>
 
 #include "absl/strings/str_format.h"
-#include "tutti/cli/commands.h"
-#include "tutti/cli/flags.h"
+#include "tutti/cli/command_util.h"
 #include "tutti/cli/model_jobs.h"
+#include "tutti/core/file_util.h"
 #include "tutti/core/real_clock.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/datasets/fashion_mnist.h"
 #include "tutti/executors/torch_model.h"
 
 namespace tutti::cli {
 namespace {
 
 constexpr char kDefaultRepo[] = "demo_repository";
-
-// Parses flags; returns -1 to go on, else the exit code to return (help
-// printed: 0, usage error: 2).
-int ParseOrExit(FlagSet& flags, const Args& args, const std::vector<std::string>& required = {}) {
-  absl::Status s = flags.Parse(args);
-  if (s.ok() && flags.help_requested()) {
-    std::cout << flags.Help();
-    return 0;
-  }
-  if (s.ok()) s = flags.Require(required);
-  if (!s.ok()) {
-    std::cerr << "error: " << s.message() << "\n\n" << flags.Help();
-    return 2;
-  }
-  return -1;
-}
-
-int Fail(const absl::Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return 1;
-}
 
 // The demo repository's models and the test-accuracy floors they must reach.
 struct DemoModel {
@@ -42,6 +23,19 @@ struct DemoModel {
 };
 constexpr DemoModel kDemoModels[] = {
     {"mlp", 0.87, 256}, {"lenet5", 0.89, 128}, {"resnet_small", 0.90, 128}};
+
+// Writes kExampleRequestFile: test image 0 as a [1, 1, 28, 28] FP32 request.
+absl::Status WriteExampleRequest(const std::string& repo_dir, const std::string& data_dir) {
+  TUTTI_ASSIGN_OR_RETURN(ImageSet test, LoadFashionMnist(data_dir, Split::kTest));
+  const std::vector<float> pixels = test.ToFloat(0, 1);
+  std::string body = absl::StrFormat(
+      R"j({"id":"fashion-mnist-test-0 (a %s, label %d)","inputs":[{"name":"image","datatype":"FP32",)j"
+      R"j("shape":[1,1,28,28],"data":[)j",
+      kFashionMnistClassNames[test.labels[0]], test.labels[0]);
+  for (size_t i = 0; i < pixels.size(); ++i) absl::StrAppendFormat(&body, "%s%.6g", i ? "," : "", pixels[i]);
+  body += "]}]}\n";
+  return WriteFileAtomic(repo_dir + "/" + kExampleRequestFile, body);
+}
 
 }  // namespace
 
@@ -175,6 +169,7 @@ int DemoCommand(const Args& args) {
   }
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
+  if (absl::Status s = WriteExampleRequest(repo_dir, data_dir); !s.ok()) return Fail(s);
   std::cout << "\nTutti demo model repository: " << repo_dir << "\n";
   PrintModelTable(*repo, "cpu", std::cout);
   int below = 0;

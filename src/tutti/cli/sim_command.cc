@@ -3,8 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
-#include "tutti/cli/commands.h"
-#include "tutti/cli/flags.h"
+#include "tutti/cli/command_util.h"
 #include "tutti/simulator/experiment.h"
 #include "tutti/simulator/goodput.h"
 #include "tutti/simulator/report.h"
@@ -56,11 +55,6 @@ void Apply(const SimFlags& f, SimConfig* c) {
   }
   if (f.duration_s > 0) c->duration = Seconds(f.duration_s);
   c->record_timeline = f.timeline;
-}
-
-int Fail(const absl::Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return 1;
 }
 
 absl::StatusOr<PolicyRun> RunPolicy(const SimConfig& base, const std::string& label, bool search,

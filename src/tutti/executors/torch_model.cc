@@ -96,6 +96,11 @@ class TorchModelImpl final : public TorchModel {
 };
 
 absl::StatusOr<std::unique_ptr<Network>> LoadNetwork(const ModelVersion& v) {
+  if (v.config.platform == Platform::kEmulated) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", v.config.name,
+                                                   "' is platform emulated: it has no weights and "
+                                                   "runs only on emulated executors"));
+  }
   try {
     if (v.config.platform == Platform::kTorchScript) {
       return std::make_unique<ScriptNetwork>(torch::jit::load(v.weights_path));

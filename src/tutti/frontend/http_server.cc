@@ -4,6 +4,8 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <atomic>
+#include <chrono>
 #include <optional>
 #include <thread>
 
@@ -21,8 +23,9 @@ using tcp = net::ip::tcp;
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options, HttpHandler* handler)
-      : stream_(std::move(socket)), options_(options), handler_(handler) {}
+  Session(tcp::socket socket, const HttpServerOptions& options, HttpHandler* handler,
+          std::atomic<int64_t>* unanswered)
+      : stream_(std::move(socket)), options_(options), handler_(handler), unanswered_(unanswered) {}
 
   void Start() {
     net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
@@ -64,14 +67,15 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
     stream_.expires_never();
+    ++*unanswered_;
     handler_->Handle(std::move(request), [self = shared_from_this(), keep_alive, version](HttpResponse r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version]() mutable {
-        self->Write(std::move(r), keep_alive, version);
+        self->Write(std::move(r), keep_alive, version, /*answers_handler=*/true);
       });
     });
   }
 
-  void Write(HttpResponse r, bool keep_alive, unsigned version) {
+  void Write(HttpResponse r, bool keep_alive, unsigned version, bool answers_handler = false) {
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
     res->set(http::field::server, "tutti");
     res->set(http::field::content_type, r.content_type);
@@ -79,7 +83,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive);
     res->body() = std::move(r.body);
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res](beast::error_code ec, size_t) {
+    http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler](beast::error_code ec, size_t) {
+      if (answers_handler) --*self->unanswered_;
       if (ec || !res->keep_alive()) {
         self->Close();
         return;
@@ -98,12 +103,17 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
   HttpHandler* handler_;
+  std::atomic<int64_t>* unanswered_;  // the server's: handed to the handler, not yet written
 };
 
 class BeastServer final : public HttpServer {
  public:
   BeastServer(const HttpServerOptions& options, HttpHandler* handler)
-      : options_(options), handler_(handler), ioc_(options.threads), acceptor_(net::make_strand(ioc_)) {}
+      : options_(options),
+        handler_(handler),
+        ioc_(options.threads),
+        work_(net::make_work_guard(ioc_)),
+        acceptor_(net::make_strand(ioc_)) {}
 
   ~BeastServer() override { Stop(); }
 
@@ -135,6 +145,15 @@ class BeastServer final : public HttpServer {
     });
   }
 
+  bool Drain(Duration timeout) override {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
+    while (unanswered_ > 0) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return true;
+  }
+
   void Stop() override {
     if (threads_.empty()) return;
     ioc_.stop();
@@ -148,7 +167,7 @@ class BeastServer final : public HttpServer {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), options_, handler_)->Start();
+        std::make_shared<Session>(std::move(socket), options_, handler_, &unanswered_)->Start();
       }
       Accept();
     });
@@ -157,8 +176,13 @@ class BeastServer final : public HttpServer {
   const HttpServerOptions options_;
   HttpHandler* const handler_;
   net::io_context ioc_;
+  // Keeps the I/O threads running while no socket operation is pending
+  // (every connection waiting for its handler, the acceptor closed), so that
+  // responses still get written.
+  net::executor_work_guard<net::io_context::executor_type> work_;
   tcp::acceptor acceptor_;
   std::vector<std::thread> threads_;
+  std::atomic<int64_t> unanswered_{0};
   int port_ = 0;
 };
 

@@ -68,8 +68,11 @@ class HttpServer {
   virtual int port() const = 0;
   // Stops accepting connections; open ones keep being served.
   virtual void StopAccepting() = 0;
+  // Waits until every request handed to the handler so far has had its
+  // response written, or `timeout` passes; returns whether it got there.
+  virtual bool Drain(Duration timeout) = 0;
   // Stops everything and joins the I/O threads; responses not yet written
-  // are lost, so drain the handler first.
+  // are lost, so Drain() first.
   virtual void Stop() = 0;
 };
 

@@ -1,6 +1,7 @@
 #include "tutti/frontend/kserve_json.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -44,12 +45,52 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
     }
     out->objective_ms = v.GetDouble();
   }
+  if (p.HasMember("binary_data_output")) {
+    if (!p["binary_data_output"].IsBool()) return Bad("parameter 'binary_data_output' must be true or false");
+    out->binary_output = p["binary_data_output"].GetBool();
+  }
+  return absl::OkStatus();
+}
+
+// The optional "outputs" array: the model's one output, perhaps asking for
+// binary data.
+absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& config, InferRequest* out) {
+  if (!request.HasMember("outputs")) return absl::OkStatus();
+  const Value& outputs = request["outputs"];
+  if (!outputs.IsArray()) return Bad("'outputs' must be an array");
+  for (const Value& o : outputs.GetArray()) {
+    if (!o.IsObject() || !o.HasMember("name") || !o["name"].IsString()) {
+      return Bad("each requested output needs a string 'name'");
+    }
+    if (o["name"].GetString() != config.outputs[0].name) {
+      return Bad(absl::StrCat("unknown output '", o["name"].GetString(), "'; model '", config.name,
+                              "' has output '", config.outputs[0].name, "'"));
+    }
+    if (o.HasMember("parameters")) {
+      const Value& p = o["parameters"];
+      if (!p.IsObject()) return Bad("output 'parameters' must be a JSON object");
+      if (p.HasMember("binary_data")) {
+        if (!p["binary_data"].IsBool()) return Bad("output parameter 'binary_data' must be true or false");
+        out->binary_output = p["binary_data"].GetBool();
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const ModelConfig& config) {
+absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const ModelConfig& config,
+                                               std::optional<int64_t> json_length) {
+  absl::string_view binary;
+  if (json_length) {
+    if (*json_length < 0 || *json_length > static_cast<int64_t>(body.size())) {
+      return Bad(absl::StrCat("Inference-Header-Content-Length is ", *json_length, " but the body has ",
+                              body.size(), " bytes"));
+    }
+    binary = body.substr(*json_length);
+    body = body.substr(0, *json_length);
+  }
   rapidjson::Document doc;
   doc.Parse(body.data(), body.size());
   if (doc.HasParseError()) {
@@ -63,6 +104,7 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
     out.id = doc["id"].GetString();
   }
   if (absl::Status s = ParseParameters(doc, &out); !s.ok()) return s;
+  if (absl::Status s = ParseRequestedOutputs(doc, config, &out); !s.ok()) return s;
   if (!doc.HasMember("inputs") || !doc["inputs"].IsArray()) return Bad("missing 'inputs' array");
   const TensorSpec& spec = config.inputs[0];
   const Value& inputs = doc["inputs"];
@@ -103,6 +145,38 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
                             "' max_batch_size ", config.max_batch_size));
   }
   out.batch = static_cast<int>(shape[0]);
+  const int64_t expected_values = out.batch * spec.ElementCount();
+  std::optional<int64_t> binary_size;
+  if (in.HasMember("parameters")) {
+    const Value& p = in["parameters"];
+    if (!p.IsObject()) return Bad("input 'parameters' must be a JSON object");
+    if (p.HasMember("binary_data_size")) {
+      if (!p["binary_data_size"].IsInt64() || p["binary_data_size"].GetInt64() < 0) {
+        return Bad("'binary_data_size' must be a non-negative integer");
+      }
+      binary_size = p["binary_data_size"].GetInt64();
+    }
+  }
+  if (binary_size) {
+    if (!json_length) {
+      return Bad("input has 'binary_data_size' but the request has no Inference-Header-Content-Length header");
+    }
+    if (in.HasMember("data")) return Bad(absl::StrCat("input '", spec.name, "' has both 'data' and binary data"));
+    if (*binary_size != static_cast<int64_t>(binary.size())) {
+      return Bad(absl::StrCat("input '", spec.name, "' declares binary_data_size ", *binary_size, " but ",
+                              binary.size(), " bytes follow the JSON header"));
+    }
+    if (*binary_size != expected_values * static_cast<int64_t>(sizeof(float))) {
+      return Bad(absl::StrCat("input '", spec.name, "' has ", *binary_size, " bytes of binary data; shape ",
+                              ShapeText(shape), " of FP32 needs ", expected_values * sizeof(float)));
+    }
+    out.data.resize(expected_values);
+    std::memcpy(out.data.data(), binary.data(), binary.size());  // little-endian FP32, as the extension says
+    return out;
+  }
+  if (!binary.empty()) {
+    return Bad(absl::StrCat(binary.size(), " bytes follow the JSON header but no input declares binary_data_size"));
+  }
   if (!in.HasMember("data")) return Bad(absl::StrCat("input '", spec.name, "' has no 'data'"));
   out.data.reserve(out.batch * spec.ElementCount());
   if (!Flatten(in["data"], &out.data)) {
@@ -135,9 +209,9 @@ void WriteTensorSpec(Writer& w, const TensorSpec& t) {
 
 }  // namespace
 
-std::string WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
-                               const std::vector<std::vector<float>>& outputs,
-                               const std::string& parameters_json) {
+InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
+                                     const std::vector<std::vector<float>>& outputs,
+                                     const std::string& parameters_json, bool binary_output) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   const TensorSpec& out = config.outputs[0];
@@ -164,16 +238,33 @@ std::string WriteInferResponse(const ModelConfig& config, int64_t version, const
   w.Int64(static_cast<int64_t>(outputs.size()));
   for (int64_t d : out.shape) w.Int64(d);
   w.EndArray();
-  w.Key("data");
-  w.StartArray();
-  for (const std::vector<float>& item : outputs) {
-    for (float v : item) w.Double(v);
+  std::string binary;
+  if (binary_output) {
+    for (const std::vector<float>& item : outputs) {
+      binary.append(reinterpret_cast<const char*>(item.data()), item.size() * sizeof(float));
+    }
+    w.Key("parameters");
+    w.StartObject();
+    w.Key("binary_data_size");
+    w.Uint64(binary.size());
+    w.EndObject();
+  } else {
+    w.Key("data");
+    w.StartArray();
+    for (const std::vector<float>& item : outputs) {
+      for (float v : item) w.Double(v);
+    }
+    w.EndArray();
   }
-  w.EndArray();
   w.EndObject();
   w.EndArray();
   w.EndObject();
-  return buf.GetString();
+  InferResponseBody response{buf.GetString(), std::nullopt};
+  if (binary_output) {
+    response.json_length = response.body.size();
+    response.body += binary;
+  }
+  return response;
 }
 
 std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions) {
@@ -187,7 +278,9 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
   for (int64_t v : versions) w.String(std::to_string(v).c_str());
   w.EndArray();
   w.Key("platform");
-  w.String(config.platform == Platform::kTorchScript ? "pytorch_torchscript" : "tutti_builtin");
+  w.String(config.platform == Platform::kTorchScript ? "pytorch_torchscript"
+           : config.platform == Platform::kEmulated  ? "tutti_emulated"
+                                                      : "tutti_builtin");
   w.Key("inputs");
   w.StartArray();
   for (const TensorSpec& t : config.inputs) WriteTensorSpec(w, t);

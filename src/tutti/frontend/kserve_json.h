@@ -7,9 +7,17 @@
 // 1 <= N <= max_batch_size; `data` is the row-major content, flat or nested.
 // A request may carry the parameter "latency_objective_ms" (a positive
 // number): its deadline, measured from receipt. Default: the model's.
+//
+// The binary tensor extension: with an Inference-Header-Content-Length
+// header, the body is that many bytes of JSON followed by raw tensor bytes;
+// an input says "parameters": {"binary_data_size": n} instead of "data"
+// (FP32, little-endian, row-major). Outputs come back binary when the
+// request asks ("binary_data_output": true, or "binary_data": true on the
+// output); the response then has the same layout.
 #ifndef TUTTI_FRONTEND_KSERVE_JSON_H_
 #define TUTTI_FRONTEND_KSERVE_JSON_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,24 +32,29 @@ struct InferRequest {
   int batch = 0;                // N
   std::vector<float> data;      // N × input elements, FP32 (the model's one input)
   double objective_ms = 0;      // 0: the model's default
+  bool binary_output = false;   // answer with binary output data
 };
 
 // InvalidArgument with a message naming the problem: malformed JSON, a
 // missing or extra input, a wrong datatype, shape or element count, a batch
-// above max_batch_size, non-numeric data, a bad parameter.
-absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const ModelConfig& config);
-
-// One item's result, for the response.
-struct InferItem {
-  std::vector<float> output;  // output elements
-};
+// above max_batch_size, non-numeric data, a bad parameter, binary data whose
+// declared sizes do not add up. `json_length`: the value of the
+// Inference-Header-Content-Length header, if the request has one.
+absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const ModelConfig& config,
+                                               std::optional<int64_t> json_length = std::nullopt);
 
 // {"model_name", "model_version", "id", "parameters", "outputs": [{name,
 // datatype, shape [N, …], data}]}. `parameters` carries Tutti's markers
-// (e.g. "tutti_emulated": true) as a JSON object text.
-std::string WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
-                               const std::vector<std::vector<float>>& outputs,
-                               const std::string& parameters_json);
+// (e.g. "tutti_emulated": true) as a JSON object text. With
+// `binary_output`, the data follows the JSON as raw FP32 bytes and
+// json_length is set (the response's Inference-Header-Content-Length).
+struct InferResponseBody {
+  std::string body;
+  std::optional<size_t> json_length;
+};
+InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
+                                     const std::vector<std::vector<float>>& outputs,
+                                     const std::string& parameters_json, bool binary_output = false);
 
 // {"name", "versions": [...], "platform", "inputs": [...], "outputs": [...]}
 std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions);

@@ -1,5 +1,7 @@
 #include "tutti/frontend/kserve_json.h"
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -29,8 +31,8 @@ std::string Request(const std::string& shape, const std::string& data,
                       datatype, R"(","shape":)", shape, R"(,"data":)", data, "}]}");
 }
 
-std::string ErrorOf(const std::string& body) {
-  absl::StatusOr<InferRequest> r = ParseInferRequest(body, Mlp());
+std::string ErrorOf(const std::string& body, std::optional<int64_t> json_length = std::nullopt) {
+  absl::StatusOr<InferRequest> r = ParseInferRequest(body, Mlp(), json_length);
   EXPECT_FALSE(r.ok()) << body;
   if (r.ok()) return "";
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
@@ -89,9 +91,62 @@ TEST(KserveJsonErrorTest, WrongShape) {
   EXPECT_THAT(ErrorOf(Request("[5,1,2,2]", "[]")), HasSubstr("batch of 5 exceeds model 'mlp' max_batch_size 4"));
 }
 
+// A binary-extension request body: JSON header of `json_size` bytes whose
+// input declares `declared` bytes, followed by `values` as raw FP32.
+std::string BinaryBody(const std::vector<float>& values, size_t declared, size_t* json_size) {
+  const std::string json = absl::StrCat(
+      R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2],"parameters":{"binary_data_size":)",
+      declared, R"(}}],"outputs":[{"name":"logits","parameters":{"binary_data":true}}]})");
+  *json_size = json.size();
+  return json + std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+}
+
+TEST(KserveJsonTest, BinaryTensorExtension) {
+  size_t json_size = 0;
+  const std::string body = BinaryBody({1.5f, -2, 3, 4}, 16, &json_size);
+  absl::StatusOr<InferRequest> r = ParseInferRequest(body, Mlp(), json_size);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->data, (std::vector<float>{1.5f, -2, 3, 4}));
+  EXPECT_TRUE(r->binary_output);
+
+  const InferResponseBody resp = WriteInferResponse(Mlp(), 1, "", {{0.5f, 1, 2}}, "{}", /*binary_output=*/true);
+  ASSERT_TRUE(resp.json_length.has_value());
+  rapidjson::Document d;
+  d.Parse(resp.body.data(), *resp.json_length);
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_EQ(d["outputs"][0]["parameters"]["binary_data_size"].GetInt(), 12);
+  EXPECT_FALSE(d["outputs"][0].HasMember("data"));
+  std::vector<float> out(3);
+  ASSERT_EQ(resp.body.size() - *resp.json_length, 12u);
+  std::memcpy(out.data(), resp.body.data() + *resp.json_length, 12);
+  EXPECT_EQ(out, (std::vector<float>{0.5f, 1, 2}));
+}
+
+TEST(KserveJsonErrorTest, BinaryLengthsThatLie) {
+  size_t json_size = 0;
+  const std::string body = BinaryBody({1, 2, 3, 4}, 16, &json_size);
+  EXPECT_THAT(ErrorOf(body, static_cast<int64_t>(body.size() + 1)),
+              HasSubstr(absl::StrCat("Inference-Header-Content-Length is ", body.size() + 1, " but the body has ",
+                                     body.size(), " bytes")));
+  EXPECT_THAT(ErrorOf(body, -1), HasSubstr("Inference-Header-Content-Length is -1"));
+  EXPECT_THAT(ErrorOf(body, static_cast<int64_t>(json_size - 3)), HasSubstr("malformed JSON"));
+  EXPECT_THAT(ErrorOf(body, static_cast<int64_t>(json_size + 4)),
+              HasSubstr("declares binary_data_size 16 but 12 bytes follow the JSON header"));
+  EXPECT_THAT(ErrorOf(BinaryBody({1, 2, 3, 4}, 12, &json_size), static_cast<int64_t>(json_size)),
+              HasSubstr("declares binary_data_size 12 but 16 bytes follow the JSON header"));
+  EXPECT_THAT(ErrorOf(BinaryBody({1, 2, 3}, 12, &json_size), static_cast<int64_t>(json_size)),
+              HasSubstr("has 12 bytes of binary data; shape [1, 1, 2, 2] of FP32 needs 16"));
+  EXPECT_THAT(ErrorOf(BinaryBody({1, 2, 3, 4}, 16, &json_size)),
+              HasSubstr("has 'binary_data_size' but the request has no Inference-Header-Content-Length"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", "[1,2,3,4]") + "xyz", static_cast<int64_t>(Request("[1,1,2,2]", "[1,2,3,4]").size())),
+              HasSubstr("3 bytes follow the JSON header but no input declares binary_data_size"));
+}
+
 TEST(KserveJsonTest, ResponseAndMetadataAreValidJson) {
-  const std::string resp = WriteInferResponse(Mlp(), 1, "r1", {{0.5f, 1.0f, 2.0f}, {3.0f, 4.0f, 5.0f}},
-                                              R"({"tutti_emulated":true})");
+  const InferResponseBody body = WriteInferResponse(Mlp(), 1, "r1", {{0.5f, 1.0f, 2.0f}, {3.0f, 4.0f, 5.0f}},
+                                                    R"({"tutti_emulated":true})");
+  EXPECT_FALSE(body.json_length.has_value());
+  const std::string& resp = body.body;
   rapidjson::Document d;
   d.Parse(resp.c_str());
   ASSERT_FALSE(d.HasParseError()) << resp;

@@ -1,21 +1,25 @@
 #include "tutti/frontend/kserve_service.h"
 
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tutti/frontend/kserve_json.h"
+#include "tutti/frontend/prometheus.h"
 
 namespace tutti {
 
 struct KserveService::ModelState {
   ServedModel served;
   std::atomic<int64_t> rejected{0};  // refused before scheduling (bad input)
-  std::atomic<int64_t> queue_ns{0};  // sums over answered items
-  std::atomic<int64_t> compute_ns{0};
-  std::atomic<int64_t> timed_items{0};
+  // Over answered items: arrival → batch start, batch start → finish, and
+  // the size of the batch each ran in.
+  PromHistogram queue_seconds{PromHistogram::SecondsBounds()};
+  PromHistogram compute_seconds{PromHistogram::SecondsBounds()};
+  PromHistogram batch_size{PromHistogram::BatchBounds()};
 };
 
 namespace {
@@ -106,7 +110,16 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
 void KserveService::Infer(int model, const HttpRequest& request, Respond respond) {
   ModelState& state = *models_[model];
   const ModelConfig& config = state.served.config;
-  absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, config);
+  std::optional<int64_t> json_length;
+  if (const std::string h = request.Header("Inference-Header-Content-Length"); !h.empty()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(h, &n)) {
+      ++state.rejected;
+      return respond(Error(400, absl::StrCat("Inference-Header-Content-Length '", h, "' is not a number")));
+    }
+    json_length = n;
+  }
+  absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, config, json_length);
   if (!parsed.ok()) {
     ++state.rejected;
     return respond(Error(400, parsed.status().message()));
@@ -116,7 +129,8 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
   auto pending = std::make_shared<PendingInfer>();
   pending->outputs.resize(parsed->batch);
   pending->remaining = parsed->batch;
-  auto finish = [this, &state, pending, id = parsed->id, respond](int item, InferenceOutcome o) {
+  auto finish = [&state, pending, id = parsed->id, binary = parsed->binary_output, respond](int item,
+                                                                                          InferenceOutcome o) {
     bool last;
     {
       std::lock_guard<std::mutex> lock(pending->mu);
@@ -127,9 +141,9 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
         pending->max_batch = std::max(pending->max_batch, o.batch_size);
         pending->max_queue = std::max(pending->max_queue, o.started - o.arrival);
         pending->max_compute = std::max(pending->max_compute, o.finished - o.started);
-        state.queue_ns += o.started - o.arrival;
-        state.compute_ns += o.finished - o.started;
-        ++state.timed_items;
+        state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
+        state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
+        state.batch_size.Observe(o.batch_size);
       } else if (pending->first_error.ok()) {
         pending->first_error = o.status;
       }
@@ -143,7 +157,14 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
         R"({"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,"tutti_compute_us":%.1f})",
         pending->emulated ? "true" : "false", pending->late ? "true" : "false", pending->max_batch,
         ToMicros(pending->max_queue), ToMicros(pending->max_compute));
-    respond(Json(200, WriteInferResponse(state.served.config, state.served.version, id, pending->outputs, params)));
+    InferResponseBody body =
+        WriteInferResponse(state.served.config, state.served.version, id, pending->outputs, params, binary);
+    HttpResponse response{200, std::move(body.body)};
+    if (body.json_length) {
+      response.content_type = "application/octet-stream";
+      response.headers.push_back({"Inference-Header-Content-Length", std::to_string(*body.json_length)});
+    }
+    respond(std::move(response));
   };
   for (int i = 0; i < parsed->batch; ++i) {
     std::vector<float> item(parsed->data.begin() + i * per_item, parsed->data.begin() + (i + 1) * per_item);
@@ -158,13 +179,13 @@ KserveService::~KserveService() = default;
 std::string KserveService::Stats(int model) const {
   const ModelCounters c = core_->Counters()[model];
   const ModelState& s = *models_[model];
-  const int64_t timed = std::max<int64_t>(1, s.timed_items);
+  const double timed = static_cast<double>(std::max<int64_t>(1, s.queue_seconds.count()));
   return absl::StrFormat(
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
       R"("rejected":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,"mean_compute_us":%.1f})",
       s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(),
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
-      ToMicros(s.queue_ns / timed), ToMicros(s.compute_ns / timed));
+      s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6);
 }
 
 std::string KserveService::Metrics() const {
@@ -173,33 +194,43 @@ std::string KserveService::Metrics() const {
       "# HELP tutti_requests_total Inference requests by model and outcome.\n"
       "# TYPE tutti_requests_total counter\n";
   std::string batches = "# HELP tutti_batches_total Batches executed.\n# TYPE tutti_batches_total counter\n";
-  std::string sizes =
-      "# HELP tutti_batched_requests_total Requests executed in batches.\n"
-      "# TYPE tutti_batched_requests_total counter\n";
-  std::string durations =
-      "# HELP tutti_request_duration_seconds_sum Queue and compute time of answered requests.\n"
-      "# TYPE tutti_request_duration_seconds_sum counter\n";
   std::string attainment =
-      "# HELP tutti_slo_attainment Fraction of answered requests on time.\n# TYPE tutti_slo_attainment gauge\n";
+      "# HELP tutti_slo_attainment Fraction of ended requests answered on time.\n"
+      "# TYPE tutti_slo_attainment gauge\n";
+  std::string queue =
+      "# HELP tutti_queue_duration_seconds Arrival to batch start, answered requests.\n"
+      "# TYPE tutti_queue_duration_seconds histogram\n";
+  std::string compute =
+      "# HELP tutti_compute_duration_seconds Batch start to finish, answered requests.\n"
+      "# TYPE tutti_compute_duration_seconds histogram\n";
+  std::string sizes =
+      "# HELP tutti_request_batch_size Size of the batch each answered request ran in.\n"
+      "# TYPE tutti_request_batch_size histogram\n";
   for (size_t m = 0; m < models_.size(); ++m) {
     const ModelCounters& c = counters[m];
-    const std::string& name = models_[m]->served.config.name;
+    const ModelState& s = *models_[m];
+    const std::string label = absl::StrFormat("model=\"%s\"", s.served.config.name);
     for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.success}, {"late", c.late},
                                      {"dropped", c.dropped}, {"error", c.error},
-                                     {"rejected", models_[m]->rejected.load()}}) {
-      absl::StrAppendFormat(&out, "tutti_requests_total{model=\"%s\",outcome=\"%s\"} %d\n", name, outcome, n);
+                                     {"rejected", s.rejected.load()}}) {
+      absl::StrAppendFormat(&out, "tutti_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
     }
-    absl::StrAppendFormat(&batches, "tutti_batches_total{model=\"%s\"} %d\n", name, c.batches);
-    absl::StrAppendFormat(&sizes, "tutti_batched_requests_total{model=\"%s\"} %d\n", name, c.batched_requests);
-    absl::StrAppendFormat(&durations, "tutti_request_duration_seconds_sum{model=\"%s\",phase=\"queue\"} %.6f\n",
-                          name, ToSeconds(models_[m]->queue_ns));
-    absl::StrAppendFormat(&durations, "tutti_request_duration_seconds_sum{model=\"%s\",phase=\"compute\"} %.6f\n",
-                          name, ToSeconds(models_[m]->compute_ns));
+    absl::StrAppendFormat(&batches, "tutti_batches_total{%s} %d\n", label, c.batches);
     const int64_t ended = c.success + c.late + c.dropped + c.error;
-    absl::StrAppendFormat(&attainment, "tutti_slo_attainment{model=\"%s\"} %.6f\n", name,
+    absl::StrAppendFormat(&attainment, "tutti_slo_attainment{%s} %.6f\n", label,
                           ended ? static_cast<double>(c.success) / ended : 1.0);
+    s.queue_seconds.AppendTo(&queue, "tutti_queue_duration_seconds", label);
+    s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
+    s.batch_size.AppendTo(&sizes, "tutti_request_batch_size", label);
   }
-  return out + batches + sizes + durations + attainment;
+  std::string busy =
+      "# HELP tutti_executor_busy_fraction Fraction of time each executor spent running batches.\n"
+      "# TYPE tutti_executor_busy_fraction gauge\n";
+  const std::vector<double> fractions = core_->BusyFractions();
+  for (size_t g = 0; g < fractions.size(); ++g) {
+    absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
+  }
+  return out + batches + attainment + queue + compute + sizes + busy;
 }
 
 }  // namespace tutti

@@ -1,5 +1,6 @@
 #include "tutti/frontend/kserve_service.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -125,6 +126,50 @@ TEST_F(KserveServiceTest, BadRequestsGetTheProtocolsErrorsAndTheServerKeepsServi
   EXPECT_THAT(metrics.content_type, HasSubstr("text/plain"));
   EXPECT_THAT(metrics.body, HasSubstr(R"(tutti_requests_total{model="mlp",outcome="rejected"} 4)"));
   EXPECT_THAT(metrics.body, HasSubstr(R"(tutti_requests_total{model="mlp",outcome="dropped"} 1)"));
+}
+
+TEST_F(KserveServiceTest, BinaryTensorsInAndOutAndALyingHeaderLength) {
+  HttpTestClient c(server_->port());
+  const std::string json =
+      R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2],"parameters":{"binary_data_size":16}}],)"
+      R"("parameters":{"binary_data_output":true}})";
+  const std::vector<float> values = {1, 2, 3, 4};
+  const std::string body = json + std::string(reinterpret_cast<const char*>(values.data()), 16);
+  testing::ClientResponse r = c.Request("POST", "/v2/models/mlp/infer", body,
+                                        {{"Inference-Header-Content-Length", std::to_string(json.size())}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.content_type, "application/octet-stream");
+  size_t json_length = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(r.json_length, &json_length)) << r.json_length;
+  rapidjson::Document d;
+  d.Parse(r.body.data(), json_length);
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_EQ(d["outputs"][0]["parameters"]["binary_data_size"].GetInt(), 12);
+  EXPECT_EQ(r.body.size(), json_length + 12);  // three FP32 zeros from the emulated GPU
+  EXPECT_EQ(r.body.substr(json_length), std::string(12, '\0'));
+
+  for (const std::string& lie : {std::to_string(body.size() + 100), std::string("12abc"), std::string("5")}) {
+    testing::ClientResponse bad =
+        c.Request("POST", "/v2/models/mlp/infer", body, {{"Inference-Header-Content-Length", lie}});
+    EXPECT_EQ(bad.status, 400) << lie << ": " << bad.body;
+    EXPECT_THAT(bad.body, HasSubstr("error"));
+  }
+  EXPECT_EQ(c.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+}
+
+TEST_F(KserveServiceTest, MetricsHaveHistogramsAndBusyFractions) {
+  HttpTestClient c(server_->port());
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(c.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+  }
+  const std::string m = c.Request("GET", "/metrics").body;
+  EXPECT_THAT(m, HasSubstr(R"(tutti_queue_duration_seconds_count{model="mlp"} 5)"));
+  EXPECT_THAT(m, HasSubstr(R"(tutti_compute_duration_seconds_bucket{model="mlp",le="+Inf"} 5)"));
+  // One at a time: every batch has size 1, and ℓ(1) = 1.1 ms lies in (1 ms, 2.5 ms].
+  EXPECT_THAT(m, HasSubstr(R"(tutti_request_batch_size_bucket{model="mlp",le="1"} 5)"));
+  EXPECT_THAT(m, HasSubstr(R"(tutti_compute_duration_seconds_bucket{model="mlp",le="0.001"} 0)"));
+  EXPECT_THAT(m, HasSubstr(R"(tutti_compute_duration_seconds_bucket{model="mlp",le="0.0025"} 5)"));
+  EXPECT_THAT(m, HasSubstr(R"(tutti_executor_busy_fraction{executor="1"})"));
 }
 
 TEST_F(KserveServiceTest, OversizedBodyIsRefusedWith413) {

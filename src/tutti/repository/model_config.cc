@@ -95,9 +95,11 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     c.platform = Platform::kBuiltin;
   } else if (platform == "torchscript") {
     c.platform = Platform::kTorchScript;
+  } else if (platform == "emulated") {
+    c.platform = Platform::kEmulated;
   } else {
     return Invalid("platform", absl::StrCat("unknown platform '", platform,
-                                            "' (expected builtin or torchscript)"));
+                                            "' (expected builtin, torchscript or emulated)"));
   }
   c.name = name;
   c.architecture = arch.value_or("");
@@ -151,7 +153,15 @@ int64_t TensorSpec::ElementCount() const {
 }
 
 absl::string_view PlatformName(Platform platform) {
-  return platform == Platform::kBuiltin ? "builtin" : "torchscript";
+  switch (platform) {
+    case Platform::kBuiltin:
+      return "builtin";
+    case Platform::kTorchScript:
+      return "torchscript";
+    case Platform::kEmulated:
+      return "emulated";
+  }
+  return "unknown";
 }
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {
@@ -178,6 +188,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.parameters && *c.parameters < 0) return Invalid("parameters", "must not be negative");
   if (c.latency_objective_ms && !(*c.latency_objective_ms > 0)) {
     return Invalid("latency_objective_ms", "must be positive");
+  }
+  if (c.platform == Platform::kEmulated && c.profiles.empty()) {
+    return Invalid("profiles", "platform emulated needs at least one latency profile to emulate");
   }
   for (const auto& [kind, profile] : c.profiles) {
     if (profile.max_batch() > c.max_batch_size) {

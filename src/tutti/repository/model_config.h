@@ -3,7 +3,7 @@
 //
 // Example:
 //   name: lenet5
-//   platform: builtin            # builtin (Tutti's own architectures) | torchscript
+//   platform: builtin            # builtin (Tutti's own architectures) | torchscript | emulated
 //   architecture: lenet5         # builtin only: mlp | lenet5 | resnet_small
 //   task: fashion-mnist          # application id: models of one task are interchangeable
 //   max_batch_size: 256
@@ -39,6 +39,7 @@ namespace tutti {
 enum class Platform {
   kBuiltin,      // one of Tutti's C++ architectures; weights saved by Tutti
   kTorchScript,  // a TorchScript archive exported from PyTorch
+  kEmulated,     // no weights: runs only on emulated executors, from its profiles
 };
 
 // Tutti's built-in architectures (src/tutti/models/architectures.h builds them).

@@ -113,7 +113,18 @@ TEST(ModelConfigErrorTest, WrongType) {
 
 TEST(ModelConfigErrorTest, UnknownPlatform) {
   EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: onnx")),
-              HasSubstr("unknown platform 'onnx' (expected builtin or torchscript)"));
+              HasSubstr("unknown platform 'onnx' (expected builtin, torchscript or emulated)"));
+}
+
+TEST(ModelConfigTest, EmulatedPlatformNeedsAProfile) {
+  const std::string emulated = Edit("platform: builtin\narchitecture: lenet5", "platform: emulated");
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(emulated);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->platform, Platform::kEmulated);
+  EXPECT_EQ(ParseModelConfig(ModelConfigToYaml(*c))->platform, Platform::kEmulated);
+  const size_t profiles = emulated.find("profiles:");
+  EXPECT_THAT(ErrorOf(emulated.substr(0, profiles)),
+              HasSubstr("platform emulated needs at least one latency profile"));
 }
 
 TEST(ModelConfigErrorTest, UnknownArchitecture) {

@@ -72,7 +72,9 @@ absl::StatusOr<ModelVersion> LoadModelVersion(const std::string& dir, absl::stri
   }
   ModelVersion v{*std::move(config), version, dir, (fs::path(dir) / kWeightsFileName).string()};
   std::error_code ec;
-  if (!fs::is_regular_file(v.weights_path, ec)) {
+  if (v.config.platform == Platform::kEmulated) {
+    v.weights_path.clear();
+  } else if (!fs::is_regular_file(v.weights_path, ec)) {
     return absl::NotFoundError(absl::StrCat(dir, ": weights file ", kWeightsFileName,
                                             " not found (train the model with `tutti train` or "
                                             "copy a TorchScript archive there)"));

@@ -4,7 +4,8 @@
 //   <root>/<model>/<version>/config.yaml   the ModelConfig (model_config.h)
 //   <root>/<model>/<version>/model.pt      the weights: a TorchScript archive
 //                                          (platform torchscript) or Tutti's
-//                                          saved module (platform builtin)
+//                                          saved module (platform builtin);
+//                                          none for platform emulated
 //
 // Model directory names are the model names; version directories are positive
 // integers. Regular files beside them (a README, say) are ignored.
@@ -34,7 +35,7 @@ struct ModelVersion {
   ModelConfig config;
   int64_t version = 0;
   std::string dir;           // <root>/<model>/<version>
-  std::string weights_path;  // dir/model.pt
+  std::string weights_path;  // dir/model.pt; empty for platform emulated
 };
 
 class ModelRepository {

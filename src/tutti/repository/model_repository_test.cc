@@ -98,6 +98,20 @@ TEST(ModelRepositoryErrorTest, MissingWeightsFile) {
   EXPECT_THAT(OpenError(dir), HasSubstr("mlp/1: weights file model.pt not found"));
 }
 
+TEST(ModelRepositoryTest, EmulatedModelsHaveNoWeights) {
+  TempDir dir;
+  dir.WriteFile("resnet50/1/config.yaml", R"(name: resnet50
+platform: emulated
+max_batch_size: 4
+inputs: [{name: image, datatype: FP32, shape: [3, 224, 224]}]
+outputs: [{name: logits, datatype: FP32, shape: [1000]}]
+profiles: {a100: {batch: [1, 4], latency_us: [1000, 2500]}}
+)");
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir.path());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  EXPECT_EQ((*repo->Find("resnet50"))->weights_path, "");
+}
+
 TEST(ModelRepositoryErrorTest, NameDoesNotMatchDirectory) {
   TempDir dir;
   dir.WriteFile("mlp/1/config.yaml", Config("lenet"));

@@ -52,7 +52,13 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
       clock_(clock),
       gate_(std::make_shared<Gate>()),
       mu_(gate_->mu),
-      counters_(spec_.models.size()) {
+      counters_(spec_.models.size()),
+      busy_(executors_.size(), 0),
+      created_(clock->Now()) {
+  local_index_.resize(spec_.models.size());
+  for (const SubCluster& sub : spec_.EffectiveSubClusters()) {
+    for (size_t i = 0; i < sub.models.size(); ++i) local_index_[sub.models[i]] = static_cast<int>(i);
+  }
   locked_clock_ = std::make_unique<LockedClock>(this);
   listener_ = std::make_unique<Listener>(this);
 }
@@ -129,7 +135,7 @@ void InferenceCore::OnDispatch(Batch batch) {
   const ModelShape& shape = shapes_[batch.model];
   auto members = std::make_shared<std::vector<Pending>>();
   ExecBatch exec;
-  exec.model = batch.model;
+  exec.model = local_index_[batch.model];
   exec.size = static_cast<int>(batch.requests.size());
   exec.start_at = batch.exec_at;
   exec.input.reserve(exec.size * shape.input_elements);
@@ -143,13 +149,15 @@ void InferenceCore::OnDispatch(Batch batch) {
   counters_[batch.model].batched_requests += exec.size;
   Executor* executor = executors_[batch.gpu].get();
   const ModelId model = batch.model;
-  outbox_.push_back([this, executor, model, members, exec = std::move(exec)]() mutable {
-    executor->Run(std::move(exec), [this, model, members](ExecResult result) {
+  const int gpu = batch.gpu;
+  outbox_.push_back([this, executor, model, gpu, members, exec = std::move(exec)]() mutable {
+    executor->Run(std::move(exec), [this, model, gpu, members](ExecResult result) {
       const int64_t n = static_cast<int64_t>(members->size());
       const int64_t per_item = shapes_[model].output_elements;
       std::vector<std::pair<InferenceCallback, InferenceOutcome>> answers;
       {
         std::lock_guard<std::mutex> lock(mu_);
+        busy_[gpu] += result.finished - result.started;
         ModelCounters& c = counters_[model];
         for (int64_t i = 0; i < n; ++i) {
           Pending& p = (*members)[i];
@@ -222,6 +230,14 @@ int64_t InferenceCore::in_flight() const {
 std::vector<ModelCounters> InferenceCore::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   return counters_;
+}
+
+std::vector<double> InferenceCore::BusyFractions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const double elapsed = static_cast<double>(std::max<Duration>(1, clock_->Now() - created_));
+  std::vector<double> out;
+  for (Duration b : busy_) out.push_back(std::min(1.0, static_cast<double>(b) / elapsed));
+  return out;
 }
 
 }  // namespace tutti

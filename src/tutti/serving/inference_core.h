@@ -66,7 +66,9 @@ class InferenceCore {
   };
 
   // `shapes[m]` describes cluster model m; `executors[g]` runs GPU g and
-  // holds the models with the same indices. `clock` must outlive the core.
+  // holds the models of g's sub-cluster in that sub-cluster's order
+  // (ExecBatch::model is a model's position there). `clock` must outlive
+  // the core.
   // Errors: an invalid spec or policy, or counts that do not match.
   static absl::StatusOr<std::unique_ptr<InferenceCore>> Create(
       ClusterSpec spec, std::vector<ModelShape> shapes,
@@ -91,6 +93,9 @@ class InferenceCore {
 
   int64_t in_flight() const;
   std::vector<ModelCounters> Counters() const;
+  // Per executor: the fraction of time since Create() that it spent running
+  // batches (finished ones).
+  std::vector<double> BusyFractions() const;
   const ClusterSpec& spec() const { return spec_; }
 
  private:
@@ -122,6 +127,7 @@ class InferenceCore {
 
   const ClusterSpec spec_;
   const std::vector<ModelShape> shapes_;
+  std::vector<int> local_index_;  // model → its position in its sub-cluster
   std::vector<std::unique_ptr<Executor>> executors_;
   Clock* const clock_;
   std::unique_ptr<LockedClock> locked_clock_;
@@ -134,6 +140,8 @@ class InferenceCore {
   absl::flat_hash_map<RequestId, Pending> pending_;     // GUARDED_BY(mu_)
   std::vector<std::function<void()>> outbox_;           // GUARDED_BY(mu_)
   std::vector<ModelCounters> counters_;                 // GUARDED_BY(mu_)
+  std::vector<Duration> busy_;                          // GUARDED_BY(mu_), per executor
+  const Time created_;
   RequestId next_id_ = 1;                               // GUARDED_BY(mu_)
   int64_t in_flight_ = 0;                               // GUARDED_BY(mu_)
   bool accepting_ = true;                               // GUARDED_BY(mu_)

@@ -5,8 +5,8 @@
 
 namespace tutti {
 
-bool MeetsSlo(const SimResult& result, double quantile) {
-  for (const ModelMetrics& m : result.models) {
+bool MeetsSlo(const std::vector<ModelMetrics>& models, double quantile) {
+  for (const ModelMetrics& m : models) {
     const int64_t ended = m.good + m.late + m.dropped;
     if (ended > 0 && static_cast<double>(m.late + m.dropped) > (1 - quantile) * ended) return false;
   }
@@ -35,19 +35,25 @@ absl::StatusOr<GoodputResult> FindGoodput(const SimConfig& base, double rel_tole
   if (base.workload.rate <= 0) {
     return absl::InvalidArgumentError("goodput search needs a workload with a positive rate");
   }
-  double lo = 0, hi = base_rate;
+  TUTTI_RETURN_IF_ERROR(SearchHighestRate(base_rate, rel_tolerance, probe).status());
+  return out;
+}
+
+absl::StatusOr<double> SearchHighestRate(double start, double rel_tolerance,
+                                         const std::function<absl::StatusOr<bool>(double rate)>& meets) {
+  double lo = 0, hi = start;
   for (int i = 0; i < 40; ++i) {  // find a failing upper bound
-    TUTTI_ASSIGN_OR_RETURN(bool ok, probe(hi));
+    TUTTI_ASSIGN_OR_RETURN(bool ok, meets(hi));
     if (!ok) break;
     lo = hi;
     hi *= 2;
   }
   while (hi - lo > rel_tolerance * hi) {
     const double mid = (lo + hi) / 2;
-    TUTTI_ASSIGN_OR_RETURN(bool ok, probe(mid));
+    TUTTI_ASSIGN_OR_RETURN(bool ok, meets(mid));
     (ok ? lo : hi) = mid;
   }
-  return out;
+  return lo;
 }
 
 }  // namespace tutti

@@ -14,7 +14,14 @@ namespace tutti {
 
 // True iff every model that received requests has at most (1 − quantile)
 // of them late or dropped.
-bool MeetsSlo(const SimResult& result, double quantile = 0.99);
+bool MeetsSlo(const std::vector<ModelMetrics>& models, double quantile = 0.99);
+inline bool MeetsSlo(const SimResult& result, double quantile = 0.99) { return MeetsSlo(result.models, quantile); }
+
+// The search both goodput finders use: doubles `rate` from `start` while
+// `meets(rate)` holds, then bisects between the last good and the first bad
+// rate to `rel_tolerance`. Returns the highest rate that met (0 if none).
+absl::StatusOr<double> SearchHighestRate(double start, double rel_tolerance,
+                                         const std::function<absl::StatusOr<bool>(double rate)>& meets);
 
 struct GoodputResult {
   double rate = 0;       // the offered rate found (requests/s)

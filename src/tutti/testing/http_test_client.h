@@ -8,6 +8,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tutti::testing {
 
@@ -15,6 +17,7 @@ struct ClientResponse {
   int status = 0;
   std::string body;
   std::string content_type;
+  std::string json_length;  // Inference-Header-Content-Length, if any
 };
 
 class HttpTestClient {
@@ -23,12 +26,14 @@ class HttpTestClient {
 
   // Sends one request on the kept-alive connection and reads the response.
   ClientResponse Request(const std::string& method, const std::string& target,
-                         const std::string& body = "") {
+                         const std::string& body = "",
+                         const std::vector<std::pair<std::string, std::string>>& headers = {}) {
     namespace http = boost::beast::http;
     http::request<http::string_body> req(http::string_to_verb(method), target, 11);
     req.set(http::field::host, "127.0.0.1");
     req.set(http::field::content_type, "application/json");
     req.keep_alive(true);
+    for (const auto& [k, v] : headers) req.set(k, v);
     req.body() = body;
     req.prepare_payload();
     http::write(socket_, req);
@@ -36,7 +41,8 @@ class HttpTestClient {
     parser.body_limit(256 << 20);
     http::read(socket_, buffer_, parser);
     auto res = parser.release();
-    return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type])};
+    return {static_cast<int>(res.result_int()), res.body(), std::string(res[http::field::content_type]),
+            std::string(res["Inference-Header-Content-Length"])};
   }
 
   // Writes raw bytes on the connection.

@@ -1,0 +1,114 @@
+// tutti load: the open-loop load generator.
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "tutti/cli/command_util.h"
+#include "tutti/loadgen/load_generator.h"
+
+namespace tutti::cli {
+namespace {
+
+// "0:100,10:500" → rate 100 from t = 0 s, 500 from t = 10 s.
+absl::Status ParseSchedule(const std::string& text, WorkloadSpec* w) {
+  bool first = true;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(part, absl::MaxSplits(':', 1));
+    double at = 0, rate = 0;
+    if (!absl::SimpleAtod(kv.first, &at) || !absl::SimpleAtod(kv.second, &rate) || at < 0 || rate < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--schedule: '", part, "' is not AT_S:RATE"));
+    }
+    if (first && at == 0) {
+      w->rate = rate;
+    } else {
+      w->phases.push_back({Seconds(at), rate});
+    }
+    first = false;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int LoadCommand(const Args& args) {
+  LoadSpec spec;
+  std::string models, arrival = "poisson", schedule, csv;
+  double rate = 100, duration_s = 10, warmup_s = 1, slo_ms = 100, gamma_shape = 1, zipf = 0, tolerance = 0.02;
+  int64_t seed = 1;
+  bool json = false, find_goodput = false;
+  FlagSet flags("tutti load --models A,B [flags]",
+                "Sends open-loop KServe v2 inference requests to a running server (`tutti serve`)\n"
+                "and reports throughput, goodput (answers within the SLO), latency quantiles,\n"
+                "bad rate and — for Fashion-MNIST models — the accuracy of the answers against\n"
+                "the test labels. Errors and missing answers count as infinitely late.\n"
+                "--find-goodput searches the highest rate whose p99 meets the SLO for every model.");
+  flags.String("host", &spec.host, "server host");
+  flags.Int("port", &spec.port, "server port");
+  flags.String("models", &models, "comma-separated model names (requests split by --zipf popularity)");
+  flags.Double("rate", &rate, "total requests/s (the search's starting rate with --find-goodput)");
+  flags.String("arrival", &arrival, "arrival process: constant | poisson | gamma");
+  flags.Double("gamma-shape", &gamma_shape, "gamma shape k (CV = 1/sqrt(k))");
+  flags.String("schedule", &schedule, "rate schedule AT_S:RATE,… (overrides --rate), e.g. 0:100,10:500");
+  flags.Double("zipf", &zipf, "Zipf exponent of model popularity (0: equal shares)");
+  flags.Double("duration-s", &duration_s, "sending time per run, warm-up included");
+  flags.Double("warmup-s", &warmup_s, "leading seconds not measured");
+  flags.Double("slo-ms", &slo_ms, "latency objective sent with every request and judged");
+  flags.Int("connections", &spec.connections, "most keep-alive connections");
+  flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension");
+  flags.Int64("max-per-model", &spec.max_per_model, "stop each model after this many requests (0: no limit)");
+  flags.Int64("seed", &seed, "random seed of the arrivals");
+  flags.String("data", &spec.data_dir, "Fashion-MNIST directory (default: Debian's)");
+  flags.String("csv", &csv, "also write the result as CSV here");
+  flags.Bool("find-goodput", &find_goodput, "search the highest rate meeting p99 <= SLO");
+  flags.Double("tolerance", &tolerance, "relative precision of the goodput search");
+  if (int rc = ParseOrExit(flags, args, {"models"}); rc >= 0) return rc;
+
+  spec.models = absl::StrSplit(models, ',', absl::SkipEmpty());
+  spec.workload.rate = rate;
+  spec.workload.zipf_s = zipf;
+  spec.workload.gamma_shape = gamma_shape;
+  if (arrival == "constant") {
+    spec.workload.arrival = ArrivalKind::kConstant;
+  } else if (arrival == "poisson") {
+    spec.workload.arrival = ArrivalKind::kPoisson;
+  } else if (arrival == "gamma") {
+    spec.workload.arrival = ArrivalKind::kGamma;
+  } else {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--arrival: unknown process '", arrival,
+                                                        "' (expected constant, poisson or gamma)")));
+  }
+  if (!schedule.empty()) {
+    if (absl::Status s = ParseSchedule(schedule, &spec.workload); !s.ok()) return Fail(s);
+  }
+  if (!(slo_ms > 0)) return Fail(absl::InvalidArgumentError("--slo-ms must be positive"));
+  spec.duration = Seconds(duration_s);
+  spec.warmup = Seconds(warmup_s);
+  spec.slo = Micros(slo_ms * 1000);
+  spec.seed = static_cast<uint64_t>(seed);
+  spec.binary = !json;
+
+  LoadResult result;
+  if (find_goodput) {
+    std::cerr << absl::StrFormat("searching the goodput of %s at %s:%d (SLO %.1f ms, %.0f s per probe)…\n",
+                                 models, spec.host, spec.port, slo_ms, duration_s);
+    absl::StatusOr<LoadGoodput> g = FindLoadGoodput(spec, tolerance, &std::cerr);
+    if (!g.ok()) return Fail(g.status());
+    std::cout << absl::StrFormat("goodput: %.1f requests/s offered with p99 <= %.1f ms (%d probes)\n", g->rate,
+                                 slo_ms, g->probes);
+    result = std::move(g->at_rate);
+  } else {
+    std::cerr << absl::StrFormat("sending %.0f requests/s (%s) to %s at %s:%d for %.0f s…\n", spec.workload.rate,
+                                 arrival, models, spec.host, spec.port, duration_s);
+    absl::StatusOr<LoadResult> r = RunLoad(spec);
+    if (!r.ok()) return Fail(r.status());
+    result = *std::move(r);
+  }
+  PrintLoadResult(result, std::cout);
+  if (!csv.empty()) {
+    if (absl::Status s = WriteLoadCsv(result, csv); !s.ok()) return Fail(s);
+  }
+  return 0;
+}
+
+}  // namespace tutti::cli

@@ -1,0 +1,105 @@
+// tutti serve: one serving process over a model repository.
+#include <signal.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_format.h"
+#include "tutti/cli/command_util.h"
+#include "tutti/core/file_util.h"
+#include "tutti/core/real_clock.h"
+#include "tutti/server/server.h"
+
+namespace tutti::cli {
+namespace {
+
+// The curl commands printed at startup; they work as printed.
+void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int port, std::ostream& out) {
+  const std::string host = absl::StrFormat("%s:%d", config.http.address == "0.0.0.0" ? "127.0.0.1"
+                                                                                       : config.http.address,
+                                           port);
+  const std::string& model = config.executors[0].models[0];
+  out << "Try:\n"
+      << absl::StrFormat("  curl -s -o /dev/null -w '%%{http_code}\\n' %s/v2/health/ready\n", host)
+      << absl::StrFormat("  curl -s %s/v2/models/%s\n", host, model);
+  const std::string example = (std::filesystem::path(repo.root()) / kExampleRequestFile).string();
+  if (std::filesystem::exists(example)) {
+    out << absl::StrFormat("  curl -s -X POST %s/v2/models/%s/infer -H 'Content-Type: application/json' -d @%s\n",
+                           host, model, example);
+  }
+  out << absl::StrFormat("  curl -s %s/metrics\n", host);
+}
+
+}  // namespace
+
+int ServeCommand(const Args& args) {
+  std::string repo_dir = "demo_repository", config_path, address, policy;
+  int port = -1;
+  double duration_s = 0;
+  FlagSet flags("tutti serve --repo DIR [--config FILE] [flags]",
+                "Serves the models of a repository over the KServe v2 HTTP protocol: frontend,\n"
+                "scheduler and executors in one process. The serve config (YAML) chooses the\n"
+                "policy, the listener and the executors; without one, every model with weights\n"
+                "runs on one torch (CPU) executor. SIGINT/SIGTERM stop gracefully: no new\n"
+                "requests, every accepted one answered. See the README for the config format.");
+  flags.String("repo", &repo_dir, "model repository directory");
+  flags.String("config", &config_path, "serve config YAML (default: built-in defaults)");
+  flags.String("address", &address, "listen address (overrides the config; default 127.0.0.1)");
+  flags.Int("port", &port, "listen port (overrides the config; default 8000; 0: any free port)");
+  flags.String("policy", &policy, "scheduling policy (overrides the config; default deferred)");
+  flags.Double("duration-s", &duration_s, "stop gracefully after this many seconds (0: run until signalled)");
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
+  if (!repo.ok()) return Fail(repo.status());
+  absl::StatusOr<ServerConfig> config = ServerConfig{};
+  if (!config_path.empty()) {
+    absl::StatusOr<std::string> text = ReadFile(config_path);
+    if (!text.ok()) return Fail(text.status());
+    config = ParseServerConfig(*text);
+    if (!config.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat(config_path, ": ", config.status().message())));
+  }
+  if (!address.empty()) config->http.address = address;
+  if (port >= 0) config->http.port = port;
+  if (!policy.empty()) config->policy = policy;
+  config = ResolveServerConfig(*std::move(config), *repo);
+  if (!config.ok()) return Fail(config.status());
+
+  // Signals are taken synchronously by this thread; every thread started
+  // from here on inherits the blocked mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  RealClock clock;
+  std::cerr << "loading models…\n";
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config, &clock);
+  if (!server.ok()) return Fail(server.status());
+  std::cout << absl::StrFormat("Tutti is serving %s on http://%s:%d — %s", repo_dir, config->http.address,
+                               (*server)->port(), (*server)->Describe());
+  PrintExamples(*repo, *config, (*server)->port(), std::cout);
+  std::cout << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
+
+  int sig = 0;
+  if (duration_s > 0) {
+    timespec timeout{static_cast<time_t>(duration_s), static_cast<long>((duration_s - static_cast<time_t>(duration_s)) * 1e9)};
+    sig = sigtimedwait(&signals, nullptr, &timeout);
+  } else {
+    sigwait(&signals, &sig);
+  }
+  std::cerr << absl::StrFormat("%s: shutting down — answering %d requests in flight…\n",
+                               sig > 0 ? strsignal(sig) : "time is up", (*server)->core().in_flight());
+  (*server)->Shutdown();
+  const std::vector<ModelCounters> counters = (*server)->core().Counters();
+  for (size_t m = 0; m < counters.size(); ++m) {
+    const ModelCounters& c = counters[m];
+    std::cerr << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n",
+                                 (*server)->core().spec().models[m].name, c.success, c.late, c.dropped, c.error);
+  }
+  std::cerr << "stopped.\n";
+  return 0;
+}
+
+}  // namespace tutti::cli

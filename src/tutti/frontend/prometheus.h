@@ -1,0 +1,41 @@
+// PromHistogram: a Prometheus histogram with fixed bucket bounds, safe to
+// observe from many threads, rendered in the text exposition format.
+#ifndef TUTTI_FRONTEND_PROMETHEUS_H_
+#define TUTTI_FRONTEND_PROMETHEUS_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+
+namespace tutti {
+
+class PromHistogram {
+ public:
+  // `bounds`: increasing bucket upper bounds (a +Inf bucket is implied).
+  explicit PromHistogram(std::vector<double> bounds);
+
+  void Observe(double value);
+  int64_t count() const { return count_.load(); }
+  double sum() const { return sum_.load(); }
+
+  // Appends `name`_bucket{labels,le="…"} (cumulative), `name`_sum and
+  // `name`_count lines. `labels` is e.g. `model="mlp"`.
+  void AppendTo(std::string* out, absl::string_view name, absl::string_view labels) const;
+
+  // Bounds for latencies in seconds (100 µs … 10 s) and for batch sizes.
+  static std::vector<double> SecondsBounds();
+  static std::vector<double> BatchBounds();
+
+ private:
+  const std::vector<double> bounds_;
+  std::unique_ptr<std::atomic<int64_t>[]> buckets_;  // not cumulative; last is +Inf
+  std::atomic<int64_t> count_{0};
+  std::atomic<double> sum_{0};
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_FRONTEND_PROMETHEUS_H_

@@ -1,0 +1,60 @@
+// HttpClientPool: keep-alive HTTP/1.1 connections to one server, for the
+// load generator. Requests queue in FIFO order and go out on an idle
+// connection, opening a new one while fewer than `max_connections` are
+// open — so an open-loop generator never waits for a response before
+// sending the next request, and a request's wait for a connection counts
+// in its latency.
+//
+// Thread-safety: Send() may be called from any thread; callbacks run on the
+// pool's single I/O thread and must not block.
+#ifndef TUTTI_LOADGEN_HTTP_CLIENT_POOL_H_
+#define TUTTI_LOADGEN_HTTP_CLIENT_POOL_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace tutti {
+
+struct ClientResponse {
+  absl::Status transport;    // not OK: no HTTP response (connection refused, reset, …)
+  int status = 0;            // HTTP status
+  std::string body;
+  std::string json_length;   // Inference-Header-Content-Length, if any
+};
+
+struct ClientRequest {
+  std::string method = "POST";
+  std::string target;  // e.g. /v2/models/mlp/infer
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+};
+
+class HttpClientPool {
+ public:
+  using Callback = std::function<void(ClientResponse)>;
+
+  HttpClientPool(std::string host, int port, int max_connections);
+  // Abandons queued requests (their callbacks are not called) and closes
+  // every connection. Call after the last callback you wait for.
+  ~HttpClientPool();
+
+  // Sends `request`; `done` is called exactly once (unless the pool is
+  // destroyed first). A request whose kept-alive connection turns out to
+  // be closed by the server is retried once on a fresh connection.
+  void Send(ClientRequest request, Callback done);
+
+  int open_connections() const;
+
+ private:
+  class Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_LOADGEN_HTTP_CLIENT_POOL_H_

@@ -1,0 +1,283 @@
+#include "tutti/loadgen/load_generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "rapidjson/document.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/datasets/fashion_mnist.h"
+#include "tutti/loadgen/http_client_pool.h"
+#include "tutti/simulator/experiment.h"
+#include "tutti/simulator/goodput.h"
+#include "tutti/simulator/report.h"
+
+namespace tutti {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+Duration Since(SteadyClock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t).count();
+}
+
+// What the server says about a model (KServe v2 metadata).
+struct Target {
+  std::string name;
+  int64_t input_elements = 0;
+  bool images = false;  // one 28×28 image per item: send Fashion-MNIST
+};
+
+ClientResponse Blocking(HttpClientPool& pool, ClientRequest request) {
+  std::promise<ClientResponse> p;
+  pool.Send(std::move(request), [&p](ClientResponse r) { p.set_value(std::move(r)); });
+  return p.get_future().get();
+}
+
+absl::StatusOr<Target> FetchTarget(HttpClientPool& pool, const LoadSpec& spec, const std::string& model) {
+  ClientResponse r = Blocking(pool, {"GET", absl::StrCat("/v2/models/", model), "", {}});
+  if (!r.transport.ok()) return r.transport;
+  if (r.status != 200) {
+    return absl::NotFoundError(absl::StrCat("the server at ", spec.host, ":", spec.port, " answered ", r.status,
+                                            " for model '", model, "': ", r.body));
+  }
+  rapidjson::Document d;
+  d.Parse(r.body.c_str());
+  if (d.HasParseError() || !d.IsObject() || !d.HasMember("inputs") || !d["inputs"].IsArray() ||
+      d["inputs"].Size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
+  }
+  const auto& in = d["inputs"][0];
+  Target t{model, 1};
+  std::vector<int64_t> dims;
+  for (const auto& dim : in["shape"].GetArray()) {
+    if (dim.GetInt64() > 0) dims.push_back(dim.GetInt64());
+  }
+  for (int64_t dim : dims) t.input_elements *= dim;
+  t.images = t.input_elements == 784;
+  return t;
+}
+
+// The body of one request: binary or JSON FP32 data of one item.
+ClientRequest InferRequest(const Target& t, const float* data, const LoadSpec& spec) {
+  ClientRequest r;
+  r.target = absl::StrCat("/v2/models/", t.name, "/infer");
+  const std::string shape = t.images ? "[1,1,28,28]" : absl::StrCat("[1,", t.input_elements, "]");
+  const std::string head = absl::StrFormat(
+      R"({"parameters":{"latency_objective_ms":%.6g%s},"inputs":[{"name":"%s","datatype":"FP32","shape":%s,)",
+      ToMillis(spec.slo), spec.binary ? R"(,"binary_data_output":true)" : "", t.images ? "image" : "input", shape);
+  if (spec.binary) {
+    const size_t bytes = t.input_elements * sizeof(float);
+    r.body = absl::StrCat(head, R"("parameters":{"binary_data_size":)", bytes, "}}]}");
+    r.headers.push_back({"Inference-Header-Content-Length", std::to_string(r.body.size())});
+    r.body.append(reinterpret_cast<const char*>(data), bytes);
+  } else {
+    r.body = head + R"("data":[)";
+    for (int64_t i = 0; i < t.input_elements; ++i) absl::StrAppendFormat(&r.body, "%s%.9g", i ? "," : "", data[i]);
+    r.body += "]}]}";
+  }
+  return r;
+}
+
+// The predicted class of an OK answer, or -1 when it has no usable logits;
+// sets *emulated from the response parameters.
+int Prediction(const ClientResponse& r, bool* emulated) {
+  size_t json_length = r.body.size();
+  if (!r.json_length.empty() && !absl::SimpleAtoi(r.json_length, &json_length)) return -1;
+  json_length = std::min(json_length, r.body.size());
+  rapidjson::Document d;
+  d.Parse(r.body.data(), json_length);
+  if (d.HasParseError() || !d.IsObject()) return -1;
+  if (d.HasMember("parameters") && d["parameters"].HasMember("tutti_emulated")) {
+    *emulated = d["parameters"]["tutti_emulated"].GetBool();
+  }
+  std::vector<float> logits;
+  const auto& out = d["outputs"][0];
+  if (out.HasMember("data")) {
+    for (const auto& v : out["data"].GetArray()) logits.push_back(static_cast<float>(v.GetDouble()));
+  } else {
+    logits.resize((r.body.size() - json_length) / sizeof(float));
+    std::memcpy(logits.data(), r.body.data() + json_length, logits.size() * sizeof(float));
+  }
+  if (logits.size() != kFashionMnistClasses) return -1;
+  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+}  // namespace
+
+double LoadResult::OfferedRate() const { return window ? total.arrived / ToSeconds(window) : 0; }
+double LoadResult::Throughput() const { return window ? (total.good + total.late) / ToSeconds(window) : 0; }
+double LoadResult::Goodput() const { return window ? total.good / ToSeconds(window) : 0; }
+
+absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
+  if (spec.models.empty()) return absl::InvalidArgumentError("name at least one model to load");
+  if (spec.duration <= spec.warmup) return absl::InvalidArgumentError("the duration must exceed the warm-up");
+  HttpClientPool pool(spec.host, spec.port, spec.connections);
+  std::vector<Target> targets;
+  for (const std::string& m : spec.models) {
+    TUTTI_ASSIGN_OR_RETURN(Target t, FetchTarget(pool, spec, m));
+    targets.push_back(std::move(t));
+  }
+  ImageSet images;
+  std::vector<float> pixels;
+  if (std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.images; })) {
+    TUTTI_ASSIGN_OR_RETURN(images, LoadFashionMnist(spec.data_dir.empty() ? kDefaultFashionMnistDir : spec.data_dir,
+                                                    Split::kTest));
+    pixels = images.ToFloat(0, images.size());
+  }
+  int64_t max_elements = 0;
+  for (const Target& t : targets) max_elements = std::max(max_elements, t.input_elements);
+  const std::vector<float> zeros(max_elements, 0.0f);
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
+                         MakeArrivalSource(spec.workload, static_cast<int>(targets.size()), spec.duration, spec.seed));
+
+  LoadResult result;
+  result.rate = spec.workload.rate;
+  result.window = spec.duration - spec.warmup;
+  result.models.resize(targets.size());
+  for (size_t m = 0; m < targets.size(); ++m) {
+    result.models[m].metrics.name = targets[m].name;
+    result.models[m].metrics.slo = spec.slo;
+  }
+  std::mutex mu;
+  std::condition_variable answered;
+  int64_t outstanding = 0;
+  Histogram lag;
+  std::vector<int64_t> sent(targets.size(), 0);
+  const SteadyClock::time_point start = SteadyClock::now();
+  for (Arrival a; source->Next(&a);) {
+    if (spec.max_per_model > 0 && sent[a.model] >= spec.max_per_model) {
+      if (std::all_of(sent.begin(), sent.end(), [&](int64_t n) { return n >= spec.max_per_model; })) break;
+      continue;
+    }
+    const Target& t = targets[a.model];
+    const int64_t image = sent[a.model]++ % std::max<int64_t>(1, images.size());
+    ClientRequest request = InferRequest(t, t.images ? &pixels[image * 784] : zeros.data(), spec);
+    std::this_thread::sleep_until(start + std::chrono::nanoseconds(a.time));
+    const Duration behind = Since(start) - a.time;
+    lag.Record(std::max<Duration>(0, behind));
+    const bool measured = a.time >= spec.warmup;
+    const int label = t.images ? images.labels[image] : -1;
+    const SteadyClock::time_point sent_at = SteadyClock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++outstanding;
+    }
+    pool.Send(std::move(request), [&, model = a.model, measured, label, sent_at](ClientResponse r) {
+      const Duration latency = Since(sent_at);
+      bool emulated = false;
+      const int predicted = r.transport.ok() && r.status == 200 ? Prediction(r, &emulated) : -1;
+      std::lock_guard<std::mutex> lock(mu);
+      if (measured) {
+        LoadModelResult& m = result.models[model];
+        ++m.metrics.arrived;
+        if (!r.transport.ok()) {
+          ++m.metrics.dropped;
+          ++m.errors[std::string(r.transport.message())];
+        } else if (r.status != 200) {
+          ++m.metrics.dropped;
+          ++m.errors[absl::StrCat("HTTP ", r.status)];
+        } else {
+          ++(latency <= spec.slo ? m.metrics.good : m.metrics.late);
+          m.metrics.latency.Record(latency);
+          m.emulated += emulated;
+          if (!emulated && label >= 0 && predicted >= 0) {
+            ++m.labelled;
+            m.correct += predicted == label;
+          }
+        }
+      }
+      if (--outstanding == 0) answered.notify_all();
+    });
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    if (!answered.wait_for(lock, std::chrono::nanoseconds(spec.drain_timeout), [&] { return outstanding == 0; })) {
+      return absl::DeadlineExceededError(absl::StrCat(outstanding, " requests still unanswered ",
+                                                      ToSeconds(spec.drain_timeout), " s after the last send"));
+    }
+  }
+  if (spec.max_per_model > 0) {  // a bounded run is measured over the span it took
+    result.window = std::max<Duration>(1, Since(start) - spec.warmup);
+  }
+  for (const LoadModelResult& m : result.models) result.total.Merge(m.metrics);
+  result.total.name = "total";
+  result.total.slo = spec.slo;
+  result.max_send_lag = lag.max();
+  result.p99_send_lag = lag.Quantile(0.99);
+  return result;
+}
+
+absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tolerance, std::ostream* progress) {
+  if (!(spec.workload.rate > 0)) return absl::InvalidArgumentError("the goodput search starts from --rate > 0");
+  LoadGoodput out;
+  auto probe = [&](double rate) -> absl::StatusOr<bool> {
+    LoadSpec s = spec;
+    s.workload = ScaleWorkload(spec.workload, rate / spec.workload.rate);
+    TUTTI_ASSIGN_OR_RETURN(LoadResult r, RunLoad(s));
+    std::vector<ModelMetrics> metrics;
+    for (const LoadModelResult& m : r.models) metrics.push_back(m.metrics);
+    const bool ok = MeetsSlo(metrics);
+    ++out.probes;
+    if (progress) {
+      *progress << absl::StrFormat("  probe %2d: %9.1f r/s offered → goodput %9.1f r/s, p99 %s ms, bad %.2f%%: %s\n",
+                                   out.probes, r.OfferedRate(), r.Goodput(),
+                                   FormatMillis(r.total.QuantileWithDrops(0.99)), 100 * r.total.BadRate(),
+                                   ok ? "meets the SLO" : "misses");
+    }
+    if (ok && rate > out.rate) {
+      out.rate = rate;
+      out.at_rate = std::move(r);
+    }
+    return ok;
+  };
+  TUTTI_RETURN_IF_ERROR(SearchHighestRate(spec.workload.rate, rel_tolerance, probe).status());
+  return out;
+}
+
+void PrintLoadResult(const LoadResult& r, std::ostream& out) {
+  out << absl::StrFormat("%-14s %9s %9s %9s %7s %8s %8s %8s %9s %8s\n", "model", "sent/s", "ok/s", "goodput/s",
+                         "bad", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "accuracy");
+  const double w = ToSeconds(r.window);
+  auto row = [&](const ModelMetrics& m, const std::string& accuracy) {
+    out << absl::StrFormat("%-14s %9.1f %9.1f %9.1f %6.2f%% %8s %8s %8s %9s %8s\n", m.name, m.arrived / w,
+                           (m.good + m.late) / w, m.good / w, 100 * m.BadRate(), FormatMillis(m.QuantileWithDrops(0.5)),
+                           FormatMillis(m.QuantileWithDrops(0.9)), FormatMillis(m.QuantileWithDrops(0.99)),
+                           FormatMillis(m.QuantileWithDrops(0.999)), accuracy);
+  };
+  for (const LoadModelResult& m : r.models) {
+    row(m.metrics, m.labelled ? absl::StrFormat("%.4f", m.Accuracy()) : m.emulated ? "emulated" : "-");
+    for (const auto& [what, n] : m.errors) out << absl::StrFormat("    %d × %s\n", n, what);
+  }
+  row(r.total, "");
+  out << absl::StrFormat("SLO %s ms; measured %.1f s; sender lag p99 %s ms, max %s ms\n", FormatMillis(r.total.slo), w,
+                         FormatMillis(r.p99_send_lag), FormatMillis(r.max_send_lag));
+}
+
+absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
+  std::ofstream f(path);
+  if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  f << "model,offered_rate,sent,good,late,errors,throughput,goodput,bad_rate,p50_ms,p90_ms,p99_ms,p999_ms,"
+       "labelled,accuracy\n";
+  const double w = ToSeconds(r.window);
+  auto ms = [](Duration d) { return d == kInfiniteFuture ? std::string("inf") : absl::StrFormat("%.4f", ToMillis(d)); };
+  auto row = [&](const ModelMetrics& m, int64_t labelled, double accuracy) {
+    f << absl::StrFormat("%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f\n", m.name, r.rate, m.arrived,
+                         m.good, m.late, m.dropped, (m.good + m.late) / w, m.good / w, m.BadRate(),
+                         ms(m.QuantileWithDrops(0.5)), ms(m.QuantileWithDrops(0.9)), ms(m.QuantileWithDrops(0.99)),
+                         ms(m.QuantileWithDrops(0.999)), labelled, accuracy);
+  };
+  for (const LoadModelResult& m : r.models) row(m.metrics, m.labelled, m.Accuracy());
+  row(r.total, 0, 0);
+  return f ? absl::OkStatus() : absl::DataLossError(absl::StrCat("error writing ", path));
+}
+
+}  // namespace tutti

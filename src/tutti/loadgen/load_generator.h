@@ -1,0 +1,88 @@
+// The load generator behind `tutti load`: open-loop arrivals (the
+// simulator's workload generator: constant, Poisson or Gamma; a fixed rate
+// or phases; Zipf popularity across models) sent as KServe v2 requests
+// over keep-alive HTTP connections. Models whose input is one 28×28 image
+// get real Fashion-MNIST test images, and their answers are checked against
+// the labels; other models get zeros of their input size.
+//
+// Open loop: a request is sent at its arrival time whether or not earlier
+// ones were answered. Latency runs from that send to the response; how far
+// the sender fell behind its schedule is reported separately (send lag), so
+// an overloaded generator cannot hide as a fast server.
+#ifndef TUTTI_LOADGEN_LOAD_GENERATOR_H_
+#define TUTTI_LOADGEN_LOAD_GENERATOR_H_
+
+#include <cstdint>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/time.h"
+#include "tutti/simulator/metrics.h"
+#include "tutti/simulator/workload.h"
+
+namespace tutti {
+
+struct LoadSpec {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::vector<std::string> models;       // served model names; each gets a stream
+  WorkloadSpec workload;                 // arrivals; workload.rate is the total rate
+  Duration duration = 10 * kSecond;      // sending time, warm-up included
+  Duration warmup = kSecond;             // requests sent before this are not measured
+  uint64_t seed = 1;
+  Duration slo = 100 * kMillisecond;     // sent as latency_objective_ms; p99 is judged against it
+  int connections = 256;                 // most keep-alive connections open at once
+  bool binary = true;                    // binary tensor extension (else JSON data)
+  int64_t max_per_model = 0;             // stop a model's stream after this many (0: no limit)
+  std::string data_dir;                  // Fashion-MNIST; "" for the default
+  Duration drain_timeout = 30 * kSecond; // wait this long for the last answers
+};
+
+struct LoadModelResult {
+  ModelMetrics metrics;                  // good / late / dropped (= error or no answer), latency
+  std::map<std::string, int64_t> errors; // "HTTP 503", "no answer", … → count
+  int64_t emulated = 0;                  // answers marked emulated
+  int64_t labelled = 0;                  // real answers checked against a label
+  int64_t correct = 0;
+
+  double Accuracy() const { return labelled ? static_cast<double>(correct) / labelled : 0; }
+};
+
+struct LoadResult {
+  double rate = 0;                       // offered total rate
+  Duration window = 0;                   // measured sending span
+  std::vector<LoadModelResult> models;
+  ModelMetrics total;
+  Duration max_send_lag = 0;             // worst lateness of a send vs its schedule
+  Duration p99_send_lag = 0;
+
+  double Throughput() const;             // answered OK / window
+  double Goodput() const;                // answered OK within the SLO / window
+  double OfferedRate() const;            // sent / window
+};
+
+// Runs one load test against a live server. Errors: a model the server
+// does not know, the server unreachable, no Fashion-MNIST data for an image
+// model, a bad workload.
+absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec);
+
+// The highest total rate whose every model meets p99 ≤ SLO (errors and
+// missing answers count as misses), probing `probe` runs from spec's rate
+// (doubling, then bisecting to `rel_tolerance`). `progress` hears each probe.
+struct LoadGoodput {
+  double rate = 0;
+  LoadResult at_rate;
+  int probes = 0;
+};
+absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tolerance, std::ostream* progress);
+
+// A table (per model and total) and CSV of a result.
+void PrintLoadResult(const LoadResult& result, std::ostream& out);
+absl::Status WriteLoadCsv(const LoadResult& result, const std::string& path);
+
+}  // namespace tutti
+
+#endif  // TUTTI_LOADGEN_LOAD_GENERATOR_H_

@@ -1,0 +1,101 @@
+#include "tutti/loadgen/load_generator.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/core/real_clock.h"
+#include "tutti/server/server.h"
+#include "tutti/testing/temp_dir.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tutti::testing::TempDir;
+
+// A server with two emulated models: "fast" (ℓ(b) = 1 ms + 0.1 ms·b) and
+// "image" (28×28 input, 10 outputs; ℓ(b) = 2 ms + 0.1 ms·b), 2 GPUs each.
+class LoadGeneratorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.WriteFile("fast/1/config.yaml", R"(name: fast
+platform: emulated
+max_batch_size: 16
+inputs: [{name: input, datatype: FP32, shape: [8]}]
+outputs: [{name: out, datatype: FP32, shape: [2]}]
+profiles: {a100: {batch: [1, 16], latency_us: [1100, 2600]}}
+)");
+    dir_.WriteFile("image/1/config.yaml", R"(name: image
+platform: emulated
+max_batch_size: 16
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {a100: {batch: [1, 16], latency_us: [2100, 3600]}}
+)");
+    repo_ = *ModelRepository::Open(dir_.path());
+    ServerConfig config = *ParseServerConfig(R"(
+http: {port: 0}
+executors:
+  - {kind: emulated, count: 2, models: [fast]}
+  - {kind: emulated, count: 2, models: [image]}
+)");
+    server_ = *Server::Start(repo_, *ResolveServerConfig(config, repo_), &clock_);
+    spec_.port = server_->port();
+    spec_.models = {"fast", "image"};
+    spec_.workload.arrival = ArrivalKind::kPoisson;
+    spec_.workload.rate = 400;
+    spec_.duration = Millis(1500);
+    spec_.warmup = Millis(500);
+    spec_.slo = Millis(50);
+  }
+
+  TempDir dir_;
+  ModelRepository repo_;
+  RealClock clock_;
+  std::unique_ptr<Server> server_;
+  LoadSpec spec_;
+};
+
+TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedFor) {
+  for (bool binary : {true, false}) {
+    spec_.binary = binary;
+    absl::StatusOr<LoadResult> r = RunLoad(spec_);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->models.size(), 2u);
+    for (const LoadModelResult& m : r->models) {
+      EXPECT_GT(m.metrics.arrived, 100) << m.metrics.name;  // ~200 per model in the 1 s window
+      EXPECT_EQ(m.metrics.good + m.metrics.late + m.metrics.dropped, m.metrics.arrived);
+      EXPECT_EQ(m.metrics.latency.count(), m.metrics.good + m.metrics.late);
+      EXPECT_EQ(m.emulated, m.metrics.good + m.metrics.late);
+      EXPECT_EQ(m.labelled, 0);  // emulated answers are never scored
+    }
+    EXPECT_EQ(r->total.arrived, r->models[0].metrics.arrived + r->models[1].metrics.arrived);
+  }
+}
+
+TEST_F(LoadGeneratorTest, ImpossibleObjectivesAreCountedAsErrors) {
+  spec_.slo = Micros(500);  // below ℓ(1) of both models
+  absl::StatusOr<LoadResult> r = RunLoad(spec_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const LoadModelResult& m : r->models) {
+    EXPECT_EQ(m.metrics.dropped, m.metrics.arrived);
+    EXPECT_EQ(m.errors.at("HTTP 503"), m.metrics.arrived);
+  }
+  EXPECT_EQ(r->Goodput(), 0);
+}
+
+TEST_F(LoadGeneratorTest, ClearErrorsForUnknownModelsAndNoServer) {
+  spec_.models = {"vgg"};
+  absl::StatusOr<LoadResult> r = RunLoad(spec_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("answered 404 for model 'vgg'"));
+  const int port = server_->port();
+  server_.reset();
+  spec_.port = port;
+  spec_.models = {"fast"};
+  r = RunLoad(spec_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("cannot connect"));
+}
+
+}  // namespace
+}  // namespace tutti

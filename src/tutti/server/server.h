@@ -1,0 +1,54 @@
+// Server: one Tutti serving process — the KServe v2 HTTP frontend, the
+// scheduler on the given clock, and the executors of a resolved
+// ServerConfig, over the models of a repository. `tutti serve` runs one; the
+// end-to-end tests start one on a free port.
+#ifndef TUTTI_SERVER_SERVER_H_
+#define TUTTI_SERVER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/clock.h"
+#include "tutti/frontend/http_server.h"
+#include "tutti/frontend/kserve_service.h"
+#include "tutti/repository/model_repository.h"
+#include "tutti/server/server_config.h"
+#include "tutti/serving/inference_core.h"
+
+namespace tutti {
+
+class Server {
+ public:
+  // Loads the models (latest versions), builds the executors and starts
+  // listening. `config` must be resolved (ResolveServerConfig). `clock`
+  // must advance by itself (torch executors run in real time) and outlive
+  // the server. Errors: weights that fail to load, a port in use, ….
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ModelRepository& repo,
+                                                      const ServerConfig& config, Clock* clock);
+  ~Server();  // Shutdown() if not done yet
+
+  int port() const { return http_->port(); }
+  // A few lines: the models with their objectives, the executor groups.
+  std::string Describe() const;
+  InferenceCore& core() { return *core_; }
+
+  // Graceful: readiness turns false, no new connections or requests are
+  // accepted (those that come get 503), every accepted request is answered
+  // and its response written (up to `write_timeout`), then the listener
+  // closes. Idempotent.
+  void Shutdown(Duration write_timeout = 5 * kSecond);
+
+ private:
+  Server() = default;
+
+  std::string description_;
+  std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<KserveService> service_;
+  std::unique_ptr<HttpServer> http_;
+  bool shut_down_ = false;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SERVER_SERVER_H_

@@ -1,0 +1,164 @@
+#include "tutti/server/server_config.h"
+
+#include <algorithm>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+namespace {
+
+absl::StatusOr<std::vector<std::string>> StringList(MapReader& r, absl::string_view key) {
+  std::vector<std::string> out;
+  YAML::Node n = r.Get(key);
+  if (!n.IsDefined() || n.IsNull()) return out;
+  if (!n.IsSequence()) return Invalid(r.FieldPath(key), "expected a list of names");
+  for (const auto& x : n) {
+    if (!x.IsScalar()) return Invalid(r.FieldPath(key), "expected a list of names");
+    out.push_back(x.Scalar());
+  }
+  return out;
+}
+
+absl::Status ParseHttp(const YAML::Node& node, HttpServerOptions* http) {
+  MapReader r(node, "http");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto address, r.OptionalScalar<std::string>("address", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto port, r.OptionalScalar<int>("port", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("threads", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto body_mb, r.OptionalScalar<double>("max_body_mb", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto timeout_s, r.OptionalScalar<double>("read_timeout_s", "a number"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (port && (*port < 0 || *port > 65535)) return Invalid("http.port", "must be in [0, 65535]");
+  if (threads && *threads < 1) return Invalid("http.threads", "must be at least 1");
+  if (body_mb && !(*body_mb > 0)) return Invalid("http.max_body_mb", "must be positive");
+  if (timeout_s && !(*timeout_s > 0)) return Invalid("http.read_timeout_s", "must be positive");
+  if (address) http->address = *address;
+  if (port) http->port = *port;
+  if (threads) http->threads = *threads;
+  if (body_mb) http->max_body_bytes = static_cast<size_t>(*body_mb * (1 << 20));
+  if (timeout_s) http->read_timeout = Seconds(*timeout_s);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i) {
+  MapReader r(node, absl::StrCat("executors[", i, "]"));
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  ExecutorGroupConfig g;
+  TUTTI_ASSIGN_OR_RETURN(g.kind, r.RequireScalar<std::string>("kind", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto count, r.OptionalScalar<int>("count", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto profile, r.OptionalScalar<std::string>("profile", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(g.models, StringList(r, "models"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (g.kind != "torch" && g.kind != "emulated") {
+    return Invalid(r.FieldPath("kind"), absl::StrCat("unknown executor kind '", g.kind,
+                                                     "' (expected torch or emulated)"));
+  }
+  g.count = count.value_or(1);
+  if (g.count < 1) return Invalid(r.FieldPath("count"), "must be at least 1");
+  g.profile = profile.value_or(g.kind == "torch" ? "cpu" : "");
+  if (g.models.empty()) return Invalid(r.FieldPath("models"), "list at least one model");
+  return g;
+}
+
+absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
+  MapReader r(root, "");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  ServerConfig c;
+  TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto drop, r.OptionalScalar<std::string>("drop", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
+  if (YAML::Node http = r.Get("http"); http.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseHttp(http, &c.http));
+  if (YAML::Node groups = r.Get("executors"); groups.IsDefined()) {
+    if (!groups.IsSequence()) return Invalid("executors", "expected a list of executor groups");
+    for (size_t i = 0; i < groups.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(ExecutorGroupConfig g, ParseGroup(groups[i], i));
+      c.executors.push_back(std::move(g));
+    }
+  }
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (policy) {
+    const auto& names = SchedulerPolicyNames();
+    if (std::find(names.begin(), names.end(), *policy) == names.end()) {
+      return Invalid("policy", absl::StrCat("unknown policy '", *policy, "' (expected one of ",
+                                            absl::StrJoin(names, ", "), ")"));
+    }
+    c.policy = *policy;
+  }
+  if (drop && *drop != "lazy" && *drop != "early") return Invalid("drop", "expected lazy or early");
+  if (drop) c.scheduler.drop = *drop == "early" ? DropPolicy::kEarly : DropPolicy::kLazy;
+  if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
+  if (slack) c.scheduler.frontrun_slack = Micros(*slack * 1000);
+  if (objective && !(*objective > 0)) return Invalid("default_objective_ms", "must be positive");
+  if (objective) c.default_objective = Micros(*objective * 1000);
+  if (threads && *threads < 1) return Invalid("torch_threads", "must be at least 1");
+  if (threads) c.torch_threads = *threads;
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text) {
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node root, LoadYaml(yaml_text));
+  try {
+    return ParseRoot(root);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("malformed serve config: ", e.what()));
+  }
+}
+
+absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo) {
+  if (config.executors.empty()) {
+    ExecutorGroupConfig torch{"torch", 1, "cpu", {}};
+    for (const std::string& name : repo.ModelNames()) {
+      const ModelConfig& m = (*repo.Find(name))->config;
+      if (m.platform != Platform::kEmulated) {
+        torch.models.push_back(name);
+      } else {
+        config.executors.push_back({"emulated", 1, m.profiles.begin()->first, {name}});
+      }
+    }
+    if (!torch.models.empty()) config.executors.insert(config.executors.begin(), torch);
+    if (config.executors.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("the model repository ", repo.root(),
+                                                     " has no models to serve"));
+    }
+  }
+  std::map<std::string, size_t> group_of;
+  for (size_t i = 0; i < config.executors.size(); ++i) {
+    ExecutorGroupConfig& g = config.executors[i];
+    const std::string where = absl::StrCat("executors[", i, "]");
+    for (const std::string& name : g.models) {
+      absl::StatusOr<const ModelVersion*> v = repo.Find(name);
+      if (!v.ok()) return absl::NotFoundError(absl::StrCat(where, ": ", v.status().message()));
+      const ModelConfig& m = (*v)->config;
+      if (!group_of.emplace(name, i).second) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": model '", name, "' is already in executors[",
+                                                       group_of[name], "]; a model is in one group only"));
+      }
+      if (g.kind == "torch" && m.platform == Platform::kEmulated) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": model '", name,
+                                                       "' is platform emulated and has no weights; "
+                                                       "put it on an emulated executor"));
+      }
+      if (g.profile.empty()) g.profile = m.profiles.empty() ? "" : m.profiles.begin()->first;
+      if (!m.profiles.contains(g.profile)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": model '", name, "' has no '", g.profile, "' latency profile",
+            g.kind == "torch" ? " (measure one with `tutti profile`)" : "",
+            m.profiles.empty() ? "" : absl::StrCat("; it has: ", absl::StrJoin(m.profiles, ", ",
+                                                                               [](std::string* out, const auto& kv) {
+                                                                                 out->append(kv.first);
+                                                                               }))));
+      }
+    }
+  }
+  return config;
+}
+
+}  // namespace tutti

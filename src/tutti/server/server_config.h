@@ -1,0 +1,62 @@
+// ServerConfig: what `tutti serve --config FILE` reads — the scheduling
+// policy, the HTTP listener, and the executors with the models each holds.
+//
+//   policy: deferred                 # deferred | eager | timeout | nexus
+//   drop: lazy                       # lazy | early (Nexus's early drop)
+//   frontrun_slack_ms: 1             # timer-latency margin for `deferred`
+//   default_objective_ms: 100        # for models without latency_objective_ms
+//   torch_threads: 1                 # intra-op threads per torch executor
+//   http: {address: 127.0.0.1, port: 8000, threads: 2,
+//          max_body_mb: 64, read_timeout_s: 10}
+//   executors:                       # each group is one sub-cluster
+//     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
+//     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
+//
+// A group of `count` executors of `kind` holds every model listed in it;
+// each served model is in exactly one group. `profile` names the latency
+// profile (from the models' configs) the scheduler plans with — and, for
+// emulated executors, the one they emulate. Without `executors`, every
+// non-emulated model of the repository goes on one torch executor with the
+// `cpu` profile, and each emulated model on one emulated executor of its
+// first profile.
+#ifndef TUTTI_SERVER_SERVER_CONFIG_H_
+#define TUTTI_SERVER_SERVER_CONFIG_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/frontend/http_server.h"
+#include "tutti/repository/model_repository.h"
+#include "tutti/scheduler/scheduler.h"
+
+namespace tutti {
+
+struct ExecutorGroupConfig {
+  std::string kind;  // "torch" | "emulated"
+  int count = 1;
+  std::string profile;
+  std::vector<std::string> models;
+};
+
+struct ServerConfig {
+  std::string policy = "deferred";
+  SchedulerOptions scheduler{.frontrun_slack = kMillisecond};
+  Duration default_objective = 100 * kMillisecond;
+  int torch_threads = 1;
+  HttpServerOptions http;
+  std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
+};
+
+// Parses a serve config. InvalidArgument names the field: unknown fields,
+// wrong types, an unknown policy or executor kind, a count below 1, ….
+absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text);
+
+// Fills in the default executors from `repo` and checks the config against
+// it: every model exists, is in one group only, has the group's profile, and
+// torch groups hold no emulated models. Errors name the model and group.
+absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SERVER_SERVER_CONFIG_H_

@@ -1,0 +1,131 @@
+#include "tutti/server/server_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/testing/temp_dir.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tutti::testing::TempDir;
+
+std::string ParseError(const std::string& yaml) {
+  absl::StatusOr<ServerConfig> c = ParseServerConfig(yaml);
+  EXPECT_FALSE(c.ok()) << yaml;
+  return c.ok() ? "" : std::string(c.status().message());
+}
+
+TEST(ServerConfigTest, ParsesEveryField) {
+  absl::StatusOr<ServerConfig> c = ParseServerConfig(R"(
+policy: eager
+drop: early
+frontrun_slack_ms: 2.5
+default_objective_ms: 40
+torch_threads: 2
+http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2}
+executors:
+  - {kind: torch, models: [mlp, lenet5]}
+  - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->policy, "eager");
+  EXPECT_EQ(c->scheduler.drop, DropPolicy::kEarly);
+  EXPECT_EQ(c->scheduler.frontrun_slack, Micros(2500));
+  EXPECT_EQ(c->default_objective, Millis(40));
+  EXPECT_EQ(c->torch_threads, 2);
+  EXPECT_EQ(c->http.address, "0.0.0.0");
+  EXPECT_EQ(c->http.port, 9000);
+  EXPECT_EQ(c->http.threads, 3);
+  EXPECT_EQ(c->http.max_body_bytes, 1u << 20);
+  EXPECT_EQ(c->http.read_timeout, Seconds(2));
+  ASSERT_EQ(c->executors.size(), 2u);
+  EXPECT_EQ(c->executors[0].kind, "torch");
+  EXPECT_EQ(c->executors[0].count, 1);
+  EXPECT_EQ(c->executors[0].profile, "cpu");
+  EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp", "lenet5"}));
+  EXPECT_EQ(c->executors[1].count, 8);
+  EXPECT_EQ(c->executors[1].profile, "a100");
+}
+
+TEST(ServerConfigTest, DefaultsNeedNoFile) {
+  absl::StatusOr<ServerConfig> c = ParseServerConfig("{}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->policy, "deferred");
+  EXPECT_EQ(c->scheduler.frontrun_slack, kMillisecond);
+  EXPECT_EQ(c->http.port, 8000);
+  EXPECT_TRUE(c->executors.empty());
+}
+
+TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
+  EXPECT_THAT(ParseError("polcy: deferred"), HasSubstr("unknown field 'polcy'"));
+  EXPECT_THAT(ParseError("policy: fifo"), HasSubstr("unknown policy 'fifo' (expected one of deferred, eager"));
+  EXPECT_THAT(ParseError("drop: sometimes"), HasSubstr("field 'drop': expected lazy or early"));
+  EXPECT_THAT(ParseError("http: {port: 70000}"), HasSubstr("field 'http.port': must be in [0, 65535]"));
+  EXPECT_THAT(ParseError("http: {prot: 1}"), HasSubstr("unknown field 'http.prot'"));
+  EXPECT_THAT(ParseError("executors: [{kind: tpu, models: [a]}]"),
+              HasSubstr("field 'executors[0].kind': unknown executor kind 'tpu' (expected torch or emulated)"));
+  EXPECT_THAT(ParseError("executors: [{kind: torch, count: 0, models: [a]}]"),
+              HasSubstr("field 'executors[0].count': must be at least 1"));
+  EXPECT_THAT(ParseError("executors: [{kind: torch}]"), HasSubstr("'executors[0].models': list at least one"));
+  EXPECT_THAT(ParseError("torch_threads: many"), HasSubstr("field 'torch_threads': expected an integer"));
+  EXPECT_THAT(ParseError("executors: [oops"), HasSubstr("line"));
+}
+
+// A repository with a real-weights model "mlp" (cpu profile) and an
+// emulated "resnet50" (a100 profile). Weights are not loaded here.
+class ResolveTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
+platform: builtin
+architecture: mlp
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
+)");
+    dir_.WriteFile("mlp/1/model.pt", "weights");
+    dir_.WriteFile("resnet50/1/config.yaml", R"(name: resnet50
+platform: emulated
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: logits, datatype: FP32, shape: [2]}]
+profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
+)");
+    repo_ = *ModelRepository::Open(dir_.path());
+  }
+  std::string ResolveError(const std::string& yaml) {
+    absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig(yaml), repo_);
+    EXPECT_FALSE(c.ok()) << yaml;
+    return c.ok() ? "" : std::string(c.status().message());
+  }
+  TempDir dir_;
+  ModelRepository repo_;
+};
+
+TEST_F(ResolveTest, DefaultExecutorsHoldEveryModel) {
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(ServerConfig{}, repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->executors.size(), 2u);
+  EXPECT_EQ(c->executors[0].kind, "torch");
+  EXPECT_EQ(c->executors[0].models, std::vector<std::string>{"mlp"});
+  EXPECT_EQ(c->executors[1].kind, "emulated");
+  EXPECT_EQ(c->executors[1].profile, "a100");
+  EXPECT_EQ(c->executors[1].models, std::vector<std::string>{"resnet50"});
+}
+
+TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {
+  EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [vgg]}]"), HasSubstr("executors[0]: unknown model 'vgg'"));
+  EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [mlp]}, {kind: emulated, profile: cpu, models: [mlp]}]"),
+              HasSubstr("executors[1]: model 'mlp' is already in executors[0]"));
+  EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [resnet50]}]"),
+              HasSubstr("'resnet50' is platform emulated and has no weights"));
+  EXPECT_THAT(ResolveError("executors: [{kind: emulated, profile: v100, models: [resnet50]}]"),
+              HasSubstr("model 'resnet50' has no 'v100' latency profile; it has: a100"));
+  EXPECT_THAT(ResolveError("executors: [{kind: torch, profile: gpu, models: [mlp]}]"),
+              HasSubstr("(measure one with `tutti profile`)"));
+}
+
+}  // namespace
+}  // namespace tutti

@@ -1,0 +1,116 @@
+#include "tutti/server/server.h"
+
+#include <filesystem>
+#include <future>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "tutti/core/real_clock.h"
+#include "tutti/testing/http_test_client.h"
+#include "tutti/testing/temp_dir.h"
+#include "tutti/testing/torchscript_fixture.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+using ::tutti::testing::HttpTestClient;
+using ::tutti::testing::TempDir;
+
+// A repository with the TorchScript fixture "linear" (given a cpu profile)
+// and an emulated "resnet50" whose batches take 100 ms + 10 ms per item.
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_.WriteFile("linear/1/config.yaml", R"(name: linear
+platform: torchscript
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+latency_objective_ms: 500
+profiles: {cpu: {batch: [1, 8], latency_us: [1000, 2000]}}
+)");
+    std::filesystem::copy_file(testing::FixtureRepo() + "/linear/1/model.pt", dir_.path() + "/linear/1/model.pt");
+    dir_.WriteFile("resnet50/1/config.yaml", R"(name: resnet50
+platform: emulated
+max_batch_size: 16
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: logits, datatype: FP32, shape: [2]}]
+latency_objective_ms: 2000
+profiles: {a100: {batch: [1, 16], latency_us: [110000, 260000]}}
+)");
+  }
+
+  std::unique_ptr<Server> Start(const std::string& yaml) {
+    absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir_.path());
+    EXPECT_TRUE(repo.ok()) << repo.status();
+    absl::StatusOr<ServerConfig> config = ParseServerConfig(yaml);
+    EXPECT_TRUE(config.ok()) << config.status();
+    config = ResolveServerConfig(*config, *repo);
+    EXPECT_TRUE(config.ok()) << config.status();
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config, &clock_);
+    EXPECT_TRUE(server.ok()) << server.status();
+    return server.ok() ? *std::move(server) : nullptr;
+  }
+
+  static std::string Infer(const std::vector<float>& values, int batch) {
+    return absl::StrCat(R"({"inputs":[{"name":"image","datatype":"FP32","shape":[)", batch, ",",
+                        values.size() / batch == 784 ? "1,28,28" : "4", R"(],"data":[)",
+                        absl::StrJoin(values, ","), "]}]}");
+  }
+
+  TempDir dir_;
+  RealClock clock_;
+};
+
+TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfigured) {
+  std::unique_ptr<Server> server = Start(R"(
+http: {port: 0}
+executors:
+  - {kind: torch, models: [linear]}
+  - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Describe(), HasSubstr("2 x emulated executor (profile a100)"));
+  HttpTestClient c(server->port());
+  testing::ClientResponse r = c.Request("POST", "/v2/models/linear/infer", Infer(testing::FixtureInputs(2), 2));
+  ASSERT_EQ(r.status, 200) << r.body;
+  rapidjson::Document d;
+  d.Parse(r.body.c_str());
+  EXPECT_FALSE(d["parameters"]["tutti_emulated"].GetBool());
+  const std::vector<float> expected = testing::FixtureExpectedOutputs();
+  ASSERT_EQ(d["outputs"][0]["data"].Size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(d["outputs"][0]["data"][i].GetDouble(), expected[i], 1e-5) << i;
+  }
+  r = c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
+  ASSERT_EQ(r.status, 200) << r.body;
+  d.Parse(r.body.c_str());
+  EXPECT_TRUE(d["parameters"]["tutti_emulated"].GetBool());
+  EXPECT_THAT(c.Request("GET", "/v2/models/resnet50").body, HasSubstr(R"("platform":"tutti_emulated")"));
+}
+
+TEST_F(ServerTest, ShutdownAnswersEverythingInFlightThenRefuses) {
+  std::unique_ptr<Server> server = Start("http: {port: 0}\n");
+  ASSERT_NE(server, nullptr);
+  const int port = server->port();
+  // 12 clients, each with a request that takes > 100 ms on the emulated GPU.
+  std::vector<std::future<int>> clients;
+  for (int i = 0; i < 12; ++i) {
+    clients.push_back(std::async(std::launch::async, [port] {
+      HttpTestClient c(port);
+      return c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1)).status;
+    }));
+  }
+  while (server->core().in_flight() < 12) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  server->Shutdown();
+  for (auto& f : clients) EXPECT_EQ(f.get(), 200);
+  EXPECT_EQ(server->core().in_flight(), 0);
+  EXPECT_THROW(HttpTestClient refused(port), boost::system::system_error);
+}
+
+}  // namespace
+}  // namespace tutti
