@@ -11,7 +11,7 @@ PACKAGES=(
   libtorch-dev            # models, training, profiling (CPU libtorch 1.13)
   libopenblas0-pthread    # fast BLAS for libtorch (Debian defaults to the reference BLAS)
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist
-  gnuplot-nox             # plots from `tutti sim`
+  gnuplot-nox curl             # plots from `tutti sim`
 )
 
 missing=()

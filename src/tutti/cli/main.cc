@@ -1,5 +1,7 @@
 // tutti: the command-line entry point. Dispatches to the subcommands in
 // commands.h.
+#include <sys/resource.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -38,6 +40,13 @@ void PrintUsage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Serving and load generation hold a socket per keep-alive connection:
+  // allow as many files as the hard limit does.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h" ||
       std::string(argv[1]) == "help") {
     PrintUsage(std::cout);

@@ -24,11 +24,16 @@ Time RealClock::Now() const {
 
 TimerId RealClock::ScheduleAt(Time when, Callback callback) {
   TimerId id;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     id = timers_.Add(when, std::move(callback));
+    if (when < sleeping_until_) {
+      sleeping_until_ = when;
+      wake = true;
+    }
   }
-  wake_.notify_all();
+  if (wake) wake_.notify_one();
   return id;
 }
 
@@ -48,12 +53,15 @@ void RealClock::Loop() {
     }
     const std::optional<Time> next = timers_.NextTime();
     if (!next) {
+      sleeping_until_ = std::numeric_limits<Time>::max();
       wake_.wait(lock);
     } else {
+      sleeping_until_ = *next;
       const auto deadline = std::chrono::steady_clock::time_point(
           std::chrono::nanoseconds(*next));
       wake_.wait_until(lock, deadline);
     }
+    sleeping_until_ = std::numeric_limits<Time>::min();
   }
 }
 

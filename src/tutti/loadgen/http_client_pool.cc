@@ -2,6 +2,7 @@
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <atomic>
@@ -53,9 +54,23 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Send(ClientRequest request, Callback done) {
-    net::post(ioc_, [this, job = Job{std::move(request), std::move(done), false}]() mutable {
+    Job job{std::move(request), std::move(done), false};
+    if (ioc_.get_executor().running_in_this_thread()) {
+      queue_.push_back(std::move(job));
+      return Pump();
+    }
+    net::post(ioc_, [this, job = std::move(job)]() mutable {
       queue_.push_back(std::move(job));
       Pump();
+    });
+  }
+
+  void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
+    net::post(ioc_, [this, when, fn = std::move(fn)]() mutable {
+      auto timer = std::make_shared<net::steady_timer>(ioc_, when);
+      timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
+        if (!ec) fn();
+      });
     });
   }
 
@@ -193,6 +208,10 @@ HttpClientPool::HttpClientPool(std::string host, int port, int max_connections)
 HttpClientPool::~HttpClientPool() { impl_->Stop(); }
 
 void HttpClientPool::Send(ClientRequest request, Callback done) { impl_->Send(std::move(request), std::move(done)); }
+
+void HttpClientPool::RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
+  impl_->RunAt(when, std::move(fn));
+}
 
 int HttpClientPool::open_connections() const { return impl_->open.load(); }
 

@@ -5,11 +5,12 @@
 // sending the next request, and a request's wait for a connection counts
 // in its latency.
 //
-// Thread-safety: Send() may be called from any thread; callbacks run on the
-// pool's single I/O thread and must not block.
+// Thread-safety: Send() and RunAt() may be called from any thread;
+// callbacks run on the pool's single I/O thread and must not block.
 #ifndef TUTTI_LOADGEN_HTTP_CLIENT_POOL_H_
 #define TUTTI_LOADGEN_HTTP_CLIENT_POOL_H_
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -47,6 +48,10 @@ class HttpClientPool {
   // destroyed first). A request whose kept-alive connection turns out to
   // be closed by the server is retried once on a fresh connection.
   void Send(ClientRequest request, Callback done);
+
+  // Runs `fn` on the I/O thread at `when` (steady clock). Sending from
+  // there avoids waking the I/O thread once per request.
+  void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn);
 
   int open_connections() const;
 

@@ -152,18 +152,20 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   int64_t outstanding = 0;
   Histogram lag;
   std::vector<int64_t> sent(targets.size(), 0);
-  const SteadyClock::time_point start = SteadyClock::now();
-  for (Arrival a; source->Next(&a);) {
-    if (spec.max_per_model > 0 && sent[a.model] >= spec.max_per_model) {
-      if (std::all_of(sent.begin(), sent.end(), [&](int64_t n) { return n >= spec.max_per_model; })) break;
-      continue;
-    }
+  // The sender runs on the pool's I/O thread, woken by a timer; it sends
+  // every request due within kLookahead (arming a timer per request would
+  // cost more than the request at 20k r/s; 0.2 ms is nothing next to an SLO).
+  constexpr Duration kLookahead = 200 * kMicrosecond;
+  const SteadyClock::time_point start = SteadyClock::now() + std::chrono::milliseconds(1);
+  std::promise<void> all_sent;
+  Arrival next;
+  bool have_next = source->Next(&next);
+  auto done_with = [&](int model) { return spec.max_per_model > 0 && sent[model] >= spec.max_per_model; };
+  auto send = [&](const Arrival& a) {
     const Target& t = targets[a.model];
     const int64_t image = sent[a.model]++ % std::max<int64_t>(1, images.size());
     ClientRequest request = InferRequest(t, t.images ? &pixels[image * 784] : zeros.data(), spec);
-    std::this_thread::sleep_until(start + std::chrono::nanoseconds(a.time));
-    const Duration behind = Since(start) - a.time;
-    lag.Record(std::max<Duration>(0, behind));
+    lag.Record(std::max<Duration>(0, Since(start) - a.time));
     const bool measured = a.time >= spec.warmup;
     const int label = t.images ? images.labels[image] : -1;
     const SteadyClock::time_point sent_at = SteadyClock::now();
@@ -197,7 +199,23 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
       }
       if (--outstanding == 0) answered.notify_all();
     });
-  }
+  };
+  std::function<void()> tick = [&] {
+    const Duration now = Since(start);
+    while (have_next && next.time <= now + kLookahead) {
+      if (!done_with(next.model)) send(next);
+      if (spec.max_per_model > 0 &&
+          std::all_of(sent.begin(), sent.end(), [&](int64_t n) { return n >= spec.max_per_model; })) {
+        have_next = false;
+        break;
+      }
+      have_next = source->Next(&next);
+    }
+    if (!have_next) return all_sent.set_value();
+    pool.RunAt(start + std::chrono::nanoseconds(next.time), tick);
+  };
+  pool.RunAt(start, tick);
+  all_sent.get_future().wait();
   {
     std::unique_lock<std::mutex> lock(mu);
     if (!answered.wait_for(lock, std::chrono::nanoseconds(spec.drain_timeout), [&] { return outstanding == 0; })) {

@@ -34,7 +34,10 @@ struct LoadSpec {
   Duration warmup = kSecond;             // requests sent before this are not measured
   uint64_t seed = 1;
   Duration slo = 100 * kMillisecond;     // sent as latency_objective_ms; p99 is judged against it
-  int connections = 256;                 // most keep-alive connections open at once
+  // Most keep-alive connections open at once. HTTP/1.1 carries one request
+  // at a time per connection, so this must exceed rate × latency (Little's
+  // law): 20k r/s answered in 20 ms need 400.
+  int connections = 1024;
   bool binary = true;                    // binary tensor extension (else JSON data)
   int64_t max_per_model = 0;             // stop a model's stream after this many (0: no limit)
   std::string data_dir;                  // Fashion-MNIST; "" for the default

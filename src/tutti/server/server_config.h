@@ -3,7 +3,7 @@
 //
 //   policy: deferred                 # deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
-//   frontrun_slack_ms: 1             # timer-latency margin for `deferred`
+//   frontrun_slack_ms: 2             # timer and compute-jitter margin for `deferred`
 //   default_objective_ms: 100        # for models without latency_objective_ms
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
@@ -41,7 +41,7 @@ struct ExecutorGroupConfig {
 
 struct ServerConfig {
   std::string policy = "deferred";
-  SchedulerOptions scheduler{.frontrun_slack = kMillisecond};
+  SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond};
   Duration default_objective = 100 * kMillisecond;
   int torch_threads = 1;
   HttpServerOptions http;

@@ -52,7 +52,7 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   absl::StatusOr<ServerConfig> c = ParseServerConfig("{}");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->policy, "deferred");
-  EXPECT_EQ(c->scheduler.frontrun_slack, kMillisecond);
+  EXPECT_EQ(c->scheduler.frontrun_slack, 2 * kMillisecond);
   EXPECT_EQ(c->http.port, 8000);
   EXPECT_TRUE(c->executors.empty());
 }

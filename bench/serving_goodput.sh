@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# End-to-end goodput vs the simulator's prediction: emulated ResNet50 (A100
+# profile) on 8 emulated GPUs, SLO 20 ms, Poisson arrivals, deferred
+# scheduling with early drop. `tutti serve` and `tutti load --find-goodput`
+# share this machine's cores (pinning each to one core of a 2-core machine
+# measured worse); both numbers and their ratio are printed.
+#   bench/serving_goodput.sh            (after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PORT=${PORT:-8010}
+PROBE_S=${PROBE_S:-5}
+build/bin/tutti serve --repo bench/emulated_repository \
+  --config bench/serve_resnet50_a100_8gpu.yaml --port "$PORT" > /dev/null &
+SERVER=$!
+trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
+until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
+
+sim=$(build/bin/tutti sim goodput bench/resnet50_a100_8gpu_slo20.yaml 2>/dev/null | awk '/^goodput:/ {print $2}')
+echo "tutti sim goodput (same workload): $sim r/s"
+build/bin/tutti load --models resnet50 --rate 8000 --slo-ms 20 --duration-s "$PROBE_S" \
+  --warmup-s 1 --find-goodput --tolerance 0.02 --port "$PORT" | tee /tmp/tutti_serving_goodput.txt
+load=$(awk '/^goodput:/ {print $2}' /tmp/tutti_serving_goodput.txt)
+awk -v l="$load" -v s="$sim" 'BEGIN {printf "end-to-end / simulated goodput: %.1f / %.1f = %.1f%%\n", l, s, 100 * l / s}'
