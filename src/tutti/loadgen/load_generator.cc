@@ -120,6 +120,13 @@ double LoadResult::Goodput() const { return window ? total.good / ToSeconds(wind
 absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   if (spec.models.empty()) return absl::InvalidArgumentError("name at least one model to load");
   if (spec.duration <= spec.warmup) return absl::InvalidArgumentError("the duration must exceed the warm-up");
+  // Declared before the pool, which is destroyed first: callbacks still
+  // running then (after a drain timeout) find these alive.
+  LoadResult result;
+  std::mutex mu;
+  std::condition_variable answered;
+  int64_t outstanding = 0;
+  Histogram lag;
   HttpClientPool pool(spec.host, spec.port, spec.connections);
   std::vector<Target> targets;
   for (const std::string& m : spec.models) {
@@ -139,7 +146,6 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(spec.workload, static_cast<int>(targets.size()), spec.duration, spec.seed));
 
-  LoadResult result;
   result.rate = spec.workload.rate;
   result.window = spec.duration - spec.warmup;
   result.models.resize(targets.size());
@@ -147,10 +153,6 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     result.models[m].metrics.name = targets[m].name;
     result.models[m].metrics.slo = spec.slo;
   }
-  std::mutex mu;
-  std::condition_variable answered;
-  int64_t outstanding = 0;
-  Histogram lag;
   std::vector<int64_t> sent(targets.size(), 0);
   // The sender runs on the pool's I/O thread, woken by a timer; it sends
   // every request due within kLookahead (arming a timer per request would
