@@ -267,6 +267,84 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
   return response;
 }
 
+EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector<int64_t>& shape,
+                                      absl::Span<const float> data, double objective_ms, bool binary) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  if (objective_ms > 0 || binary) {
+    w.Key("parameters");
+    w.StartObject();
+    if (objective_ms > 0) {
+      w.Key("latency_objective_ms");
+      w.Double(objective_ms);
+    }
+    if (binary) {
+      w.Key("binary_data_output");
+      w.Bool(true);
+    }
+    w.EndObject();
+  }
+  w.Key("inputs");
+  w.StartArray();
+  w.StartObject();
+  w.Key("name");
+  w.String(name.c_str());
+  w.Key("datatype");
+  w.String("FP32");
+  w.Key("shape");
+  w.StartArray();
+  for (int64_t d : shape) w.Int64(d);
+  w.EndArray();
+  const size_t bytes = data.size() * sizeof(float);
+  if (binary) {
+    w.Key("parameters");
+    w.StartObject();
+    w.Key("binary_data_size");
+    w.Uint64(bytes);
+    w.EndObject();
+  } else {
+    w.Key("data");
+    w.StartArray();
+    for (float v : data) w.Double(v);
+    w.EndArray();
+  }
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  EncodedInferRequest out{buf.GetString(), std::nullopt};
+  if (binary) {
+    out.json_length = out.body.size();
+    out.body.append(reinterpret_cast<const char*>(data.data()), bytes);
+  }
+  return out;
+}
+
+absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::optional<size_t> json_length) {
+  const size_t header = std::min(json_length.value_or(body.size()), body.size());
+  rapidjson::Document d;
+  d.Parse(body.data(), header);
+  if (d.HasParseError() || !d.IsObject()) return Bad("the response is not a JSON object");
+  InferResponse out;
+  if (d.HasMember("parameters") && d["parameters"].IsObject() && d["parameters"].HasMember("tutti_emulated") &&
+      d["parameters"]["tutti_emulated"].IsBool()) {
+    out.emulated = d["parameters"]["tutti_emulated"].GetBool();
+  }
+  if (!d.HasMember("outputs") || !d["outputs"].IsArray() || d["outputs"].Empty() || !d["outputs"][0].IsObject()) {
+    return Bad("the response has no outputs");
+  }
+  const Value& o = d["outputs"][0];
+  if (o.HasMember("data")) {
+    if (!Flatten(o["data"], &out.output)) return Bad("output data must be numbers");
+    return out;
+  }
+  const absl::string_view binary = body.substr(header);
+  if (binary.size() % sizeof(float) != 0) return Bad("binary output is not a whole number of FP32 values");
+  out.output.resize(binary.size() / sizeof(float));
+  std::memcpy(out.output.data(), binary.data(), binary.size());
+  return out;
+}
+
 std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions) {
   rapidjson::StringBuffer buf;
   Writer w(buf);

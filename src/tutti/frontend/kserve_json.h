@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "absl/strings/string_view.h"
 #include "tutti/repository/model_config.h"
 
@@ -55,6 +56,28 @@ struct InferResponseBody {
 InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
                                      const std::vector<std::vector<float>>& outputs,
                                      const std::string& parameters_json, bool binary_output = false);
+
+// The client side of the same protocol (the load generator, tests).
+
+// A request for one FP32 input `name` of `shape` (batch dimension
+// included) carrying `data`, due `objective_ms` after receipt (0: the
+// model's default). With `binary`, the data and the answer travel as raw
+// bytes; the body is then json_length bytes of JSON followed by the data.
+struct EncodedInferRequest {
+  std::string body;
+  std::optional<size_t> json_length;  // the Inference-Header-Content-Length to send
+};
+EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector<int64_t>& shape,
+                                      absl::Span<const float> data, double objective_ms, bool binary);
+
+// What a client reads from an inference response: the first output's values
+// (JSON or binary) and Tutti's emulated marker. InvalidArgument for a body
+// that is not a well-formed response.
+struct InferResponse {
+  std::vector<float> output;
+  bool emulated = false;
+};
+absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::optional<size_t> json_length);
 
 // {"name", "versions": [...], "platform", "inputs": [...], "outputs": [...]}
 std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions);

@@ -142,6 +142,29 @@ TEST(KserveJsonErrorTest, BinaryLengthsThatLie) {
               HasSubstr("3 bytes follow the JSON header but no input declares binary_data_size"));
 }
 
+TEST(KserveJsonTest, ClientSideRoundTripsThroughTheServerSide) {
+  const std::vector<float> data = {0.25f, -1, 3.5f, 4, 5, 6, 7, 1e-7f};
+  for (bool binary : {false, true}) {
+    const EncodedInferRequest req = WriteInferRequest("image", {2, 1, 2, 2}, data, 7.5, binary);
+    EXPECT_EQ(req.json_length.has_value(), binary);
+    absl::StatusOr<InferRequest> parsed = ParseInferRequest(req.body, Mlp(), req.json_length);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->batch, 2);
+    EXPECT_EQ(parsed->data, data);
+    EXPECT_DOUBLE_EQ(parsed->objective_ms, 7.5);
+    EXPECT_EQ(parsed->binary_output, binary);
+
+    const InferResponseBody resp =
+        WriteInferResponse(Mlp(), 1, "", {{0.5f, 1, 2}, {3, 4, 1e-8f}}, R"({"tutti_emulated":true})", binary);
+    absl::StatusOr<InferResponse> answer = ParseInferResponse(resp.body, resp.json_length);
+    ASSERT_TRUE(answer.ok()) << answer.status();
+    EXPECT_TRUE(answer->emulated);
+    EXPECT_EQ(answer->output, (std::vector<float>{0.5f, 1, 2, 3, 4, 1e-8f}));
+  }
+  EXPECT_THAT(ParseInferResponse("{}", std::nullopt).status().message(), HasSubstr("no outputs"));
+  EXPECT_THAT(ParseInferResponse("nope", std::nullopt).status().message(), HasSubstr("not a JSON object"));
+}
+
 TEST(KserveJsonTest, ResponseAndMetadataAreValidJson) {
   const InferResponseBody body = WriteInferResponse(Mlp(), 1, "r1", {{0.5f, 1.0f, 2.0f}, {3.0f, 4.0f, 5.0f}},
                                                     R"({"tutti_emulated":true})");

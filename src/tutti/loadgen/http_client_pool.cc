@@ -5,7 +5,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <atomic>
 #include <deque>
 #include <optional>
 #include <thread>
@@ -74,7 +73,6 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
     });
   }
 
-  std::atomic<int> open{0};
 
  private:
   struct Job {
@@ -100,7 +98,7 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
         ConnPtr c = idle_.back();
         idle_.pop_back();
         Begin(c);
-      } else if (open < max_connections_) {
+      } else if (open_ < max_connections_) {
         Connect();
         return;  // the new connection pumps when it is up
       } else {
@@ -110,15 +108,15 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Connect() {
-    ++open;
+    ++open_;
     auto c = std::make_shared<Conn>(ioc_);
     if (!endpoint_) {
-      --open;
+      --open_;
       return FailQueue(absl::StrCat("cannot resolve ", host_));
     }
     c->stream.async_connect(*endpoint_, [this, c](beast::error_code ec) {
       if (ec) {
-        --open;
+        --open_;
         return FailQueue(absl::StrCat("cannot connect to ", host_, ":", port_, ": ", ec.message()));
       }
       beast::error_code ignored;
@@ -186,12 +184,13 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
   void Close(const ConnPtr& c) {
     beast::error_code ec;
     c->stream.socket().close(ec);
-    --open;
+    --open_;
   }
 
   const std::string host_;
   const int port_;
   const int max_connections_;
+  int open_ = 0;  // connections open or opening
   net::io_context ioc_;
   net::executor_work_guard<net::io_context::executor_type> work_;
   std::optional<tcp::endpoint> endpoint_;
@@ -212,7 +211,5 @@ void HttpClientPool::Send(ClientRequest request, Callback done) { impl_->Send(st
 void HttpClientPool::RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
   impl_->RunAt(when, std::move(fn));
 }
-
-int HttpClientPool::open_connections() const { return impl_->open.load(); }
 
 }  // namespace tutti

@@ -53,7 +53,6 @@ class HttpClientPool {
   // there avoids waking the I/O thread once per request.
   void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn);
 
-  int open_connections() const;
 
  private:
   class Impl;

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
-#include <fstream>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -13,8 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "rapidjson/document.h"
+#include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
+#include "tutti/frontend/kserve_json.h"
 #include "tutti/loadgen/http_client_pool.h"
 #include "tutti/simulator/experiment.h"
 #include "tutti/simulator/goodput.h"
@@ -32,8 +32,10 @@ Duration Since(SteadyClock::time_point t) {
 // What the server says about a model (KServe v2 metadata).
 struct Target {
   std::string name;
-  int64_t input_elements = 0;
-  bool images = false;  // one 28×28 image per item: send Fashion-MNIST
+  std::string input;              // the input tensor's name
+  std::vector<int64_t> shape;     // of one request: [1, item dims…]
+  int64_t input_elements = 1;
+  bool images = false;            // one 28×28 image per item: send Fashion-MNIST
 };
 
 ClientResponse Blocking(HttpClientPool& pool, ClientRequest request) {
@@ -56,57 +58,40 @@ absl::StatusOr<Target> FetchTarget(HttpClientPool& pool, const LoadSpec& spec, c
     return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
   }
   const auto& in = d["inputs"][0];
-  Target t{model, 1};
-  std::vector<int64_t> dims;
-  for (const auto& dim : in["shape"].GetArray()) {
-    if (dim.GetInt64() > 0) dims.push_back(dim.GetInt64());
+  if (!in.HasMember("name") || !in["name"].IsString() || !in.HasMember("shape") || !in["shape"].IsArray()) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
   }
-  for (int64_t dim : dims) t.input_elements *= dim;
+  Target t{model, in["name"].GetString(), {1}};
+  for (const auto& dim : in["shape"].GetArray()) {
+    if (dim.IsInt64() && dim.GetInt64() > 0) {  // -1 is the batch dimension
+      t.shape.push_back(dim.GetInt64());
+      t.input_elements *= dim.GetInt64();
+    }
+  }
   t.images = t.input_elements == 784;
   return t;
 }
 
-// The body of one request: binary or JSON FP32 data of one item.
-ClientRequest InferRequest(const Target& t, const float* data, const LoadSpec& spec) {
-  ClientRequest r;
-  r.target = absl::StrCat("/v2/models/", t.name, "/infer");
-  const std::string shape = t.images ? "[1,1,28,28]" : absl::StrCat("[1,", t.input_elements, "]");
-  const std::string head = absl::StrFormat(
-      R"({"parameters":{"latency_objective_ms":%.6g%s},"inputs":[{"name":"%s","datatype":"FP32","shape":%s,)",
-      ToMillis(spec.slo), spec.binary ? R"(,"binary_data_output":true)" : "", t.images ? "image" : "input", shape);
-  if (spec.binary) {
-    const size_t bytes = t.input_elements * sizeof(float);
-    r.body = absl::StrCat(head, R"("parameters":{"binary_data_size":)", bytes, "}}]}");
-    r.headers.push_back({"Inference-Header-Content-Length", std::to_string(r.body.size())});
-    r.body.append(reinterpret_cast<const char*>(data), bytes);
-  } else {
-    r.body = head + R"("data":[)";
-    for (int64_t i = 0; i < t.input_elements; ++i) absl::StrAppendFormat(&r.body, "%s%.9g", i ? "," : "", data[i]);
-    r.body += "]}]}";
-  }
+// One request: binary or JSON FP32 data of one item.
+ClientRequest MakeRequest(const Target& t, absl::Span<const float> data, const LoadSpec& spec) {
+  EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, ToMillis(spec.slo), spec.binary);
+  ClientRequest r{"POST", absl::StrCat("/v2/models/", t.name, "/infer"), std::move(encoded.body), {}};
+  if (encoded.json_length) r.headers.push_back({"Inference-Header-Content-Length", std::to_string(*encoded.json_length)});
   return r;
 }
 
 // The predicted class of an OK answer, or -1 when it has no usable logits;
 // sets *emulated from the response parameters.
 int Prediction(const ClientResponse& r, bool* emulated) {
-  size_t json_length = r.body.size();
-  if (!r.json_length.empty() && !absl::SimpleAtoi(r.json_length, &json_length)) return -1;
-  json_length = std::min(json_length, r.body.size());
-  rapidjson::Document d;
-  d.Parse(r.body.data(), json_length);
-  if (d.HasParseError() || !d.IsObject()) return -1;
-  if (d.HasMember("parameters") && d["parameters"].HasMember("tutti_emulated")) {
-    *emulated = d["parameters"]["tutti_emulated"].GetBool();
+  std::optional<size_t> json_length;
+  if (size_t n = 0; !r.json_length.empty()) {
+    if (!absl::SimpleAtoi(r.json_length, &n)) return -1;
+    json_length = n;
   }
-  std::vector<float> logits;
-  const auto& out = d["outputs"][0];
-  if (out.HasMember("data")) {
-    for (const auto& v : out["data"].GetArray()) logits.push_back(static_cast<float>(v.GetDouble()));
-  } else {
-    logits.resize((r.body.size() - json_length) / sizeof(float));
-    std::memcpy(logits.data(), r.body.data() + json_length, logits.size() * sizeof(float));
-  }
+  absl::StatusOr<InferResponse> answer = ParseInferResponse(r.body, json_length);
+  if (!answer.ok()) return -1;
+  *emulated = answer->emulated;
+  const std::vector<float>& logits = answer->output;
   if (logits.size() != kFashionMnistClasses) return -1;
   return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
@@ -166,7 +151,10 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   auto send = [&](const Arrival& a) {
     const Target& t = targets[a.model];
     const int64_t image = sent[a.model]++ % std::max<int64_t>(1, images.size());
-    ClientRequest request = InferRequest(t, t.images ? &pixels[image * 784] : zeros.data(), spec);
+    ClientRequest request =
+        MakeRequest(t, t.images ? absl::MakeConstSpan(&pixels[image * 784], 784)
+                                 : absl::MakeConstSpan(zeros.data(), t.input_elements),
+                     spec);
     lag.Record(std::max<Duration>(0, Since(start) - a.time));
     const bool measured = a.time >= spec.warmup;
     const int label = t.images ? images.labels[image] : -1;
@@ -283,21 +271,20 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
 }
 
 absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
-  std::ofstream f(path);
-  if (!f) return absl::UnavailableError(absl::StrCat("cannot write ", path));
-  f << "model,offered_rate,sent,good,late,errors,throughput,goodput,bad_rate,p50_ms,p90_ms,p99_ms,p999_ms,"
-       "labelled,accuracy\n";
+  std::string csv =
+      "model,offered_rate,sent,good,late,errors,throughput,goodput,bad_rate,p50_ms,p90_ms,p99_ms,p999_ms,"
+      "labelled,accuracy\n";
   const double w = ToSeconds(r.window);
-  auto ms = [](Duration d) { return d == kInfiniteFuture ? std::string("inf") : absl::StrFormat("%.4f", ToMillis(d)); };
   auto row = [&](const ModelMetrics& m, int64_t labelled, double accuracy) {
-    f << absl::StrFormat("%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f\n", m.name, r.rate, m.arrived,
-                         m.good, m.late, m.dropped, (m.good + m.late) / w, m.good / w, m.BadRate(),
-                         ms(m.QuantileWithDrops(0.5)), ms(m.QuantileWithDrops(0.9)), ms(m.QuantileWithDrops(0.99)),
-                         ms(m.QuantileWithDrops(0.999)), labelled, accuracy);
+    absl::StrAppendFormat(&csv, "%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f\n", m.name, r.rate,
+                          m.arrived, m.good, m.late, m.dropped, (m.good + m.late) / w, m.good / w, m.BadRate(),
+                          FormatMillis(m.QuantileWithDrops(0.5)), FormatMillis(m.QuantileWithDrops(0.9)),
+                          FormatMillis(m.QuantileWithDrops(0.99)), FormatMillis(m.QuantileWithDrops(0.999)),
+                          labelled, accuracy);
   };
   for (const LoadModelResult& m : r.models) row(m.metrics, m.labelled, m.Accuracy());
   row(r.total, 0, 0);
-  return f ? absl::OkStatus() : absl::DataLossError(absl::StrCat("error writing ", path));
+  return WriteFileAtomic(path, csv);
 }
 
 }  // namespace tutti

@@ -15,7 +15,6 @@ bool MeetsSlo(const std::vector<ModelMetrics>& models, double quantile) {
 
 absl::StatusOr<GoodputResult> FindGoodput(const SimConfig& base, double rel_tolerance,
                                           const std::function<void(double, bool)>& progress) {
-  const double base_rate = base.workload.rate > 0 ? base.workload.rate : 1000;
   GoodputResult out;
   auto probe = [&](double rate) -> absl::StatusOr<bool> {
     SimConfig c = base;
@@ -35,7 +34,7 @@ absl::StatusOr<GoodputResult> FindGoodput(const SimConfig& base, double rel_tole
   if (base.workload.rate <= 0) {
     return absl::InvalidArgumentError("goodput search needs a workload with a positive rate");
   }
-  TUTTI_RETURN_IF_ERROR(SearchHighestRate(base_rate, rel_tolerance, probe).status());
+  TUTTI_RETURN_IF_ERROR(SearchHighestRate(base.workload.rate, rel_tolerance, probe).status());
   return out;
 }
 
