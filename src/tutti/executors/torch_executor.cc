@@ -1,12 +1,33 @@
 #include "tutti/executors/torch_executor.h"
 
 #include <chrono>
+#include <future>
 #include <utility>
 
 namespace tutti {
 
 TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models)
-    : clock_(clock), models_(std::move(models)), worker_([this] { Loop(); }) {}
+    : clock_(clock), models_(std::move(models)) {
+  std::promise<void> warm;
+  worker_ = std::thread([this, &warm] {
+    WarmUp();
+    warm.set_value();
+    Loop();
+  });
+  warm.get_future().wait();
+}
+
+// libtorch allocates and picks kernels on a thread's first runs: run every
+// model at batch 1 and at its max batch on the worker thread, so that the
+// first requests see the profiled latency.
+void TorchExecutor::WarmUp() {
+  std::vector<float> out;
+  for (const auto& m : models_) {
+    for (int batch : {1, m->config().max_batch_size}) {
+      (void)m->Run(std::vector<float>(batch * m->input_elements()), batch, &out);  // errors show on real batches
+    }
+  }
+}
 
 TorchExecutor::~TorchExecutor() {
   {

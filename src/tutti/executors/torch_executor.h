@@ -23,8 +23,9 @@ namespace tutti {
 
 class TorchExecutor final : public Executor {
  public:
-  // Takes the loaded models (indexed by ExecBatch::model). `clock` must
-  // outlive the executor. The destructor finishes queued batches first.
+  // Takes the loaded models (indexed by ExecBatch::model) and warms them up
+  // on the worker thread before returning. `clock` must outlive the
+  // executor. The destructor finishes queued batches first.
   TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models);
   ~TorchExecutor() override;
 
@@ -32,6 +33,7 @@ class TorchExecutor final : public Executor {
   std::string kind() const override { return "torch"; }
 
  private:
+  void WarmUp();
   void Loop();
 
   Clock* const clock_;

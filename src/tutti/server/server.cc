@@ -26,12 +26,6 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeExecutor(const ExecutorGroupConfig
   std::vector<std::unique_ptr<TorchModel>> loaded;
   for (const ModelVersion* v : models) {
     TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> m, TorchModel::Load(*v));
-    // Warm up (libtorch allocates and picks kernels on the first runs), so
-    // that the first requests see the profiled latency.
-    std::vector<float> out;
-    for (int batch : {1, v->config.max_batch_size}) {
-      TUTTI_RETURN_IF_ERROR(m->Run(std::vector<float>(batch * m->input_elements()), batch, &out));
-    }
     loaded.push_back(std::move(m));
   }
   return std::make_unique<TorchExecutor>(clock, std::move(loaded));
