@@ -22,6 +22,8 @@ constexpr Command kCommands[] = {
      tutti::cli::DemoCommand},
     {"train", "train a built-in model on Fashion-MNIST into a repository",
      tutti::cli::TrainCommand},
+    {"train-parity", "train a ParM parity model for a deployed model", tutti::cli::TrainParityCommand},
+    {"eval-parity", "measure ParM's available, degraded and overall accuracy", tutti::cli::EvalParityCommand},
     {"profile", "measure latency profiles l(b) of models on this CPU", tutti::cli::ProfileCommand},
     {"models", "validate a model repository and list its models", tutti::cli::ModelsCommand},
     {"serve", "serve a model repository over KServe v2 HTTP", tutti::cli::ServeCommand},
@@ -33,7 +35,7 @@ void PrintUsage(std::ostream& out) {
   out << "usage: tutti <command> [flags]\n\n"
          "Tutti serves deep-neural-network inference under latency objectives.\n\n"
          "commands:\n";
-  for (const Command& c : kCommands) out << absl::StrFormat("  %-10s %s\n", c.name, c.summary);
+  for (const Command& c : kCommands) out << absl::StrFormat("  %-13s %s\n", c.name, c.summary);
   out << "\nRun `tutti <command> --help` for a command's flags.\n";
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <numeric>
 #include <random>
 
@@ -12,21 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/models/architectures.h"
+#include "tutti/models/training_loop.h"
 
 namespace tutti {
 namespace {
-
-// The whole set as one FP32 tensor [N, 1, rows, cols] in [0, 1] and labels [N].
-std::pair<torch::Tensor, torch::Tensor> ToTensors(const ImageSet& set) {
-  torch::Tensor images = torch::from_blob(const_cast<uint8_t*>(set.pixels.data()),
-                                          {set.size(), 1, set.rows, set.cols}, torch::kUInt8)
-                             .to(torch::kFloat32)
-                             .div_(255.0);
-  torch::Tensor labels =
-      torch::from_blob(const_cast<uint8_t*>(set.labels.data()), {set.size()}, torch::kUInt8)
-          .to(torch::kInt64);
-  return {images, labels};
-}
 
 double Accuracy(BuiltinNetImpl& net, const torch::Tensor& images, const torch::Tensor& labels) {
   torch::NoGradGuard no_grad;
@@ -39,6 +27,10 @@ double Accuracy(BuiltinNetImpl& net, const torch::Tensor& images, const torch::T
   }
   net.train();
   return static_cast<double>(correct) / static_cast<double>(images.size(0));
+}
+
+torch::Tensor LabelsTensor(const ImageSet& set) {
+  return torch::from_blob(const_cast<uint8_t*>(set.labels.data()), {set.size()}, torch::kUInt8).to(torch::kInt64);
 }
 
 }  // namespace
@@ -82,71 +74,42 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
     torch::optim::Adam optimizer(
         net->parameters(),
         torch::optim::AdamOptions(options.learning_rate).weight_decay(options.weight_decay));
-    auto [train_x, train_y] = ToTensors(train);
-    auto [eval_x, eval_y] = ToTensors(eval);
-
+    const torch::Tensor train_x = internal::ImagesTensor(train), train_y = LabelsTensor(train);
+    const torch::Tensor eval_x = internal::ImagesTensor(eval), eval_y = LabelsTensor(eval);
     std::mt19937_64 rng(options.seed);
     std::vector<int64_t> order(train.size());
     std::iota(order.begin(), order.end(), 0);
-    const int64_t steps = (train.size() + options.batch_size - 1) / options.batch_size;
-    const int64_t report_every = std::max<int64_t>(1, steps / std::max(1, options.progress_updates_per_epoch));
-    const Time start = clock.Now();
-    TrainResult result;
-    result.parameters = CountParameters(*net);
-
-    for (int epoch = 1; epoch <= epochs; ++epoch) {
+    torch::Tensor perm;
+    internal::EpochLoop loop;
+    loop.epochs = epochs;
+    loop.steps_per_epoch = (train.size() + options.batch_size - 1) / options.batch_size;
+    loop.progress_updates_per_epoch = options.progress_updates_per_epoch;
+    loop.begin_epoch = [&](int epoch) {
       // Cosine annealing of the learning rate over the epochs.
       const double lr = options.learning_rate * 0.5 * (1 + std::cos(M_PI * (epoch - 1) / epochs));
       for (auto& group : optimizer.param_groups()) {
         static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
       }
       std::shuffle(order.begin(), order.end(), rng);
-      torch::Tensor perm = torch::from_blob(order.data(), {train.size()}, torch::kInt64);
-      double loss_sum = 0;
-      int64_t correct = 0, seen = 0;
-      for (int64_t step = 0; step < steps; ++step) {
-        const int64_t begin = step * options.batch_size;
-        const int64_t n = std::min<int64_t>(options.batch_size, train.size() - begin);
-        torch::Tensor idx = perm.narrow(0, begin, n);
-        torch::Tensor x = train_x.index_select(0, idx), y = train_y.index_select(0, idx);
-        optimizer.zero_grad();
-        torch::Tensor logits = net->forward(x);
-        torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
-        loss.backward();
-        optimizer.step();
-        loss_sum += loss.item<double>() * n;
-        correct += logits.argmax(1).eq(y).sum().item<int64_t>();
-        seen += n;
-
-        const bool last = step + 1 == steps;
-        if (!progress || (!last && (step + 1) % report_every != 0)) continue;
-        TrainProgress p;
-        p.epoch = epoch;
-        p.epochs = epochs;
-        p.step = step + 1;
-        p.steps_per_epoch = steps;
-        p.loss = loss_sum / seen;
-        p.train_accuracy = static_cast<double>(correct) / seen;
-        p.elapsed_s = ToSeconds(clock.Now() - start);
-        const double done = (epoch - 1) + static_cast<double>(step + 1) / steps;
-        p.eta_s = p.elapsed_s / done * (epochs - done);
-        if (last) {
-          p.epoch_end = true;
-          p.eval_accuracy = Accuracy(*net, eval_x, eval_y);
-        }
-        progress(p);
-      }
-      result.epoch_loss.push_back(loss_sum / seen);
-    }
-    result.eval_accuracy = Accuracy(*net, eval_x, eval_y);
+      perm = torch::from_blob(order.data(), {train.size()}, torch::kInt64);
+    };
+    loop.step = [&](int64_t step) {
+      const int64_t begin = step * options.batch_size;
+      const int64_t n = std::min<int64_t>(options.batch_size, train.size() - begin);
+      torch::Tensor idx = perm.narrow(0, begin, n);
+      torch::Tensor x = train_x.index_select(0, idx), y = train_y.index_select(0, idx);
+      optimizer.zero_grad();
+      torch::Tensor logits = net->forward(x);
+      torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
+      loss.backward();
+      optimizer.step();
+      return internal::StepResult{loss.item<double>() * n, logits.argmax(1).eq(y).sum().item<int64_t>(), n};
+    };
+    loop.evaluate = [&] { return Accuracy(*net, eval_x, eval_y); };
+    TrainResult result = internal::RunEpochs(loop, clock, progress);
+    result.parameters = CountParameters(*net);
     net->eval();
-    std::error_code ec;
-    std::filesystem::create_directories(std::filesystem::path(weights_path).parent_path(), ec);
-    const std::string tmp = weights_path + ".tmp";
-    std::shared_ptr<torch::nn::Module> module = net;
-    torch::save(module, tmp);
-    std::filesystem::rename(tmp, weights_path, ec);
-    if (ec) return absl::InternalError(absl::StrCat("cannot write ", weights_path, ": ", ec.message()));
+    TUTTI_RETURN_IF_ERROR(internal::SaveNet(net, weights_path));
     return result;
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what_without_backtrace()));

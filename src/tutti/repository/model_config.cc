@@ -119,6 +119,19 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
       c.profiles.emplace(kind, std::move(p));
     }
   }
+  if (YAML::Node parity = r.Get("parity"); parity.IsDefined() && !parity.IsNull()) {
+    MapReader pr(parity, "parity");
+    TUTTI_RETURN_IF_ERROR(pr.CheckIsMap());
+    ParitySpec spec;
+    TUTTI_ASSIGN_OR_RETURN(spec.deployed, pr.RequireScalar<std::string>("deployed", "a model name"));
+    TUTTI_ASSIGN_OR_RETURN(spec.k, pr.RequireScalar<int>("k", "an integer"));
+    TUTTI_ASSIGN_OR_RETURN(auto encoder, pr.RequireScalar<std::string>("encoder", "sum or concat"));
+    absl::StatusOr<ParityEncoder> e = ParseParityEncoder(encoder);
+    if (!e.ok()) return Invalid("parity.encoder", e.status().message());
+    spec.encoder = *e;
+    TUTTI_RETURN_IF_ERROR(pr.CheckNoUnknownFields());
+    c.parity = spec;
+  }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateModelConfig(c));
   return c;
@@ -189,6 +202,13 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.latency_objective_ms && !(*c.latency_objective_ms > 0)) {
     return Invalid("latency_objective_ms", "must be positive");
   }
+  if (c.parity) {
+    if (c.parity->deployed.empty()) return Invalid("parity.deployed", "name the deployed model");
+    if (c.parity->deployed == c.name) return Invalid("parity.deployed", "a parity model cannot protect itself");
+    if (c.inputs.size() != 1) return Invalid("inputs", "a parity model has exactly one input");
+    absl::StatusOr<ParityCodec> codec = ParityCodec::Create(c.parity->encoder, c.parity->k, c.inputs[0].shape);
+    if (!codec.ok()) return Invalid("parity", codec.status().message());
+  }
   if (c.platform == Platform::kEmulated && c.profiles.empty()) {
     return Invalid("profiles", "platform emulated needs at least one latency profile to emulate");
   }
@@ -251,6 +271,11 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
       out << YAML::EndMap;
     }
     out << YAML::EndMap;
+  }
+  if (c.parity) {
+    out << YAML::Key << "parity" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "deployed"
+        << YAML::Value << c.parity->deployed << YAML::Key << "k" << YAML::Value << c.parity->k << YAML::Key
+        << "encoder" << YAML::Value << std::string(ParityEncoderName(c.parity->encoder)) << YAML::EndMap;
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

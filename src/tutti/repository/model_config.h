@@ -14,6 +14,7 @@
 //   accuracy: 0.9012             # measured on a validation set (optional)
 //   parameters: 61706            # trainable parameters (optional)
 //   latency_objective_ms: 50     # default objective of its requests (optional)
+//   parity: {deployed: mlp, k: 2, encoder: sum}   # only for ParM parity models (optional)
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
 //
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/coding/parity_codec.h"
 #include "tutti/core/data_type.h"
 #include "tutti/core/latency_profile.h"
 
@@ -53,6 +55,17 @@ struct TensorSpec {
   int64_t ElementCount() const;
 };
 
+// Marks a ParM parity model (coding/parity_codec.h): it was trained to
+// output Σ F(X_i) of `deployed` for k queries X_i encoded with `encoder`.
+// Its inputs and outputs are the deployed model's.
+struct ParitySpec {
+  std::string deployed;
+  int k = 2;
+  ParityEncoder encoder = ParityEncoder::kSum;
+
+  bool operator==(const ParitySpec&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   Platform platform = Platform::kBuiltin;
@@ -65,6 +78,7 @@ struct ModelConfig {
   std::optional<int64_t> parameters;
   std::optional<double> latency_objective_ms;
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
+  std::optional<ParitySpec> parity;                // set for parity models only
 };
 
 absl::string_view PlatformName(Platform platform);

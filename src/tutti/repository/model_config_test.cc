@@ -86,6 +86,31 @@ outputs: [{name: y, datatype: FP32, shape: [2]}]
   EXPECT_TRUE(c->profiles.empty());
 }
 
+TEST(ModelConfigTest, ParityModelsNameTheirDeployedModelKAndEncoder) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(
+      Edit("name: lenet5\n", "name: lenet5-parity\nparity: {deployed: lenet5, k: 3, encoder: concat}\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->parity.has_value());
+  EXPECT_EQ(*c->parity, (ParitySpec{"lenet5", 3, ParityEncoder::kConcat}));
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->parity, c->parity);
+  EXPECT_FALSE(ParseModelConfig(kValid)->parity.has_value());
+}
+
+TEST(ModelConfigErrorTest, BadParitySpec) {
+  EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: p\nparity: {deployed: lenet5, k: 5, encoder: sum}\n")),
+              HasSubstr("field 'parity': parity k must be in [2, 4]"));
+  EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: p\nparity: {deployed: lenet5, k: 2, encoder: xor}\n")),
+              HasSubstr("field 'parity.encoder': unknown parity encoder 'xor'"));
+  EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: p\nparity: {k: 2, encoder: sum}\n")),
+              HasSubstr("missing required field 'parity.deployed'"));
+  EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: lenet5\nparity: {deployed: lenet5, k: 2, encoder: sum}\n")),
+              HasSubstr("cannot protect itself"));
+  EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: p\nparity: {deployed: x, k: 2, encoder: sum, m: 1}\n")),
+              HasSubstr("parity.m"));
+}
+
 TEST(ModelConfigErrorTest, YamlSyntaxErrorGivesLineAndColumn) {
   EXPECT_THAT(ErrorOf("name: a\ninputs: [1, 2\n"), HasSubstr("YAML syntax error at line"));
 }

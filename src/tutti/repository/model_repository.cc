@@ -87,6 +87,31 @@ absl::Status WriteModelConfig(const std::string& dir, const ModelConfig& config)
   return WriteFileAtomic((fs::path(dir) / kConfigFileName).string(), ModelConfigToYaml(config));
 }
 
+namespace {
+
+// A parity model must protect a model of the repository with the same input
+// and output tensors.
+void CheckParityModels(const std::vector<ModelVersion>& versions, std::vector<std::string>* errors) {
+  for (const ModelVersion& v : versions) {
+    if (!v.config.parity) continue;
+    const std::string& deployed = v.config.parity->deployed;
+    const ModelVersion* found = nullptr;
+    for (const ModelVersion& d : versions) {
+      if (d.config.name == deployed && (found == nullptr || d.version > found->version)) found = &d;
+    }
+    const std::string where = (fs::path(v.dir) / kConfigFileName).string();
+    if (found == nullptr) {
+      errors->push_back(absl::StrCat(where, ": parity.deployed names '", deployed, "', which is not in the repository"));
+    } else if (found->config.inputs[0].shape != v.config.inputs[0].shape ||
+               found->config.outputs[0].shape != v.config.outputs[0].shape) {
+      errors->push_back(absl::StrCat(where, ": a parity model must take and return the tensor shapes of its "
+                                     "deployed model '", deployed, "'"));
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<ModelRepository> ModelRepository::Open(const std::string& root) {
   std::error_code ec;
   if (!fs::is_directory(root, ec)) {
@@ -100,6 +125,7 @@ absl::StatusOr<ModelRepository> ModelRepository::Open(const std::string& root) {
     if (e.is_directory()) ScanModel(e.path(), &repo.versions_, &errors);
   }
   if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", root, ": ", ec.message()));
+  CheckParityModels(repo.versions_, &errors);
   if (!errors.empty()) {
     std::sort(errors.begin(), errors.end());
     return absl::InvalidArgumentError(absl::StrCat("model repository ", root, " has ",

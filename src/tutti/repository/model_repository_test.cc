@@ -137,6 +137,25 @@ TEST(ModelRepositoryErrorTest, ReportsEveryBadModelAtOnce) {
   EXPECT_THAT(error, HasSubstr("version directory 'x'"));
 }
 
+TEST(ModelRepositoryErrorTest, ParityModelNeedsItsDeployedModelWithTheSameTensors) {
+  TempDir dir;
+  AddModel(dir, "mlp", 1);
+  const std::string parity = "\nparity: {deployed: mlp, k: 2, encoder: sum}\n";
+  dir.WriteFile("mlp-parity/1/config.yaml", Config("mlp-parity") + parity);
+  dir.WriteFile("mlp-parity/1/model.pt", "w");
+  EXPECT_TRUE(ModelRepository::Open(dir.path()).ok());
+
+  dir.WriteFile("orphan/1/config.yaml", Config("orphan") + "\nparity: {deployed: gone, k: 2, encoder: sum}\n");
+  dir.WriteFile("orphan/1/model.pt", "w");
+  std::string wide = Config("wide") + parity;
+  wide.replace(wide.find("[10]"), 4, "[12]");
+  dir.WriteFile("wide/1/config.yaml", wide);
+  dir.WriteFile("wide/1/model.pt", "w");
+  const std::string error = OpenError(dir);
+  EXPECT_THAT(error, HasSubstr("orphan/1/config.yaml: parity.deployed names 'gone', which is not in the repository"));
+  EXPECT_THAT(error, HasSubstr("wide/1/config.yaml: a parity model must take and return the tensor shapes"));
+}
+
 TEST(ModelRepositoryTest, WriteThenLoadRoundTrips) {
   TempDir dir;
   ModelConfig c = *ParseModelConfig(Config("mlp"));

@@ -6,6 +6,16 @@
 // error (DeadlineExceeded when the scheduler drops it because its objective
 // cannot be met, or the executor's error).
 //
+// ParM coded serving (papers/parm.txt), per model when Options::coding names
+// it: the core puts that model's dispatched batches into coding groups of k
+// (coding/parity_groups.h), submits each group's parity queries to the same
+// scheduler as requests of the parity model, and answers a request whose
+// batch is slow (or failed) with a reconstruction, F_P(P) − Σ others, marked
+// `reconstructed`, as soon as the other k−1 outputs and the parity output are
+// in (or `reconstruct_delay` later, if the original has not come by then).
+// The late original is then discarded; a parity output nobody needs is
+// dropped. Parity requests are internal: they are not answered to anyone.
+//
 // Thread-safety: Submit() may be called from any thread. The scheduler is
 // not thread-safe, so the core gives it a clock whose timer callbacks run
 // under the core's lock, serialized with Submit(). Executors and user
@@ -25,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tutti/coding/parity_groups.h"
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
 #include "tutti/scheduler/scheduler.h"
@@ -36,6 +47,7 @@ struct InferenceOutcome {
   std::vector<float> output;  // the model's output elements, when OK
   bool emulated = false;      // produced by an emulated executor
   bool late = false;          // finished after its deadline
+  bool reconstructed = false; // rebuilt by ParM from a parity output
   Time arrival = 0;
   Time deadline = 0;
   Time started = 0;           // its batch started executing
@@ -52,6 +64,8 @@ struct ModelCounters {
   int64_t error = 0;    // executor failure
   int64_t batches = 0;
   int64_t batched_requests = 0;
+  int64_t reconstructed = 0;  // of success + late: answered by a ParM reconstruction
+  ParityGroups::Stats coding; // zero unless the model is coded
 };
 
 class InferenceCore {
@@ -60,16 +74,26 @@ class InferenceCore {
     int64_t input_elements = 0;   // FP32 values per item
     int64_t output_elements = 0;
   };
+  // ParM for one model: its batches are protected by `parity_model`, whose
+  // queries `codec` encodes (input sizes must match both models').
+  struct Coding {
+    ModelId model = 0;
+    ModelId parity_model = 0;
+    ParityCodec codec;
+    Duration reconstruct_delay = 0;  // wait this long for the original first
+  };
   struct Options {
     std::string policy = "deferred";
     SchedulerOptions scheduler;
+    std::vector<Coding> coding;
   };
 
   // `shapes[m]` describes cluster model m; `executors[g]` runs GPU g and
   // holds the models of g's sub-cluster in that sub-cluster's order
   // (ExecBatch::model is a model's position there). `clock` must outlive
   // the core.
-  // Errors: an invalid spec or policy, or counts that do not match.
+  // Errors: an invalid spec or policy, counts that do not match, or a coding
+  // entry whose models are unknown, coded twice, or of the wrong sizes.
   static absl::StatusOr<std::unique_ptr<InferenceCore>> Create(
       ClusterSpec spec, std::vector<ModelShape> shapes,
       std::vector<std::unique_ptr<Executor>> executors, const Options& options, Clock* clock);
@@ -84,7 +108,8 @@ class InferenceCore {
 
   // New requests are refused from now on; accepted ones still complete.
   void StopAccepting();
-  // Blocks until every accepted request has been answered (real clocks only).
+  // Blocks until every accepted request has been answered and every batch
+  // has come back from its executor (real clocks only).
   void WaitIdle();
 
   // REQUIRES for destruction: no request in flight (WaitIdle() with a real
@@ -115,6 +140,31 @@ class InferenceCore {
     InferenceCallback done;
     Time arrival;
     Time deadline;
+    // Coded models only: answered (by whichever came first) and executed
+    // (its batch came back). The request leaves in_flight_ when both hold.
+    bool answered = false;
+    bool executed = false;
+  };
+  using Members = std::shared_ptr<std::vector<Pending>>;
+  using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
+  // A coded model's coding state.
+  struct Coded {
+    ModelId parity_model;
+    ParityGroups groups;
+    Duration reconstruct_delay;
+    Time open_group_deadline;  // earliest deadline in the group being filled
+    struct BatchInfo {
+      Members members;
+      absl::Status error;  // why the batch failed, once it has
+    };
+    absl::flat_hash_map<ParityGroups::BatchKey, BatchInfo> batches;
+  };
+  struct ParityQuery {
+    ModelId deployed;
+    ParityGroups::GroupId group;
+    int position;
+    std::vector<float> input;
+    Time deadline;
   };
 
   InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
@@ -123,7 +173,17 @@ class InferenceCore {
   void Flush();
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
-  void Answer(std::vector<std::pair<InferenceCallback, InferenceOutcome>> answers, int64_t count);
+  // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
+  void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done);
+  void OnExecuted(ModelId model, int gpu, const Members& members, ParityGroups::BatchKey key, ExecResult result);
+  // Coded models (REQUIRES: mu_ held): acts on what a coding event made
+  // possible, adding answers and the number of requests that left in_flight_.
+  void OnParityOutcome(ModelId deployed, ParityGroups::GroupId group, int position, InferenceOutcome outcome);
+  void HandleCodingEvents(ModelId model, ParityGroups::Events events, bool emulated, Answers* answers, int64_t* done);
+  void AnswerReconstruction(ModelId model, const ParityGroups::Reconstruction& r, bool emulated, Answers* answers,
+                            int64_t* done);
+  void ForgetIfFinished(Coded& coded, ParityGroups::BatchKey key);
+  void Answer(Answers answers, int64_t count);
 
   const ClusterSpec spec_;
   const std::vector<ModelShape> shapes_;
@@ -141,6 +201,8 @@ class InferenceCore {
   std::vector<std::function<void()>> outbox_;           // GUARDED_BY(mu_)
   std::vector<ModelCounters> counters_;                 // GUARDED_BY(mu_)
   std::vector<Duration> busy_;                          // GUARDED_BY(mu_), per executor
+  std::vector<std::unique_ptr<Coded>> coded_;           // GUARDED_BY(mu_), per model; null: not coded
+  std::vector<ParityQuery> parity_queries_;             // GUARDED_BY(mu_), to submit in Flush()
   const Time created_;
   RequestId next_id_ = 1;                               // GUARDED_BY(mu_)
   int64_t in_flight_ = 0;                               // GUARDED_BY(mu_)
