@@ -47,7 +47,7 @@ struct PendingInfer {
   std::vector<std::vector<float>> outputs;
   int remaining = 0;
   absl::Status first_error;
-  bool emulated = false, late = false;
+  bool emulated = false, late = false, reconstructed = false;
   int max_batch = 0;
   Duration max_queue = 0, max_compute = 0;
 };
@@ -138,6 +138,7 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
         pending->outputs[item] = std::move(o.output);
         pending->emulated |= o.emulated;
         pending->late |= o.late;
+        pending->reconstructed |= o.reconstructed;
         pending->max_batch = std::max(pending->max_batch, o.batch_size);
         pending->max_queue = std::max(pending->max_queue, o.started - o.arrival);
         pending->max_compute = std::max(pending->max_compute, o.finished - o.started);
@@ -154,8 +155,10 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
       return respond(Error(HttpStatusOf(pending->first_error), pending->first_error.message()));
     }
     const std::string params = absl::StrFormat(
-        R"({"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,"tutti_compute_us":%.1f})",
-        pending->emulated ? "true" : "false", pending->late ? "true" : "false", pending->max_batch,
+        R"({"reconstructed":%s,"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,)"
+        R"("tutti_compute_us":%.1f})",
+        pending->reconstructed ? "true" : "false", pending->emulated ? "true" : "false",
+        pending->late ? "true" : "false", pending->max_batch,
         ToMicros(pending->max_queue), ToMicros(pending->max_compute));
     InferResponseBody body =
         WriteInferResponse(state.served.config, state.served.version, id, pending->outputs, params, binary);
@@ -182,8 +185,9 @@ std::string KserveService::Stats(int model) const {
   const double timed = static_cast<double>(std::max<int64_t>(1, s.queue_seconds.count()));
   return absl::StrFormat(
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
-      R"("rejected":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,"mean_compute_us":%.1f})",
-      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(),
+      R"("rejected":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
+      R"("mean_compute_us":%.1f})",
+      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6);
 }
@@ -223,6 +227,25 @@ std::string KserveService::Metrics() const {
     s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
     s.batch_size.AppendTo(&sizes, "tutti_request_batch_size", label);
   }
+  std::string coding =
+      "# HELP tutti_reconstructions_total Requests answered by a ParM reconstruction (also counted as success or "
+      "late).\n# TYPE tutti_reconstructions_total counter\n";
+  std::string parity =
+      "# HELP tutti_parity_events_total ParM coding: groups encoded, late originals discarded, parity outputs "
+      "dropped (nothing missing) and parity queries lost (dropped or failed).\n"
+      "# TYPE tutti_parity_events_total counter\n";
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const ModelCounters& c = counters[m];
+    const std::string label = absl::StrFormat("model=\"%s\"", models_[m]->served.config.name);
+    absl::StrAppendFormat(&coding, "tutti_reconstructions_total{%s} %d\n", label, c.reconstructed);
+    if (c.coding.groups == 0) continue;
+    for (const auto& [event, n] : {std::pair<const char*, int64_t>{"group", c.coding.groups},
+                                   {"discarded_original", c.coding.discarded_originals},
+                                   {"dropped_parity", c.coding.dropped_parities},
+                                   {"lost_parity", c.coding.lost_parities}}) {
+      absl::StrAppendFormat(&parity, "tutti_parity_events_total{%s,event=\"%s\"} %d\n", label, event, n);
+    }
+  }
   std::string busy =
       "# HELP tutti_executor_busy_fraction Fraction of time each executor spent running batches.\n"
       "# TYPE tutti_executor_busy_fraction gauge\n";
@@ -230,7 +253,7 @@ std::string KserveService::Metrics() const {
   for (size_t g = 0; g < fractions.size(); ++g) {
     absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
   }
-  return out + batches + attainment + queue + compute + sizes + busy;
+  return out + batches + attainment + queue + compute + sizes + coding + parity + busy;
 }
 
 }  // namespace tutti

@@ -73,7 +73,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
                           absl::StrJoin(names, "\n    "));
     spec.sub_clusters.push_back(std::move(sub));
   }
-  InferenceCore::Options options{config.policy, config.scheduler};
+  InferenceCore::Options options{config.policy, config.scheduler, {}};
+  for (const CodingConfig& c : config.coding) {
+    auto id = [&](const std::string& name) {
+      for (size_t m = 0; m < spec.models.size(); ++m) {
+        if (spec.models[m].name == name) return static_cast<ModelId>(m);
+      }
+      return ModelId{-1};
+    };
+    const ModelConfig& parity = (*repo.Find(c.parity_model))->config;
+    TUTTI_ASSIGN_OR_RETURN(ParityCodec codec,
+                           ParityCodec::Create(parity.parity->encoder, parity.parity->k, parity.inputs[0].shape));
+    options.coding.push_back({id(c.model), id(c.parity_model), std::move(codec), c.reconstruct_delay});
+    absl::StrAppendFormat(&d, "  ParM: %s protected by %s (k %d, %s encoder)\n", c.model, c.parity_model,
+                          parity.parity->k, ParityEncoderName(parity.parity->encoder));
+  }
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(shapes),
                                                               std::move(executors), options, clock));
   server->service_ = std::make_unique<KserveService>(server->core_.get(), std::move(served));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -64,6 +65,19 @@ absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i)
   return g;
 }
 
+absl::StatusOr<CodingConfig> ParseCoding(const YAML::Node& node, size_t i) {
+  MapReader r(node, absl::StrCat("coding[", i, "]"));
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  CodingConfig c;
+  TUTTI_ASSIGN_OR_RETURN(c.model, r.RequireScalar<std::string>("model", "a model name"));
+  TUTTI_ASSIGN_OR_RETURN(c.parity_model, r.RequireScalar<std::string>("parity_model", "a model name"));
+  TUTTI_ASSIGN_OR_RETURN(auto delay, r.OptionalScalar<double>("reconstruct_delay_ms", "a number"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (delay && *delay < 0) return Invalid(r.FieldPath("reconstruct_delay_ms"), "must not be negative");
+  if (delay) c.reconstruct_delay = Micros(*delay * 1000);
+  return c;
+}
+
 absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   MapReader r(root, "");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
@@ -79,6 +93,13 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     for (size_t i = 0; i < groups.size(); ++i) {
       TUTTI_ASSIGN_OR_RETURN(ExecutorGroupConfig g, ParseGroup(groups[i], i));
       c.executors.push_back(std::move(g));
+    }
+  }
+  if (YAML::Node coding = r.Get("coding"); coding.IsDefined()) {
+    if (!coding.IsSequence()) return Invalid("coding", "expected a list of {model, parity_model}");
+    for (size_t i = 0; i < coding.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(CodingConfig cc, ParseCoding(coding[i], i));
+      c.coding.push_back(std::move(cc));
     }
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
@@ -156,6 +177,26 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
                                                                                  out->append(kv.first);
                                                                                }))));
       }
+    }
+  }
+  std::set<std::string> coded;
+  for (size_t i = 0; i < config.coding.size(); ++i) {
+    const CodingConfig& c = config.coding[i];
+    const std::string where = absl::StrCat("coding[", i, "]");
+    for (const std::string* name : {&c.model, &c.parity_model}) {
+      if (!group_of.contains(*name)) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": model '", *name, "' is not served; list it in an "
+                                                       "executor group"));
+      }
+    }
+    const ModelConfig& parity = (*repo.Find(c.parity_model))->config;
+    if (!parity.parity || parity.parity->deployed != c.model) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": '", c.parity_model, "' is not a parity model of '",
+                                                     c.model, "' (train one with `tutti train-parity --deployed ",
+                                                     c.model, "`)"));
+    }
+    if (!coded.insert(c.model).second) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": model '", c.model, "' is coded twice"));
     }
   }
   return config;

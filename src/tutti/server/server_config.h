@@ -11,6 +11,8 @@
 //   executors:                       # each group is one sub-cluster
 //     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
 //     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
+//   coding:                          # ParM: protect a model with a parity model
+//     - {model: mlp, parity_model: mlp-parity-k2-sum, reconstruct_delay_ms: 0}
 //
 // A group of `count` executors of `kind` holds every model listed in it;
 // each served model is in exactly one group. `profile` names the latency
@@ -19,6 +21,12 @@
 // non-emulated model of the repository goes on one torch executor with the
 // `cpu` profile, and each emulated model on one emulated executor of its
 // first profile.
+//
+// `coding` turns ParM on for a model: its batches are encoded into parity
+// queries for `parity_model` (a model trained by `tutti train-parity` for
+// it, served in its own executor group: m/k instances for m of the model),
+// and a slow prediction is answered with a reconstruction — at once, or
+// after `reconstruct_delay_ms` if the original has not come by then.
 #ifndef TUTTI_SERVER_SERVER_CONFIG_H_
 #define TUTTI_SERVER_SERVER_CONFIG_H_
 
@@ -39,6 +47,12 @@ struct ExecutorGroupConfig {
   std::vector<std::string> models;
 };
 
+struct CodingConfig {
+  std::string model;
+  std::string parity_model;
+  Duration reconstruct_delay = 0;
+};
+
 struct ServerConfig {
   std::string policy = "deferred";
   SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond};
@@ -46,6 +60,7 @@ struct ServerConfig {
   int torch_threads = 1;
   HttpServerOptions http;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
+  std::vector<CodingConfig> coding;
 };
 
 // Parses a serve config. InvalidArgument names the field: unknown fields,
@@ -54,7 +69,9 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text);
 
 // Fills in the default executors from `repo` and checks the config against
 // it: every model exists, is in one group only, has the group's profile, and
-// torch groups hold no emulated models. Errors name the model and group.
+// torch groups hold no emulated models; every coded model and its parity
+// model are served, and the parity model was trained for that model. Errors
+// name the model and group.
 absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo);
 
 }  // namespace tutti

@@ -27,6 +27,8 @@ http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s:
 executors:
   - {kind: torch, models: [mlp, lenet5]}
   - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
+coding:
+  - {model: mlp, parity_model: mlp-parity, reconstruct_delay_ms: 1.5}
 )");
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->policy, "eager");
@@ -46,6 +48,10 @@ executors:
   EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp", "lenet5"}));
   EXPECT_EQ(c->executors[1].count, 8);
   EXPECT_EQ(c->executors[1].profile, "a100");
+  ASSERT_EQ(c->coding.size(), 1u);
+  EXPECT_EQ(c->coding[0].model, "mlp");
+  EXPECT_EQ(c->coding[0].parity_model, "mlp-parity");
+  EXPECT_EQ(c->coding[0].reconstruct_delay, Micros(1500));
 }
 
 TEST(ServerConfigTest, DefaultsNeedNoFile) {
@@ -70,6 +76,9 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("executors: [{kind: torch}]"), HasSubstr("'executors[0].models': list at least one"));
   EXPECT_THAT(ParseError("torch_threads: many"), HasSubstr("field 'torch_threads': expected an integer"));
   EXPECT_THAT(ParseError("executors: [oops"), HasSubstr("line"));
+  EXPECT_THAT(ParseError("coding: [{model: a}]"), HasSubstr("missing required field 'coding[0].parity_model'"));
+  EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),
+              HasSubstr("field 'coding[0].reconstruct_delay_ms': must not be negative"));
 }
 
 // A repository with a real-weights model "mlp" (cpu profile) and an
@@ -86,6 +95,16 @@ outputs: [{name: logits, datatype: FP32, shape: [10]}]
 profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
 )");
     dir_.WriteFile("mlp/1/model.pt", "weights");
+    dir_.WriteFile("mlp-parity/1/config.yaml", R"(name: mlp-parity
+platform: builtin
+architecture: mlp
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
+parity: {deployed: mlp, k: 2, encoder: sum}
+)");
+    dir_.WriteFile("mlp-parity/1/model.pt", "weights");
     dir_.WriteFile("resnet50/1/config.yaml", R"(name: resnet50
 platform: emulated
 max_batch_size: 8
@@ -109,7 +128,7 @@ TEST_F(ResolveTest, DefaultExecutorsHoldEveryModel) {
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->executors.size(), 2u);
   EXPECT_EQ(c->executors[0].kind, "torch");
-  EXPECT_EQ(c->executors[0].models, std::vector<std::string>{"mlp"});
+  EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp", "mlp-parity"}));
   EXPECT_EQ(c->executors[1].kind, "emulated");
   EXPECT_EQ(c->executors[1].profile, "a100");
   EXPECT_EQ(c->executors[1].models, std::vector<std::string>{"resnet50"});
@@ -125,6 +144,21 @@ TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {
               HasSubstr("model 'resnet50' has no 'v100' latency profile; it has: a100"));
   EXPECT_THAT(ResolveError("executors: [{kind: torch, profile: gpu, models: [mlp]}]"),
               HasSubstr("(measure one with `tutti profile`)"));
+}
+
+TEST_F(ResolveTest, CodedModelsAndTheirParityModelsMustBeServedAndMatch) {
+  const std::string groups = "executors: [{kind: torch, models: [mlp, mlp-parity]}]\n";
+  absl::StatusOr<ServerConfig> ok =
+      ResolveServerConfig(*ParseServerConfig(groups + "coding: [{model: mlp, parity_model: mlp-parity}]"), repo_);
+  EXPECT_TRUE(ok.ok()) << ok.status();
+  EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [mlp]}]\n"
+                           "coding: [{model: mlp, parity_model: mlp-parity}]"),
+              HasSubstr("coding[0]: model 'mlp-parity' is not served"));
+  EXPECT_THAT(ResolveError(groups + "coding: [{model: mlp-parity, parity_model: mlp}]"),
+              HasSubstr("coding[0]: 'mlp' is not a parity model of 'mlp-parity'"));
+  EXPECT_THAT(ResolveError(groups + "coding: [{model: mlp, parity_model: mlp-parity}, "
+                                    "{model: mlp, parity_model: mlp-parity}]"),
+              HasSubstr("coding[1]: model 'mlp' is coded twice"));
 }
 
 }  // namespace

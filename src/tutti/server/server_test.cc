@@ -42,6 +42,14 @@ outputs: [{name: logits, datatype: FP32, shape: [2]}]
 latency_objective_ms: 2000
 profiles: {a100: {batch: [1, 16], latency_us: [110000, 260000]}}
 )");
+    dir_.WriteFile("resnet50-parity/1/config.yaml", R"(name: resnet50-parity
+platform: emulated
+max_batch_size: 16
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: logits, datatype: FP32, shape: [2]}]
+profiles: {a100: {batch: [1, 16], latency_us: [1000, 2000]}}
+parity: {deployed: resnet50, k: 2, encoder: sum}
+)");
   }
 
   std::unique_ptr<Server> Start(const std::string& yaml) {
@@ -65,6 +73,37 @@ profiles: {a100: {batch: [1, 16], latency_us: [110000, 260000]}}
   TempDir dir_;
   RealClock clock_;
 };
+
+// ParM over HTTP: resnet50's batches are coded into parity queries for its
+// parity model; answers carry the "reconstructed" parameter and /metrics
+// counts the coding groups.
+TEST_F(ServerTest, CodedModelServesEveryRequestAndReportsItsCoding) {
+  std::unique_ptr<Server> server = Start(R"(
+http: {port: 0}
+policy: eager
+executors:
+  - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
+  - {kind: emulated, count: 1, profile: a100, models: [resnet50-parity]}
+coding: [{model: resnet50, parity_model: resnet50-parity}]
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Describe(), HasSubstr("ParM: resnet50 protected by resnet50-parity (k 2, sum encoder)"));
+  std::vector<std::future<testing::ClientResponse>> replies;
+  for (int i = 0; i < 4; ++i) {
+    replies.push_back(std::async(std::launch::async, [&] {
+      return HttpTestClient(server->port()).Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
+    }));
+  }
+  for (auto& f : replies) {
+    testing::ClientResponse r = f.get();
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_THAT(r.body, HasSubstr(R"("reconstructed":)"));
+  }
+  server->core().WaitIdle();
+  const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr("tutti_parity_events_total{model=\"resnet50\",event=\"group\"} "));
+  EXPECT_THAT(metrics, HasSubstr("tutti_reconstructions_total{model=\"resnet50\"}"));
+}
 
 TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfigured) {
   std::unique_ptr<Server> server = Start(R"(
