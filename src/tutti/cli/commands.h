@@ -20,6 +20,7 @@ int ServeCommand(const Args& args);
 int LoadCommand(const Args& args);
 int TrainParityCommand(const Args& args);
 int EvalParityCommand(const Args& args);
+int BenchCommand(const Args& args);
 
 }  // namespace tutti::cli
 

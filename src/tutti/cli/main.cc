@@ -28,6 +28,7 @@ constexpr Command kCommands[] = {
     {"models", "validate a model repository and list its models", tutti::cli::ModelsCommand},
     {"serve", "serve a model repository over KServe v2 HTTP", tutti::cli::ServeCommand},
     {"load", "open-loop load generator for a KServe v2 server", tutti::cli::LoadCommand},
+    {"bench", "reproduce a paper's experiment end to end (parm: ParM's tail latency)", tutti::cli::BenchCommand},
     {"sim", "simulate scheduling policies on emulated GPUs (virtual time)", tutti::cli::SimCommand},
 };
 

@@ -123,8 +123,26 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   Batch batch = TakeBatch(&models_[m].queue, spec_.models[m], m, g, exec_at, size);
   queued_ -= size;
   gpu.free_at = batch.exec_at + batch.latency;
-  gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] { Release(g); });
+  ++gpu.running;
+  gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] {
+    GpuState& gs = gpus_[g];
+    if (options_.await_completion && gs.running > 0) {
+      gs.timer = kNoTimer;
+      gs.awaiting = true;  // OnBatchDone releases it
+      return;
+    }
+    Release(g);
+  });
   listener_->OnDispatch(std::move(batch));
+}
+
+void CandidateScheduler::OnBatchDone(GpuId g) {
+  GpuState& gpu = gpus_[g];
+  gpu.running = std::max(0, gpu.running - 1);
+  if (gpu.running > 0 || !gpu.awaiting) return;
+  gpu.awaiting = false;
+  gpu.free_at = std::max(gpu.free_at, clock_->Now());
+  Release(g);
 }
 
 }  // namespace tutti

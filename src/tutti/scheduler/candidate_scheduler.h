@@ -17,7 +17,8 @@
 //
 // GPUs are modelled by prediction: a batch started at s frees its GPU at
 // s + ℓ(b); the GPU timer fires d_ctrl before that, so the next batch can be
-// on its way. An executor that runs late simply starts the next batch late.
+// on its way. An executor that runs late simply starts the next batch late —
+// unless await_completion holds the GPU until its batches are reported done.
 #ifndef TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 #define TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 
@@ -39,6 +40,7 @@ class CandidateScheduler final : public Scheduler {
 
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
+  void OnBatchDone(GpuId gpu) override;
 
  private:
   using ReadyKey = std::pair<Time, ModelId>;
@@ -55,6 +57,8 @@ class CandidateScheduler final : public Scheduler {
     int rank = 0;
     Time free_at = 0;
     TimerId timer = kNoTimer;
+    int running = 0;        // await_completion: batches not reported done
+    bool awaiting = false;  // await_completion: predicted free, still running
   };
   struct RankState {
     std::set<GpuId> available;  // GPU timer fired, not granted yet

@@ -208,3 +208,33 @@ TEST(SchedulerPropertyTest, InvariantsHoldOverRandomWorkloads) {
 
 }  // namespace
 }  // namespace tutti
+
+namespace tutti {
+namespace {
+
+// await_completion: a GPU whose batch runs past its profiled latency gets no
+// new work until the batch is reported done; without it, prediction frees it.
+TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
+  for (bool await : {false, true}) {
+    ClusterSpec spec;
+    spec.models = {{"m", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)}};
+    spec.gpus = 1;
+    ManualClock clock;
+    Recorder rec;
+    SchedulerOptions options;
+    options.await_completion = await;
+    std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, options, &clock, &rec);
+    s->Submit(Request{1, 0, 0, Millis(100)});
+    s->Submit(Request{2, 0, 0, Millis(100)});
+    clock.AdvanceTo(Millis(5));  // predicted free at 1 ms; the batch is still running
+    ASSERT_EQ(rec.batches.size(), await ? 1u : 2u);
+    if (!await) continue;
+    s->OnBatchDone(0);  // it finished at 5 ms
+    ASSERT_EQ(rec.batches.size(), 2u);
+    EXPECT_EQ(rec.batches[1].exec_at, Millis(5));
+    EXPECT_EQ(rec.batches[1].requests[0].id, 2u);
+  }
+}
+
+}  // namespace
+}  // namespace tutti

@@ -36,6 +36,12 @@ class Scheduler {
 
   // Requests still held (queued, not yet dispatched or dropped).
   virtual int64_t queued() const = 0;
+
+  // The owner reports that a batch dispatched to `gpu` has finished running.
+  // Policies plan with profiled latencies; with
+  // SchedulerOptions::await_completion they also wait for this report before
+  // giving a GPU new work. Default: ignored.
+  virtual void OnBatchDone(GpuId gpu) {}
 };
 
 enum class DropPolicy {
@@ -49,6 +55,11 @@ struct SchedulerOptions {
   // of b has only ℓ(b+1) − ℓ(b) of slack left, less than a real clock's timer
   // latency; the server sets a margin, the simulator (exact timers) needs none.
   Duration frontrun_slack = 0;
+  // `deferred`, `eager`, `timeout`: a GPU takes new work only once every batch
+  // it was given has been reported done (OnBatchDone), as in a pull-based
+  // single queue, so that an instance running slower than its profile is not
+  // handed work it cannot start. Off: GPUs are freed by prediction alone.
+  bool await_completion = false;
   // `nexus` only: how often the planner re-packs sessions from observed rates.
   Duration nexus_epoch = 10 * kSecond;
   // `nexus` only: expected request rate per model (requests/s) for the first

@@ -4,6 +4,8 @@
 //   policy: deferred                 # deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
 //   frontrun_slack_ms: 2             # timer and compute-jitter margin for `deferred`
+//   await_completion: false          # give an executor work only once it is free
+//                                    # (not just predicted free): see SchedulerOptions
 //   default_objective_ms: 100        # for models without latency_objective_ms
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,

@@ -21,6 +21,7 @@ TEST(ServerConfigTest, ParsesEveryField) {
 policy: eager
 drop: early
 frontrun_slack_ms: 2.5
+await_completion: true
 default_objective_ms: 40
 torch_threads: 2
 http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2}
@@ -34,6 +35,7 @@ coding:
   EXPECT_EQ(c->policy, "eager");
   EXPECT_EQ(c->scheduler.drop, DropPolicy::kEarly);
   EXPECT_EQ(c->scheduler.frontrun_slack, Micros(2500));
+  EXPECT_TRUE(c->scheduler.await_completion);
   EXPECT_EQ(c->default_objective, Millis(40));
   EXPECT_EQ(c->torch_threads, 2);
   EXPECT_EQ(c->http.address, "0.0.0.0");
@@ -75,6 +77,7 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
               HasSubstr("field 'executors[0].count': must be at least 1"));
   EXPECT_THAT(ParseError("executors: [{kind: torch}]"), HasSubstr("'executors[0].models': list at least one"));
   EXPECT_THAT(ParseError("torch_threads: many"), HasSubstr("field 'torch_threads': expected an integer"));
+  EXPECT_THAT(ParseError("await_completion: maybe"), HasSubstr("field 'await_completion': expected true or false"));
   EXPECT_THAT(ParseError("executors: [oops"), HasSubstr("line"));
   EXPECT_THAT(ParseError("coding: [{model: a}]"), HasSubstr("missing required field 'coding[0].parity_model'"));
   EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),

@@ -217,6 +217,7 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, const Members& members, P
   {
     std::lock_guard<std::mutex> lock(mu_);
     busy_[gpu] += result.finished - result.started;
+    scheduler_->OnBatchDone(gpu);
     ModelCounters& c = counters_[model];
     Coded* coded = coded_[model].get();
     std::vector<bool> deliver(n, true);
@@ -259,6 +260,7 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, const Members& members, P
       ForgetIfFinished(*coded, key);
     }
   }
+  Flush();  // batches the freed GPU was given; before Answer, which may let the core be destroyed
   Answer(std::move(answers), done);
 }
 
