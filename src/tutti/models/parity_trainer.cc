@@ -161,11 +161,7 @@ absl::StatusOr<TrainResult> TrainParityModel(const ParityTrainOptions& options, 
           ScoreReconstructions(codec, eval, eval_out, classes, 256, run_net);
       return a.ok() ? a->degraded : 0.0;
     };
-    TrainResult result = internal::RunEpochs(loop, clock, progress);
-    result.parameters = CountParameters(*net);
-    net->eval();
-    TUTTI_RETURN_IF_ERROR(internal::SaveNet(net, weights_path));
-    return result;
+    return internal::RunEpochsAndSave(loop, net, weights_path, clock, progress);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("parity training failed: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {

@@ -106,11 +106,7 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
       return internal::StepResult{loss.item<double>() * n, logits.argmax(1).eq(y).sum().item<int64_t>(), n};
     };
     loop.evaluate = [&] { return Accuracy(*net, eval_x, eval_y); };
-    TrainResult result = internal::RunEpochs(loop, clock, progress);
-    result.parameters = CountParameters(*net);
-    net->eval();
-    TUTTI_RETURN_IF_ERROR(internal::SaveNet(net, weights_path));
-    return result;
+    return internal::RunEpochsAndSave(loop, net, weights_path, clock, progress);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {

@@ -3,10 +3,28 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/models/architectures.h"
 
 namespace tutti::internal {
 
-TrainResult RunEpochs(const EpochLoop& loop, const Clock& clock, const TrainProgressCallback& progress) {
+namespace {
+
+// Saves `net` to `path` atomically (creating its directory).
+absl::Status SaveNet(std::shared_ptr<torch::nn::Module> net, const std::string& path) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  torch::save(net, tmp);
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> RunEpochsAndSave(const EpochLoop& loop, std::shared_ptr<torch::nn::Module> net,
+                                             const std::string& weights_path, const Clock& clock,
+                                             const TrainProgressCallback& progress) {
   const int64_t steps = loop.steps_per_epoch;
   const int64_t report_every = std::max<int64_t>(1, steps / std::max(1, loop.progress_updates_per_epoch));
   const Time start = clock.Now();
@@ -40,6 +58,9 @@ TrainResult RunEpochs(const EpochLoop& loop, const Clock& clock, const TrainProg
     result.epoch_loss.push_back(sum.loss_sum / sum.n);
   }
   result.eval_accuracy = loop.evaluate();
+  result.parameters = CountParameters(*net);
+  net->eval();
+  if (absl::Status s = SaveNet(net, weights_path); !s.ok()) return s;
   return result;
 }
 
@@ -48,16 +69,6 @@ torch::Tensor ImagesTensor(const ImageSet& set) {
                           torch::kUInt8)
       .to(torch::kFloat32)
       .div_(255.0);
-}
-
-absl::Status SaveNet(std::shared_ptr<torch::nn::Module> net, const std::string& path) {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  torch::save(net, tmp);
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot write ", path, ": ", ec.message()));
-  return absl::OkStatus();
 }
 
 }  // namespace tutti::internal

@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
 #include "tutti/datasets/fashion_mnist.h"
 #include "tutti/models/trainer.h"
@@ -35,14 +35,15 @@ struct EpochLoop {
 };
 
 // Runs the loop, reporting progress a few times per epoch and at each end
-// (with evaluate()). Returns per-epoch losses and the final evaluation.
-TrainResult RunEpochs(const EpochLoop& loop, const Clock& clock, const TrainProgressCallback& progress);
+// (with evaluate()), then saves `net` (in eval mode) to `weights_path`.
+// Returns per-epoch losses, the final evaluation and the parameter count.
+absl::StatusOr<TrainResult> RunEpochsAndSave(const EpochLoop& loop, std::shared_ptr<torch::nn::Module> net,
+                                             const std::string& weights_path, const Clock& clock,
+                                             const TrainProgressCallback& progress);
 
 // The whole set as FP32 [N, 1, rows, cols] in [0, 1].
 torch::Tensor ImagesTensor(const ImageSet& set);
 
-// Saves `net` to `path` atomically (creating its directory).
-absl::Status SaveNet(std::shared_ptr<torch::nn::Module> net, const std::string& path);
 
 }  // namespace tutti::internal
 
