@@ -66,8 +66,8 @@ int BenchParm(const Args& args) {
   if (torch && !flags.WasSet("rate")) setup.rate = 1000;
   if (torch && !flags.WasSet("requests")) setup.requests = 20000;
   if (torch && !flags.WasSet("slowdowns")) setup.slowdowns.concurrent = 1;
-  setup.slowdowns.min_duration = Micros(slow_min_ms * 1000);
-  setup.slowdowns.max_duration = Micros(slow_max_ms * 1000);
+  setup.slowdowns.min_duration = Millis(slow_min_ms);
+  setup.slowdowns.max_duration = Millis(slow_max_ms);
   setup.slowdowns.seed = setup.seed = static_cast<uint64_t>(seed);
   std::vector<int> k_values;
   for (absl::string_view part : absl::StrSplit(ks, ',')) {
@@ -107,7 +107,7 @@ int BenchParm(const Args& args) {
                                             repo_dir, "; train one with `tutti train-parity --deployed ", deployed,
                                             " --k ", k, "`"));
   };
-  const LatencyProfile emulated = *LatencyProfile::Linear(0, Micros(latency_ms * 1000), 1);
+  const LatencyProfile emulated = *LatencyProfile::Linear(0, Millis(latency_ms), 1);
   auto run = [&](Redundancy redundancy, int k) -> absl::StatusOr<ParmTailResult> {
     ParmTailSetup s = setup;
     s.redundancy = redundancy;

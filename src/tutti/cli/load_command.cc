@@ -84,7 +84,7 @@ int LoadCommand(const Args& args) {
   if (!(slo_ms > 0)) return Fail(absl::InvalidArgumentError("--slo-ms must be positive"));
   spec.duration = Seconds(duration_s);
   spec.warmup = Seconds(warmup_s);
-  spec.slo = Micros(slo_ms * 1000);
+  spec.slo = Millis(slo_ms);
   spec.seed = static_cast<uint64_t>(seed);
   spec.binary = !json;
 

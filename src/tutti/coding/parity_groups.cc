@@ -93,16 +93,10 @@ void ParityGroups::OnParityDone(GroupId id, int position, absl::Span<const float
   Group& g = it->second;
   g.parity[position] = Parity::kIn;
   g.parity_out[position].assign(output.begin(), output.end());
-  const size_t offered_before = events->reconstructions.size();
-  Resolve(id, position, events);
-  if (events->reconstructions.size() == offered_before) {
-    // Useful only if something at this position is still missing.
-    bool missing = false;
-    for (BatchKey k : g.batches) {
-      const BatchState& b = batches_[k];
-      missing |= position < b.size && (b.slots[position] == Slot::kPending || b.slots[position] == Slot::kFailedWaiting);
-    }
-    if (!missing) ++stats_.dropped_parities;
+  if (AnyUnanswered(g, position)) {
+    Resolve(id, position, events);
+  } else {
+    ++stats_.dropped_parities;  // every original at this position came first
   }
   MaybeForget(id);
 }
@@ -121,11 +115,19 @@ bool ParityGroups::Claim(BatchKey key, int position) {
   if (it == batches_.end() || position >= it->second.size) return false;
   BatchState& b = it->second;
   Slot& s = b.slots[position];
-  if (s != Slot::kPending && s != Slot::kFailedWaiting) return false;
+  if (!Unanswered(s)) return false;
   s = Slot::kReconstructed;
   ++stats_.reconstructions;
   MaybeForget(b.group);
   return true;
+}
+
+bool ParityGroups::AnyUnanswered(const Group& g, int position) const {
+  for (BatchKey k : g.batches) {
+    const BatchState& b = batches_.at(k);
+    if (position < b.size && Unanswered(b.slots[position])) return true;
+  }
+  return false;
 }
 
 void ParityGroups::Resolve(GroupId id, int position, Events* events) {
@@ -142,8 +144,7 @@ void ParityGroups::Resolve(GroupId id, int position, Events* events) {
   const Parity parity = g.full ? g.parity[position] : Parity::kNone;
   if (parity == Parity::kIn && missing.size() == 1) {
     BatchState& b = batches_[missing[0]];
-    const Slot s = b.slots[position];
-    if ((s == Slot::kPending || s == Slot::kFailedWaiting) && !b.offered[position]) {
+    if (Unanswered(b.slots[position]) && !b.offered[position]) {
       b.offered[position] = true;
       std::vector<const float*> others;
       for (BatchKey k : g.batches) {
@@ -175,8 +176,8 @@ void ParityGroups::MaybeForget(GroupId id) {
   for (BatchKey k : it->second.batches) {
     const BatchState& b = batches_[k];
     if (!b.done && !b.failed) return;
-    for (Slot s : b.slots) {
-      if (s == Slot::kPending || s == Slot::kFailedWaiting) return;
+    for (int p = 0; p < b.size; ++p) {
+      if (Unanswered(b.slots[p])) return;
     }
   }
   for (BatchKey k : it->second.batches) batches_.erase(k);

@@ -113,6 +113,8 @@ class ParityGroups {
     std::vector<std::vector<float>> parity_out;
   };
 
+  static bool Unanswered(Slot s) { return s == Slot::kPending || s == Slot::kFailedWaiting; }
+  bool AnyUnanswered(const Group& g, int position) const;
   // Offers a reconstruction or reports failures at `position` of `group`
   // where that became possible, then forgets the group if it is finished.
   void Resolve(GroupId id, int position, Events* events);

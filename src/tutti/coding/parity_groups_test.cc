@@ -53,14 +53,18 @@ TEST(ParityGroupsTest, RebuildsTheSlowBatchExactlyAndDiscardsItsLateOriginal) {
       std::vector<float> in = Inputs(size, i);
       last = groups.AddBatch(size, in);
       sent.push_back({last.batch, in});
-      if (i + 1 < k) EXPECT_THAT(last.parity_queries, IsEmpty());
+      if (i + 1 < k) {
+        EXPECT_THAT(last.parity_queries, IsEmpty());
+      }
     }
     ASSERT_EQ(last.parity_queries.size(), 3u - (k == 2));  // the largest batch's size
     // Batch 1 (size 2) is slow; the others finish.
     const int slow = 1;
     ParityGroups::Events events;
     for (int i = 0; i < k; ++i) {
-      if (i != slow) EXPECT_THAT(groups.OnBatchDone(sent[i].key, F(sent[i].inputs), &events), Each(true));
+      if (i != slow) {
+        EXPECT_THAT(groups.OnBatchDone(sent[i].key, F(sent[i].inputs), &events), Each(true));
+      }
     }
     EXPECT_THAT(events.reconstructions, IsEmpty());  // no parity output yet
     for (int p = 0; p < static_cast<int>(last.parity_queries.size()); ++p) {

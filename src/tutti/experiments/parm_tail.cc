@@ -26,13 +26,14 @@ struct Experiment {
 };
 
 // The cluster of `setup`, every instance wrapped in its slowdown plan.
-absl::StatusOr<Experiment> Build(const ParmTailSetup& setup, const LatencyProfile& profile, int64_t input_elements,
-                                 int64_t output_elements, std::vector<int64_t> item_shape,
+absl::StatusOr<Experiment> Build(const ParmTailSetup& setup, const LatencyProfile& profile,
+                                 std::vector<int64_t> item_shape, int64_t output_elements,
                                  const InstanceFactory& make, Clock* clock) {
   const int extra = setup.redundancy == Redundancy::kNone ? 0 : setup.instances / setup.k;
   const bool parm = setup.redundancy == Redundancy::kParm;
   ClusterSpec spec;
   spec.models = {{"deployed", profile, setup.objective}};
+  const int64_t input_elements = TensorSpec{"", DataType::kFp32, item_shape}.ElementCount();
   std::vector<InferenceCore::ModelShape> shapes = {{input_elements, output_elements}};
   if (parm) {
     spec.models.push_back({"parity", profile, setup.objective});
@@ -125,7 +126,7 @@ ParmTailResult RunParmTailEmulated(const ParmTailSetup& setup, const LatencyProf
   InstanceFactory make = [&](bool) -> absl::StatusOr<std::unique_ptr<Executor>> {
     return std::make_unique<EmulatedExecutor>(&clock, std::vector<EmulatedExecutor::Model>{{profile, kOutput}});
   };
-  Experiment x = *Build(setup, profile, kInput, kOutput, {kInput}, make, &clock);
+  Experiment x = *Build(setup, profile, {kInput}, kOutput, make, &clock);
   Collector collector;
   std::unique_ptr<ArrivalSource> arrivals = Arrivals(setup);
   Arrival a;
@@ -160,7 +161,7 @@ absl::StatusOr<ParmTailResult> RunParmTailTorch(const ParmTailSetup& setup, cons
   // Batch size one, as in the paper.
   const LatencyProfile one = *LatencyProfile::Linear(0, c.profiles.at("cpu").Latency(1), 1);
   const int64_t classes = c.outputs[0].ElementCount();
-  TUTTI_ASSIGN_OR_RETURN(Experiment x, Build(setup, one, test.image_size(), classes, c.inputs[0].shape, make, &clock));
+  TUTTI_ASSIGN_OR_RETURN(Experiment x, Build(setup, one, c.inputs[0].shape, classes, make, &clock));
   Collector collector;
   std::unique_ptr<ArrivalSource> arrivals = Arrivals(setup);
   const Time start = clock.Now();

@@ -125,7 +125,7 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
     return respond(Error(400, parsed.status().message()));
   }
   const int64_t per_item = config.inputs[0].ElementCount();
-  const Duration objective = Micros(parsed->objective_ms * 1000);
+  const Duration objective = Millis(parsed->objective_ms);
   auto pending = std::make_shared<PendingInfer>();
   pending->outputs.resize(parsed->batch);
   pending->remaining = parsed->batch;
@@ -210,6 +210,13 @@ std::string KserveService::Metrics() const {
   std::string sizes =
       "# HELP tutti_request_batch_size Size of the batch each answered request ran in.\n"
       "# TYPE tutti_request_batch_size histogram\n";
+  std::string coding =
+      "# HELP tutti_reconstructions_total Requests answered by a ParM reconstruction (also counted as success or "
+      "late).\n# TYPE tutti_reconstructions_total counter\n";
+  std::string parity =
+      "# HELP tutti_parity_events_total ParM coding: groups encoded, late originals discarded, parity outputs "
+      "dropped (nothing missing) and parity queries lost (dropped or failed).\n"
+      "# TYPE tutti_parity_events_total counter\n";
   for (size_t m = 0; m < models_.size(); ++m) {
     const ModelCounters& c = counters[m];
     const ModelState& s = *models_[m];
@@ -226,17 +233,6 @@ std::string KserveService::Metrics() const {
     s.queue_seconds.AppendTo(&queue, "tutti_queue_duration_seconds", label);
     s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
     s.batch_size.AppendTo(&sizes, "tutti_request_batch_size", label);
-  }
-  std::string coding =
-      "# HELP tutti_reconstructions_total Requests answered by a ParM reconstruction (also counted as success or "
-      "late).\n# TYPE tutti_reconstructions_total counter\n";
-  std::string parity =
-      "# HELP tutti_parity_events_total ParM coding: groups encoded, late originals discarded, parity outputs "
-      "dropped (nothing missing) and parity queries lost (dropped or failed).\n"
-      "# TYPE tutti_parity_events_total counter\n";
-  for (size_t m = 0; m < models_.size(); ++m) {
-    const ModelCounters& c = counters[m];
-    const std::string label = absl::StrFormat("model=\"%s\"", models_[m]->served.config.name);
     absl::StrAppendFormat(&coding, "tutti_reconstructions_total{%s} %d\n", label, c.reconstructed);
     if (c.coding.groups == 0) continue;
     for (const auto& [event, n] : {std::pair<const char*, int64_t>{"group", c.coding.groups},

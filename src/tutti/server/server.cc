@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
         return absl::InvalidArgumentError(absl::StrCat("model '", name, "': Tutti serves models with one input "
                                                        "and one output tensor"));
       }
-      const Duration slo = m.latency_objective_ms ? Micros(*m.latency_objective_ms * 1000) : config.default_objective;
+      const Duration slo = m.latency_objective_ms ? Millis(*m.latency_objective_ms) : config.default_objective;
       sub.models.push_back(static_cast<ModelId>(spec.models.size()));
       spec.models.push_back(ModelSpec{name, m.profiles.at(group.profile), slo});
       shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});

@@ -74,7 +74,7 @@ absl::StatusOr<CodingConfig> ParseCoding(const YAML::Node& node, size_t i) {
   TUTTI_ASSIGN_OR_RETURN(auto delay, r.OptionalScalar<double>("reconstruct_delay_ms", "a number"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (delay && *delay < 0) return Invalid(r.FieldPath("reconstruct_delay_ms"), "must not be negative");
-  if (delay) c.reconstruct_delay = Micros(*delay * 1000);
+  if (delay) c.reconstruct_delay = Millis(*delay);
   return c;
 }
 
@@ -116,9 +116,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (drop && *drop != "lazy" && *drop != "early") return Invalid("drop", "expected lazy or early");
   if (drop) c.scheduler.drop = *drop == "early" ? DropPolicy::kEarly : DropPolicy::kLazy;
   if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
-  if (slack) c.scheduler.frontrun_slack = Micros(*slack * 1000);
+  if (slack) c.scheduler.frontrun_slack = Millis(*slack);
   if (objective && !(*objective > 0)) return Invalid("default_objective_ms", "must be positive");
-  if (objective) c.default_objective = Micros(*objective * 1000);
+  if (objective) c.default_objective = Millis(*objective);
   if (threads && *threads < 1) return Invalid("torch_threads", "must be at least 1");
   if (threads) c.torch_threads = *threads;
   return c;

@@ -117,7 +117,9 @@ TEST(CodedServingTest, SlowInstanceIsMaskedByExactReconstructionsForEveryK) {
       EXPECT_EQ(o.output, F(run.inputs[i])) << "k " << k << " request " << i;  // exact, rebuilt or not
       rebuilt += o.reconstructed;
       // A reconstruction arrives long before the slow instance's 40 ms.
-      if (o.reconstructed) EXPECT_LT(o.finished - o.arrival, Millis(10));
+      if (o.reconstructed) {
+        EXPECT_LT(o.finished - o.arrival, Millis(10));
+      }
     }
     EXPECT_GT(rebuilt, 0) << "k " << k;
     EXPECT_EQ(run.deployed.reconstructed, rebuilt);

@@ -220,19 +220,21 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, const Members& members, P
     scheduler_->OnBatchDone(gpu);
     ModelCounters& c = counters_[model];
     Coded* coded = coded_[model].get();
-    std::vector<bool> deliver(n, true);
+    // Coded models: which originals to deliver (the others were rebuilt, or
+    // belong to a failed batch, whose requests the coding events answer).
+    std::vector<bool> deliver;
     ParityGroups::Events events;
     if (coded != nullptr && result.status.ok()) {
       deliver = coded->groups.OnBatchDone(key, result.output, &events);
     } else if (coded != nullptr) {
       coded->batches[key].error = result.status;
       coded->groups.OnBatchFailed(key, &events);
-      deliver.assign(n, false);  // answered below: rebuilt, or with the error when nothing can rebuild them
+      deliver.assign(n, false);
     }
     for (int64_t i = 0; i < n; ++i) {
       Pending& p = (*members)[i];
       p.executed = true;
-      if (!deliver[i]) {
+      if (coded != nullptr && !deliver[i]) {
         done += p.answered;  // a reconstruction answered it before
         continue;
       }
