@@ -214,6 +214,7 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, const Members& members, P
   }
   Answers answers;
   int64_t done = 0;
+  bool queued_work = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     busy_[gpu] += result.finished - result.started;
@@ -261,8 +262,11 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, const Members& members, P
       HandleCodingEvents(model, std::move(events), result.emulated, &answers, &done);
       ForgetIfFinished(*coded, key);
     }
+    queued_work = !outbox_.empty() || !parity_queries_.empty();
   }
-  Flush();  // batches the freed GPU was given; before Answer, which may let the core be destroyed
+  // Batches the freed GPU was given (await_completion); before Answer, which
+  // may let the core be destroyed.
+  if (queued_work) Flush();
   Answer(std::move(answers), done);
 }
 
