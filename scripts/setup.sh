@@ -12,6 +12,8 @@ PACKAGES=(
   libopenblas0-pthread    # fast BLAS for libtorch (Debian defaults to the reference BLAS)
   dataset-fashion-mnist   # /usr/share/datasets/fashion-mnist
   gnuplot-nox curl             # plots from `tutti sim`
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # KServe v2 gRPC, internal RPCs
+  etcd-server etcd-client      # the coordination store of distributed Tutti (tests start their own)
 )
 
 missing=()

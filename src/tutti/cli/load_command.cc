@@ -33,18 +33,19 @@ absl::Status ParseSchedule(const std::string& text, WorkloadSpec* w) {
 
 int LoadCommand(const Args& args) {
   LoadSpec spec;
-  std::string models, arrival = "poisson", schedule, csv;
+  std::string models, arrival = "poisson", schedule, csv, protocol = "http";
   double rate = 100, duration_s = 10, warmup_s = 1, slo_ms = 100, gamma_shape = 1, zipf = 0, tolerance = 0.02;
   int64_t seed = 1;
   bool json = false, find_goodput = false;
   FlagSet flags("tutti load --models A,B [flags]",
-                "Sends open-loop KServe v2 inference requests to a running server (`tutti serve`)\n"
-                "and reports throughput, goodput (answers within the SLO), latency quantiles,\n"
-                "bad rate and — for Fashion-MNIST models — the accuracy of the answers against\n"
+                "Sends open-loop KServe v2 inference requests (HTTP or gRPC) to a running server\n"
+                "(`tutti serve`) and reports throughput, goodput (answers within the SLO), latency\n"
+                "quantiles, bad rate and — for Fashion-MNIST models — the accuracy of the answers against\n"
                 "the test labels. Errors and missing answers count as infinitely late.\n"
                 "--find-goodput searches the highest rate whose p99 meets the SLO for every model.");
   flags.String("host", &spec.host, "server host");
-  flags.Int("port", &spec.port, "server port");
+  flags.Int("port", &spec.port, "server port (the HTTP or the gRPC one, after --protocol)");
+  flags.String("protocol", &protocol, "http (KServe v2 REST, keep-alive) | grpc (inference.GRPCInferenceService)");
   flags.String("models", &models, "comma-separated model names (requests split by --zipf popularity)");
   flags.Double("rate", &rate, "total requests/s (the search's starting rate with --find-goodput)");
   flags.String("arrival", &arrival, "arrival process: constant | poisson | gamma");
@@ -54,8 +55,8 @@ int LoadCommand(const Args& args) {
   flags.Double("duration-s", &duration_s, "sending time per run, warm-up included");
   flags.Double("warmup-s", &warmup_s, "leading seconds not measured");
   flags.Double("slo-ms", &slo_ms, "latency objective sent with every request and judged");
-  flags.Int("connections", &spec.connections, "most keep-alive connections");
-  flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension");
+  flags.Int("connections", &spec.connections, "most keep-alive connections (http)");
+  flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension (http)");
   flags.Int64("max-per-model", &spec.max_per_model, "stop each model after this many requests (0: no limit)");
   flags.Int64("seed", &seed, "random seed of the arrivals");
   flags.String("data", &spec.data_dir, "Fashion-MNIST directory (default: Debian's)");
@@ -87,6 +88,11 @@ int LoadCommand(const Args& args) {
   spec.slo = Millis(slo_ms);
   spec.seed = static_cast<uint64_t>(seed);
   spec.binary = !json;
+  if (protocol == "grpc") {
+    spec.protocol = LoadProtocol::kGrpc;
+  } else if (protocol != "http") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--protocol: unknown '", protocol, "' (expected http or grpc)")));
+  }
 
   LoadResult result;
   if (find_goodput) {

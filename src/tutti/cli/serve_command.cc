@@ -34,11 +34,11 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
 
 int ServeCommand(const Args& args) {
   std::string repo_dir = "demo_repository", config_path, address, policy;
-  int port = -1;
+  int port = -1, grpc_port = -2;
   double duration_s = 0;
   FlagSet flags("tutti serve --repo DIR [--config FILE] [flags]",
-                "Serves the models of a repository over the KServe v2 HTTP protocol: frontend,\n"
-                "scheduler and executors in one process. The serve config (YAML) chooses the\n"
+                "Serves the models of a repository over the KServe v2 protocol, HTTP and gRPC:\n"
+                "frontends, scheduler and executors in one process. The serve config (YAML) chooses the\n"
                 "policy, the listener and the executors; without one, every model with weights\n"
                 "runs on one torch (CPU) executor. SIGINT/SIGTERM stop gracefully: no new\n"
                 "requests, every accepted one answered. See the README for the config format.");
@@ -46,6 +46,7 @@ int ServeCommand(const Args& args) {
   flags.String("config", &config_path, "serve config YAML (default: built-in defaults)");
   flags.String("address", &address, "listen address (overrides the config; default 127.0.0.1)");
   flags.Int("port", &port, "listen port (overrides the config; default 8000; 0: any free port)");
+  flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (overrides the config; default 8001; 0: any free; -1: off)");
   flags.String("policy", &policy, "scheduling policy (overrides the config; default deferred)");
   flags.Double("duration-s", &duration_s, "stop gracefully after this many seconds (0: run until signalled)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
@@ -61,6 +62,8 @@ int ServeCommand(const Args& args) {
   }
   if (!address.empty()) config->http.address = address;
   if (port >= 0) config->http.port = port;
+  if (grpc_port >= -1) config->grpc.port = grpc_port;
+  if (!address.empty()) config->grpc.address = address;
   if (!policy.empty()) config->policy = policy;
   config = ResolveServerConfig(*std::move(config), *repo);
   if (!config.ok()) return Fail(config.status());
@@ -79,6 +82,10 @@ int ServeCommand(const Args& args) {
   if (!server.ok()) return Fail(server.status());
   std::cout << absl::StrFormat("Tutti is serving %s on http://%s:%d — %s", repo_dir, config->http.address,
                                (*server)->port(), (*server)->Describe());
+  if ((*server)->grpc_port() >= 0) {
+    std::cout << absl::StrFormat("KServe v2 gRPC (inference.GRPCInferenceService) on %s:%d\n", config->grpc.address,
+                                 (*server)->grpc_port());
+  }
   PrintExamples(*repo, *config, (*server)->port(), std::cout);
   std::cout << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
 

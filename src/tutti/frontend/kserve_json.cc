@@ -1,6 +1,5 @@
 #include "tutti/frontend/kserve_json.h"
 
-#include <cmath>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +8,7 @@
 #include "rapidjson/error/en.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "tutti/core/status_macros.h"
 
 namespace tutti {
 namespace {
@@ -16,10 +16,6 @@ namespace {
 using rapidjson::Value;
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
-
-std::string ShapeText(const std::vector<int64_t>& shape) {
-  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
-}
 
 // Appends the numbers of a (possibly nested) array; false on a non-number.
 bool Flatten(const Value& v, std::vector<float>* out) {
@@ -40,10 +36,9 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
   if (!p.IsObject()) return Bad("'parameters' must be a JSON object");
   if (p.HasMember("latency_objective_ms")) {
     const Value& v = p["latency_objective_ms"];
-    if (!v.IsNumber() || !(v.GetDouble() > 0) || !std::isfinite(v.GetDouble())) {
-      return Bad("parameter 'latency_objective_ms' must be a positive number");
-    }
-    out->objective_ms = v.GetDouble();
+    const double ms = v.IsNumber() ? v.GetDouble() : -1;
+    if (absl::Status s = CheckObjective(ms); !s.ok()) return s;
+    out->objective_ms = ms;
   }
   if (p.HasMember("binary_data_output")) {
     if (!p["binary_data_output"].IsBool()) return Bad("parameter 'binary_data_output' must be true or false");
@@ -62,10 +57,7 @@ absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& conf
     if (!o.IsObject() || !o.HasMember("name") || !o["name"].IsString()) {
       return Bad("each requested output needs a string 'name'");
     }
-    if (o["name"].GetString() != config.outputs[0].name) {
-      return Bad(absl::StrCat("unknown output '", o["name"].GetString(), "'; model '", config.name,
-                              "' has output '", config.outputs[0].name, "'"));
-    }
+    if (absl::Status s = CheckOutputName(config, o["name"].GetString()); !s.ok()) return s;
     if (o.HasMember("parameters")) {
       const Value& p = o["parameters"];
       if (!p.IsObject()) return Bad("output 'parameters' must be a JSON object");
@@ -108,44 +100,19 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
   if (!doc.HasMember("inputs") || !doc["inputs"].IsArray()) return Bad("missing 'inputs' array");
   const TensorSpec& spec = config.inputs[0];
   const Value& inputs = doc["inputs"];
-  if (inputs.Size() != 1) {
-    return Bad(absl::StrCat("model '", config.name, "' takes exactly one input ('", spec.name, "'), got ",
-                            inputs.Size()));
-  }
+  if (absl::Status s = CheckInputCount(config, inputs.Size()); !s.ok()) return s;
   const Value& in = inputs[0];
   if (!in.IsObject() || !in.HasMember("name") || !in["name"].IsString()) {
     return Bad("each input needs a string 'name'");
   }
-  if (in["name"].GetString() != spec.name) {
-    return Bad(absl::StrCat("unexpected input '", in["name"].GetString(), "'; model '", config.name,
-                            "' takes input '", spec.name, "'"));
-  }
   if (!in.HasMember("datatype") || !in["datatype"].IsString()) return Bad("input needs a string 'datatype'");
-  const std::string datatype = in["datatype"].GetString();
-  if (datatype != DataTypeName(spec.datatype)) {
-    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", datatype, "; the model expects ",
-                            DataTypeName(spec.datatype)));
-  }
   if (!in.HasMember("shape") || !in["shape"].IsArray()) return Bad("input needs a 'shape' array");
   std::vector<int64_t> shape;
   for (const Value& d : in["shape"].GetArray()) {
-    if (!d.IsInt64() || d.GetInt64() < 1) return Bad("shape dimensions must be positive integers");
+    if (!d.IsInt64()) return Bad("shape dimensions must be positive integers");
     shape.push_back(d.GetInt64());
   }
-  std::vector<int64_t> expected = {0};
-  expected.insert(expected.end(), spec.shape.begin(), spec.shape.end());
-  if (shape.size() != expected.size() ||
-      !std::equal(shape.begin() + 1, shape.end(), expected.begin() + 1)) {
-    expected[0] = shape.empty() ? 1 : shape[0];
-    return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
-                            absl::StrJoin(spec.shape, ", "), "]"));
-  }
-  if (shape[0] > config.max_batch_size) {
-    return Bad(absl::StrCat("batch of ", shape[0], " exceeds model '", config.name,
-                            "' max_batch_size ", config.max_batch_size));
-  }
-  out.batch = static_cast<int>(shape[0]);
-  const int64_t expected_values = out.batch * spec.ElementCount();
+  TUTTI_ASSIGN_OR_RETURN(out.batch, CheckInputTensor(config, in["name"].GetString(), in["datatype"].GetString(), shape));
   std::optional<int64_t> binary_size;
   if (in.HasMember("parameters")) {
     const Value& p = in["parameters"];
@@ -166,11 +133,8 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
       return Bad(absl::StrCat("input '", spec.name, "' declares binary_data_size ", *binary_size, " but ",
                               binary.size(), " bytes follow the JSON header"));
     }
-    if (*binary_size != expected_values * static_cast<int64_t>(sizeof(float))) {
-      return Bad(absl::StrCat("input '", spec.name, "' has ", *binary_size, " bytes of binary data; shape ",
-                              ShapeText(shape), " of FP32 needs ", expected_values * sizeof(float)));
-    }
-    out.data.resize(expected_values);
+    if (absl::Status s = CheckByteCount(config, out.batch, *binary_size); !s.ok()) return s;
+    out.data.resize(out.batch * spec.ElementCount());
     std::memcpy(out.data.data(), binary.data(), binary.size());  // little-endian FP32, as the extension says
     return out;
   }
@@ -182,10 +146,7 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
   if (!Flatten(in["data"], &out.data)) {
     return Bad(absl::StrCat("input '", spec.name, "' data must be numbers (FP32)"));
   }
-  if (static_cast<int64_t>(out.data.size()) != out.batch * spec.ElementCount()) {
-    return Bad(absl::StrCat("input '", spec.name, "' has ", out.data.size(), " values; shape ",
-                            ShapeText(shape), " needs ", out.batch * spec.ElementCount()));
-  }
+  if (absl::Status s = CheckValueCount(config, out.batch, out.data.size()); !s.ok()) return s;
   return out;
 }
 
@@ -356,9 +317,8 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
   for (int64_t v : versions) w.String(std::to_string(v).c_str());
   w.EndArray();
   w.Key("platform");
-  w.String(config.platform == Platform::kTorchScript ? "pytorch_torchscript"
-           : config.platform == Platform::kEmulated  ? "tutti_emulated"
-                                                      : "tutti_builtin");
+  const absl::string_view platform = KservePlatformName(config);
+  w.String(platform.data(), static_cast<rapidjson::SizeType>(platform.size()));
   w.Key("inputs");
   w.StartArray();
   for (const TensorSpec& t : config.inputs) WriteTensorSpec(w, t);
@@ -372,7 +332,7 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
 }
 
 std::string WriteServerMetadata() {
-  return R"({"name":"tutti","version":"0.1.0","extensions":[]})";
+  return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion, R"(","extensions":[]})");
 }
 
 std::string WriteError(absl::string_view message) {

@@ -24,17 +24,10 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "absl/strings/string_view.h"
+#include "tutti/frontend/infer_request.h"
 #include "tutti/repository/model_config.h"
 
 namespace tutti {
-
-struct InferRequest {
-  std::string id;               // echoed in the response
-  int batch = 0;                // N
-  std::vector<float> data;      // N × input elements, FP32 (the model's one input)
-  double objective_ms = 0;      // 0: the model's default
-  bool binary_output = false;   // answer with binary output data
-};
 
 // InvalidArgument with a message naming the problem: malformed JSON, a
 // missing or extra input, a wrong datatype, shape or element count, a batch

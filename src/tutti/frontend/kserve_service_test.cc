@@ -6,8 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
-#include "tutti/core/real_clock.h"
-#include "tutti/executors/emulated_executor.h"
+#include "tutti/frontend/frontend_test_util.h"
 #include "tutti/testing/http_test_client.h"
 
 namespace tutti {
@@ -16,30 +15,12 @@ namespace {
 using ::testing::HasSubstr;
 using ::tutti::testing::HttpTestClient;
 
-// A model "mlp" (4 inputs → 3 outputs) on two emulated GPUs with ℓ(b) =
-// 0.1 ms · b + 1 ms, default objective 50 ms, served over HTTP on a free port.
-class KserveServiceTest : public ::testing::Test {
+// The emulated "mlp" (frontend_test_util.h) served over HTTP on a free port.
+class KserveServiceTest : public testing::EmulatedFrontendTest {
  protected:
   void SetUp() override {
-    ModelConfig config;
-    config.name = "mlp";
-    config.platform = Platform::kBuiltin;
-    config.architecture = "mlp";
-    config.max_batch_size = 8;
-    config.inputs = {{"image", DataType::kFp32, {1, 2, 2}}};
-    config.outputs = {{"logits", DataType::kFp32, {3}}};
-    ClusterSpec spec;
-    spec.models = {{"mlp", *LatencyProfile::Linear(Micros(100), Millis(1), 8), Millis(50)}};
-    spec.gpus = 2;
-    std::vector<std::unique_ptr<Executor>> executors;
-    for (int g = 0; g < 2; ++g) {
-      executors.push_back(std::make_unique<EmulatedExecutor>(
-          &clock_, std::vector<EmulatedExecutor::Model>{{spec.models[0].profile, 3}}));
-    }
-    InferenceCore::Options options;
-    options.scheduler.frontrun_slack = Millis(5);  // real timers wake late
-    core_ = *InferenceCore::Create(spec, {{4, 3}}, std::move(executors), options, &clock_);
-    service_ = std::make_unique<KserveService>(core_.get(), std::vector<KserveService::ServedModel>{{config, 1}});
+    EmulatedFrontendTest::SetUp();
+    service_ = std::make_unique<KserveService>(frontend_.get());
     HttpServerOptions http;
     http.port = 0;
     http.max_body_bytes = 4096;
@@ -48,8 +29,7 @@ class KserveServiceTest : public ::testing::Test {
   }
   void TearDown() override {
     server_->StopAccepting();
-    core_->StopAccepting();
-    core_->WaitIdle();
+    StopCore();
     server_->Stop();
   }
 
@@ -58,8 +38,6 @@ class KserveServiceTest : public ::testing::Test {
                         shape, R"(,"data":)", data, "}]}");
   }
 
-  RealClock clock_;
-  std::unique_ptr<InferenceCore> core_;
   std::unique_ptr<KserveService> service_;
   std::unique_ptr<HttpServer> server_;
 };
@@ -75,7 +53,7 @@ TEST_F(KserveServiceTest, HealthAndMetadata) {
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1").status, 200);
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 200);
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1/ready").status, 200);
-  service_->StopAccepting();
+  frontend_->StopAccepting();
   EXPECT_EQ(c.Request("GET", "/v2/health/ready").status, 400);
 }
 

@@ -45,6 +45,7 @@ TEST(EndToEndTest, ServedAccuracyOfAllTestImagesEqualsOfflineAccuracy) {
   ASSERT_TRUE(repo.ok()) << repo.status();
   ServerConfig config;
   config.http.port = 0;
+  config.grpc.port = -1;
   RealClock clock;
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *ResolveServerConfig(config, *repo), &clock);
   ASSERT_TRUE(server.ok()) << server.status();

@@ -15,7 +15,7 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
 #include "tutti/frontend/kserve_json.h"
-#include "tutti/loadgen/http_client_pool.h"
+#include "tutti/loadgen/load_transport.h"
 #include "tutti/simulator/experiment.h"
 #include "tutti/simulator/goodput.h"
 #include "tutti/simulator/report.h"
@@ -29,71 +29,10 @@ Duration Since(SteadyClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - t).count();
 }
 
-// What the server says about a model (KServe v2 metadata).
-struct Target {
-  std::string name;
-  std::string input;              // the input tensor's name
-  std::vector<int64_t> shape;     // of one request: [1, item dims…]
-  int64_t input_elements = 1;
-  bool images = false;            // one 28×28 image per item: send Fashion-MNIST
-};
-
-ClientResponse Blocking(HttpClientPool& pool, ClientRequest request) {
-  std::promise<ClientResponse> p;
-  pool.Send(std::move(request), [&p](ClientResponse r) { p.set_value(std::move(r)); });
-  return p.get_future().get();
-}
-
-absl::StatusOr<Target> FetchTarget(HttpClientPool& pool, const LoadSpec& spec, const std::string& model) {
-  ClientResponse r = Blocking(pool, {"GET", absl::StrCat("/v2/models/", model), "", {}});
-  if (!r.transport.ok()) return r.transport;
-  if (r.status != 200) {
-    return absl::NotFoundError(absl::StrCat("the server at ", spec.host, ":", spec.port, " answered ", r.status,
-                                            " for model '", model, "': ", r.body));
-  }
-  rapidjson::Document d;
-  d.Parse(r.body.c_str());
-  if (d.HasParseError() || !d.IsObject() || !d.HasMember("inputs") || !d["inputs"].IsArray() ||
-      d["inputs"].Size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
-  }
-  const auto& in = d["inputs"][0];
-  if (!in.HasMember("name") || !in["name"].IsString() || !in.HasMember("shape") || !in["shape"].IsArray()) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
-  }
-  Target t{model, in["name"].GetString(), {1}};
-  for (const auto& dim : in["shape"].GetArray()) {
-    if (dim.IsInt64() && dim.GetInt64() > 0) {  // -1 is the batch dimension
-      t.shape.push_back(dim.GetInt64());
-      t.input_elements *= dim.GetInt64();
-    }
-  }
-  t.images = t.input_elements == 784;
-  return t;
-}
-
-// One request: binary or JSON FP32 data of one item.
-ClientRequest MakeRequest(const Target& t, absl::Span<const float> data, const LoadSpec& spec) {
-  EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, ToMillis(spec.slo), spec.binary);
-  ClientRequest r{"POST", absl::StrCat("/v2/models/", t.name, "/infer"), std::move(encoded.body), {}};
-  if (encoded.json_length) r.headers.push_back({"Inference-Header-Content-Length", std::to_string(*encoded.json_length)});
-  return r;
-}
-
-// The predicted class of an OK answer, or -1 when it has no usable logits;
-// sets *emulated from the response parameters.
-int Prediction(const ClientResponse& r, bool* emulated) {
-  std::optional<size_t> json_length;
-  if (size_t n = 0; !r.json_length.empty()) {
-    if (!absl::SimpleAtoi(r.json_length, &n)) return -1;
-    json_length = n;
-  }
-  absl::StatusOr<InferResponse> answer = ParseInferResponse(r.body, json_length);
-  if (!answer.ok()) return -1;
-  *emulated = answer->emulated;
-  const std::vector<float>& logits = answer->output;
-  if (logits.size() != kFashionMnistClasses) return -1;
-  return static_cast<int>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+// The predicted class of an answer, or -1 when it has no usable logits.
+int Prediction(const LoadAnswer& a) {
+  if (!a.error.empty() || a.output.size() != kFashionMnistClasses) return -1;
+  return static_cast<int>(std::max_element(a.output.begin(), a.output.end()) - a.output.begin());
 }
 
 }  // namespace
@@ -105,28 +44,30 @@ double LoadResult::Goodput() const { return window ? total.good / ToSeconds(wind
 absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   if (spec.models.empty()) return absl::InvalidArgumentError("name at least one model to load");
   if (spec.duration <= spec.warmup) return absl::InvalidArgumentError("the duration must exceed the warm-up");
-  // Declared before the pool, which is destroyed first: callbacks still
-  // running then (after a drain timeout) find these alive.
+  // Declared before the transport, which is destroyed first: callbacks
+  // still running then (after a drain timeout) find these alive.
   LoadResult result;
   std::mutex mu;
   std::condition_variable answered;
   int64_t outstanding = 0;
   Histogram lag;
-  HttpClientPool pool(spec.host, spec.port, spec.connections);
-  std::vector<Target> targets;
+  std::unique_ptr<LoadTransport> transport =
+      spec.protocol == LoadProtocol::kGrpc ? MakeGrpcTransport(spec.host, spec.port)
+                                           : MakeHttpTransport(spec.host, spec.port, spec.connections, spec.binary);
+  std::vector<LoadTarget> targets;
   for (const std::string& m : spec.models) {
-    TUTTI_ASSIGN_OR_RETURN(Target t, FetchTarget(pool, spec, m));
+    TUTTI_ASSIGN_OR_RETURN(LoadTarget t, transport->Describe(m));
     targets.push_back(std::move(t));
   }
   ImageSet images;
   std::vector<float> pixels;
-  if (std::any_of(targets.begin(), targets.end(), [](const Target& t) { return t.images; })) {
+  if (std::any_of(targets.begin(), targets.end(), [](const LoadTarget& t) { return t.images; })) {
     TUTTI_ASSIGN_OR_RETURN(images, LoadFashionMnist(spec.data_dir.empty() ? kDefaultFashionMnistDir : spec.data_dir,
                                                     Split::kTest));
     pixels = images.ToFloat(0, images.size());
   }
   int64_t max_elements = 0;
-  for (const Target& t : targets) max_elements = std::max(max_elements, t.input_elements);
+  for (const LoadTarget& t : targets) max_elements = std::max(max_elements, t.input_elements);
   const std::vector<float> zeros(max_elements, 0.0f);
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(spec.workload, static_cast<int>(targets.size()), spec.duration, spec.seed));
@@ -139,7 +80,8 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     result.models[m].metrics.slo = spec.slo;
   }
   std::vector<int64_t> sent(targets.size(), 0);
-  // The sender runs on the pool's I/O thread, woken by a timer; it sends
+  // The sender runs on a transport thread (HTTP: the I/O thread), woken by a
+  // timer; it sends
   // every request due within kLookahead (arming a timer per request would
   // cost more than the request at 20k r/s; 0.2 ms is nothing next to an SLO).
   constexpr Duration kLookahead = 200 * kMicrosecond;
@@ -149,12 +91,8 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   bool have_next = source->Next(&next);
   auto done_with = [&](int model) { return spec.max_per_model > 0 && sent[model] >= spec.max_per_model; };
   auto send = [&](const Arrival& a) {
-    const Target& t = targets[a.model];
+    const LoadTarget& t = targets[a.model];
     const int64_t image = sent[a.model]++ % std::max<int64_t>(1, images.size());
-    ClientRequest request =
-        MakeRequest(t, t.images ? absl::MakeConstSpan(&pixels[image * 784], 784)
-                                 : absl::MakeConstSpan(zeros.data(), t.input_elements),
-                     spec);
     lag.Record(std::max<Duration>(0, Since(start) - a.time));
     const bool measured = a.time >= spec.warmup;
     const int label = t.images ? images.labels[image] : -1;
@@ -163,25 +101,23 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
       std::lock_guard<std::mutex> lock(mu);
       ++outstanding;
     }
-    pool.Send(std::move(request), [&, model = a.model, measured, label, sent_at](ClientResponse r) {
+    const absl::Span<const float> data = t.images ? absl::MakeConstSpan(&pixels[image * 784], 784)
+                                                  : absl::MakeConstSpan(zeros.data(), t.input_elements);
+    transport->Infer(t, data, ToMillis(spec.slo), [&, model = a.model, measured, label, sent_at](LoadAnswer r) {
       const Duration latency = Since(sent_at);
-      bool emulated = false;
-      const int predicted = r.transport.ok() && r.status == 200 ? Prediction(r, &emulated) : -1;
+      const int predicted = Prediction(r);
       std::lock_guard<std::mutex> lock(mu);
       if (measured) {
         LoadModelResult& m = result.models[model];
         ++m.metrics.arrived;
-        if (!r.transport.ok()) {
+        if (!r.error.empty()) {
           ++m.metrics.dropped;
-          ++m.errors[std::string(r.transport.message())];
-        } else if (r.status != 200) {
-          ++m.metrics.dropped;
-          ++m.errors[absl::StrCat("HTTP ", r.status)];
+          ++m.errors[r.error];
         } else {
           ++(latency <= spec.slo ? m.metrics.good : m.metrics.late);
           m.metrics.latency.Record(latency);
-          m.emulated += emulated;
-          if (!emulated && label >= 0 && predicted >= 0) {
+          m.emulated += r.emulated;
+          if (!r.emulated && label >= 0 && predicted >= 0) {
             ++m.labelled;
             m.correct += predicted == label;
           }
@@ -202,9 +138,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
       have_next = source->Next(&next);
     }
     if (!have_next) return all_sent.set_value();
-    pool.RunAt(start + std::chrono::nanoseconds(next.time), tick);
+    transport->RunAt(start + std::chrono::nanoseconds(next.time), tick);
   };
-  pool.RunAt(start, tick);
+  transport->RunAt(start, tick);
   all_sent.get_future().wait();
   {
     std::unique_lock<std::mutex> lock(mu);

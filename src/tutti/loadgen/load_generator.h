@@ -1,7 +1,7 @@
 // The load generator behind `tutti load`: open-loop arrivals (the
 // simulator's workload generator: constant, Poisson or Gamma; a fixed rate
 // or phases; Zipf popularity across models) sent as KServe v2 requests
-// over keep-alive HTTP connections. Models whose input is one 28×28 image
+// over keep-alive HTTP connections or over gRPC. Models whose input is one 28×28 image
 // get real Fashion-MNIST test images, and their answers are checked against
 // the labels; other models get zeros of their input size.
 //
@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
+#include "tutti/loadgen/load_transport.h"
 #include "tutti/simulator/metrics.h"
 #include "tutti/simulator/workload.h"
 
@@ -38,7 +39,8 @@ struct LoadSpec {
   // at a time per connection, so this must exceed rate × latency (Little's
   // law): 20k r/s answered in 20 ms need 400.
   int connections = 1024;
-  bool binary = true;                    // binary tensor extension (else JSON data)
+  LoadProtocol protocol = LoadProtocol::kHttp;
+  bool binary = true;                    // HTTP: binary tensor extension (else JSON data)
   int64_t max_per_model = 0;             // stop a model's stream after this many (0: no limit)
   std::string data_dir;                  // Fashion-MNIST; "" for the default
   Duration drain_timeout = 30 * kSecond; // wait this long for the last answers

@@ -34,6 +34,7 @@ profiles: {a100: {batch: [1, 16], latency_us: [2100, 3600]}}
     repo_ = *ModelRepository::Open(dir_.path());
     ServerConfig config = *ParseServerConfig(R"(
 http: {port: 0}
+grpc: {port: 0}
 executors:
   - {kind: emulated, count: 2, models: [fast]}
   - {kind: emulated, count: 2, models: [image]}
@@ -55,9 +56,11 @@ executors:
   LoadSpec spec_;
 };
 
-TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedFor) {
-  for (bool binary : {true, false}) {
-    spec_.binary = binary;
+TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
+  for (int variant = 0; variant < 3; ++variant) {  // HTTP binary, HTTP JSON, gRPC
+    spec_.binary = variant == 0;
+    spec_.protocol = variant == 2 ? LoadProtocol::kGrpc : LoadProtocol::kHttp;
+    spec_.port = variant == 2 ? server_->grpc_port() : server_->port();
     absl::StatusOr<LoadResult> r = RunLoad(spec_);
     ASSERT_TRUE(r.ok()) << r.status();
     ASSERT_EQ(r->models.size(), 2u);
@@ -81,6 +84,13 @@ TEST_F(LoadGeneratorTest, ImpossibleObjectivesAreCountedAsErrors) {
     EXPECT_EQ(m.errors.at("HTTP 503"), m.metrics.arrived);
   }
   EXPECT_EQ(r->Goodput(), 0);
+  spec_.protocol = LoadProtocol::kGrpc;
+  spec_.port = server_->grpc_port();
+  r = RunLoad(spec_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const LoadModelResult& m : r->models) {
+    EXPECT_EQ(m.errors.at("gRPC DEADLINE_EXCEEDED"), m.metrics.arrived);
+  }
 }
 
 TEST_F(LoadGeneratorTest, ClearErrorsForUnknownModelsAndNoServer) {
@@ -88,6 +98,12 @@ TEST_F(LoadGeneratorTest, ClearErrorsForUnknownModelsAndNoServer) {
   absl::StatusOr<LoadResult> r = RunLoad(spec_);
   ASSERT_FALSE(r.ok());
   EXPECT_THAT(r.status().message(), HasSubstr("answered 404 for model 'vgg'"));
+  spec_.protocol = LoadProtocol::kGrpc;
+  spec_.port = server_->grpc_port();
+  r = RunLoad(spec_);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("does not serve 'vgg'"));
+  spec_.protocol = LoadProtocol::kHttp;
   const int port = server_->port();
   server_.reset();
   spec_.port = port;

@@ -39,7 +39,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   SetTorchThreads(config.torch_threads);
   ClusterSpec spec;
   std::vector<InferenceCore::ModelShape> shapes;
-  std::vector<KserveService::ServedModel> served;
+  std::vector<InferenceFrontend::ServedModel> served;
   std::vector<std::unique_ptr<Executor>> executors;
   std::string& d = server->description_;
   for (const ExecutorGroupConfig& group : config.executors) {
@@ -90,8 +90,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   }
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(shapes),
                                                               std::move(executors), options, clock));
-  server->service_ = std::make_unique<KserveService>(server->core_.get(), std::move(served));
+  server->frontend_ = std::make_unique<InferenceFrontend>(server->core_.get(), std::move(served));
+  server->service_ = std::make_unique<KserveService>(server->frontend_.get());
   TUTTI_ASSIGN_OR_RETURN(server->http_, HttpServer::Start(config.http, server->service_.get()));
+  if (config.grpc.port >= 0) {
+    server->grpc_service_ = std::make_unique<KserveGrpcService>(server->frontend_.get());
+    TUTTI_ASSIGN_OR_RETURN(server->grpc_, GrpcServer::Start(config.grpc, {server->grpc_service_.get()}));
+  }
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);
   return server;
 }
@@ -101,10 +106,11 @@ std::string Server::Describe() const { return description_; }
 void Server::Shutdown(Duration write_timeout) {
   if (shut_down_) return;
   shut_down_ = true;
-  service_->StopAccepting();
+  frontend_->StopAccepting();
   http_->StopAccepting();
   core_->StopAccepting();
   core_->WaitIdle();
+  if (grpc_) grpc_->Shutdown(write_timeout);
   http_->Drain(write_timeout);
   http_->Stop();
 }

@@ -1,4 +1,4 @@
-// Server: one Tutti serving process — the KServe v2 HTTP frontend, the
+// Server: one Tutti serving process — the KServe v2 HTTP and gRPC frontends, the
 // scheduler on the given clock, and the executors of a resolved
 // ServerConfig, over the models of a repository. `tutti serve` runs one; the
 // end-to-end tests start one on a free port.
@@ -10,7 +10,10 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
+#include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
+#include "tutti/frontend/inference_frontend.h"
+#include "tutti/frontend/kserve_grpc_service.h"
 #include "tutti/frontend/kserve_service.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
@@ -29,12 +32,14 @@ class Server {
   ~Server();  // Shutdown() if not done yet
 
   int port() const { return http_->port(); }
+  // The gRPC port; -1 when the config turns gRPC off.
+  int grpc_port() const { return grpc_ ? grpc_->port() : -1; }
   // A few lines: the models with their objectives, the executor groups.
   std::string Describe() const;
   InferenceCore& core() { return *core_; }
 
   // Graceful: readiness turns false, no new connections or requests are
-  // accepted (those that come get 503), every accepted request is answered
+  // accepted (those that come get 503 or UNAVAILABLE), every accepted request is answered
   // and its response written (up to `write_timeout`), then the listener
   // closes. Idempotent.
   void Shutdown(Duration write_timeout = 5 * kSecond);
@@ -44,8 +49,11 @@ class Server {
 
   std::string description_;
   std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<InferenceFrontend> frontend_;
   std::unique_ptr<KserveService> service_;
   std::unique_ptr<HttpServer> http_;
+  std::unique_ptr<KserveGrpcService> grpc_service_;
+  std::unique_ptr<GrpcServer> grpc_;
   bool shut_down_ = false;
 };
 

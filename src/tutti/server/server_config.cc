@@ -45,6 +45,21 @@ absl::Status ParseHttp(const YAML::Node& node, HttpServerOptions* http) {
   return absl::OkStatus();
 }
 
+absl::Status ParseGrpc(const YAML::Node& node, GrpcServerOptions* grpc) {
+  MapReader r(node, "grpc");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto address, r.OptionalScalar<std::string>("address", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto port, r.OptionalScalar<int>("port", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto message_mb, r.OptionalScalar<int>("max_message_mb", "an integer"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (port && (*port < -1 || *port > 65535)) return Invalid("grpc.port", "must be in [0, 65535], or -1 for off");
+  if (message_mb && (*message_mb < 1 || *message_mb > 2047)) return Invalid("grpc.max_message_mb", "must be in [1, 2047]");
+  if (address) grpc->address = *address;
+  if (port) grpc->port = *port;
+  if (message_mb) grpc->max_message_mb = *message_mb;
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i) {
   MapReader r(node, absl::StrCat("executors[", i, "]"));
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
@@ -90,6 +105,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
   c.scheduler.await_completion = await.value_or(false);
   if (YAML::Node http = r.Get("http"); http.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseHttp(http, &c.http));
+  if (YAML::Node grpc = r.Get("grpc"); grpc.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseGrpc(grpc, &c.grpc));
   if (YAML::Node groups = r.Get("executors"); groups.IsDefined()) {
     if (!groups.IsSequence()) return Invalid("executors", "expected a list of executor groups");
     for (size_t i = 0; i < groups.size(); ++i) {

@@ -1,5 +1,5 @@
 // ServerConfig: what `tutti serve --config FILE` reads — the scheduling
-// policy, the HTTP listener, and the executors with the models each holds.
+// policy, the HTTP and gRPC listeners, and the executors with the models each holds.
 //
 //   policy: deferred                 # deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
@@ -10,6 +10,8 @@
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
 //          max_body_mb: 64, read_timeout_s: 10}
+//   grpc: {address: 127.0.0.1, port: 8001,   # KServe v2 gRPC; port -1: off
+//          max_message_mb: 64}
 //   executors:                       # each group is one sub-cluster
 //     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
 //     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
@@ -36,6 +38,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/scheduler/scheduler.h"
@@ -61,6 +64,7 @@ struct ServerConfig {
   Duration default_objective = 100 * kMillisecond;
   int torch_threads = 1;
   HttpServerOptions http;
+  GrpcServerOptions grpc;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
 };

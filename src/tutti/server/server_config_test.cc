@@ -25,6 +25,7 @@ await_completion: true
 default_objective_ms: 40
 torch_threads: 2
 http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2}
+grpc: {address: 0.0.0.0, port: 9001, max_message_mb: 8}
 executors:
   - {kind: torch, models: [mlp, lenet5]}
   - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
@@ -43,6 +44,9 @@ coding:
   EXPECT_EQ(c->http.threads, 3);
   EXPECT_EQ(c->http.max_body_bytes, 1u << 20);
   EXPECT_EQ(c->http.read_timeout, Seconds(2));
+  EXPECT_EQ(c->grpc.address, "0.0.0.0");
+  EXPECT_EQ(c->grpc.port, 9001);
+  EXPECT_EQ(c->grpc.max_message_mb, 8);
   ASSERT_EQ(c->executors.size(), 2u);
   EXPECT_EQ(c->executors[0].kind, "torch");
   EXPECT_EQ(c->executors[0].count, 1);
@@ -62,6 +66,7 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   EXPECT_EQ(c->policy, "deferred");
   EXPECT_EQ(c->scheduler.frontrun_slack, 2 * kMillisecond);
   EXPECT_EQ(c->http.port, 8000);
+  EXPECT_EQ(c->grpc.port, 8001);
   EXPECT_TRUE(c->executors.empty());
 }
 
@@ -71,6 +76,8 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("drop: sometimes"), HasSubstr("field 'drop': expected lazy or early"));
   EXPECT_THAT(ParseError("http: {port: 70000}"), HasSubstr("field 'http.port': must be in [0, 65535]"));
   EXPECT_THAT(ParseError("http: {prot: 1}"), HasSubstr("unknown field 'http.prot'"));
+  EXPECT_THAT(ParseError("grpc: {port: -2}"), HasSubstr("field 'grpc.port': must be in [0, 65535], or -1 for off"));
+  EXPECT_THAT(ParseError("grpc: {max_message_mb: 0}"), HasSubstr("field 'grpc.max_message_mb'"));
   EXPECT_THAT(ParseError("executors: [{kind: tpu, models: [a]}]"),
               HasSubstr("field 'executors[0].kind': unknown executor kind 'tpu' (expected torch or emulated)"));
   EXPECT_THAT(ParseError("executors: [{kind: torch, count: 0, models: [a]}]"),

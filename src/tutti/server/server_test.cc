@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <future>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -80,6 +82,7 @@ parity: {deployed: resnet50, k: 2, encoder: sum}
 TEST_F(ServerTest, CodedModelServesEveryRequestAndReportsItsCoding) {
   std::unique_ptr<Server> server = Start(R"(
 http: {port: 0}
+grpc: {port: -1}
 policy: eager
 executors:
   - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
@@ -105,9 +108,10 @@ coding: [{model: resnet50, parity_model: resnet50-parity}]
   EXPECT_THAT(metrics, HasSubstr("tutti_reconstructions_total{model=\"resnet50\"}"));
 }
 
-TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfigured) {
+TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfiguredOverHttpAndGrpc) {
   std::unique_ptr<Server> server = Start(R"(
 http: {port: 0}
+grpc: {port: 0}
 executors:
   - {kind: torch, models: [linear]}
   - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
@@ -130,10 +134,29 @@ executors:
   d.Parse(r.body.c_str());
   EXPECT_TRUE(d["parameters"]["tutti_emulated"].GetBool());
   EXPECT_THAT(c.Request("GET", "/v2/models/resnet50").body, HasSubstr(R"("platform":"tutti_emulated")"));
+
+  // The same real model over KServe v2 gRPC gives the same outputs.
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server->grpc_port()), grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest request;
+  request.set_model_name("linear");
+  auto* in = request.add_inputs();
+  in->set_name("image");
+  in->set_datatype("FP32");
+  for (int64_t dim : {2, 1, 28, 28}) in->add_shape(dim);
+  for (float v : testing::FixtureInputs(2)) in->mutable_contents()->add_fp32_contents(v);
+  inference::ModelInferResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub->ModelInfer(&context, request, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(response.parameters().at("tutti_emulated").bool_param());
+  ASSERT_EQ(response.raw_output_contents(0).size(), expected.size() * sizeof(float));
+  const float* out = reinterpret_cast<const float*>(response.raw_output_contents(0).data());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;
 }
 
 TEST_F(ServerTest, ShutdownAnswersEverythingInFlightThenRefuses) {
-  std::unique_ptr<Server> server = Start("http: {port: 0}\n");
+  std::unique_ptr<Server> server = Start("http: {port: 0}\ngrpc: {port: -1}\n");
   ASSERT_NE(server, nullptr);
   const int port = server->port();
   // 12 clients, each with a request that takes > 100 ms on the emulated GPU.

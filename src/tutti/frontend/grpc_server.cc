@@ -1,0 +1,43 @@
+#include "tutti/frontend/grpc_server.h"
+
+#include <chrono>
+
+#include <grpcpp/grpcpp.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace tutti {
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOptions& options,
+                                                              const std::vector<grpc::Service*>& services) {
+  if (options.port < 0 || options.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("gRPC port ", options.port, " is not in [0, 65535]"));
+  }
+  std::unique_ptr<GrpcServer> out(new GrpcServer());
+  const std::string target = absl::StrCat(options.address, ":", options.port);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(target, grpc::InsecureServerCredentials(), &out->port_);
+  builder.SetMaxReceiveMessageSize(options.max_message_mb << 20);
+  builder.SetMaxSendMessageSize(options.max_message_mb << 20);
+  for (grpc::Service* s : services) builder.RegisterService(s);
+  out->server_ = builder.BuildAndStart();
+  if (!out->server_ || out->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen for gRPC on ", target, " (address in use?)"));
+  }
+  return out;
+}
+
+void GrpcServer::Shutdown(Duration grace) {
+  if (!server_) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::nanoseconds(grace));
+  server_->Wait();
+  server_.reset();
+}
+
+GrpcServer::~GrpcServer() { Shutdown(0); }
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
+}
+
+}  // namespace tutti

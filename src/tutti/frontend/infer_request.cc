@@ -1,0 +1,91 @@
+#include "tutti/frontend/infer_request.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace tutti {
+namespace {
+
+absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+std::string BatchShapeText(const ModelConfig& config, int batch) {
+  return absl::StrCat("[", batch, ", ", absl::StrJoin(config.inputs[0].shape, ", "), "]");
+}
+
+}  // namespace
+
+absl::Status CheckInputCount(const ModelConfig& config, size_t count) {
+  if (count == 1) return absl::OkStatus();
+  return Bad(absl::StrCat("model '", config.name, "' takes exactly one input ('", config.inputs[0].name, "'), got ",
+                          count));
+}
+
+absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_view name, absl::string_view datatype,
+                                     const std::vector<int64_t>& shape) {
+  const TensorSpec& spec = config.inputs[0];
+  if (name != spec.name) {
+    return Bad(absl::StrCat("unexpected input '", name, "'; model '", config.name, "' takes input '", spec.name,
+                            "'"));
+  }
+  if (datatype != DataTypeName(spec.datatype)) {
+    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", datatype, "; the model expects ",
+                            DataTypeName(spec.datatype)));
+  }
+  for (int64_t d : shape) {
+    if (d < 1) return Bad("shape dimensions must be positive integers");
+  }
+  if (shape.size() != spec.shape.size() + 1 || !std::equal(shape.begin() + 1, shape.end(), spec.shape.begin())) {
+    return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
+                            absl::StrJoin(spec.shape, ", "), "]"));
+  }
+  if (shape[0] > config.max_batch_size) {
+    return Bad(absl::StrCat("batch of ", shape[0], " exceeds model '", config.name, "' max_batch_size ",
+                            config.max_batch_size));
+  }
+  return static_cast<int>(shape[0]);
+}
+
+absl::Status CheckValueCount(const ModelConfig& config, int batch, int64_t values) {
+  const int64_t needed = batch * config.inputs[0].ElementCount();
+  if (values == needed) return absl::OkStatus();
+  return Bad(absl::StrCat("input '", config.inputs[0].name, "' has ", values, " values; shape ",
+                          BatchShapeText(config, batch), " needs ", needed));
+}
+
+absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes) {
+  const int64_t needed = batch * config.inputs[0].ElementCount() * static_cast<int64_t>(sizeof(float));
+  if (bytes == needed) return absl::OkStatus();
+  return Bad(absl::StrCat("input '", config.inputs[0].name, "' has ", bytes, " bytes of binary data; shape ",
+                          BatchShapeText(config, batch), " of FP32 needs ", needed));
+}
+
+absl::Status CheckOutputName(const ModelConfig& config, absl::string_view name) {
+  if (name == config.outputs[0].name) return absl::OkStatus();
+  return Bad(absl::StrCat("unknown output '", name, "'; model '", config.name, "' has output '",
+                          config.outputs[0].name, "'"));
+}
+
+absl::Status CheckObjective(double objective_ms) {
+  if (objective_ms > 0 && std::isfinite(objective_ms)) return absl::OkStatus();
+  return Bad("parameter 'latency_objective_ms' must be a positive number");
+}
+
+absl::string_view KservePlatformName(const ModelConfig& config) {
+  switch (config.platform) {
+    case Platform::kTorchScript:
+      return "pytorch_torchscript";
+    case Platform::kEmulated:
+      return "tutti_emulated";
+    case Platform::kBuiltin:
+      break;
+  }
+  return "tutti_builtin";
+}
+
+}  // namespace tutti

@@ -1,0 +1,51 @@
+// An inference request as the frontends hand it to the serving core, and
+// what both KServe v2 codecs (JSON over HTTP, protobuf over gRPC) share: the
+// checks they run against the model's config, so that the two protocols
+// accept and refuse exactly the same requests with the same messages, and
+// the metadata they report.
+//
+// Tutti serves models with one FP32 input and one output. A request's input
+// shape includes the batch dimension: [N, dims…], 1 <= N <= max_batch_size.
+#ifndef TUTTI_FRONTEND_INFER_REQUEST_H_
+#define TUTTI_FRONTEND_INFER_REQUEST_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tutti/repository/model_config.h"
+
+namespace tutti {
+
+struct InferRequest {
+  std::string id;               // echoed in the response
+  int batch = 0;                // N
+  std::vector<float> data;      // N × input elements, FP32 (the model's one input)
+  double objective_ms = 0;      // 0: the model's default
+  bool binary_output = false;   // answer with binary output data (HTTP only)
+};
+
+// Each returns InvalidArgument with a message naming the problem.
+
+// The number of inputs, then the input's name, datatype and shape; returns N.
+absl::Status CheckInputCount(const ModelConfig& config, size_t count);
+absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_view name, absl::string_view datatype,
+                                     const std::vector<int64_t>& shape);
+// `values` FP32 values (or `bytes` of raw data) for a batch of `batch`.
+absl::Status CheckValueCount(const ModelConfig& config, int batch, int64_t values);
+absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes);
+// A requested output is the model's one output.
+absl::Status CheckOutputName(const ModelConfig& config, absl::string_view name);
+// The "latency_objective_ms" parameter: a positive finite number.
+absl::Status CheckObjective(double objective_ms);
+
+// Metadata both protocols report.
+inline constexpr absl::string_view kServerName = "tutti";
+inline constexpr absl::string_view kServerVersion = "0.1.0";
+// "pytorch_torchscript", "tutti_emulated" or "tutti_builtin".
+absl::string_view KservePlatformName(const ModelConfig& config);
+
+}  // namespace tutti
+
+#endif  // TUTTI_FRONTEND_INFER_REQUEST_H_

@@ -1,0 +1,173 @@
+#include "tutti/frontend/inference_frontend.h"
+
+#include <mutex>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tutti/frontend/prometheus.h"
+
+namespace tutti {
+
+struct InferenceFrontend::ModelState {
+  ServedModel served;
+  std::atomic<int64_t> rejected{0};  // refused before scheduling (bad input)
+  // Over answered items: arrival → batch start, batch start → finish, and
+  // the size of the batch each ran in.
+  PromHistogram queue_seconds{PromHistogram::SecondsBounds()};
+  PromHistogram compute_seconds{PromHistogram::SecondsBounds()};
+  PromHistogram batch_size{PromHistogram::BatchBounds()};
+};
+
+namespace {
+
+// Everything a request waits on: one slot per item.
+struct PendingInfer {
+  std::mutex mu;
+  InferenceFrontend::InferResult result;
+  int remaining = 0;
+  absl::Status first_error;
+};
+
+}  // namespace
+
+InferenceFrontend::InferenceFrontend(InferenceCore* core, std::vector<ServedModel> models) : core_(core) {
+  for (ServedModel& m : models) {
+    auto state = std::make_unique<ModelState>();
+    state->served = std::move(m);
+    models_.push_back(std::move(state));
+  }
+}
+
+InferenceFrontend::~InferenceFrontend() = default;
+
+absl::StatusOr<int> InferenceFrontend::FindModel(absl::string_view name, absl::string_view version) const {
+  for (size_t i = 0; i < models_.size(); ++i) {
+    const ServedModel& m = models_[i]->served;
+    if (m.config.name != name) continue;
+    int64_t v = 0;
+    if (!version.empty() && (!absl::SimpleAtoi(version, &v) || v != m.version)) {
+      return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version, "' (serving version ",
+                                              m.version, ")"));
+    }
+    return static_cast<int>(i);
+  }
+  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+}
+
+const InferenceFrontend::ServedModel& InferenceFrontend::served(int model) const { return models_[model]->served; }
+
+void InferenceFrontend::CountRejected(int model) { ++models_[model]->rejected; }
+
+void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
+  ModelState& state = *models_[model];
+  const int64_t per_item = state.served.config.inputs[0].ElementCount();
+  const Duration objective = Millis(request.objective_ms);
+  auto pending = std::make_shared<PendingInfer>();
+  pending->result.outputs.resize(request.batch);
+  pending->remaining = request.batch;
+  auto finish = [&state, pending, done = std::move(done)](int item, InferenceOutcome o) {
+    {
+      std::lock_guard<std::mutex> lock(pending->mu);
+      InferResult& r = pending->result;
+      if (o.status.ok()) {
+        r.outputs[item] = std::move(o.output);
+        r.emulated |= o.emulated;
+        r.late |= o.late;
+        r.reconstructed |= o.reconstructed;
+        r.max_batch = std::max(r.max_batch, o.batch_size);
+        r.max_queue = std::max(r.max_queue, o.started - o.arrival);
+        r.max_compute = std::max(r.max_compute, o.finished - o.started);
+        state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
+        state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
+        state.batch_size.Observe(o.batch_size);
+      } else if (pending->first_error.ok()) {
+        pending->first_error = o.status;
+      }
+      if (--pending->remaining > 0) return;
+    }
+    if (!pending->first_error.ok()) return done(pending->first_error);
+    done(std::move(pending->result));
+  };
+  for (int i = 0; i < request.batch; ++i) {
+    std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
+    absl::Status s = core_->Submit(model, std::move(item), objective,
+                                   [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
+    if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
+  }
+}
+
+std::string InferenceFrontend::StatsJson(int model) const {
+  const ModelCounters c = core_->Counters()[model];
+  const ModelState& s = *models_[model];
+  const double timed = static_cast<double>(std::max<int64_t>(1, s.queue_seconds.count()));
+  return absl::StrFormat(
+      R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
+      R"("rejected":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
+      R"("mean_compute_us":%.1f})",
+      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), c.reconstructed,
+      c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
+      s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6);
+}
+
+std::string InferenceFrontend::PrometheusText() const {
+  const std::vector<ModelCounters> counters = core_->Counters();
+  std::string out =
+      "# HELP tutti_requests_total Inference requests by model and outcome.\n"
+      "# TYPE tutti_requests_total counter\n";
+  std::string batches = "# HELP tutti_batches_total Batches executed.\n# TYPE tutti_batches_total counter\n";
+  std::string attainment =
+      "# HELP tutti_slo_attainment Fraction of ended requests answered on time.\n"
+      "# TYPE tutti_slo_attainment gauge\n";
+  std::string queue =
+      "# HELP tutti_queue_duration_seconds Arrival to batch start, answered requests.\n"
+      "# TYPE tutti_queue_duration_seconds histogram\n";
+  std::string compute =
+      "# HELP tutti_compute_duration_seconds Batch start to finish, answered requests.\n"
+      "# TYPE tutti_compute_duration_seconds histogram\n";
+  std::string sizes =
+      "# HELP tutti_request_batch_size Size of the batch each answered request ran in.\n"
+      "# TYPE tutti_request_batch_size histogram\n";
+  std::string coding =
+      "# HELP tutti_reconstructions_total Requests answered by a ParM reconstruction (also counted as success or "
+      "late).\n# TYPE tutti_reconstructions_total counter\n";
+  std::string parity =
+      "# HELP tutti_parity_events_total ParM coding: groups encoded, late originals discarded, parity outputs "
+      "dropped (nothing missing) and parity queries lost (dropped or failed).\n"
+      "# TYPE tutti_parity_events_total counter\n";
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const ModelCounters& c = counters[m];
+    const ModelState& s = *models_[m];
+    const std::string label = absl::StrFormat("model=\"%s\"", s.served.config.name);
+    for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.success}, {"late", c.late},
+                                     {"dropped", c.dropped}, {"error", c.error},
+                                     {"rejected", s.rejected.load()}}) {
+      absl::StrAppendFormat(&out, "tutti_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
+    }
+    absl::StrAppendFormat(&batches, "tutti_batches_total{%s} %d\n", label, c.batches);
+    const int64_t ended = c.success + c.late + c.dropped + c.error;
+    absl::StrAppendFormat(&attainment, "tutti_slo_attainment{%s} %.6f\n", label,
+                          ended ? static_cast<double>(c.success) / ended : 1.0);
+    s.queue_seconds.AppendTo(&queue, "tutti_queue_duration_seconds", label);
+    s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
+    s.batch_size.AppendTo(&sizes, "tutti_request_batch_size", label);
+    absl::StrAppendFormat(&coding, "tutti_reconstructions_total{%s} %d\n", label, c.reconstructed);
+    if (c.coding.groups == 0) continue;
+    for (const auto& [event, n] : {std::pair<const char*, int64_t>{"group", c.coding.groups},
+                                   {"discarded_original", c.coding.discarded_originals},
+                                   {"dropped_parity", c.coding.dropped_parities},
+                                   {"lost_parity", c.coding.lost_parities}}) {
+      absl::StrAppendFormat(&parity, "tutti_parity_events_total{%s,event=\"%s\"} %d\n", label, event, n);
+    }
+  }
+  std::string busy =
+      "# HELP tutti_executor_busy_fraction Fraction of time each executor spent running batches.\n"
+      "# TYPE tutti_executor_busy_fraction gauge\n";
+  const std::vector<double> fractions = core_->BusyFractions();
+  for (size_t g = 0; g < fractions.size(); ++g) {
+    absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
+  }
+  return out + batches + attainment + queue + compute + sizes + coding + parity + busy;
+}
+
+}  // namespace tutti

@@ -1,0 +1,82 @@
+// InferenceFrontend: the protocol-neutral half of a KServe v2 frontend,
+// shared by the HTTP routes (KserveService) and the gRPC service
+// (KserveGrpcService): the served models by name and version, readiness,
+// inference of a parsed request, and per-model statistics.
+//
+// A request's N items are scheduled individually; its answer waits for all
+// of them and is the first item's error if any failed.
+//
+// Thread-safety: every method may be called from any thread.
+#ifndef TUTTI_FRONTEND_INFERENCE_FRONTEND_H_
+#define TUTTI_FRONTEND_INFERENCE_FRONTEND_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tutti/frontend/infer_request.h"
+#include "tutti/repository/model_config.h"
+#include "tutti/serving/inference_core.h"
+
+namespace tutti {
+
+class InferenceFrontend {
+ public:
+  struct ServedModel {
+    ModelConfig config;
+    int64_t version = 1;
+  };
+  // An answered request: its outputs and how it was served.
+  struct InferResult {
+    std::vector<std::vector<float>> outputs;  // one per item
+    bool emulated = false;       // by an emulated executor: outputs are placeholders
+    bool late = false;           // some item finished after its deadline
+    bool reconstructed = false;  // some item was rebuilt by ParM
+    int max_batch = 0;           // the largest batch an item ran in
+    Duration max_queue = 0, max_compute = 0;
+  };
+  using InferDone = std::function<void(absl::StatusOr<InferResult>)>;
+
+  // models[i] is the core's model i. `core` must outlive this.
+  InferenceFrontend(InferenceCore* core, std::vector<ServedModel> models);
+  ~InferenceFrontend();
+
+  // The model called `name`; `version` is "" or the served version's number.
+  // NotFound naming the model or version otherwise.
+  absl::StatusOr<int> FindModel(absl::string_view name, absl::string_view version = "") const;
+  const ServedModel& served(int model) const;
+
+  // Ready until StopAccepting().
+  bool ready() const { return ready_; }
+  void StopAccepting() { ready_ = false; }
+
+  // Counts a request refused before scheduling (bad input) for `model`.
+  void CountRejected(int model);
+
+  // Schedules the request's items; `done` is called exactly once, on any
+  // thread, possibly before Infer returns: with the outputs, or with the
+  // error of the first failed item (DeadlineExceeded: the objective cannot
+  // be met; Unavailable: shutting down; others: execution failures).
+  void Infer(int model, InferRequest request, InferDone done);
+
+  // {"model_name", "success", "late", …, "mean_compute_us"}: counts and mean
+  // durations.
+  std::string StatsJson(int model) const;
+  // Prometheus text exposition of every model's and executor's metrics.
+  std::string PrometheusText() const;
+
+ private:
+  struct ModelState;
+
+  InferenceCore* const core_;
+  std::vector<std::unique_ptr<ModelState>> models_;
+  std::atomic<bool> ready_{true};
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_FRONTEND_INFERENCE_FRONTEND_H_

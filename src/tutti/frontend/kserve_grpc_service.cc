@@ -1,0 +1,162 @@
+#include "tutti/frontend/kserve_grpc_service.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/frontend/grpc_server.h"
+
+namespace tutti {
+namespace {
+
+using inference::InferParameter;
+
+grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, const absl::Status& status) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+void SetTensorMetadata(const TensorSpec& spec, inference::ModelMetadataResponse::TensorMetadata* out) {
+  out->set_name(spec.name);
+  out->set_datatype(std::string(DataTypeName(spec.datatype)));
+  out->add_shape(-1);  // the batch dimension
+  for (int64_t d : spec.shape) out->add_shape(d);
+}
+
+}  // namespace
+
+absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest& request, const ModelConfig& config) {
+  InferRequest out;
+  out.id = request.id();
+  if (auto it = request.parameters().find("latency_objective_ms"); it != request.parameters().end()) {
+    const InferParameter& p = it->second;
+    const double ms = p.parameter_choice_case() == InferParameter::kDoubleParam  ? p.double_param()
+                      : p.parameter_choice_case() == InferParameter::kInt64Param ? static_cast<double>(p.int64_param())
+                                                                                  : -1;
+    TUTTI_RETURN_IF_ERROR(CheckObjective(ms));
+    out.objective_ms = ms;
+  }
+  for (const auto& o : request.outputs()) TUTTI_RETURN_IF_ERROR(CheckOutputName(config, o.name()));
+  TUTTI_RETURN_IF_ERROR(CheckInputCount(config, request.inputs_size()));
+  const auto& in = request.inputs(0);
+  const std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+  TUTTI_ASSIGN_OR_RETURN(out.batch, CheckInputTensor(config, in.name(), in.datatype(), shape));
+  const inference::InferTensorContents& c = in.contents();
+  const bool other_contents = c.bool_contents_size() || c.int_contents_size() || c.int64_contents_size() ||
+                              c.uint_contents_size() || c.uint64_contents_size() || c.fp64_contents_size() ||
+                              c.bytes_contents_size();
+  if (other_contents) return Bad(absl::StrCat("input '", in.name(), "' is FP32: its data goes in fp32_contents"));
+  if (request.raw_input_contents_size() > 0) {
+    if (request.raw_input_contents_size() != 1) {
+      return Bad(absl::StrCat("raw_input_contents has ", request.raw_input_contents_size(),
+                              " entries for 1 input"));
+    }
+    if (c.fp32_contents_size() > 0) {
+      return Bad(absl::StrCat("input '", in.name(), "' has both contents and raw_input_contents"));
+    }
+    const std::string& raw = request.raw_input_contents(0);
+    TUTTI_RETURN_IF_ERROR(CheckByteCount(config, out.batch, static_cast<int64_t>(raw.size())));
+    out.data.resize(raw.size() / sizeof(float));
+    std::memcpy(out.data.data(), raw.data(), raw.size());  // little-endian FP32, as the protocol says
+    return out;
+  }
+  TUTTI_RETURN_IF_ERROR(CheckValueCount(config, out.batch, c.fp32_contents_size()));
+  out.data.assign(c.fp32_contents().begin(), c.fp32_contents().end());
+  return out;
+}
+
+void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::string& id,
+                     const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response) {
+  const TensorSpec& spec = served.config.outputs[0];
+  response->set_model_name(served.config.name);
+  response->set_model_version(std::to_string(served.version));
+  response->set_id(id);
+  auto& params = *response->mutable_parameters();
+  params["reconstructed"].set_bool_param(result.reconstructed);
+  params["tutti_emulated"].set_bool_param(result.emulated);
+  params["tutti_late"].set_bool_param(result.late);
+  params["tutti_batch_size"].set_int64_param(result.max_batch);
+  params["tutti_queue_us"].set_double_param(ToMicros(result.max_queue));
+  params["tutti_compute_us"].set_double_param(ToMicros(result.max_compute));
+  auto* out = response->add_outputs();
+  out->set_name(spec.name);
+  out->set_datatype(std::string(DataTypeName(spec.datatype)));
+  out->add_shape(static_cast<int64_t>(result.outputs.size()));
+  for (int64_t d : spec.shape) out->add_shape(d);
+  std::string& raw = *response->add_raw_output_contents();
+  raw.reserve(result.outputs.size() * spec.ElementCount() * sizeof(float));
+  for (const std::vector<float>& item : result.outputs) {
+    raw.append(reinterpret_cast<const char*>(item.data()), item.size() * sizeof(float));
+  }
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ServerLive(grpc::CallbackServerContext* context,
+                                                        const inference::ServerLiveRequest*,
+                                                        inference::ServerLiveResponse* response) {
+  response->set_live(true);
+  return Finish(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ServerReady(grpc::CallbackServerContext* context,
+                                                         const inference::ServerReadyRequest*,
+                                                         inference::ServerReadyResponse* response) {
+  response->set_ready(frontend_->ready());
+  return Finish(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ModelReady(grpc::CallbackServerContext* context,
+                                                        const inference::ModelReadyRequest* request,
+                                                        inference::ModelReadyResponse* response) {
+  absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
+  if (!model.ok()) return Finish(context, model.status());
+  response->set_ready(frontend_->ready());
+  return Finish(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServerContext* context,
+                                                            const inference::ServerMetadataRequest*,
+                                                            inference::ServerMetadataResponse* response) {
+  response->set_name(std::string(kServerName));
+  response->set_version(std::string(kServerVersion));
+  return Finish(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ModelMetadata(grpc::CallbackServerContext* context,
+                                                           const inference::ModelMetadataRequest* request,
+                                                           inference::ModelMetadataResponse* response) {
+  absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
+  if (!model.ok()) return Finish(context, model.status());
+  const InferenceFrontend::ServedModel& m = frontend_->served(*model);
+  response->set_name(m.config.name);
+  response->add_versions(std::to_string(m.version));
+  response->set_platform(std::string(KservePlatformName(m.config)));
+  for (const TensorSpec& t : m.config.inputs) SetTensorMetadata(t, response->add_inputs());
+  for (const TensorSpec& t : m.config.outputs) SetTensorMetadata(t, response->add_outputs());
+  return Finish(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerContext* context,
+                                                        const inference::ModelInferRequest* request,
+                                                        inference::ModelInferResponse* response) {
+  absl::StatusOr<int> model = frontend_->FindModel(request->model_name(), request->model_version());
+  if (!model.ok()) return Finish(context, model.status());
+  const InferenceFrontend::ServedModel& served = frontend_->served(*model);
+  absl::StatusOr<InferRequest> parsed = ParseModelInfer(*request, served.config);
+  if (!parsed.ok()) {
+    frontend_->CountRejected(*model);
+    return Finish(context, parsed.status());
+  }
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const std::string id = parsed->id;
+  frontend_->Infer(*model, *std::move(parsed),
+                   [reactor, response, &served, id](absl::StatusOr<InferenceFrontend::InferResult> r) {
+                     if (r.ok()) WriteModelInfer(served, id, *r, response);
+                     reactor->Finish(ToGrpcStatus(r.status()));
+                   });
+  return reactor;
+}
+
+}  // namespace tutti

@@ -1,0 +1,64 @@
+// KserveGrpcService: the KServe v2 / Open Inference Protocol over gRPC
+// (`inference.GRPCInferenceService`, proto/grpc_predict_v2.proto) over an
+// InferenceFrontend — the same models, readiness, checks and statistics as
+// the HTTP routes.
+//
+//   ServerLive, ServerReady, ModelReady    health (ready follows the frontend)
+//   ServerMetadata, ModelMetadata          metadata (NOT_FOUND: unknown model/version)
+//   ModelInfer                             inference
+//
+// ModelInfer takes the model's one FP32 input either in `contents.fp32_contents`
+// or as raw little-endian bytes in `raw_input_contents`, with the
+// "latency_objective_ms" request parameter (double or int64) as on HTTP. The
+// answer carries the output as raw bytes in `raw_output_contents` (as Triton
+// does) and Tutti's markers as response parameters: "reconstructed",
+// "tutti_emulated", "tutti_late", "tutti_batch_size", "tutti_queue_us",
+// "tutti_compute_us". Errors are gRPC codes: INVALID_ARGUMENT (bad request),
+// NOT_FOUND (unknown model or version), DEADLINE_EXCEEDED (the objective
+// cannot be met), UNAVAILABLE (shutting down; retry elsewhere), INTERNAL or
+// the executor's code for execution failures.
+#ifndef TUTTI_FRONTEND_KSERVE_GRPC_SERVICE_H_
+#define TUTTI_FRONTEND_KSERVE_GRPC_SERVICE_H_
+
+#include "absl/status/statusor.h"
+#include "tutti/frontend/inference_frontend.h"
+#include "tutti/proto/grpc_predict_v2.grpc.pb.h"
+
+namespace tutti {
+
+class KserveGrpcService final : public inference::GRPCInferenceService::CallbackService {
+ public:
+  // `frontend` must outlive this.
+  explicit KserveGrpcService(InferenceFrontend* frontend) : frontend_(frontend) {}
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context, const inference::ServerLiveRequest*,
+                                       inference::ServerLiveResponse* response) override;
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context, const inference::ServerReadyRequest*,
+                                        inference::ServerReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override;
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest*,
+                                           inference::ServerMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override;
+
+ private:
+  InferenceFrontend* const frontend_;
+};
+
+// The protobuf codec, exposed for tests and clients. ParseModelInfer checks
+// `request` against `config` exactly as ParseInferRequest does for JSON
+// (InvalidArgument naming the problem).
+absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest& request, const ModelConfig& config);
+void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::string& id,
+                     const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response);
+
+}  // namespace tutti
+
+#endif  // TUTTI_FRONTEND_KSERVE_GRPC_SERVICE_H_

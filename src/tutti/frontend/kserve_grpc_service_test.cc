@@ -1,0 +1,214 @@
+#include "tutti/frontend/kserve_grpc_service.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/frontend/frontend_test_util.h"
+#include "tutti/frontend/grpc_server.h"
+#include "tutti/frontend/kserve_json.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// The emulated "mlp" (frontend_test_util.h) served over gRPC on a free port.
+class KserveGrpcServiceTest : public testing::EmulatedFrontendTest {
+ protected:
+  void SetUp() override {
+    EmulatedFrontendTest::SetUp();
+    service_ = std::make_unique<KserveGrpcService>(frontend_.get());
+    server_ = *GrpcServer::Start(GrpcServerOptions{.port = 0}, {service_.get()});
+    stub_ = inference::GRPCInferenceService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    StopCore();
+    server_->Shutdown(kSecond);
+  }
+
+  // A request for `batch` items of "image" [batch, 1, 2, 2] with values 0, 1, ….
+  static inference::ModelInferRequest Request(int batch) {
+    inference::ModelInferRequest r;
+    r.set_model_name("mlp");
+    r.set_id("q");
+    auto* in = r.add_inputs();
+    in->set_name("image");
+    in->set_datatype("FP32");
+    for (int64_t d : {static_cast<int64_t>(batch), int64_t{1}, int64_t{2}, int64_t{2}}) in->add_shape(d);
+    for (int i = 0; i < 4 * batch; ++i) in->mutable_contents()->add_fp32_contents(static_cast<float>(i));
+    return r;
+  }
+  grpc::Status Infer(const inference::ModelInferRequest& request, inference::ModelInferResponse* response) {
+    grpc::ClientContext context;
+    return stub_->ModelInfer(&context, request, response);
+  }
+  // The status of a request that must fail.
+  grpc::Status InferError(const inference::ModelInferRequest& request) {
+    inference::ModelInferResponse response;
+    return Infer(request, &response);
+  }
+
+  std::unique_ptr<KserveGrpcService> service_;
+  std::unique_ptr<GrpcServer> server_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+};
+
+TEST_F(KserveGrpcServiceTest, HealthAndMetadata) {
+  {
+    grpc::ClientContext c;
+    inference::ServerLiveResponse r;
+    ASSERT_TRUE(stub_->ServerLive(&c, {}, &r).ok());
+    EXPECT_TRUE(r.live());
+  }
+  auto server_ready = [&] {
+    grpc::ClientContext c;
+    inference::ServerReadyResponse r;
+    EXPECT_TRUE(stub_->ServerReady(&c, {}, &r).ok());
+    return r.ready();
+  };
+  EXPECT_TRUE(server_ready());
+  auto model_ready = [&](const std::string& name, const std::string& version, bool* ready) {
+    grpc::ClientContext c;
+    inference::ModelReadyRequest q;
+    q.set_name(name);
+    q.set_version(version);
+    inference::ModelReadyResponse r;
+    grpc::Status s = stub_->ModelReady(&c, q, &r);
+    *ready = r.ready();
+    return s.error_code();
+  };
+  bool ready = false;
+  EXPECT_EQ(model_ready("mlp", "", &ready), grpc::StatusCode::OK);
+  EXPECT_TRUE(ready);
+  EXPECT_EQ(model_ready("mlp", "1", &ready), grpc::StatusCode::OK);
+  EXPECT_EQ(model_ready("mlp", "2", &ready), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(model_ready("resnet", "", &ready), grpc::StatusCode::NOT_FOUND);
+  {
+    grpc::ClientContext c;
+    inference::ServerMetadataResponse r;
+    ASSERT_TRUE(stub_->ServerMetadata(&c, {}, &r).ok());
+    EXPECT_EQ(r.name(), "tutti");
+  }
+  {
+    grpc::ClientContext c;
+    inference::ModelMetadataRequest q;
+    q.set_name("mlp");
+    inference::ModelMetadataResponse r;
+    ASSERT_TRUE(stub_->ModelMetadata(&c, q, &r).ok());
+    EXPECT_EQ(r.platform(), "tutti_builtin");
+    EXPECT_THAT(r.versions(), ElementsAre("1"));
+    ASSERT_EQ(r.inputs_size(), 1);
+    EXPECT_EQ(r.inputs(0).name(), "image");
+    EXPECT_EQ(r.inputs(0).datatype(), "FP32");
+    EXPECT_THAT(r.inputs(0).shape(), ElementsAre(-1, 1, 2, 2));
+    EXPECT_THAT(r.outputs(0).shape(), ElementsAre(-1, 3));
+  }
+  frontend_->StopAccepting();
+  EXPECT_FALSE(server_ready());
+  EXPECT_EQ(model_ready("mlp", "", &ready), grpc::StatusCode::OK);
+  EXPECT_FALSE(ready);
+}
+
+TEST_F(KserveGrpcServiceTest, InferTakesContentsOrRawBytesAndAnswersRawOutputs) {
+  inference::ModelInferRequest contents = Request(3);
+  inference::ModelInferRequest raw = Request(3);
+  std::string bytes(3 * 4 * sizeof(float), '\0');
+  std::memcpy(bytes.data(), contents.inputs(0).contents().fp32_contents().data(), bytes.size());
+  raw.mutable_inputs(0)->clear_contents();
+  raw.add_raw_input_contents(bytes);
+  (*raw.mutable_parameters())["latency_objective_ms"].set_double_param(40);
+  for (const inference::ModelInferRequest* request : {&contents, &raw}) {
+    inference::ModelInferResponse r;
+    grpc::Status s = Infer(*request, &r);
+    ASSERT_TRUE(s.ok()) << s.error_message();
+    EXPECT_EQ(r.model_name(), "mlp");
+    EXPECT_EQ(r.model_version(), "1");
+    EXPECT_EQ(r.id(), "q");
+    ASSERT_EQ(r.outputs_size(), 1);
+    EXPECT_EQ(r.outputs(0).name(), "logits");
+    EXPECT_EQ(r.outputs(0).datatype(), "FP32");
+    EXPECT_THAT(r.outputs(0).shape(), ElementsAre(3, 3));
+    ASSERT_EQ(r.raw_output_contents_size(), 1);
+    EXPECT_EQ(r.raw_output_contents(0).size(), 3 * 3 * sizeof(float));
+    EXPECT_TRUE(r.parameters().at("tutti_emulated").bool_param());
+    EXPECT_FALSE(r.parameters().at("reconstructed").bool_param());
+    EXPECT_GE(r.parameters().at("tutti_batch_size").int64_param(), 1);
+  }
+  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("success":6)"));
+}
+
+TEST_F(KserveGrpcServiceTest, BadRequestsGetTheProtocolsCodesAndTheServerKeepsServing) {
+  struct Case {
+    std::function<void(inference::ModelInferRequest&)> mutate;
+    grpc::StatusCode code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](auto& r) { r.set_model_name("resnet"); }, grpc::StatusCode::NOT_FOUND, "unknown model 'resnet'"},
+      {[](auto& r) { r.set_model_version("7"); }, grpc::StatusCode::NOT_FOUND, "has no version '7'"},
+      {[](auto& r) { r.mutable_inputs(0)->set_datatype("INT32"); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "has datatype INT32; the model expects FP32"},
+      {[](auto& r) { r.mutable_inputs(0)->mutable_shape()->RemoveLast(); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "has shape [1, 1, 2]; expected [N, 1, 2, 2]"},
+      {[](auto& r) { r.mutable_inputs(0)->mutable_contents()->mutable_fp32_contents()->RemoveLast(); },
+       grpc::StatusCode::INVALID_ARGUMENT, "has 3 values; shape [1, 1, 2, 2] needs 4"},
+      {[](auto& r) { r.clear_inputs(); }, grpc::StatusCode::INVALID_ARGUMENT, "takes exactly one input"},
+      {[](auto& r) { r.mutable_inputs(0)->set_name("x"); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "unexpected input 'x'"},
+      {[](auto& r) { r.mutable_inputs(0)->mutable_contents()->add_int_contents(1); },
+       grpc::StatusCode::INVALID_ARGUMENT, "its data goes in fp32_contents"},
+      {[](auto& r) { r.add_raw_input_contents(std::string(16, '\0')); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "has both contents and raw_input_contents"},
+      {[](auto& r) {
+         r.mutable_inputs(0)->clear_contents();
+         r.add_raw_input_contents(std::string(12, '\0'));
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "has 12 bytes of binary data; shape [1, 1, 2, 2] of FP32 needs 16"},
+      {[](auto& r) { r.mutable_inputs(0)->set_shape(0, 9); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "batch of 9 exceeds model 'mlp' max_batch_size 8"},
+      {[](auto& r) { r.add_outputs()->set_name("probs"); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "unknown output 'probs'"},
+      {[](auto& r) { (*r.mutable_parameters())["latency_objective_ms"].set_string_param("soon"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "'latency_objective_ms' must be a positive number"},
+      // ℓ(1) = 1.1 ms cannot be met within 0.5 ms: an explicit error, never silence.
+      {[](auto& r) { (*r.mutable_parameters())["latency_objective_ms"].set_double_param(0.5); },
+       grpc::StatusCode::DEADLINE_EXCEEDED, ""},
+  };
+  for (const Case& c : cases) {
+    inference::ModelInferRequest request = Request(1);
+    c.mutate(request);
+    grpc::Status s = InferError(request);
+    EXPECT_EQ(s.error_code(), c.code) << c.message << ": " << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(c.message));
+  }
+  inference::ModelInferResponse ok;
+  EXPECT_TRUE(Infer(Request(2), &ok).ok());
+  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("rejected":11)"));  // the 11 INVALID_ARGUMENT cases
+}
+
+TEST_F(KserveGrpcServiceTest, RefusesTheSameBadShapeAsHttpWithTheSameMessage) {
+  inference::ModelInferRequest request = Request(1);
+  request.mutable_inputs(0)->set_shape(2, 3);
+  absl::StatusOr<InferRequest> grpc = ParseModelInfer(request, config_);
+  absl::StatusOr<InferRequest> json = ParseInferRequest(
+      R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,3,2],"data":[0,1,2,3]}]})", config_);
+  ASSERT_FALSE(grpc.ok());
+  ASSERT_FALSE(json.ok());
+  EXPECT_EQ(grpc.status(), json.status());
+}
+
+TEST_F(KserveGrpcServiceTest, AfterShutdownBeginsInferIsUnavailableSoClientsRetryElsewhere) {
+  core_->StopAccepting();
+  grpc::Status s = InferError(Request(1));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(s.error_message(), HasSubstr("shutting down"));
+}
+
+}  // namespace
+}  // namespace tutti

@@ -1,0 +1,236 @@
+#include "tutti/loadgen/load_transport.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "rapidjson/document.h"
+#include "tutti/frontend/kserve_json.h"
+#include "tutti/loadgen/http_client_pool.h"
+#include "tutti/proto/grpc_predict_v2.grpc.pb.h"
+
+namespace tutti {
+namespace {
+
+// Fills the parts of a target both protocols derive the same way from the
+// metadata's input dimensions (-1 is the batch dimension).
+void SetInputDims(const std::vector<int64_t>& dims, LoadTarget* t) {
+  t->shape = {1};
+  for (int64_t d : dims) {
+    if (d > 0) {
+      t->shape.push_back(d);
+      t->input_elements *= d;
+    }
+  }
+  t->images = t->input_elements == 784;
+}
+
+class HttpTransport final : public LoadTransport {
+ public:
+  HttpTransport(const std::string& host, int port, int connections, bool binary)
+      : host_(host), port_(port), binary_(binary), pool_(host, port, connections) {}
+
+  absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
+    std::promise<ClientResponse> p;
+    pool_.Send({"GET", absl::StrCat("/v2/models/", model), "", {}},
+               [&p](ClientResponse r) { p.set_value(std::move(r)); });
+    ClientResponse r = p.get_future().get();
+    if (!r.transport.ok()) return r.transport;
+    if (r.status != 200) {
+      return absl::NotFoundError(absl::StrCat("the server at ", host_, ":", port_, " answered ", r.status,
+                                              " for model '", model, "': ", r.body));
+    }
+    rapidjson::Document d;
+    d.Parse(r.body.c_str());
+    if (d.HasParseError() || !d.IsObject() || !d.HasMember("inputs") || !d["inputs"].IsArray() ||
+        d["inputs"].Size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
+    }
+    const auto& in = d["inputs"][0];
+    if (!in.HasMember("name") || !in["name"].IsString() || !in.HasMember("shape") || !in["shape"].IsArray()) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
+    }
+    LoadTarget t{model, in["name"].GetString()};
+    std::vector<int64_t> dims;
+    for (const auto& dim : in["shape"].GetArray()) dims.push_back(dim.IsInt64() ? dim.GetInt64() : -1);
+    SetInputDims(dims, &t);
+    return t;
+  }
+
+  void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
+    EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, objective_ms, binary_);
+    ClientRequest r{"POST", absl::StrCat("/v2/models/", t.name, "/infer"), std::move(encoded.body), {}};
+    if (encoded.json_length) {
+      r.headers.push_back({"Inference-Header-Content-Length", std::to_string(*encoded.json_length)});
+    }
+    pool_.Send(std::move(r), [done = std::move(done)](ClientResponse r) {
+      LoadAnswer a;
+      if (!r.transport.ok()) {
+        a.error = std::string(r.transport.message());
+      } else if (r.status != 200) {
+        a.error = absl::StrCat("HTTP ", r.status);
+      } else {
+        std::optional<size_t> json_length;
+        if (size_t n = 0; !r.json_length.empty() && absl::SimpleAtoi(r.json_length, &n)) json_length = n;
+        absl::StatusOr<InferResponse> answer = ParseInferResponse(r.body, json_length);
+        if (answer.ok()) {
+          a.output = std::move(answer->output);
+          a.emulated = answer->emulated;
+        }
+      }
+      done(std::move(a));
+    });
+  }
+
+  void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) override {
+    pool_.RunAt(when, std::move(fn));
+  }
+
+ private:
+  const std::string host_;
+  const int port_;
+  const bool binary_;
+  HttpClientPool pool_;
+};
+
+class GrpcTransport final : public LoadTransport {
+ public:
+  GrpcTransport(const std::string& host, int port)
+      : target_(absl::StrCat(host, ":", port)),
+        stub_(inference::GRPCInferenceService::NewStub(
+            grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()))),
+        work_(boost::asio::make_work_guard(timers_)),
+        timer_thread_([this] { timers_.run(); }) {}
+
+  // Cancels the calls still in flight (their callbacks run, with CANCELLED)
+  // and waits for them.
+  ~GrpcTransport() override {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      for (grpc::ClientContext* c : in_flight_) c->TryCancel();
+      idle_.wait(lock, [&] { return in_flight_.empty(); });
+    }
+    work_.reset();
+    timers_.stop();
+    timer_thread_.join();
+  }
+
+  absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    inference::ModelMetadataRequest request;
+    request.set_name(model);
+    inference::ModelMetadataResponse response;
+    grpc::Status s = stub_->ModelMetadata(&context, request, &response);
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
+      return absl::NotFoundError(absl::StrCat("the server at ", target_, " does not serve '", model, "': ",
+                                              s.error_message()));
+    }
+    if (!s.ok()) {
+      return absl::UnavailableError(absl::StrCat("gRPC ModelMetadata at ", target_, " failed: ", s.error_message()));
+    }
+    if (response.inputs_size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", model, "' has ", response.inputs_size(),
+                                                     " inputs; the load generator sends one"));
+    }
+    LoadTarget t{model, response.inputs(0).name()};
+    SetInputDims({response.inputs(0).shape().begin(), response.inputs(0).shape().end()}, &t);
+    return t;
+  }
+
+  void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
+    auto call = std::make_shared<Call>();
+    inference::ModelInferRequest& r = call->request;
+    r.set_model_name(t.name);
+    (*r.mutable_parameters())["latency_objective_ms"].set_double_param(objective_ms);
+    auto* in = r.add_inputs();
+    in->set_name(t.input);
+    in->set_datatype("FP32");
+    for (int64_t d : t.shape) in->add_shape(d);
+    r.add_raw_input_contents(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      in_flight_.insert(&call->context);
+    }
+    stub_->async()->ModelInfer(&call->context, &call->request, &call->response,
+                               [this, call, done = std::move(done)](grpc::Status s) {
+                                 done(Answer(s, call->response));
+                                 std::lock_guard<std::mutex> lock(mu_);
+                                 in_flight_.erase(&call->context);
+                                 if (in_flight_.empty()) idle_.notify_all();
+                               });
+  }
+
+  void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) override {
+    boost::asio::post(timers_, [this, when, fn = std::move(fn)]() mutable {
+      auto timer = std::make_shared<boost::asio::steady_timer>(timers_, when);
+      timer->async_wait([timer, fn = std::move(fn)](const boost::system::error_code& ec) {
+        if (!ec) fn();
+      });
+    });
+  }
+
+ private:
+  struct Call {
+    grpc::ClientContext context;
+    inference::ModelInferRequest request;
+    inference::ModelInferResponse response;
+  };
+
+  static LoadAnswer Answer(const grpc::Status& s, const inference::ModelInferResponse& r) {
+    static const char* const kCodes[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
+                                         "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
+                                         "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
+                                         "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
+    LoadAnswer a;
+    if (!s.ok()) {
+      const int code = s.error_code();
+      a.error = absl::StrCat("gRPC ", code >= 0 && code <= 16 ? kCodes[code] : std::to_string(code));
+      return a;
+    }
+    if (auto it = r.parameters().find("tutti_emulated"); it != r.parameters().end()) {
+      a.emulated = it->second.bool_param();
+    }
+    if (r.raw_output_contents_size() > 0) {
+      const std::string& raw = r.raw_output_contents(0);
+      a.output.resize(raw.size() / sizeof(float));
+      std::memcpy(a.output.data(), raw.data(), a.output.size() * sizeof(float));
+    } else if (r.outputs_size() > 0) {
+      const auto& values = r.outputs(0).contents().fp32_contents();
+      a.output.assign(values.begin(), values.end());
+    }
+    return a;
+  }
+
+  const std::string target_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  std::mutex mu_;
+  std::condition_variable idle_;
+  absl::flat_hash_set<grpc::ClientContext*> in_flight_;  // GUARDED_BY(mu_)
+  boost::asio::io_context timers_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::thread timer_thread_;
+};
+
+}  // namespace
+
+std::unique_ptr<LoadTransport> MakeHttpTransport(const std::string& host, int port, int connections, bool binary) {
+  return std::make_unique<HttpTransport>(host, port, connections, binary);
+}
+
+std::unique_ptr<LoadTransport> MakeGrpcTransport(const std::string& host, int port) {
+  return std::make_unique<GrpcTransport>(host, port);
+}
+
+}  // namespace tutti

@@ -1,0 +1,64 @@
+// LoadTransport: how the load generator talks to a KServe v2 server — over
+// HTTP/1.1 keep-alive connections (the binary tensor extension or JSON) or
+// over gRPC (`inference.GRPCInferenceService`). Internal to the load
+// generator and its tests.
+//
+// Thread-safety: Infer() and RunAt() may be called from any thread;
+// callbacks run on the transport's threads and must not block.
+#ifndef TUTTI_LOADGEN_LOAD_TRANSPORT_H_
+#define TUTTI_LOADGEN_LOAD_TRANSPORT_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace tutti {
+
+enum class LoadProtocol { kHttp, kGrpc };
+
+// What the server says about a model (KServe v2 metadata).
+struct LoadTarget {
+  std::string name;
+  std::string input;              // the input tensor's name
+  std::vector<int64_t> shape;     // of one request: [1, item dims…]
+  int64_t input_elements = 1;
+  bool images = false;            // one 28×28 image per item: send Fashion-MNIST
+};
+
+// One inference answer. `error` is empty for an answer with outputs;
+// otherwise a short key to count errors by ("HTTP 503", "gRPC
+// UNAVAILABLE", "connection refused …").
+struct LoadAnswer {
+  std::string error;
+  std::vector<float> output;  // the first output's values
+  bool emulated = false;
+};
+
+class LoadTransport {
+ public:
+  using Done = std::function<void(LoadAnswer)>;
+  virtual ~LoadTransport() = default;
+
+  // Blocking metadata lookup. NotFound for a model the server does not
+  // serve; Unavailable when the server cannot be reached.
+  virtual absl::StatusOr<LoadTarget> Describe(const std::string& model) = 0;
+  // Sends one request of `data` (one item) due `objective_ms` after receipt;
+  // `done` is called exactly once unless the transport is destroyed first.
+  virtual void Infer(const LoadTarget& target, absl::Span<const float> data, double objective_ms, Done done) = 0;
+  // Runs `fn` at `when` on a transport thread (senders run there).
+  virtual void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) = 0;
+};
+
+// `connections`: most keep-alive connections (HTTP); `binary`: the binary
+// tensor extension instead of JSON data (HTTP).
+std::unique_ptr<LoadTransport> MakeHttpTransport(const std::string& host, int port, int connections, bool binary);
+std::unique_ptr<LoadTransport> MakeGrpcTransport(const std::string& host, int port);
+
+}  // namespace tutti
+
+#endif  // TUTTI_LOADGEN_LOAD_TRANSPORT_H_
