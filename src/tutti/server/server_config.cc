@@ -156,6 +156,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     ExecutorGroupConfig torch{"torch", 1, "cpu", {}};
     for (const std::string& name : repo.ModelNames()) {
       const ModelConfig& m = (*repo.Find(name))->config;
+      if (m.parity) continue;  // serves only under a `coding:` entry
       if (m.platform != Platform::kEmulated) {
         torch.models.push_back(name);
       } else {

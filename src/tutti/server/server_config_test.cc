@@ -133,12 +133,14 @@ profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
   ModelRepository repo_;
 };
 
-TEST_F(ResolveTest, DefaultExecutorsHoldEveryModel) {
+// Parity models serve only under a `coding:` entry, which the defaults do
+// not have (and `tutti demo` does not profile them).
+TEST_F(ResolveTest, DefaultExecutorsHoldEveryModelButParityModels) {
   absl::StatusOr<ServerConfig> c = ResolveServerConfig(ServerConfig{}, repo_);
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_EQ(c->executors.size(), 2u);
   EXPECT_EQ(c->executors[0].kind, "torch");
-  EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp", "mlp-parity"}));
+  EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp"}));
   EXPECT_EQ(c->executors[1].kind, "emulated");
   EXPECT_EQ(c->executors[1].profile, "a100");
   EXPECT_EQ(c->executors[1].models, std::vector<std::string>{"resnet50"});
