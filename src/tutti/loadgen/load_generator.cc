@@ -5,16 +5,12 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
-#include <thread>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "rapidjson/document.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
-#include "tutti/frontend/kserve_json.h"
 #include "tutti/loadgen/load_transport.h"
 #include "tutti/simulator/experiment.h"
 #include "tutti/simulator/goodput.h"

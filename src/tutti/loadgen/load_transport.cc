@@ -189,14 +189,10 @@ class GrpcTransport final : public LoadTransport {
   };
 
   static LoadAnswer Answer(const grpc::Status& s, const inference::ModelInferResponse& r) {
-    static const char* const kCodes[] = {"OK", "CANCELLED", "UNKNOWN", "INVALID_ARGUMENT", "DEADLINE_EXCEEDED",
-                                         "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED",
-                                         "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE", "UNIMPLEMENTED",
-                                         "INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED"};
     LoadAnswer a;
     if (!s.ok()) {
-      const int code = s.error_code();
-      a.error = absl::StrCat("gRPC ", code >= 0 && code <= 16 ? kCodes[code] : std::to_string(code));
+      // gRPC's codes are absl's, which names them ("DEADLINE_EXCEEDED", …).
+      a.error = absl::StrCat("gRPC ", absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())));
       return a;
     }
     if (auto it = r.parameters().find("tutti_emulated"); it != r.parameters().end()) {
