@@ -11,6 +11,7 @@
 #include "tutti/core/real_clock.h"
 #include "tutti/executors/emulated_executor.h"
 #include "tutti/frontend/inference_frontend.h"
+#include "tutti/serving/inference_core.h"
 
 namespace tutti::testing {
 

@@ -31,7 +31,7 @@ struct PendingInfer {
 
 }  // namespace
 
-InferenceFrontend::InferenceFrontend(InferenceCore* core, std::vector<ServedModel> models) : core_(core) {
+InferenceFrontend::InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models) : engine_(engine) {
   for (ServedModel& m : models) {
     auto state = std::make_unique<ModelState>();
     state->served = std::move(m);
@@ -91,14 +91,14 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
   };
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
-    absl::Status s = core_->Submit(model, std::move(item), objective,
+    absl::Status s = engine_->Submit(model, std::move(item), objective,
                                    [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
   }
 }
 
 std::string InferenceFrontend::StatsJson(int model) const {
-  const ModelCounters c = core_->Counters()[model];
+  const ModelCounters c = engine_->Counters()[model];
   const ModelState& s = *models_[model];
   const double timed = static_cast<double>(std::max<int64_t>(1, s.queue_seconds.count()));
   return absl::StrFormat(
@@ -111,7 +111,7 @@ std::string InferenceFrontend::StatsJson(int model) const {
 }
 
 std::string InferenceFrontend::PrometheusText() const {
-  const std::vector<ModelCounters> counters = core_->Counters();
+  const std::vector<ModelCounters> counters = engine_->Counters();
   std::string out =
       "# HELP tutti_requests_total Inference requests by model and outcome.\n"
       "# TYPE tutti_requests_total counter\n";
@@ -163,7 +163,7 @@ std::string InferenceFrontend::PrometheusText() const {
   std::string busy =
       "# HELP tutti_executor_busy_fraction Fraction of time each executor spent running batches.\n"
       "# TYPE tutti_executor_busy_fraction gauge\n";
-  const std::vector<double> fractions = core_->BusyFractions();
+  const std::vector<double> fractions = engine_->BusyFractions();
   for (size_t g = 0; g < fractions.size(); ++g) {
     absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
   }

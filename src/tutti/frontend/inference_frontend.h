@@ -20,7 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "tutti/frontend/infer_request.h"
 #include "tutti/repository/model_config.h"
-#include "tutti/serving/inference_core.h"
+#include "tutti/serving/inference_engine.h"
 
 namespace tutti {
 
@@ -41,8 +41,8 @@ class InferenceFrontend {
   };
   using InferDone = std::function<void(absl::StatusOr<InferResult>)>;
 
-  // models[i] is the core's model i. `core` must outlive this.
-  InferenceFrontend(InferenceCore* core, std::vector<ServedModel> models);
+  // models[i] is the engine's model i. `engine` must outlive this.
+  InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models);
   ~InferenceFrontend();
 
   // The model called `name`; `version` is "" or the served version's number.
@@ -72,7 +72,7 @@ class InferenceFrontend {
  private:
   struct ModelState;
 
-  InferenceCore* const core_;
+  InferenceEngine* const engine_;
   std::vector<std::unique_ptr<ModelState>> models_;
   std::atomic<bool> ready_{true};
 };

@@ -103,6 +103,7 @@ void CandidateScheduler::Grant(ModelId m, GpuId g) {
 // keep it available.
 void CandidateScheduler::Release(GpuId g) {
   gpus_[g].timer = kNoTimer;
+  if (gpus_[g].down) return;
   RankState& rank = ranks_[gpus_[g].rank];
   const Time now = clock_->Now();
   while (!rank.ready.empty()) {
@@ -139,10 +140,26 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
 void CandidateScheduler::OnBatchDone(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.running = std::max(0, gpu.running - 1);
-  if (gpu.running > 0 || !gpu.awaiting) return;
+  if (gpu.running > 0 || !gpu.awaiting || gpu.down) return;
   gpu.awaiting = false;
   gpu.free_at = std::max(gpu.free_at, clock_->Now());
   Release(g);
+}
+
+absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
+  GpuState& gpu = gpus_[g];
+  if (up == !gpu.down) return absl::OkStatus();
+  ranks_[gpu.rank].available.erase(g);
+  clock_->Cancel(gpu.timer);
+  gpu.timer = kNoTimer;
+  gpu.running = 0;
+  gpu.awaiting = false;
+  gpu.down = !up;
+  if (up) {
+    gpu.free_at = std::max(clock_->Now(), free_at);
+    gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] { Release(g); });
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace tutti

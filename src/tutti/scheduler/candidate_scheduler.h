@@ -41,6 +41,7 @@ class CandidateScheduler final : public Scheduler {
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
   void OnBatchDone(GpuId gpu) override;
+  absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
 
  private:
   using ReadyKey = std::pair<Time, ModelId>;
@@ -59,6 +60,7 @@ class CandidateScheduler final : public Scheduler {
     TimerId timer = kNoTimer;
     int running = 0;        // await_completion: batches not reported done
     bool awaiting = false;  // await_completion: predicted free, still running
+    bool down = false;      // SetGpuUp(false): takes no work
   };
   struct RankState {
     std::set<GpuId> available;  // GPU timer fired, not granted yet

@@ -236,5 +236,33 @@ TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
   }
 }
 
+// Membership: a GPU that is down gets no work; one that comes back up takes
+// work from the free time it was given. Nexus plans GPUs ahead and refuses.
+TEST(MembershipTest, DownGpusGetNoWorkAndUpGpusStartAtTheirFreeTime) {
+  ClusterSpec spec = ExampleCluster();
+  ManualClock clock;
+  Recorder rec;
+  std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, {}, &clock, &rec);
+  ASSERT_TRUE(s->SetGpuUp(0, false, 0).ok());
+  ASSERT_TRUE(s->SetGpuUp(1, false, 0).ok());
+  s->Submit({1, 0, 0, Millis(12)});
+  ASSERT_EQ(rec.batches.size(), 1u);
+  EXPECT_EQ(rec.batches[0].gpu, 2);
+  ASSERT_TRUE(s->SetGpuUp(2, false, 0).ok());
+  s->Submit({2, 0, 0, Millis(30)});
+  clock.AdvanceTo(Millis(10));
+  EXPECT_EQ(rec.batches.size(), 1u) << "every GPU is down";
+  ASSERT_TRUE(s->SetGpuUp(1, true, Millis(13)).ok());
+  clock.AdvanceTo(Millis(12));
+  EXPECT_EQ(rec.batches.size(), 1u) << "GPU 1 is busy until 13 ms";
+  clock.AdvanceTo(Millis(13));
+  ASSERT_EQ(rec.batches.size(), 2u);
+  EXPECT_EQ(rec.batches[1].gpu, 1);
+  EXPECT_EQ(rec.batches[1].exec_at, Millis(13));
+
+  std::unique_ptr<Scheduler> nexus = *CreateScheduler("nexus", spec, {}, &clock, &rec);
+  EXPECT_EQ(nexus->SetGpuUp(0, false, 0).code(), absl::StatusCode::kUnimplemented);
+}
+
 }  // namespace
 }  // namespace tutti

@@ -8,6 +8,10 @@
 
 namespace tutti {
 
+absl::Status Scheduler::SetGpuUp(GpuId, bool, Time) {
+  return absl::UnimplementedError("this scheduling policy plans its GPUs ahead and cannot add or remove them");
+}
+
 const std::vector<std::string>& SchedulerPolicyNames() {
   static const std::vector<std::string>* names =
       new std::vector<std::string>{"deferred", "eager", "timeout", "nexus"};

@@ -42,6 +42,13 @@ class Scheduler {
   // SchedulerOptions::await_completion they also wait for this report before
   // giving a GPU new work. Default: ignored.
   virtual void OnBatchDone(GpuId gpu) {}
+
+  // Membership, for distributed mode: a GPU that is down is given no new
+  // work; a GPU that comes up takes work from `free_at` on (when the work its
+  // backend already holds will be done). Every GPU starts up. Batches
+  // dispatched to a GPU before it went down are the owner's to re-submit or
+  // answer. Unimplemented for policies that plan GPUs ahead (`nexus`).
+  virtual absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at);
 };
 
 enum class DropPolicy {

@@ -8,33 +8,6 @@
 
 namespace tutti {
 
-// The clock the scheduler sees: timer callbacks run under the core's lock
-// (serialized with Submit), then the work they queued is flushed unlocked.
-class InferenceCore::LockedClock final : public Clock {
- public:
-  explicit LockedClock(InferenceCore* core) : core_(core), base_(core->clock_) {}
-  Time Now() const override { return base_->Now(); }
-  bool Cancel(TimerId id) override { return base_->Cancel(id); }
-  TimerId ScheduleAt(Time when, Callback callback) override {
-    return base_->ScheduleAt(when, [gate = core_->gate_, core = core_, cb = std::move(callback)] {
-      {
-        std::lock_guard<std::mutex> lock(gate->mu);
-        if (!gate->open) return;
-        cb();
-        ++gate->flushing;
-      }
-      core->Flush();
-      std::lock_guard<std::mutex> lock(gate->mu);
-      --gate->flushing;
-      gate->cv.notify_all();
-    });
-  }
-
- private:
-  InferenceCore* const core_;
-  Clock* const base_;
-};
-
 class InferenceCore::Listener final : public SchedulerListener {
  public:
   explicit Listener(InferenceCore* core) : core_(core) {}
@@ -51,8 +24,8 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
       shapes_(std::move(shapes)),
       executors_(std::move(executors)),
       clock_(clock),
-      gate_(std::make_shared<Gate>()),
-      mu_(gate_->mu),
+      locked_clock_(std::make_unique<SerializedClock>(clock, [this] { Flush(); })),
+      mu_(locked_clock_->mu()),
       counters_(spec_.models.size()),
       busy_(executors_.size(), 0),
       created_(clock->Now()) {
@@ -60,7 +33,6 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
   for (const SubCluster& sub : spec_.EffectiveSubClusters()) {
     for (size_t i = 0; i < sub.models.size(); ++i) local_index_[sub.models[i]] = static_cast<int>(i);
   }
-  locked_clock_ = std::make_unique<LockedClock>(this);
   listener_ = std::make_unique<Listener>(this);
 }
 
@@ -112,8 +84,7 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
 
 InferenceCore::~InferenceCore() {
   std::unique_lock<std::mutex> lock(mu_);
-  gate_->open = false;
-  gate_->cv.wait(lock, [this] { return gate_->flushing == 0; });
+  locked_clock_->Close(lock);
   scheduler_.reset();  // cancels its timers
 }
 

@@ -37,38 +37,14 @@
 #include "absl/status/statusor.h"
 #include "tutti/coding/parity_groups.h"
 #include "tutti/core/clock.h"
+#include "tutti/core/serialized_clock.h"
 #include "tutti/executors/executor.h"
 #include "tutti/scheduler/scheduler.h"
+#include "tutti/serving/inference_engine.h"
 
 namespace tutti {
 
-struct InferenceOutcome {
-  absl::Status status;        // OK, DeadlineExceeded (dropped), or an executor error
-  std::vector<float> output;  // the model's output elements, when OK
-  bool emulated = false;      // produced by an emulated executor
-  bool late = false;          // finished after its deadline
-  bool reconstructed = false; // rebuilt by ParM from a parity output
-  Time arrival = 0;
-  Time deadline = 0;
-  Time started = 0;           // its batch started executing
-  Time finished = 0;
-  int batch_size = 0;
-};
-using InferenceCallback = std::function<void(InferenceOutcome)>;
-
-// Per-model counts of how accepted requests ended.
-struct ModelCounters {
-  int64_t success = 0;  // on time
-  int64_t late = 0;     // answered, after the deadline
-  int64_t dropped = 0;  // objective could not be met
-  int64_t error = 0;    // executor failure
-  int64_t batches = 0;
-  int64_t batched_requests = 0;
-  int64_t reconstructed = 0;  // of success + late: answered by a ParM reconstruction
-  ParityGroups::Stats coding; // zero unless the model is coded
-};
-
-class InferenceCore {
+class InferenceCore final : public InferenceEngine {
  public:
   struct ModelShape {
     int64_t input_elements = 0;   // FP32 values per item
@@ -97,43 +73,29 @@ class InferenceCore {
   static absl::StatusOr<std::unique_ptr<InferenceCore>> Create(
       ClusterSpec spec, std::vector<ModelShape> shapes,
       std::vector<std::unique_ptr<Executor>> executors, const Options& options, Clock* clock);
-  ~InferenceCore();
+  ~InferenceCore() override;
 
-  // Accepts one request for `model` with `input` (input_elements values),
-  // due `objective` after now (0: the model's SLO). Returns an error — and
-  // never calls `done` — for an unknown model, a wrong input size, or after
-  // StopAccepting(). Otherwise `done` is called exactly once.
+  // InferenceEngine. WaitIdle() also waits for every batch to come back
+  // from its executor (real clocks only).
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective,
-                      InferenceCallback done);
+                      InferenceCallback done) override;
 
-  // New requests are refused from now on; accepted ones still complete.
-  void StopAccepting();
-  // Blocks until every accepted request has been answered and every batch
-  // has come back from its executor (real clocks only).
-  void WaitIdle();
+  void StopAccepting() override;
+  void WaitIdle() override;
 
   // REQUIRES for destruction: no request in flight (WaitIdle() with a real
   // clock), and the clock outlives the core. Scheduler timers that are still
   // pending become no-ops.
 
-  int64_t in_flight() const;
-  std::vector<ModelCounters> Counters() const;
+  int64_t in_flight() const override;
+  std::vector<ModelCounters> Counters() const override;
   // Per executor: the fraction of time since Create() that it spent running
   // batches (finished ones).
-  std::vector<double> BusyFractions() const;
+  std::vector<double> BusyFractions() const override;
   const ClusterSpec& spec() const { return spec_; }
 
  private:
-  class LockedClock;
   class Listener;
-  // The lock and an open flag, shared with timer callbacks so that a timer
-  // firing during destruction finds the gate closed instead of a dead core.
-  struct Gate {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool open = true;
-    int flushing = 0;  // timer callbacks between their locked part and Flush()
-  };
   struct Pending {
     ModelId model;
     std::vector<float> input;
@@ -190,10 +152,10 @@ class InferenceCore {
   std::vector<int> local_index_;  // model → its position in its sub-cluster
   std::vector<std::unique_ptr<Executor>> executors_;
   Clock* const clock_;
-  std::unique_ptr<LockedClock> locked_clock_;
+  // The scheduler's clock: its timers run under mu_, then Flush().
+  const std::unique_ptr<SerializedClock> locked_clock_;
   std::unique_ptr<Listener> listener_;
 
-  const std::shared_ptr<Gate> gate_;
   std::mutex& mu_;
   std::condition_variable idle_;
   std::unique_ptr<Scheduler> scheduler_;                // GUARDED_BY(mu_)

@@ -1,0 +1,33 @@
+#include "tutti/core/serialized_clock.h"
+
+#include <utility>
+
+namespace tutti {
+
+SerializedClock::SerializedClock(Clock* base, std::function<void()> after)
+    : base_(base), gate_(std::make_shared<Gate>()) {
+  gate_->after = std::move(after);
+}
+
+void SerializedClock::Close(std::unique_lock<std::mutex>& lock) {
+  gate_->open = false;
+  gate_->cv.wait(lock, [this] { return gate_->in_after == 0; });
+}
+
+TimerId SerializedClock::ScheduleAt(Time when, Callback callback) {
+  return base_->ScheduleAt(when, [gate = gate_, cb = std::move(callback)] {
+    {
+      std::lock_guard<std::mutex> lock(gate->mu);
+      if (!gate->open) return;
+      cb();
+      if (!gate->after) return;
+      ++gate->in_after;
+    }
+    gate->after();
+    std::lock_guard<std::mutex> lock(gate->mu);
+    --gate->in_after;
+    gate->cv.notify_all();
+  });
+}
+
+}  // namespace tutti

@@ -1,0 +1,67 @@
+#include "tutti/server/cluster_layout.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/executors/emulated_executor.h"
+#include "tutti/executors/torch_executor.h"
+
+namespace tutti {
+
+absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config) {
+  ClusterLayout layout;
+  ClusterSpec& spec = layout.spec;
+  for (const ExecutorGroupConfig& group : config.executors) {
+    SubCluster sub;
+    sub.num_gpus = group.count;
+    layout.first_gpu.push_back(spec.num_gpus());
+    std::vector<const ModelVersion*>& versions = layout.group_models.emplace_back();
+    std::vector<std::string> names;
+    for (const std::string& name : group.models) {
+      TUTTI_ASSIGN_OR_RETURN(const ModelVersion* v, repo.Find(name));
+      const ModelConfig& m = v->config;
+      if (m.inputs.size() != 1 || m.outputs.size() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat("model '", name, "': Tutti serves models with one input "
+                                                       "and one output tensor"));
+      }
+      const Duration slo = m.latency_objective_ms ? Millis(*m.latency_objective_ms) : config.default_objective;
+      sub.models.push_back(static_cast<ModelId>(spec.models.size()));
+      spec.models.push_back(ModelSpec{name, m.profiles.at(group.profile), slo});
+      layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
+      layout.served.push_back({m, v->version});
+      versions.push_back(v);
+      const LatencyProfile& p = m.profiles.at(group.profile);
+      names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, v->version,
+                                      PlatformName(m.platform), ToMillis(slo), ToMillis(p.Latency(1)),
+                                      p.max_batch(), ToMillis(p.Latency(p.max_batch()))));
+    }
+    absl::StrAppendFormat(&layout.description, "  %d x %s executor (profile %s):\n    %s\n", group.count, group.kind,
+                          group.profile, absl::StrJoin(names, "\n    "));
+    spec.sub_clusters.push_back(std::move(sub));
+  }
+  return layout;
+}
+
+absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
+                                                            int group, Clock* clock) {
+  const ExecutorGroupConfig& g = config.executors.at(group);
+  const std::vector<const ModelVersion*>& models = layout.group_models.at(group);
+  if (g.kind == "emulated") {
+    std::vector<EmulatedExecutor::Model> emulated;
+    for (const ModelVersion* v : models) {
+      emulated.push_back({v->config.profiles.at(g.profile), v->config.outputs[0].ElementCount()});
+    }
+    return std::make_unique<EmulatedExecutor>(clock, std::move(emulated));
+  }
+  std::vector<std::unique_ptr<TorchModel>> loaded;
+  for (const ModelVersion* v : models) {
+    TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> m, TorchModel::Load(*v));
+    loaded.push_back(std::move(m));
+  }
+  return std::make_unique<TorchExecutor>(clock, std::move(loaded));
+}
+
+}  // namespace tutti

@@ -1,0 +1,46 @@
+// ClusterLayout: the cluster a resolved ServerConfig describes over a model
+// repository — the scheduler's ClusterSpec (one sub-cluster per executor
+// group, GPU ids numbered group by group), each model's tensor sizes and
+// served version, and the model versions each group's executors hold. The
+// embedded server and the distributed processes (scheduler, frontend,
+// backend) all derive their view of the cluster from it, so they agree on
+// model ids and GPU ids.
+#ifndef TUTTI_SERVER_CLUSTER_LAYOUT_H_
+#define TUTTI_SERVER_CLUSTER_LAYOUT_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/clock.h"
+#include "tutti/executors/executor.h"
+#include "tutti/frontend/inference_frontend.h"
+#include "tutti/repository/model_repository.h"
+#include "tutti/server/server_config.h"
+#include "tutti/serving/inference_core.h"
+
+namespace tutti {
+
+struct ClusterLayout {
+  ClusterSpec spec;
+  std::vector<InferenceCore::ModelShape> shapes;       // by model id
+  std::vector<InferenceFrontend::ServedModel> served;  // by model id
+  std::vector<std::vector<const ModelVersion*>> group_models;  // by executor group
+  std::vector<int> first_gpu;                          // by executor group
+  std::string description;  // a few lines: the groups and their models
+};
+
+// Errors: a model missing from `repo`, or with more than one input or output
+// tensor. `config` must be resolved (ResolveServerConfig); `repo` must
+// outlive the layout.
+absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config);
+
+// One executor of `group` (config.executors[group]), holding its models in
+// the group's order. Errors: weights that fail to load.
+absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
+                                                            int group, Clock* clock);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SERVER_CLUSTER_LAYOUT_H_

@@ -1,0 +1,75 @@
+// InferenceEngine: what a frontend submits requests to and learns their
+// outcomes from. Embedded mode's InferenceCore schedules and executes them in
+// this process; distributed mode's RemoteEngine (distributed/) hands their
+// metadata to the leading scheduler process and their inputs to the backends
+// that ask for them. The HTTP and gRPC frontends see only this interface.
+#ifndef TUTTI_SERVING_INFERENCE_ENGINE_H_
+#define TUTTI_SERVING_INFERENCE_ENGINE_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "tutti/coding/parity_groups.h"
+#include "tutti/core/time.h"
+#include "tutti/scheduler/request.h"
+
+namespace tutti {
+
+struct InferenceOutcome {
+  absl::Status status;        // OK, DeadlineExceeded (dropped), or an executor error
+  std::vector<float> output;  // the model's output elements, when OK
+  bool emulated = false;      // produced by an emulated executor
+  bool late = false;          // finished after its deadline
+  bool reconstructed = false; // rebuilt by ParM from a parity output
+  Time arrival = 0;
+  Time deadline = 0;
+  Time started = 0;           // its batch started executing
+  Time finished = 0;
+  int batch_size = 0;
+};
+using InferenceCallback = std::function<void(InferenceOutcome)>;
+
+// Per-model counts of how accepted requests ended.
+struct ModelCounters {
+  int64_t success = 0;  // on time
+  int64_t late = 0;     // answered, after the deadline
+  int64_t dropped = 0;  // objective could not be met
+  int64_t error = 0;    // executor failure
+  int64_t batches = 0;
+  int64_t batched_requests = 0;
+  int64_t reconstructed = 0;  // of success + late: answered by a ParM reconstruction
+  ParityGroups::Stats coding; // zero unless the model is coded
+};
+
+// Thread-safety: every method may be called from any thread.
+class InferenceEngine {
+ public:
+  virtual ~InferenceEngine() = default;
+
+  // Accepts one request for `model` with `input` (the model's input element
+  // count), due `objective` after now (0: the model's SLO). Returns an error —
+  // and never calls `done` — for an unknown model, a wrong input size, after
+  // StopAccepting(), or when the engine cannot take requests now
+  // (Unavailable: retryable). Otherwise `done` is called exactly once, on any
+  // thread, possibly before Submit() returns.
+  virtual absl::Status Submit(ModelId model, std::vector<float> input, Duration objective,
+                              InferenceCallback done) = 0;
+
+  // New requests are refused from now on; accepted ones still complete.
+  virtual void StopAccepting() = 0;
+  // Blocks until every accepted request has been answered.
+  virtual void WaitIdle() = 0;
+  virtual int64_t in_flight() const = 0;
+
+  // Per model: how accepted requests ended.
+  virtual std::vector<ModelCounters> Counters() const = 0;
+  // Per executor this engine runs: the fraction of time it spent running
+  // batches; empty when the executors are elsewhere.
+  virtual std::vector<double> BusyFractions() const = 0;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SERVING_INFERENCE_ENGINE_H_
