@@ -1,0 +1,67 @@
+// ChildProcess: a program started by Tutti (etcd, or a `tutti` process of a
+// local cluster) whose output is captured, so that the launcher can wait for
+// its "ready" line and show it on failure.
+//
+// Thread-safety: every method may be called from any thread.
+#ifndef TUTTI_DISTRIBUTED_CHILD_PROCESS_H_
+#define TUTTI_DISTRIBUTED_CHILD_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+class ChildProcess {
+ public:
+  // Starts argv[0] (a path) with `argv`; stdout and stderr are captured,
+  // and copied to `echo_prefix`-prefixed lines on stderr unless it is empty.
+  // Errors: the program cannot be started.
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv,
+                                                            const std::string& echo_prefix = "");
+  // Terminate(): SIGTERM, then SIGKILL if it has not exited within 10 s.
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  // Waits until the output contains `needle`; returns the first line holding
+  // it. DeadlineExceeded after `timeout`, FailedPrecondition if the process
+  // exits first (both carry the output's tail).
+  absl::StatusOr<std::string> WaitForOutput(const std::string& needle, Duration timeout);
+  std::string output() const;
+
+  // Sends `signal` (e.g. SIGKILL) without waiting.
+  void Signal(int signal);
+  // SIGTERM, then SIGKILL after `grace`; returns the wait status.
+  int Terminate(Duration grace = 10 * kSecond);
+  bool exited();
+
+ private:
+  ChildProcess() = default;
+  void ReadLoop(int fd);
+
+  pid_t pid_ = -1;
+  std::string echo_prefix_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::string output_;   // GUARDED_BY(mu_)
+  bool eof_ = false;     // GUARDED_BY(mu_)
+  bool reaped_ = false;  // GUARDED_BY(mu_)
+  int wait_status_ = 0;  // GUARDED_BY(mu_)
+  std::thread reader_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago (for programs, like
+// etcd, that cannot report the port they bound).
+absl::StatusOr<int> PickFreePort();
+
+}  // namespace tutti
+
+#endif  // TUTTI_DISTRIBUTED_CHILD_PROCESS_H_

@@ -1,0 +1,293 @@
+#include "tutti/distributed/etcd_client.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "tutti/proto/etcd_rpc.grpc.pb.h"
+
+namespace tutti {
+namespace {
+
+namespace pb = ::etcdserverpb;
+constexpr Duration kRpcTimeout = 3 * kSecond;
+constexpr Duration kRetryDelay = 100 * kMillisecond;
+
+std::chrono::system_clock::time_point DeadlineAfter(Duration d) {
+  return std::chrono::system_clock::now() + std::chrono::nanoseconds(d);
+}
+
+absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                      absl::StrCat("etcd ", what, ": ", s.error_message()));
+}
+
+EtcdClient::KeyValue FromProto(const pb::KeyValue& kv) {
+  return {kv.key(), kv.value(), kv.create_revision(), kv.mod_revision(), kv.lease()};
+}
+
+// A thread that runs `body(stopping)` and is stopped and joined on
+// destruction; `wake` interrupts its sleeps and cancels its stream.
+class Worker final : public EtcdClient::Background {
+ public:
+  template <typename Body>
+  explicit Worker(Body body) : thread_([this, body = std::move(body)]() mutable { body(*this); }) {}
+  ~Worker() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      if (context_ != nullptr) context_->TryCancel();
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  bool stopping() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopping_;
+  }
+  // Sleeps up to `d`; false if stopped meanwhile.
+  bool Sleep(Duration d) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return !cv_.wait_for(lock, std::chrono::nanoseconds(d), [this] { return stopping_; });
+  }
+  // The stream context the destructor cancels; false if already stopping.
+  bool SetContext(grpc::ClientContext* context) {
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = context;
+    return !stopping_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  grpc::ClientContext* context_ = nullptr;
+  std::thread thread_;  // last: starts once the rest is built
+};
+
+}  // namespace
+
+struct EtcdClient::Stubs {
+  std::shared_ptr<grpc::Channel> channel;
+  std::unique_ptr<pb::KV::Stub> kv;
+  std::unique_ptr<pb::Lease::Stub> lease;
+  std::unique_ptr<pb::Watch::Stub> watch;
+};
+
+std::string PrefixRangeEnd(const std::string& prefix) {
+  std::string end = prefix;
+  while (!end.empty()) {
+    if (static_cast<unsigned char>(end.back()) < 0xff) {
+      end.back() = static_cast<char>(static_cast<unsigned char>(end.back()) + 1);
+      return end;
+    }
+    end.pop_back();
+  }
+  return std::string(1, '\0');  // every key
+}
+
+EtcdClient::EtcdClient(std::string endpoint) : endpoint_(std::move(endpoint)), stubs_(std::make_unique<Stubs>()) {}
+EtcdClient::~EtcdClient() = default;
+
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const std::string& endpoint, Duration timeout) {
+  std::unique_ptr<EtcdClient> client(new EtcdClient(endpoint));
+  Stubs& s = *client->stubs_;
+  s.channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+  if (!s.channel->WaitForConnected(DeadlineAfter(timeout))) {
+    return absl::UnavailableError(absl::StrCat("cannot reach etcd at ", endpoint, " (is it running? "
+                                               "start one with `etcd --listen-client-urls http://", endpoint,
+                                               " --advertise-client-urls http://", endpoint, "`)"));
+  }
+  s.kv = pb::KV::NewStub(s.channel);
+  s.lease = pb::Lease::NewStub(s.channel);
+  s.watch = pb::Watch::NewStub(s.channel);
+  return client;
+}
+
+absl::Status EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::PutRequest req;
+  req.set_key(key);
+  req.set_value(value);
+  req.set_lease(lease);
+  pb::PutResponse resp;
+  return FromGrpc(stubs_->kv->Put(&ctx, req, &resp), absl::StrCat("put ", key));
+}
+
+absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::string& value, int64_t lease) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::TxnRequest req;
+  pb::Compare* cmp = req.add_compare();
+  cmp->set_key(key);
+  cmp->set_target(pb::Compare::CREATE);
+  cmp->set_result(pb::Compare::EQUAL);
+  cmp->set_create_revision(0);  // the key does not exist
+  pb::PutRequest* put = req.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(value);
+  put->set_lease(lease);
+  pb::TxnResponse resp;
+  grpc::Status s = stubs_->kv->Txn(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, absl::StrCat("txn on ", key));
+  return resp.succeeded();
+}
+
+absl::StatusOr<std::optional<EtcdClient::KeyValue>> EtcdClient::Get(const std::string& key) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::RangeRequest req;
+  req.set_key(key);
+  pb::RangeResponse resp;
+  grpc::Status s = stubs_->kv->Range(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, absl::StrCat("get ", key));
+  if (resp.kvs_size() == 0) return std::optional<KeyValue>();
+  return std::optional<KeyValue>(FromProto(resp.kvs(0)));
+}
+
+absl::StatusOr<EtcdClient::Snapshot> EtcdClient::GetPrefix(const std::string& prefix) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::RangeRequest req;
+  req.set_key(prefix);
+  req.set_range_end(PrefixRangeEnd(prefix));
+  pb::RangeResponse resp;
+  grpc::Status s = stubs_->kv->Range(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, absl::StrCat("get ", prefix, "*"));
+  Snapshot snap;
+  snap.revision = resp.header().revision();
+  for (const pb::KeyValue& kv : resp.kvs()) snap.kvs.push_back(FromProto(kv));
+  return snap;
+}
+
+absl::Status EtcdClient::Delete(const std::string& key) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::DeleteRangeRequest req;
+  req.set_key(key);
+  pb::DeleteRangeResponse resp;
+  return FromGrpc(stubs_->kv->DeleteRange(&ctx, req, &resp), absl::StrCat("delete ", key));
+}
+
+absl::StatusOr<int64_t> EtcdClient::GrantLease(int64_t ttl_seconds) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::LeaseGrantRequest req;
+  req.set_ttl(ttl_seconds);
+  pb::LeaseGrantResponse resp;
+  grpc::Status s = stubs_->lease->LeaseGrant(&ctx, req, &resp);
+  if (!s.ok()) return FromGrpc(s, "lease grant");
+  if (!resp.error().empty()) return absl::InternalError(absl::StrCat("etcd lease grant: ", resp.error()));
+  return resp.id();
+}
+
+absl::Status EtcdClient::RevokeLease(int64_t lease) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
+  pb::LeaseRevokeRequest req;
+  req.set_id(lease);
+  pb::LeaseRevokeResponse resp;
+  return FromGrpc(stubs_->lease->LeaseRevoke(&ctx, req, &resp), "lease revoke");
+}
+
+std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Duration ttl,
+                                                              std::function<void()> lost) {
+  return std::make_unique<Worker>([this, lease, ttl, lost = std::move(lost)](Worker& w) {
+    auto last_ok = std::chrono::steady_clock::now();
+    const auto ttl_ns = std::chrono::nanoseconds(ttl);
+    while (!w.stopping()) {
+      grpc::ClientContext ctx;
+      if (!w.SetContext(&ctx)) return;
+      auto stream = stubs_->lease->LeaseKeepAlive(&ctx);
+      pb::LeaseKeepAliveRequest req;
+      req.set_id(lease);
+      pb::LeaseKeepAliveResponse resp;
+      while (stream->Write(req) && stream->Read(&resp)) {
+        if (resp.ttl() <= 0) {  // expired or revoked
+          w.SetContext(nullptr);
+          ctx.TryCancel();
+          if (!w.stopping()) lost();
+          return;
+        }
+        last_ok = std::chrono::steady_clock::now();
+        if (!w.Sleep(ttl / 3)) break;
+      }
+      w.SetContext(nullptr);
+      ctx.TryCancel();
+      if (w.stopping()) return;
+      if (std::chrono::steady_clock::now() - last_ok > ttl_ns) {
+        lost();
+        return;
+      }
+      w.Sleep(kRetryDelay);
+    }
+  });
+}
+
+std::unique_ptr<EtcdClient::Background> EtcdClient::Watch(
+    const std::string& prefix, int64_t after_revision, std::function<void(const std::vector<Event>&)> on_events) {
+  return std::make_unique<Worker>([this, prefix, after_revision, on_events = std::move(on_events)](Worker& w) {
+    int64_t seen = after_revision;
+    while (!w.stopping()) {
+      grpc::ClientContext ctx;
+      if (!w.SetContext(&ctx)) return;
+      auto stream = stubs_->watch->Watch(&ctx);
+      pb::WatchRequest req;
+      pb::WatchCreateRequest* create = req.mutable_create_request();
+      create->set_key(prefix);
+      create->set_range_end(PrefixRangeEnd(prefix));
+      create->set_start_revision(seen + 1);
+      pb::WatchResponse resp;
+      if (stream->Write(req)) {
+        while (stream->Read(&resp)) {
+          if (resp.canceled()) break;  // e.g. compacted: reconnect from what we saw
+          if (resp.events_size() == 0) continue;
+          std::vector<Event> events;
+          for (const pb::Event& e : resp.events()) {
+            events.push_back({e.type() == pb::Event::DELETE, FromProto(e.kv())});
+            seen = std::max(seen, e.kv().mod_revision());
+          }
+          on_events(events);
+        }
+      }
+      w.SetContext(nullptr);
+      ctx.TryCancel();
+      w.Sleep(kRetryDelay);
+    }
+  });
+}
+
+absl::Status EtcdClient::Campaign(const std::string& key, const std::string& value, int64_t lease,
+                                  const std::atomic<bool>* stop) {
+  while (!stop->load()) {
+    absl::StatusOr<bool> won = PutIfAbsent(key, value, lease);
+    if (!won.ok()) return won.status();
+    if (*won) return absl::OkStatus();
+    // Someone leads: wait for the key to go (its lease expired or revoked).
+    absl::StatusOr<std::optional<KeyValue>> holder = Get(key);
+    if (!holder.ok()) return holder.status();
+    if (!holder->has_value()) continue;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool gone = false;
+    auto watch = Watch(key, (*holder)->mod_revision, [&](const std::vector<Event>& events) {
+      for (const Event& e : events) {
+        if (e.kv.key != key || !e.deleted) continue;
+        std::lock_guard<std::mutex> lock(mu);
+        gone = true;
+        cv.notify_all();
+      }
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    while (!gone && !stop->load()) cv.wait_for(lock, std::chrono::milliseconds(50));
+  }
+  return absl::CancelledError("stopped campaigning");
+}
+
+}  // namespace tutti

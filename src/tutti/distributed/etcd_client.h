@@ -1,0 +1,98 @@
+// EtcdClient: Tutti's client of etcd's v3 gRPC API (proto/etcd_rpc.proto) —
+// keys, leases with keep-alive heartbeats, watches and a leader election.
+// The distributed processes coordinate through it: backends register under a
+// lease, schedulers campaign for leadership, and the scheduler and frontends
+// learn membership and the leader from watches.
+//
+// Thread-safety: every method may be called from any thread. Watch and
+// keep-alive callbacks run on their own threads.
+#ifndef TUTTI_DISTRIBUTED_ETCD_CLIENT_H_
+#define TUTTI_DISTRIBUTED_ETCD_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/time.h"
+
+namespace tutti {
+
+class EtcdClient {
+ public:
+  struct KeyValue {
+    std::string key;
+    std::string value;
+    int64_t create_revision = 0;
+    int64_t mod_revision = 0;
+    int64_t lease = 0;
+  };
+  struct Event {
+    bool deleted = false;  // else a put
+    KeyValue kv;           // a deleted key's value is empty
+  };
+  // Keys under a prefix, as of `revision`.
+  struct Snapshot {
+    std::vector<KeyValue> kvs;
+    int64_t revision = 0;
+  };
+
+  // Runs until destroyed (the destructor stops it and joins its thread).
+  class Background {
+   public:
+    virtual ~Background() = default;
+  };
+
+  // `endpoint` is host:port of etcd's client URL (plain HTTP/2). Waits up to
+  // `timeout` for a first answer; Unavailable if none comes.
+  static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(const std::string& endpoint,
+                                                            Duration timeout = 5 * kSecond);
+  ~EtcdClient();
+
+  const std::string& endpoint() const { return endpoint_; }
+
+  absl::Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
+  // Creates `key` only if it does not exist (a transaction); true if created.
+  absl::StatusOr<bool> PutIfAbsent(const std::string& key, const std::string& value, int64_t lease = 0);
+  absl::StatusOr<std::optional<KeyValue>> Get(const std::string& key);
+  absl::StatusOr<Snapshot> GetPrefix(const std::string& prefix);
+  absl::Status Delete(const std::string& key);
+
+  // A lease of `ttl_seconds` (etcd's granularity); its id.
+  absl::StatusOr<int64_t> GrantLease(int64_t ttl_seconds);
+  absl::Status RevokeLease(int64_t lease);
+  // Heartbeats: keeps `lease` alive every ttl/3 until the result is
+  // destroyed. `lost` is called once if the lease is gone (etcd answers TTL
+  // 0, or no heartbeat got through for a whole ttl): the holder must stop
+  // acting on it.
+  std::unique_ptr<Background> KeepAlive(int64_t lease, Duration ttl, std::function<void()> lost);
+  // Calls `on_events` with the changes to keys under `prefix` made after
+  // `after_revision` (a Snapshot's revision), in order, reconnecting if the
+  // stream breaks.
+  std::unique_ptr<Background> Watch(const std::string& prefix, int64_t after_revision,
+                                    std::function<void(const std::vector<Event>&)> on_events);
+
+  // Leader election on `key`: blocks until this caller holds it — `key`
+  // created with `value` under `lease`, so it disappears with the lease — or
+  // `*stop` turns true (Cancelled). The holder leads until its lease is lost.
+  absl::Status Campaign(const std::string& key, const std::string& value, int64_t lease,
+                        const std::atomic<bool>* stop);
+
+ private:
+  struct Stubs;
+  explicit EtcdClient(std::string endpoint);
+
+  const std::string endpoint_;
+  std::unique_ptr<Stubs> stubs_;
+};
+
+// The smallest key above every key starting with `prefix` (etcd range_end).
+std::string PrefixRangeEnd(const std::string& prefix);
+
+}  // namespace tutti
+
+#endif  // TUTTI_DISTRIBUTED_ETCD_CLIENT_H_

@@ -1,0 +1,122 @@
+// EtcdClient against a real etcd (LocalEtcd: Debian's etcd-server on
+// loopback with a temporary data directory).
+#include "tutti/distributed/etcd_client.h"
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tutti/distributed/local_etcd.h"
+
+namespace tutti {
+namespace {
+
+class EtcdClientTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
+    ASSERT_TRUE(etcd.ok()) << etcd.status();
+    etcd_ = std::move(*etcd);
+    absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect(etcd_->endpoint());
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = std::move(*client);
+  }
+  std::unique_ptr<LocalEtcd> etcd_;
+  std::unique_ptr<EtcdClient> client_;
+};
+
+TEST_F(EtcdClientTest, PutGetPrefixDeleteAndPutIfAbsent) {
+  ASSERT_TRUE(client_->Put("/t/a/1", "one").ok());
+  ASSERT_TRUE(client_->Put("/t/a/2", "two").ok());
+  ASSERT_TRUE(client_->Put("/t/b", "other").ok());
+  absl::StatusOr<EtcdClient::Snapshot> snap = client_->GetPrefix("/t/a/");
+  ASSERT_TRUE(snap.ok()) << snap.status();
+  ASSERT_EQ(snap->kvs.size(), 2u);
+  EXPECT_EQ(snap->kvs[0].value, "one");
+  EXPECT_EQ(snap->kvs[1].key, "/t/a/2");
+  EXPECT_GT(snap->revision, 0);
+  EXPECT_EQ(*client_->PutIfAbsent("/t/b", "mine"), false);
+  EXPECT_EQ((*client_->Get("/t/b"))->value, "other");
+  ASSERT_TRUE(client_->Delete("/t/b").ok());
+  EXPECT_FALSE(client_->Get("/t/b")->has_value());
+  EXPECT_EQ(*client_->PutIfAbsent("/t/b", "mine"), true);
+  EXPECT_EQ((*client_->Get("/t/b"))->value, "mine");
+}
+
+TEST_F(EtcdClientTest, KeysUnderARevokedLeaseDisappearAndWatchersSeeIt) {
+  absl::StatusOr<int64_t> lease = client_->GrantLease(5);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE(client_->Put("/w/backend", "addr", *lease).ok());
+  absl::StatusOr<EtcdClient::Snapshot> snap = client_->GetPrefix("/w/");
+  ASSERT_TRUE(snap.ok());
+  std::promise<EtcdClient::Event> deleted;
+  auto watch = client_->Watch("/w/", snap->revision, [&](const std::vector<EtcdClient::Event>& events) {
+    for (const EtcdClient::Event& e : events) {
+      if (e.deleted) deleted.set_value(e);
+    }
+  });
+  ASSERT_TRUE(client_->RevokeLease(*lease).ok());
+  std::future<EtcdClient::Event> f = deleted.get_future();
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_EQ(f.get().kv.key, "/w/backend");
+  EXPECT_FALSE(client_->Get("/w/backend")->has_value());
+}
+
+TEST_F(EtcdClientTest, KeepAliveHoldsALeaseThatWouldOtherwiseExpire) {
+  absl::StatusOr<int64_t> kept = client_->GrantLease(1);
+  absl::StatusOr<int64_t> dropped = client_->GrantLease(1);
+  ASSERT_TRUE(kept.ok() && dropped.ok());
+  ASSERT_TRUE(client_->Put("/k/kept", "1", *kept).ok());
+  ASSERT_TRUE(client_->Put("/k/dropped", "1", *dropped).ok());
+  std::atomic<bool> lost{false};
+  auto keeper = client_->KeepAlive(*kept, kSecond, [&] { lost = true; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the unkept lease expires (TTL + etcd's sweep)
+  EXPECT_TRUE(client_->Get("/k/kept")->has_value());
+  EXPECT_FALSE(client_->Get("/k/dropped")->has_value());
+  EXPECT_FALSE(lost);
+}
+
+TEST_F(EtcdClientTest, CampaignWaitsForTheLeaderToGo) {
+  absl::StatusOr<int64_t> first = client_->GrantLease(10);
+  absl::StatusOr<int64_t> second = client_->GrantLease(10);
+  ASSERT_TRUE(first.ok() && second.ok());
+  std::atomic<bool> stop{false};
+  ASSERT_TRUE(client_->Campaign("/e/leader", "first", *first, &stop).ok());
+  std::atomic<bool> second_leads{false};
+  std::thread spare([&] { second_leads = client_->Campaign("/e/leader", "second", *second, &stop).ok(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_FALSE(second_leads);
+  EXPECT_EQ((*client_->Get("/e/leader"))->value, "first");
+  ASSERT_TRUE(client_->RevokeLease(*first).ok());  // the leader dies
+  spare.join();
+  EXPECT_TRUE(second_leads);
+  EXPECT_EQ((*client_->Get("/e/leader"))->value, "second");
+
+  // A campaign that never wins ends when told to stop.
+  absl::StatusOr<int64_t> third = client_->GrantLease(10);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    stop = true;
+  });
+  EXPECT_EQ(client_->Campaign("/e/leader", "third", *third, &stop).code(), absl::StatusCode::kCancelled);
+  stopper.join();
+}
+
+TEST(EtcdConnectTest, UnreachableEtcdIsAClearError) {
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect("127.0.0.1:1", Millis(300));
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(client.status().message().find("cannot reach etcd"), std::string::npos);
+}
+
+TEST(PrefixRangeEndTest, IncrementsTheLastByte) {
+  EXPECT_EQ(PrefixRangeEnd("/a/"), "/a0");
+  EXPECT_EQ(PrefixRangeEnd("a\xff"), "b");
+  EXPECT_EQ(PrefixRangeEnd(""), std::string(1, '\0'));
+}
+
+}  // namespace
+}  // namespace tutti

@@ -1,0 +1,52 @@
+#include "tutti/distributed/local_etcd.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/distributed/etcd_client.h"
+
+namespace tutti {
+
+absl::StatusOr<std::unique_ptr<LocalEtcd>> LocalEtcd::Start(const std::string& binary) {
+  if (!std::filesystem::exists(binary)) {
+    return absl::NotFoundError(absl::StrCat(binary, " not found: install etcd (apt-get install etcd-server; "
+                                            "scripts/setup.sh does)"));
+  }
+  std::unique_ptr<LocalEtcd> etcd(new LocalEtcd());
+  std::string dir_template = (std::filesystem::temp_directory_path() / "tutti-etcd-XXXXXX").string();
+  if (mkdtemp(dir_template.data()) == nullptr) return absl::InternalError("cannot create a temporary directory");
+  etcd->data_dir_ = dir_template;
+  TUTTI_ASSIGN_OR_RETURN(int client_port, PickFreePort());
+  TUTTI_ASSIGN_OR_RETURN(int peer_port, PickFreePort());
+  etcd->endpoint_ = absl::StrCat("127.0.0.1:", client_port);
+  const std::string client_url = absl::StrCat("http://", etcd->endpoint_);
+  const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
+  TUTTI_ASSIGN_OR_RETURN(etcd->process_,
+                         ChildProcess::Start({binary, "--name", "tutti", "--data-dir", etcd->data_dir_,
+                                              "--listen-client-urls", client_url, "--advertise-client-urls",
+                                              client_url, "--listen-peer-urls", peer_url,
+                                              "--initial-advertise-peer-urls", peer_url, "--initial-cluster",
+                                              absl::StrCat("tutti=", peer_url), "--heartbeat-interval", "20",
+                                              "--election-timeout", "200", "--log-level", "error"}));
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect(etcd->endpoint_, 20 * kSecond);
+  if (!client.ok()) {
+    return absl::UnavailableError(absl::StrCat("etcd did not come up: ", client.status().message(), "\n",
+                                               etcd->process_->output()));
+  }
+  // The first write succeeds once the member has elected itself.
+  for (int i = 0; i < 200; ++i) {
+    if ((*client)->Put("/tutti-etcd-ready", "1").ok()) return etcd;
+  }
+  return absl::UnavailableError(absl::StrCat("etcd takes no writes:\n", etcd->process_->output()));
+}
+
+LocalEtcd::~LocalEtcd() {
+  process_.reset();
+  std::error_code ignored;
+  std::filesystem::remove_all(data_dir_, ignored);
+}
+
+}  // namespace tutti
