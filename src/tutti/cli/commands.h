@@ -21,6 +21,10 @@ int LoadCommand(const Args& args);
 int TrainParityCommand(const Args& args);
 int EvalParityCommand(const Args& args);
 int BenchCommand(const Args& args);
+int SchedulerCommand(const Args& args);
+int FrontendCommand(const Args& args);
+int BackendCommand(const Args& args);
+int ClusterCommand(const Args& args);
 
 }  // namespace tutti::cli
 

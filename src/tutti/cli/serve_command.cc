@@ -1,12 +1,11 @@
 // tutti serve: one serving process over a model repository.
-#include <signal.h>
 
 #include <filesystem>
 #include <iostream>
 
 #include "absl/strings/str_format.h"
 #include "tutti/cli/command_util.h"
-#include "tutti/core/file_util.h"
+#include "tutti/cli/serve_setup.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/server/server.h"
 
@@ -53,13 +52,8 @@ int ServeCommand(const Args& args) {
 
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
-  absl::StatusOr<ServerConfig> config = ServerConfig{};
-  if (!config_path.empty()) {
-    absl::StatusOr<std::string> text = ReadFile(config_path);
-    if (!text.ok()) return Fail(text.status());
-    config = ParseServerConfig(*text);
-    if (!config.ok()) return Fail(absl::InvalidArgumentError(absl::StrCat(config_path, ": ", config.status().message())));
-  }
+  absl::StatusOr<ServerConfig> config = ReadServeConfig(config_path);
+  if (!config.ok()) return Fail(config.status());
   if (!address.empty()) config->http.address = address;
   if (port >= 0) config->http.port = port;
   if (grpc_port >= -1) config->grpc.port = grpc_port;
@@ -68,14 +62,7 @@ int ServeCommand(const Args& args) {
   config = ResolveServerConfig(*std::move(config), *repo);
   if (!config.ok()) return Fail(config.status());
 
-  // Signals are taken synchronously by this thread; every thread started
-  // from here on inherits the blocked mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
+  StopSignals signals;  // before any thread starts
   RealClock clock;
   std::cerr << "loading models…\n";
   absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config, &clock);
@@ -89,15 +76,9 @@ int ServeCommand(const Args& args) {
   PrintExamples(*repo, *config, (*server)->port(), std::cout);
   std::cout << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
 
-  int sig = 0;
-  if (duration_s > 0) {
-    timespec timeout{static_cast<time_t>(duration_s), static_cast<long>((duration_s - static_cast<time_t>(duration_s)) * 1e9)};
-    sig = sigtimedwait(&signals, nullptr, &timeout);
-  } else {
-    sigwait(&signals, &sig);
-  }
+  const int sig = signals.Wait(duration_s);
   std::cerr << absl::StrFormat("%s: shutting down — answering %d requests in flight…\n",
-                               sig > 0 ? strsignal(sig) : "time is up", (*server)->core().in_flight());
+                               StopSignals::Describe(sig), (*server)->core().in_flight());
   (*server)->Shutdown();
   const std::vector<ModelCounters> counters = (*server)->core().Counters();
   for (size_t m = 0; m < counters.size(); ++m) {

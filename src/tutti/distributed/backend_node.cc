@@ -29,7 +29,9 @@ BackendNode::BackendNode(std::string id, int group, std::unique_ptr<Executor> ex
       clock_(clock),
       rpc_timeout_(rpc_timeout) {}
 
-BackendNode::~BackendNode() {
+BackendNode::~BackendNode() { WaitIdle(); }
+
+void BackendNode::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return held_ == 0; });
 }

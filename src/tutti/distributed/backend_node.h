@@ -31,7 +31,10 @@ class BackendNode final : public internal::Backend::CallbackService {
   // and outlive the node.
   BackendNode(std::string id, int group, std::unique_ptr<Executor> executor,
               std::vector<InferenceCore::ModelShape> shapes, Clock* clock, Duration rpc_timeout = kSecond);
-  ~BackendNode() override;  // waits for the batches it holds
+  ~BackendNode() override;  // WaitIdle()
+
+  // Blocks until every batch received has been run and reported.
+  void WaitIdle();
 
   const std::string& id() const { return id_; }
   int64_t batches_run() const;

@@ -54,6 +54,11 @@ void RemoteEngine::SetLeader(const std::string& address) {
   Answer(std::move(answers));
 }
 
+void RemoteEngine::SetAddress(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  address_ = address;
+}
+
 std::string RemoteEngine::leader() const {
   std::lock_guard<std::mutex> lock(mu_);
   return leader_;
@@ -94,7 +99,7 @@ void RemoteEngine::SendToLeader(std::vector<uint64_t> ids, std::function<void()>
     std::lock_guard<std::mutex> lock(mu_);
     leader = leader_;
     epoch = epoch_;
-    req.set_frontend(options_.address);
+    req.set_frontend(address_);
     const Time now = clock_->Now();
     for (uint64_t id : ids) {
       auto it = pending_.find(id);

@@ -36,7 +36,6 @@ namespace tutti {
 class RemoteEngine final : public InferenceEngine, public internal::Frontend::CallbackService {
  public:
   struct Options {
-    std::string address;  // this frontend's Frontend service (host:port), as backends reach it
     Duration rpc_timeout = kSecond;
     Duration orphan_grace = 2 * kSecond;
   };
@@ -49,6 +48,9 @@ class RemoteEngine final : public InferenceEngine, public internal::Frontend::Ca
   // a previous leader that no backend has asked for are answered with a
   // retryable error.
   void SetLeader(const std::string& address);
+  // This frontend's Frontend service (host:port), as backends reach it. Set
+  // it before the first Submit.
+  void SetAddress(const std::string& address);
   std::string leader() const;
 
   // InferenceEngine.
@@ -98,6 +100,7 @@ class RemoteEngine final : public InferenceEngine, public internal::Frontend::Ca
   absl::flat_hash_map<uint64_t, Pending> pending_;  // GUARDED_BY(mu_)
   std::vector<ModelCounters> counters_;             // GUARDED_BY(mu_)
   std::string leader_;                              // GUARDED_BY(mu_)
+  std::string address_;                             // GUARDED_BY(mu_)
   uint64_t epoch_ = 1;                              // GUARDED_BY(mu_): +1 per leader change
   uint64_t next_id_ = 1;                            // GUARDED_BY(mu_)
   int64_t answering_ = 0;                           // GUARDED_BY(mu_): answers taken out, callbacks not yet run

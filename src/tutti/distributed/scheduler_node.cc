@@ -59,6 +59,11 @@ absl::Status SchedulerNode::Lead(const std::vector<BackendInfo>& backends) {
   return absl::OkStatus();
 }
 
+void SchedulerNode::SetAddress(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  address_ = address;
+}
+
 bool SchedulerNode::leading() const {
   std::lock_guard<std::mutex> lock(mu_);
   return scheduler_ != nullptr;
@@ -193,7 +198,7 @@ void SchedulerNode::OnDispatch(Batch batch) {
   plan.set_model(local_index_[batch.model]);
   plan.set_start_in_us(std::max<int64_t>(0, ToMicros(batch.exec_at - clock_->Now())));
   plan.set_latency_us(ToMicros(batch.latency));
-  plan.set_scheduler(options_.address);
+  plan.set_scheduler(address_);
   for (const Request& r : batch.requests) {
     const Origin& o = origins_.at(r.id);
     pb::PlannedRequest* p = plan.add_requests();

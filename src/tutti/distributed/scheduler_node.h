@@ -47,7 +47,6 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   struct Options {
     std::string policy = "deferred";
     SchedulerOptions scheduler;
-    std::string address;  // this node's Scheduler service, for BatchDone reports
     Duration rpc_timeout = kSecond;
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
@@ -60,6 +59,9 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   // invalid spec.
   absl::Status Lead(const std::vector<BackendInfo>& backends);
   bool leading() const;
+  // This node's Scheduler service (host:port), where backends report
+  // BatchDone. Set it before Lead().
+  void SetAddress(const std::string& address);
 
   // Membership, from the etcd watch. Adding a known backend or removing an
   // unknown one does nothing.
@@ -132,6 +134,7 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   RequestId next_request_ = 1;                                 // GUARDED_BY(mu_)
   uint64_t next_batch_ = 1;                                    // GUARDED_BY(mu_)
   Stats stats_;                                                // GUARDED_BY(mu_)
+  std::string address_;                                        // GUARDED_BY(mu_)
   bool flushing_ = false;                                      // GUARDED_BY(mu_)
 };
 

@@ -43,33 +43,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   }
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(layout.shapes),
                                                               std::move(executors), options, clock));
-  server->frontend_ = std::make_unique<InferenceFrontend>(server->core_.get(), std::move(layout.served));
-  server->service_ = std::make_unique<KserveService>(server->frontend_.get());
-  TUTTI_ASSIGN_OR_RETURN(server->http_, HttpServer::Start(config.http, server->service_.get()));
-  if (config.grpc.port >= 0) {
-    server->grpc_service_ = std::make_unique<KserveGrpcService>(server->frontend_.get());
-    TUTTI_ASSIGN_OR_RETURN(server->grpc_, GrpcServer::Start(config.grpc, {server->grpc_service_.get()}));
-  }
+  TUTTI_ASSIGN_OR_RETURN(server->listeners_, FrontendServer::Start(server->core_.get(), std::move(layout.served),
+                                                                    config.http, config.grpc));
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);
   return server;
 }
 
 std::string Server::Describe() const { return description_; }
 
-void Server::Shutdown(Duration write_timeout) {
-  if (shut_down_) return;
-  shut_down_ = true;
-  frontend_->StopAccepting();
-  http_->StopAccepting();
-  core_->StopAccepting();
-  core_->WaitIdle();
-  if (grpc_) grpc_->Shutdown(write_timeout);
-  http_->Drain(write_timeout);
-  http_->Stop();
-}
+void Server::Shutdown(Duration write_timeout) { listeners_->Shutdown(write_timeout); }
 
-Server::~Server() {
-  if (http_) Shutdown();
-}
+Server::~Server() = default;
 
 }  // namespace tutti

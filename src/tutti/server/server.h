@@ -10,11 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
-#include "tutti/frontend/grpc_server.h"
-#include "tutti/frontend/http_server.h"
-#include "tutti/frontend/inference_frontend.h"
-#include "tutti/frontend/kserve_grpc_service.h"
-#include "tutti/frontend/kserve_service.h"
+#include "tutti/frontend/frontend_server.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
 #include "tutti/serving/inference_core.h"
@@ -31,9 +27,9 @@ class Server {
                                                       const ServerConfig& config, Clock* clock);
   ~Server();  // Shutdown() if not done yet
 
-  int port() const { return http_->port(); }
+  int port() const { return listeners_->port(); }
   // The gRPC port; -1 when the config turns gRPC off.
-  int grpc_port() const { return grpc_ ? grpc_->port() : -1; }
+  int grpc_port() const { return listeners_->grpc_port(); }
   // A few lines: the models with their objectives, the executor groups.
   std::string Describe() const;
   InferenceCore& core() { return *core_; }
@@ -49,12 +45,7 @@ class Server {
 
   std::string description_;
   std::unique_ptr<InferenceCore> core_;
-  std::unique_ptr<InferenceFrontend> frontend_;
-  std::unique_ptr<KserveService> service_;
-  std::unique_ptr<HttpServer> http_;
-  std::unique_ptr<KserveGrpcService> grpc_service_;
-  std::unique_ptr<GrpcServer> grpc_;
-  bool shut_down_ = false;
+  std::unique_ptr<FrontendServer> listeners_;
 };
 
 }  // namespace tutti

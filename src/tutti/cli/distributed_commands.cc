@@ -1,0 +1,215 @@
+// Distributed mode: tutti scheduler | frontend | backend (one process each,
+// coordinated through etcd), and tutti cluster (all of them, and an etcd,
+// on this machine).
+#include <unistd.h>
+
+#include <iostream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "tutti/cli/command_util.h"
+#include "tutti/cli/serve_setup.h"
+#include "tutti/core/real_clock.h"
+#include "tutti/distributed/local_cluster.h"
+#include "tutti/distributed/processes.h"
+#include "tutti/executors/torch_executor.h"
+
+namespace tutti::cli {
+namespace {
+
+// Flags every distributed process takes, and the cluster they describe.
+struct Common {
+  std::string repo_dir = "demo_repository";
+  std::string config_path;
+  ProcessOptions process;
+
+  void AddFlags(FlagSet& flags) {
+    flags.String("etcd", &process.etcd, "etcd client endpoint host:port (default 127.0.0.1:2379)");
+    flags.String("cluster", &process.cluster, "cluster name: keys under /tutti/<name>/ in etcd (default tutti)");
+    flags.String("repo", &repo_dir, "model repository directory (the same for every process)");
+    flags.String("config", &config_path, "serve config YAML (the same for every process)");
+    flags.String("address", &process.address, "address of this process's internal gRPC service (default 127.0.0.1)");
+    flags.Int("internal-port", &process.port, "port of the internal gRPC service (default 0: any free port)");
+    flags.Int("lease-ttl-s", &process.lease_ttl_s, "etcd lease TTL in seconds: a dead process is noticed this fast "
+                                                   "(default 1)");
+  }
+
+  // Loads the repository and config; the cluster layout they describe.
+  absl::Status Load(ServerConfig* config, std::unique_ptr<ModelRepository>* repo, ClusterLayout* layout) {
+    absl::StatusOr<ModelRepository> r = ModelRepository::Open(repo_dir);
+    if (!r.ok()) return r.status();
+    *repo = std::make_unique<ModelRepository>(*std::move(r));
+    absl::StatusOr<ServerConfig> c = ReadServeConfig(config_path);
+    if (!c.ok()) return c.status();
+    c = ResolveServerConfig(*std::move(c), **repo);
+    if (!c.ok()) return c.status();
+    *config = *std::move(c);
+    absl::StatusOr<ClusterLayout> l = LayOutCluster(**repo, *config);
+    if (!l.ok()) return l.status();
+    *layout = *std::move(l);
+    return absl::OkStatus();
+  }
+};
+
+}  // namespace
+
+int SchedulerCommand(const Args& args) {
+  Common common;
+  FlagSet flags("tutti scheduler --etcd HOST:PORT [--repo DIR] [--config FILE] [flags]",
+                "A distributed-mode scheduler. It campaigns for leadership in etcd; the leader schedules\n"
+                "the requests the frontends submit onto the backends registered in etcd, the others\n"
+                "stand by as hot spares and take over when the leader's lease expires.");
+  common.AddFlags(flags);
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  StopSignals signals;
+  ServerConfig config;
+  std::unique_ptr<ModelRepository> repo;
+  ClusterLayout layout;
+  if (absl::Status s = common.Load(&config, &repo, &layout); !s.ok()) return Fail(s);
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<SchedulerProcess>> p = SchedulerProcess::Start(layout, config, common.process, &clock);
+  if (!p.ok()) return Fail(p.status());
+  std::cout << absl::StrFormat("tutti scheduler %s: campaigning in etcd %s (cluster '%s'), policy %s, %d GPU slots\n",
+                               (*p)->address(), common.process.etcd, common.process.cluster, config.policy,
+                               layout.spec.num_gpus())
+            << std::flush;
+  const int sig = signals.Wait(0);
+  std::cerr << StopSignals::Describe(sig) << ": scheduler stopping\n";
+  p->reset();
+  return 0;
+}
+
+int FrontendCommand(const Args& args) {
+  Common common;
+  int http_port = 8000, grpc_port = 8001;
+  std::string http_address = "127.0.0.1";
+  FlagSet flags("tutti frontend --etcd HOST:PORT [--repo DIR] [--config FILE] [flags]",
+                "A distributed-mode frontend: KServe v2 over HTTP and gRPC. It keeps each request's input,\n"
+                "sends its metadata to the leading scheduler (found in etcd), and answers it with the\n"
+                "output a backend pushes back, or with an error: dropped (deadline), or retryable while\n"
+                "no scheduler leads.");
+  common.AddFlags(flags);
+  flags.String("http-address", &http_address, "KServe listen address (default 127.0.0.1)");
+  flags.Int("http-port", &http_port, "KServe v2 HTTP port (default 8000; 0: any free port)");
+  flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (default 8001; 0: any free port; -1: off)");
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  StopSignals signals;
+  ServerConfig config;
+  std::unique_ptr<ModelRepository> repo;
+  ClusterLayout layout;
+  if (absl::Status s = common.Load(&config, &repo, &layout); !s.ok()) return Fail(s);
+  config.http.address = config.grpc.address = http_address;
+  config.http.port = http_port;
+  config.grpc.port = grpc_port;
+  std::vector<std::string> names;
+  for (const ModelSpec& m : layout.spec.models) names.push_back(m.name);
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<FrontendProcess>> p =
+      FrontendProcess::Start(std::move(layout), config, common.process, &clock);
+  if (!p.ok()) return Fail(p.status());
+  std::cout << absl::StrFormat("tutti frontend %s: KServe v2 HTTP on %s:%d, gRPC on %s:%d; leader %s\n",
+                               (*p)->address(), http_address, (*p)->http_port(), http_address, (*p)->grpc_port(),
+                               (*p)->engine().leader().empty() ? "none yet" : (*p)->engine().leader())
+            << std::flush;
+  const int sig = signals.Wait(0);
+  std::cerr << StopSignals::Describe(sig) << ": frontend answering " << (*p)->engine().in_flight()
+            << " requests in flight, then stopping\n";
+  (*p)->Shutdown();
+  const std::vector<ModelCounters> counters = (*p)->engine().Counters();
+  for (size_t m = 0; m < counters.size(); ++m) {
+    const ModelCounters& c = counters[m];
+    std::cerr << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n",
+                                 names[m], c.success, c.late, c.dropped, c.error);
+  }
+  p->reset();
+  return 0;
+}
+
+int BackendCommand(const Args& args) {
+  Common common;
+  int group = 0;
+  std::string id;
+  FlagSet flags("tutti backend --etcd HOST:PORT [--repo DIR] [--config FILE] [--group N] [flags]",
+                "A distributed-mode backend: one executor of the config's executor group N (a GPU, an\n"
+                "emulated GPU or a CPU worker). It registers in etcd under a lease, runs the batches the\n"
+                "leading scheduler plans, pulling inputs from and pushing outputs to the frontends.");
+  common.AddFlags(flags);
+  flags.Int("group", &group, "executor group of the config (default 0: the first)");
+  flags.String("id", &id, "backend id in etcd (default: <pid>-g<group>)");
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  StopSignals signals;
+  ServerConfig config;
+  std::unique_ptr<ModelRepository> repo;
+  ClusterLayout layout;
+  if (absl::Status s = common.Load(&config, &repo, &layout); !s.ok()) return Fail(s);
+  SetTorchThreads(config.torch_threads);
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<BackendProcess>> p =
+      BackendProcess::Start(layout, config, group, id, common.process, &clock);
+  if (!p.ok()) return Fail(p.status());
+  const ExecutorGroupConfig& g = config.executors[group];
+  std::cout << absl::StrFormat("tutti backend %s: %s executor of group %d (%s) on %s: registered in etcd %s\n",
+                               (*p)->id(), g.kind, group, absl::StrJoin(g.models, ", "), (*p)->address(),
+                               common.process.etcd)
+            << std::flush;
+  const int sig = signals.Wait(0);
+  std::cerr << StopSignals::Describe(sig) << ": backend leaving the cluster\n";
+  p->reset();
+  return 0;
+}
+
+int ClusterCommand(const Args& args) {
+  LocalClusterOptions options;
+  options.repo = "demo_repository";
+  std::string backends;
+  double duration_s = 0;
+  options.http_port = 8000;
+  FlagSet flags("tutti cluster [--repo DIR] [--config FILE] [flags]",
+                "Runs a whole distributed Tutti on this machine, each part its own process: an etcd\n"
+                "(unless --etcd), schedulers (one leader, the rest hot spares), frontends and backends.\n"
+                "Frontend i listens on KServe v2 HTTP port P+2i and gRPC port P+2i+1.");
+  flags.String("repo", &options.repo, "model repository directory");
+  flags.String("config", &options.config, "serve config YAML");
+  flags.String("etcd", &options.etcd, "use this etcd (host:port) instead of starting one");
+  flags.String("cluster", &options.cluster, "cluster name in etcd (default tutti)");
+  flags.Int("schedulers", &options.schedulers, "scheduler processes: 1 leader + hot spares (default 1)");
+  flags.Int("frontends", &options.frontends, "frontend processes (default 1)");
+  flags.String("backends", &backends, "backend processes per executor group, e.g. 8 or 1,2 (default: the config's "
+                                      "counts)");
+  flags.Int("port", &options.http_port, "P: first frontend's HTTP port (default 8000; 0: any free ports)");
+  flags.Int("lease-ttl-s", &options.lease_ttl_s, "etcd lease TTL in seconds (default 1)");
+  flags.Double("duration-s", &duration_s, "stop after this many seconds (0: run until signalled)");
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  for (absl::string_view n : absl::StrSplit(backends, ',', absl::SkipEmpty())) {
+    int count = 0;
+    if (!absl::SimpleAtoi(n, &count) || count < 0) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--backends: '", n, "' is not a count")));
+    }
+    options.backends.push_back(count);
+  }
+  StopSignals signals;
+  char self[4096];
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len <= 0) return Fail(absl::InternalError("cannot find the tutti binary (/proc/self/exe)"));
+  options.tutti_binary = std::string(self, len);
+  options.echo = true;
+  std::cerr << "starting etcd, schedulers, backends and frontends…\n";
+  absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(options);
+  if (!cluster.ok()) return Fail(cluster.status());
+  std::cout << absl::StrFormat("Tutti cluster '%s' is up: etcd %s, %d schedulers, %d backends, %d frontends\n",
+                               options.cluster, (*cluster)->etcd_endpoint(), (*cluster)->schedulers().size(),
+                               (*cluster)->backends().size(), (*cluster)->frontends().size());
+  for (const LocalCluster::Frontend& f : (*cluster)->frontends()) {
+    std::cout << absl::StrFormat("  frontend: http://127.0.0.1:%d (KServe v2 HTTP), 127.0.0.1:%d (gRPC)\n",
+                                 f.http_port, f.grpc_port);
+  }
+  std::cout << "Stop with Ctrl-C (SIGINT) or SIGTERM." << std::endl;
+  const int sig = signals.Wait(duration_s);
+  std::cerr << StopSignals::Describe(sig) << ": stopping the cluster\n";
+  cluster->reset();
+  return 0;
+}
+
+}  // namespace tutti::cli

@@ -1,0 +1,207 @@
+// Distributed Tutti end to end: etcd, schedulers, frontends and emulated
+// backends as separate `tutti` processes on loopback (LocalCluster), load
+// from the load generator over HTTP and gRPC, and kill -9 fault injection.
+//
+// Workload: emulated ResNet50 (A100 profile) on 3 backends at a light load
+// (~15 % of capacity), so that the outcome does not hinge on how busy the CI
+// machine is; the benchmark (bench/distributed_goodput.sh) measures the
+// capacity itself.
+#include <signal.h>
+
+#include <chrono>
+#include <future>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "tutti/distributed/child_process.h"
+#include "tutti/distributed/local_cluster.h"
+#include "tutti/loadgen/load_generator.h"
+#include "tutti/testing/source_dir.h"
+#include "tutti/testing/temp_dir.h"
+
+namespace tutti {
+namespace {
+
+constexpr char kConfig[] = R"(policy: deferred
+drop: early
+frontrun_slack_ms: 4
+http: {threads: 1}
+executors:
+  - {kind: emulated, count: 3, profile: a100, models: [resnet50]}
+)";
+constexpr double kSloMs = 25;
+
+using Clock = std::chrono::steady_clock;
+
+class DistributedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.tutti_binary = TUTTI_BINARY;
+    options_.repo = testing::SourceDir() + "/bench/emulated_repository";
+    options_.config = dir_.WriteFile("serve.yaml", kConfig);
+    options_.echo = true;
+  }
+
+  std::unique_ptr<LocalCluster> StartCluster(int schedulers, int frontends) {
+    options_.schedulers = schedulers;
+    options_.frontends = frontends;
+    absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(options_);
+    EXPECT_TRUE(cluster.ok()) << cluster.status();
+    return cluster.ok() ? std::move(*cluster) : nullptr;
+  }
+
+  static LoadSpec Load(int port, LoadProtocol protocol, double rate, Duration duration, uint64_t seed) {
+    LoadSpec spec;
+    spec.port = port;
+    spec.protocol = protocol;
+    spec.models = {"resnet50"};
+    spec.workload.arrival = ArrivalKind::kPoisson;
+    spec.workload.rate = rate;
+    spec.duration = duration;
+    spec.warmup = 0;
+    spec.slo = Millis(kSloMs);
+    spec.seed = seed;
+    spec.connections = 64;
+    spec.drain_timeout = 10 * kSecond;  // RunLoad fails if any request is left unanswered
+    return spec;
+  }
+
+  // Runs the loads at once; each must have every request answered.
+  static std::vector<LoadResult> RunLoads(const std::vector<LoadSpec>& specs) {
+    std::vector<std::future<absl::StatusOr<LoadResult>>> runs;
+    for (const LoadSpec& s : specs) runs.push_back(std::async(std::launch::async, [s] { return RunLoad(s); }));
+    std::vector<LoadResult> results;
+    for (auto& r : runs) {
+      absl::StatusOr<LoadResult> result = r.get();
+      EXPECT_TRUE(result.ok()) << result.status();
+      if (result.ok()) results.push_back(*std::move(result));
+    }
+    return results;
+  }
+
+  static std::string Errors(const LoadResult& r) {
+    std::string out;
+    for (const auto& [what, n] : r.models[0].errors) absl::StrAppend(&out, " ", what, " x", n);
+    return out.empty() ? " none" : out;
+  }
+
+  testing::TempDir dir_;
+  LocalClusterOptions options_;
+};
+
+// Every request through two frontends (HTTP on one, gRPC on the other) is
+// answered, and goodput and bad rate match an embedded `tutti serve` of the
+// same config on the same workload and seeds.
+TEST_F(DistributedTest, TwoFrontendsThreeBackendsMatchEmbeddedMode) {
+  const Duration duration = 6 * kSecond;
+  const double rate = 500;  // per frontend
+  ModelMetrics distributed, embedded;
+  {
+    std::unique_ptr<LocalCluster> cluster = StartCluster(1, 2);
+    ASSERT_NE(cluster, nullptr);
+    std::vector<LoadResult> r =
+        RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, rate, duration, 1),
+                  Load(cluster->frontends()[1].grpc_port, LoadProtocol::kGrpc, rate, duration, 2)});
+    ASSERT_EQ(r.size(), 2u);
+    for (const LoadResult& x : r) {
+      distributed.Merge(x.total);
+      std::cout << "distributed: " << x.total.arrived << " sent, errors" << Errors(x) << "\n";
+    }
+  }
+  {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> serve = ChildProcess::Start(
+        {TUTTI_BINARY, "serve", "--repo", options_.repo, "--config", options_.config, "--port", "0", "--grpc-port",
+         "0"});
+    ASSERT_TRUE(serve.ok()) << serve.status();
+    absl::StatusOr<std::string> http = (*serve)->WaitForOutput("Tutti is serving", 60 * kSecond);
+    absl::StatusOr<std::string> grpc = (*serve)->WaitForOutput("KServe v2 gRPC", 60 * kSecond);
+    ASSERT_TRUE(http.ok() && grpc.ok()) << http.status() << grpc.status();
+    const int http_port = std::stoi(http->substr(http->rfind(':') + 1));
+    const int grpc_port = std::stoi(grpc->substr(grpc->rfind(':') + 1));
+    std::vector<LoadResult> r = RunLoads({Load(http_port, LoadProtocol::kHttp, rate, duration, 1),
+                                          Load(grpc_port, LoadProtocol::kGrpc, rate, duration, 2)});
+    ASSERT_EQ(r.size(), 2u);
+    for (const LoadResult& x : r) embedded.Merge(x.total);
+  }
+  const double goodput_ratio = static_cast<double>(distributed.good) / std::max<int64_t>(1, embedded.good);
+  std::cout << absl::StrFormat(
+      "requests: distributed %d, embedded %d; good %d vs %d (ratio %.3f); bad rate %.2f%% vs %.2f%%\n",
+      distributed.arrived, embedded.arrived, distributed.good, embedded.good, goodput_ratio,
+      100 * distributed.BadRate(), 100 * embedded.BadRate());
+  EXPECT_EQ(distributed.arrived, embedded.arrived) << "same arrivals (same seeds)";
+  EXPECT_GT(distributed.arrived, 5000);
+  EXPECT_NEAR(goodput_ratio, 1.0, 0.05);
+  EXPECT_NEAR(distributed.BadRate(), embedded.BadRate(), 0.05);
+}
+
+// kill -9 of a backend under load: every request is answered, and the
+// scheduler stops using the backend (its batches are re-dispatched).
+TEST_F(DistributedTest, KilledBackendIsRemovedAndNoRequestIsLeftUnanswered) {
+  std::unique_ptr<LocalCluster> cluster = StartCluster(1, 1);
+  ASSERT_NE(cluster, nullptr);
+  auto load = std::async(std::launch::async, [&] {
+    return RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 800, 6 * kSecond, 3)});
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ChildProcess& victim = *cluster->backends()[1].process;
+  const Clock::time_point killed = Clock::now();
+  victim.Signal(SIGKILL);
+  absl::StatusOr<std::string> removed =
+      cluster->schedulers()[0]->WaitForOutput("backend b1 (GPU", 10 * kSecond);
+  const double removal_s = std::chrono::duration<double>(Clock::now() - killed).count();
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  std::cout << absl::StrFormat("backend b1 killed; the scheduler removed it %.3f s later (lease TTL %d s): %s\n",
+                               removal_s, options_.lease_ttl_s, *removed);
+  EXPECT_LT(removal_s, options_.lease_ttl_s + 1.5);  // TTL + etcd's 0.5 s expiry sweep + slack
+  std::vector<LoadResult> r = load.get();
+  ASSERT_EQ(r.size(), 1u);
+  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.arrived,
+                               100 * r[0].total.BadRate(), Errors(r[0]));
+  EXPECT_LT(r[0].total.BadRate(), 0.10);
+  // The two remaining backends serve on: a load after the fault is healthy.
+  std::vector<LoadResult> after =
+      RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 600, 3 * kSecond, 4)});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_LT(after[0].total.BadRate(), 0.05) << Errors(after[0]);
+}
+
+// kill -9 of the leading scheduler under load: the hot spare leads, requests
+// in the gap get retryable errors (gRPC UNAVAILABLE), every request is
+// answered; the failover time is printed.
+TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
+  std::unique_ptr<LocalCluster> cluster = StartCluster(2, 1);
+  ASSERT_NE(cluster, nullptr);
+  auto load = std::async(std::launch::async, [&] {
+    return RunLoads({Load(cluster->frontends()[0].grpc_port, LoadProtocol::kGrpc, 500, 7 * kSecond, 5)});
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const Clock::time_point killed = Clock::now();
+  cluster->schedulers()[0]->Signal(SIGKILL);
+  absl::StatusOr<std::string> leads = cluster->schedulers()[1]->WaitForOutput(": leading", 10 * kSecond);
+  const double failover_s = std::chrono::duration<double>(Clock::now() - killed).count();
+  ASSERT_TRUE(leads.ok()) << leads.status();
+  std::cout << absl::StrFormat("leader killed; the spare leads %.3f s later (target <= 2 s): %s\n", failover_s,
+                               *leads);
+  EXPECT_LT(failover_s, 4.0);
+  std::vector<LoadResult> r = load.get();
+  ASSERT_EQ(r.size(), 1u);
+  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.arrived,
+                               100 * r[0].total.BadRate(), Errors(r[0]));
+  int64_t unavailable = 0;
+  for (const auto& [what, n] : r[0].models[0].errors) {
+    EXPECT_TRUE(what == "gRPC UNAVAILABLE" || what == "gRPC DEADLINE_EXCEEDED") << what << " x" << n;
+    if (what == "gRPC UNAVAILABLE") unavailable += n;
+  }
+  EXPECT_GT(unavailable, 0) << "requests in the gap are refused as retryable";
+  // The new leader serves: a load after the failover is healthy.
+  std::vector<LoadResult> after =
+      RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 600, 3 * kSecond, 6)});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_LT(after[0].total.BadRate(), 0.05) << Errors(after[0]);
+}
+
+}  // namespace
+}  // namespace tutti

@@ -1,0 +1,113 @@
+#include "tutti/distributed/local_cluster.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/file_util.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/repository/model_repository.h"
+#include "tutti/server/server_config.h"
+
+namespace tutti {
+namespace {
+
+constexpr Duration kReadyTimeout = 60 * kSecond;
+
+absl::Status Explain(const absl::Status& s, const std::string& what) {
+  return absl::Status(s.code(), absl::StrCat(what, ": ", s.message()));
+}
+
+}  // namespace
+
+std::vector<std::string> LocalCluster::CommonArgs(const std::string& command) const {
+  std::vector<std::string> args = {options_.tutti_binary, command, "--etcd", etcd_endpoint_, "--cluster",
+                                   options_.cluster, "--repo", options_.repo,
+                                   "--lease-ttl-s", absl::StrCat(options_.lease_ttl_s)};
+  if (!options_.config.empty()) {
+    args.push_back("--config");
+    args.push_back(options_.config);
+  }
+  return args;
+}
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClusterOptions& options) {
+  std::unique_ptr<LocalCluster> c(new LocalCluster());
+  c->options_ = options;
+  if (options.etcd.empty()) {
+    TUTTI_ASSIGN_OR_RETURN(c->etcd_, LocalEtcd::Start());
+    c->etcd_endpoint_ = c->etcd_->endpoint();
+  } else {
+    c->etcd_endpoint_ = options.etcd;
+  }
+  std::vector<int> backends = options.backends;
+  if (backends.empty()) {  // one per GPU of the config
+    TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
+    ServerConfig config;
+    if (!options.config.empty()) {
+      TUTTI_ASSIGN_OR_RETURN(std::string text, ReadFile(options.config));
+      TUTTI_ASSIGN_OR_RETURN(config, ParseServerConfig(text));
+    }
+    TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
+    for (const ExecutorGroupConfig& g : config.executors) backends.push_back(g.count);
+  }
+  for (int i = 0; i < options.schedulers; ++i) TUTTI_RETURN_IF_ERROR(c->AddScheduler());
+  for (size_t g = 0; g < backends.size(); ++g) {
+    for (int i = 0; i < backends[g]; ++i) TUTTI_RETURN_IF_ERROR(c->AddBackend(static_cast<int>(g)));
+  }
+  for (int i = 0; i < options.frontends; ++i) TUTTI_RETURN_IF_ERROR(c->AddFrontend());
+  return c;
+}
+
+absl::Status LocalCluster::AddScheduler() {
+  const int n = static_cast<int>(schedulers_.size());
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
+                         ChildProcess::Start(CommonArgs("scheduler"), options_.echo ? absl::StrCat("[scheduler ", n, "] ") : ""));
+  absl::StatusOr<std::string> ready = p->WaitForOutput(schedulers_.empty() ? ": leading" : ": standing by", kReadyTimeout);
+  if (!ready.ok()) return Explain(ready.status(), absl::StrCat("scheduler ", n));
+  schedulers_.push_back(std::move(p));
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::AddBackend(int group) {
+  const int n = static_cast<int>(backends_.size());
+  std::vector<std::string> args = CommonArgs("backend");
+  args.insert(args.end(), {"--group", absl::StrCat(group), "--id", absl::StrCat("b", n)});
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
+                         ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : ""));
+  absl::StatusOr<std::string> ready = p->WaitForOutput(": registered", kReadyTimeout);
+  if (!ready.ok()) return Explain(ready.status(), absl::StrCat("backend ", n));
+  backends_.push_back({std::move(p), group});
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::AddFrontend() {
+  const int n = static_cast<int>(frontends_.size());
+  std::vector<std::string> args = CommonArgs("frontend");
+  const int http = options_.http_port > 0 ? options_.http_port + 2 * n : 0;
+  const int grpc = options_.http_port > 0 ? options_.http_port + 2 * n + 1 : 0;
+  args.insert(args.end(), {"--http-port", absl::StrCat(http), "--grpc-port", absl::StrCat(grpc)});
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
+                         ChildProcess::Start(args, options_.echo ? absl::StrCat("[frontend ", n, "] ") : ""));
+  absl::StatusOr<std::string> ready = p->WaitForOutput("KServe v2 HTTP on", kReadyTimeout);
+  if (!ready.ok()) return Explain(ready.status(), absl::StrCat("frontend ", n));
+  Frontend f;
+  char host[64];
+  if (std::sscanf(ready->c_str(), "tutti frontend %*s KServe v2 HTTP on %63[^:]:%d, gRPC on %*[^:]:%d", host,
+                  &f.http_port, &f.grpc_port) != 3) {
+    return absl::InternalError(absl::StrCat("frontend ", n, ": cannot read its ports from '", *ready, "'"));
+  }
+  f.process = std::move(p);
+  frontends_.push_back(std::move(f));
+  return absl::OkStatus();
+}
+
+LocalCluster::~LocalCluster() {
+  for (Frontend& f : frontends_) f.process->Terminate();
+  for (Backend& b : backends_) b.process->Terminate();
+  for (auto& s : schedulers_) s->Terminate();
+  etcd_.reset();
+}
+
+}  // namespace tutti

@@ -1,0 +1,75 @@
+// LocalCluster: a whole distributed Tutti on this machine, each part its own
+// process — etcd (LocalEtcd, unless one is given), schedulers (the first
+// leads, the others are hot spares), frontends and backends — started from
+// the `tutti` binary with one repository and serve config. `tutti cluster`
+// runs one; the distributed tests and benchmark start one and kill its
+// processes to inject faults.
+#ifndef TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
+#define TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/distributed/child_process.h"
+#include "tutti/distributed/local_etcd.h"
+
+namespace tutti {
+
+struct LocalClusterOptions {
+  std::string tutti_binary;             // path of `tutti`
+  std::string repo;
+  std::string config;                   // serve config YAML ("" : defaults)
+  std::string etcd;                     // "" : start a LocalEtcd
+  std::string cluster = "tutti";
+  int schedulers = 1;
+  int frontends = 1;
+  std::vector<int> backends;            // per executor group; empty: one per GPU of the config
+  int http_port = 0;                    // frontend i: HTTP http_port + 2i, gRPC + 2i + 1; 0: any free ports
+  int lease_ttl_s = 1;
+  bool echo = false;                    // copy the processes' output to stderr, prefixed
+};
+
+class LocalCluster {
+ public:
+  struct Frontend {
+    std::unique_ptr<ChildProcess> process;
+    int http_port = 0;
+    int grpc_port = 0;
+  };
+  struct Backend {
+    std::unique_ptr<ChildProcess> process;
+    int group = 0;
+  };
+
+  // Starts everything and waits until each process is ready (the first
+  // scheduler leading, every backend registered, every frontend listening).
+  // Errors carry the failing process's output.
+  static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+  ~LocalCluster();  // stops frontends, backends, schedulers, then etcd
+
+  const std::string& etcd_endpoint() const { return etcd_endpoint_; }
+  std::vector<std::unique_ptr<ChildProcess>>& schedulers() { return schedulers_; }
+  std::vector<Frontend>& frontends() { return frontends_; }
+  std::vector<Backend>& backends() { return backends_; }
+
+  absl::Status AddScheduler();
+  absl::Status AddBackend(int group);
+  absl::Status AddFrontend();
+
+ private:
+  LocalCluster() = default;
+  std::vector<std::string> CommonArgs(const std::string& command) const;
+
+  LocalClusterOptions options_;
+  std::unique_ptr<LocalEtcd> etcd_;
+  std::string etcd_endpoint_;
+  std::vector<std::unique_ptr<ChildProcess>> schedulers_;
+  std::vector<Frontend> frontends_;
+  std::vector<Backend> backends_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_

@@ -1,0 +1,203 @@
+#include "tutti/distributed/processes.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+namespace {
+
+// Binds `service` on options.address:options.port; the address peers use.
+absl::StatusOr<std::unique_ptr<GrpcServer>> Listen(const ProcessOptions& options, grpc::Service* service,
+                                                   std::string* address) {
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server,
+                         GrpcServer::Start(GrpcServerOptions{options.address, options.port, 256}, {service}));
+  *address = absl::StrCat(options.address, ":", server->port());
+  return server;
+}
+
+// A lease kept alive by heartbeats; losing it ends the process (see header).
+absl::Status HoldLease(EtcdClient& etcd, const ProcessOptions& options, const std::string& who, int64_t* lease,
+                       std::unique_ptr<EtcdClient::Background>* keep_alive) {
+  TUTTI_ASSIGN_OR_RETURN(*lease, etcd.GrantLease(options.lease_ttl_s));
+  *keep_alive = etcd.KeepAlive(*lease, Seconds(options.lease_ttl_s), [who] {
+    std::cerr << who << ": lost its etcd lease; exiting so that the cluster goes on without it" << std::endl;
+    _exit(3);
+  });
+  return absl::OkStatus();
+}
+
+std::string WallTime() {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  return absl::StrFormat("%.3f", std::chrono::duration<double>(now).count());
+}
+
+// "<group> <address>" (the value of a backend's key).
+std::optional<BackendInfo> ParseBackend(const EtcdClient::KeyValue& kv, const std::string& prefix) {
+  std::vector<std::string> parts = absl::StrSplit(kv.value, ' ');
+  BackendInfo b;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &b.group)) return std::nullopt;
+  b.id = kv.key.substr(prefix.size());
+  b.address = parts[1];
+  return b;
+}
+
+}  // namespace
+
+// ---- scheduler ---------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const ClusterLayout& layout,
+                                                                          const ServerConfig& config,
+                                                                          const ProcessOptions& options,
+                                                                          Clock* clock) {
+  if (!config.coding.empty()) {
+    return absl::UnimplementedError("ParM coding runs in embedded mode (tutti serve) only; remove `coding:`");
+  }
+  if (config.policy == "nexus") {
+    return absl::InvalidArgumentError("distributed mode needs a policy that adds and removes GPUs as backends come "
+                                      "and go: deferred, eager or timeout (nexus plans its GPUs ahead)");
+  }
+  std::unique_ptr<SchedulerProcess> p(new SchedulerProcess());
+  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
+  p->node_ = std::make_unique<SchedulerNode>(layout.spec, SchedulerNode::Options{config.policy, config.scheduler},
+                                             clock);
+  TUTTI_ASSIGN_OR_RETURN(p->grpc_, Listen(options, p->node_.get(), &p->address_));
+  p->node_->SetAddress(p->address_);
+  TUTTI_RETURN_IF_ERROR(
+      HoldLease(*p->etcd_, options, absl::StrCat("scheduler ", p->address_), &p->lease_, &p->keep_alive_));
+  p->campaign_ = std::thread([proc = p.get(), keys = ClusterKeys(options.cluster)] { proc->Campaign(keys); });
+  return p;
+}
+
+void SchedulerProcess::Campaign(ClusterKeys keys) {
+  absl::StatusOr<std::optional<EtcdClient::KeyValue>> holder = etcd_->Get(keys.leader());
+  if (holder.ok() && holder->has_value()) {
+    std::cout << absl::StrFormat("tutti scheduler %s: standing by as a hot spare (leader: %s)\n", address_,
+                                 (*holder)->value)
+              << std::flush;
+  }
+  absl::Status s = etcd_->Campaign(keys.leader(), address_, lease_, &stop_);
+  if (!s.ok()) {
+    if (!stop_) std::cerr << "scheduler " << address_ << ": campaign failed: " << s.message() << std::endl;
+    return;
+  }
+  const auto won = std::chrono::steady_clock::now();
+  absl::StatusOr<EtcdClient::Snapshot> snap = etcd_->GetPrefix(keys.backends());
+  std::vector<BackendInfo> backends;
+  if (snap.ok()) {
+    for (const EtcdClient::KeyValue& kv : snap->kvs) {
+      if (std::optional<BackendInfo> b = ParseBackend(kv, keys.backends())) backends.push_back(*b);
+    }
+  }
+  if (absl::Status led = node_->Lead(backends); !led.ok()) {
+    std::cerr << "scheduler " << address_ << ": " << led.message() << std::endl;
+    _exit(1);
+  }
+  watch_ = etcd_->Watch(keys.backends(), snap.ok() ? snap->revision : 0,
+                        [this, prefix = keys.backends()](const std::vector<EtcdClient::Event>& events) {
+                          for (const EtcdClient::Event& e : events) {
+                            if (e.deleted) {
+                              node_->RemoveBackend(e.kv.key.substr(prefix.size()));
+                            } else if (std::optional<BackendInfo> b = ParseBackend(e.kv, prefix)) {
+                              node_->AddBackend(*b);
+                            }
+                          }
+                        });
+  const SchedulerNode::Stats stats = node_->stats();
+  std::cout << absl::StrFormat(
+                   "tutti scheduler %s: leading at unix time %s, %d backends on GPU slots, %d spares "
+                   "(GPU state rebuilt in %.1f ms)\n",
+                   address_, WallTime(), stats.backends, stats.spares,
+                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won).count())
+            << std::flush;
+}
+
+SchedulerProcess::~SchedulerProcess() {
+  stop_ = true;
+  if (campaign_.joinable()) campaign_.join();
+  watch_.reset();
+  keep_alive_.reset();
+  if (lease_ != 0) (void)etcd_->RevokeLease(lease_);  // a spare takes over at once
+  if (grpc_) grpc_->Shutdown(kSecond);
+}
+
+// ---- frontend ----------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterLayout layout,
+                                                                        const ServerConfig& config,
+                                                                        const ProcessOptions& options,
+                                                                        Clock* clock) {
+  std::unique_ptr<FrontendProcess> p(new FrontendProcess());
+  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
+  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{}, clock);
+  TUTTI_ASSIGN_OR_RETURN(p->internal_, Listen(options, p->engine_.get(), &p->address_));
+  p->engine_->SetAddress(p->address_);
+  const ClusterKeys keys(options.cluster);
+  TUTTI_ASSIGN_OR_RETURN(std::optional<EtcdClient::KeyValue> leader, p->etcd_->Get(keys.leader()));
+  int64_t revision = 0;
+  if (leader.has_value()) {
+    p->engine_->SetLeader(leader->value);
+    revision = leader->mod_revision;
+  }
+  p->watch_ = p->etcd_->Watch(keys.leader(), revision,
+                              [engine = p->engine_.get(), key = keys.leader()](const std::vector<EtcdClient::Event>& es) {
+                                for (const EtcdClient::Event& e : es) {
+                                  if (e.kv.key == key) engine->SetLeader(e.deleted ? "" : e.kv.value);
+                                }
+                              });
+  TUTTI_ASSIGN_OR_RETURN(p->listeners_,
+                         FrontendServer::Start(p->engine_.get(), std::move(layout.served), config.http, config.grpc));
+  return p;
+}
+
+void FrontendProcess::Shutdown() {
+  if (listeners_) listeners_->Shutdown();
+}
+
+FrontendProcess::~FrontendProcess() {
+  Shutdown();
+  watch_.reset();
+  if (internal_) internal_->Shutdown(kSecond);
+}
+
+// ---- backend -----------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const ClusterLayout& layout,
+                                                                      const ServerConfig& config, int group,
+                                                                      std::string id, const ProcessOptions& options,
+                                                                      Clock* clock) {
+  if (group < 0 || group >= static_cast<int>(config.executors.size())) {
+    return absl::InvalidArgumentError(absl::StrCat("no executor group ", group, " (the config has ",
+                                                   config.executors.size(), ")"));
+  }
+  std::unique_ptr<BackendProcess> p(new BackendProcess());
+  p->id_ = id.empty() ? absl::StrCat(absl::StrFormat("%d", getpid()), "-g", group) : std::move(id);
+  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, MakeGroupExecutor(layout, config, group, clock));
+  std::vector<InferenceCore::ModelShape> shapes;
+  for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
+  p->node_ = std::make_unique<BackendNode>(p->id_, group, std::move(executor), std::move(shapes), clock);
+  TUTTI_ASSIGN_OR_RETURN(p->grpc_, Listen(options, p->node_.get(), &p->address_));
+  TUTTI_RETURN_IF_ERROR(
+      HoldLease(*p->etcd_, options, absl::StrCat("backend ", p->id_), &p->lease_, &p->keep_alive_));
+  const ClusterKeys keys(options.cluster);
+  TUTTI_RETURN_IF_ERROR(p->etcd_->Put(keys.backend(p->id_), absl::StrCat(group, " ", p->address_), p->lease_));
+  return p;
+}
+
+BackendProcess::~BackendProcess() {
+  keep_alive_.reset();
+  if (lease_ != 0) (void)etcd_->RevokeLease(lease_);
+  if (node_) node_->WaitIdle();  // the batches it holds
+  if (grpc_) grpc_->Shutdown(kSecond);
+}
+
+}  // namespace tutti

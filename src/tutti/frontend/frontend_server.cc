@@ -1,0 +1,40 @@
+#include "tutti/frontend/frontend_server.h"
+
+#include <utility>
+
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+
+absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Start(
+    InferenceEngine* engine, std::vector<InferenceFrontend::ServedModel> models, const HttpServerOptions& http,
+    const GrpcServerOptions& grpc) {
+  std::unique_ptr<FrontendServer> s(new FrontendServer());
+  s->engine_ = engine;
+  s->frontend_ = std::make_unique<InferenceFrontend>(engine, std::move(models));
+  s->service_ = std::make_unique<KserveService>(s->frontend_.get());
+  TUTTI_ASSIGN_OR_RETURN(s->http_, HttpServer::Start(http, s->service_.get()));
+  if (grpc.port >= 0) {
+    s->grpc_service_ = std::make_unique<KserveGrpcService>(s->frontend_.get());
+    TUTTI_ASSIGN_OR_RETURN(s->grpc_, GrpcServer::Start(grpc, {s->grpc_service_.get()}));
+  }
+  return s;
+}
+
+void FrontendServer::Shutdown(Duration write_timeout) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  frontend_->StopAccepting();
+  http_->StopAccepting();
+  engine_->StopAccepting();
+  engine_->WaitIdle();
+  if (grpc_) grpc_->Shutdown(write_timeout);
+  http_->Drain(write_timeout);
+  http_->Stop();
+}
+
+FrontendServer::~FrontendServer() {
+  if (http_) Shutdown();
+}
+
+}  // namespace tutti
