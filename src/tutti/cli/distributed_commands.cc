@@ -36,19 +36,23 @@ struct Common {
                                                    "(default 1)");
   }
 
-  // Loads the repository and config; the cluster layout they describe.
-  absl::Status Load(ServerConfig* config, std::unique_ptr<ModelRepository>* repo, ClusterLayout* layout) {
+  // Filled by Load(): the repository, the resolved config and the cluster
+  // layout they describe (which points into `repo`).
+  std::unique_ptr<ModelRepository> repo;
+  ServerConfig config;
+  ClusterLayout layout;
+
+  absl::Status Load() {
     absl::StatusOr<ModelRepository> r = ModelRepository::Open(repo_dir);
     if (!r.ok()) return r.status();
-    *repo = std::make_unique<ModelRepository>(*std::move(r));
+    repo = std::make_unique<ModelRepository>(*std::move(r));
     absl::StatusOr<ServerConfig> c = ReadServeConfig(config_path);
+    if (c.ok()) c = ResolveServerConfig(*std::move(c), *repo);
     if (!c.ok()) return c.status();
-    c = ResolveServerConfig(*std::move(c), **repo);
-    if (!c.ok()) return c.status();
-    *config = *std::move(c);
-    absl::StatusOr<ClusterLayout> l = LayOutCluster(**repo, *config);
+    config = *std::move(c);
+    absl::StatusOr<ClusterLayout> l = LayOutCluster(*repo, config);
     if (!l.ok()) return l.status();
-    *layout = *std::move(l);
+    layout = *std::move(l);
     return absl::OkStatus();
   }
 };
@@ -64,10 +68,9 @@ int SchedulerCommand(const Args& args) {
   common.AddFlags(flags);
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
-  ServerConfig config;
-  std::unique_ptr<ModelRepository> repo;
-  ClusterLayout layout;
-  if (absl::Status s = common.Load(&config, &repo, &layout); !s.ok()) return Fail(s);
+  if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
+  ServerConfig& config = common.config;
+  ClusterLayout& layout = common.layout;
   RealClock clock;
   absl::StatusOr<std::unique_ptr<SchedulerProcess>> p = SchedulerProcess::Start(layout, config, common.process, &clock);
   if (!p.ok()) return Fail(p.status());
@@ -96,10 +99,9 @@ int FrontendCommand(const Args& args) {
   flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (default 8001; 0: any free port; -1: off)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
-  ServerConfig config;
-  std::unique_ptr<ModelRepository> repo;
-  ClusterLayout layout;
-  if (absl::Status s = common.Load(&config, &repo, &layout); !s.ok()) return Fail(s);
+  if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
+  ServerConfig& config = common.config;
+  ClusterLayout& layout = common.layout;
   config.http.address = config.grpc.address = http_address;
   config.http.port = http_port;
   config.grpc.port = grpc_port;
@@ -140,10 +142,9 @@ int BackendCommand(const Args& args) {
   flags.String("id", &id, "backend id in etcd (default: <pid>-g<group>)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
-  ServerConfig config;
-  std::unique_ptr<ModelRepository> repo;
-  ClusterLayout layout;
-  if (absl::Status s = common.Load(&config, &repo, &layout); !s.ok()) return Fail(s);
+  if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
+  ServerConfig& config = common.config;
+  ClusterLayout& layout = common.layout;
   SetTorchThreads(config.torch_threads);
   RealClock clock;
   absl::StatusOr<std::unique_ptr<BackendProcess>> p =

@@ -36,11 +36,6 @@ void BackendNode::WaitIdle() {
   idle_.wait(lock, [this] { return held_ == 0; });
 }
 
-int64_t BackendNode::batches_run() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return run_;
-}
-
 grpc::ServerUnaryReactor* BackendNode::Execute(grpc::CallbackServerContext* context, const pb::BatchPlan* plan,
                                                pb::ExecuteReply*) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -150,7 +145,6 @@ void BackendNode::Finish(std::shared_ptr<Job> job, ExecResult result) {
                                 [scheduler](auto... a) { scheduler->async()->BatchDone(a...); },
                                 [](const grpc::Status&, pb::BatchDoneReply&) {});  // a dead leader's successor asked us
   std::lock_guard<std::mutex> lock(mu_);
-  ++run_;
   if (--held_ == 0) idle_.notify_all();
 }
 

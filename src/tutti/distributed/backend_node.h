@@ -37,7 +37,6 @@ class BackendNode final : public internal::Backend::CallbackService {
   void WaitIdle();
 
   const std::string& id() const { return id_; }
-  int64_t batches_run() const;
 
   // internal.Backend
   grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context, const internal::BatchPlan* plan,
@@ -63,7 +62,6 @@ class BackendNode final : public internal::Backend::CallbackService {
   std::condition_variable idle_;
   Time busy_until_ = 0;   // GUARDED_BY(mu_): when the batches it holds are predicted done
   int held_ = 0;          // GUARDED_BY(mu_): batches received, not yet reported
-  int64_t run_ = 0;       // GUARDED_BY(mu_)
 };
 
 }  // namespace tutti

@@ -104,12 +104,6 @@ void ChildProcess::Signal(int signal) {
   if (!reaped_) kill(pid_, signal);
 }
 
-bool ChildProcess::exited() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!reaped_ && waitpid(pid_, &wait_status_, WNOHANG) == pid_) reaped_ = true;
-  return reaped_;
-}
-
 int ChildProcess::Terminate(Duration grace) {
   std::unique_lock<std::mutex> lock(mu_);
   if (reaped_) return wait_status_;

@@ -41,7 +41,6 @@ class ChildProcess {
   void Signal(int signal);
   // SIGTERM, then SIGKILL after `grace`; returns the wait status.
   int Terminate(Duration grace = 10 * kSecond);
-  bool exited();
 
  private:
   ChildProcess() = default;

@@ -49,7 +49,6 @@ class SchedulerProcess {
   ~SchedulerProcess();  // stops campaigning or leading; revokes its lease
 
   const std::string& address() const { return address_; }
-  SchedulerNode& node() { return *node_; }
 
  private:
   SchedulerProcess() = default;

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/core/status_macros.h"
 
 namespace tutti {
 
@@ -66,15 +67,7 @@ std::string RemoteEngine::leader() const {
 
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
-  if (model < 0 || model >= static_cast<ModelId>(spec_.models.size())) {
-    return absl::NotFoundError(absl::StrCat("unknown model id ", model));
-  }
-  if (static_cast<int64_t>(input.size()) != shapes_[model].input_elements) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", spec_.models[model].name, "' takes ",
-                                                   shapes_[model].input_elements, " input values, got ",
-                                                   input.size()));
-  }
-  if (objective < 0) return absl::InvalidArgumentError("the latency objective must not be negative");
+  TUTTI_RETURN_IF_ERROR(InferenceCore::CheckSubmit(spec_, shapes_, model, input.size(), objective));
   uint64_t id;
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -12,23 +12,13 @@ namespace tutti {
 
 namespace pb = ::tutti::internal;
 
-class SchedulerNode::Listener final : public SchedulerListener {
- public:
-  explicit Listener(SchedulerNode* node) : node_(node) {}
-  void OnDispatch(Batch batch) override { node_->OnDispatch(std::move(batch)); }
-  void OnDrop(const Request& r, DropReason) override { node_->OnDrop(r); }
-
- private:
-  SchedulerNode* const node_;
-};
-
 SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
     : spec_(std::move(spec)),
       options_(std::move(options)),
       clock_(clock),
       locked_clock_(clock, [this] { Flush(); }),
       mu_(locked_clock_.mu()),
-      listener_(std::make_unique<Listener>(this)),
+      listener_([this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r) { OnDrop(r); }),
       next_batch_(static_cast<uint64_t>(clock->Now())) {  // distinct from a previous leader's ids
   local_index_.resize(spec_.models.size());
   const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
@@ -50,7 +40,7 @@ absl::Status SchedulerNode::Lead(const std::vector<BackendInfo>& backends) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     TUTTI_ASSIGN_OR_RETURN(scheduler_, CreateScheduler(options_.policy, spec_, options_.scheduler, &locked_clock_,
-                                                       listener_.get()));
+                                                       &listener_));
     for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
       TUTTI_RETURN_IF_ERROR(scheduler_->SetGpuUp(g, false, 0));
     }

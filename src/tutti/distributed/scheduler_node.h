@@ -82,7 +82,6 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
                                       internal::BatchDoneReply* reply) override;
 
  private:
-  class Listener;
   struct Origin {  // where a request came from
     int frontend = 0;
     uint64_t id = 0;
@@ -119,7 +118,7 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   std::vector<int> local_index_;  // model → its position in its group
   SerializedClock locked_clock_;
   std::mutex& mu_;
-  std::unique_ptr<Listener> listener_;
+  CallbackListener listener_;
   StubCache<internal::Backend> backends_stubs_;
   StubCache<internal::Frontend> frontend_stubs_;
 

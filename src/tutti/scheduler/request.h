@@ -4,6 +4,8 @@
 #define TUTTI_SCHEDULER_REQUEST_H_
 
 #include <cstdint>
+#include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -50,6 +52,19 @@ class SchedulerListener {
   virtual ~SchedulerListener() = default;
   virtual void OnDispatch(Batch batch) = 0;
   virtual void OnDrop(const Request& request, DropReason reason) = 0;
+};
+
+// A listener that forwards to two functions (an owner's private handlers).
+class CallbackListener final : public SchedulerListener {
+ public:
+  CallbackListener(std::function<void(Batch)> on_dispatch, std::function<void(const Request&)> on_drop)
+      : on_dispatch_(std::move(on_dispatch)), on_drop_(std::move(on_drop)) {}
+  void OnDispatch(Batch batch) override { on_dispatch_(std::move(batch)); }
+  void OnDrop(const Request& request, DropReason) override { on_drop_(request); }
+
+ private:
+  std::function<void(Batch)> on_dispatch_;
+  std::function<void(const Request&)> on_drop_;
 };
 
 }  // namespace tutti

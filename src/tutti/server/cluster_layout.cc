@@ -17,7 +17,6 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
   for (const ExecutorGroupConfig& group : config.executors) {
     SubCluster sub;
     sub.num_gpus = group.count;
-    layout.first_gpu.push_back(spec.num_gpus());
     std::vector<const ModelVersion*>& versions = layout.group_models.emplace_back();
     std::vector<std::string> names;
     for (const std::string& name : group.models) {

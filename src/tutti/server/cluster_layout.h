@@ -27,7 +27,6 @@ struct ClusterLayout {
   std::vector<InferenceCore::ModelShape> shapes;       // by model id
   std::vector<InferenceFrontend::ServedModel> served;  // by model id
   std::vector<std::vector<const ModelVersion*>> group_models;  // by executor group
-  std::vector<int> first_gpu;                          // by executor group
   std::string description;  // a few lines: the groups and their models
 };
 

@@ -8,16 +8,6 @@
 
 namespace tutti {
 
-class InferenceCore::Listener final : public SchedulerListener {
- public:
-  explicit Listener(InferenceCore* core) : core_(core) {}
-  void OnDispatch(Batch batch) override { core_->OnDispatch(std::move(batch)); }
-  void OnDrop(const Request& r, DropReason) override { core_->OnDrop(r); }
-
- private:
-  InferenceCore* const core_;
-};
-
 InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
                              std::vector<std::unique_ptr<Executor>> executors, Clock* clock)
     : spec_(std::move(spec)),
@@ -33,7 +23,8 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
   for (const SubCluster& sub : spec_.EffectiveSubClusters()) {
     for (size_t i = 0; i < sub.models.size(); ++i) local_index_[sub.models[i]] = static_cast<int>(i);
   }
-  listener_ = std::make_unique<Listener>(this);
+  listener_ = std::make_unique<CallbackListener>([this](Batch b) { OnDispatch(std::move(b)); },
+                                                 [this](const Request& r) { OnDrop(r); });
 }
 
 absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
@@ -88,17 +79,22 @@ InferenceCore::~InferenceCore() {
   scheduler_.reset();  // cancels its timers
 }
 
-absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
-                                   InferenceCallback done) {
-  if (model < 0 || model >= static_cast<ModelId>(spec_.models.size())) {
+absl::Status InferenceCore::CheckSubmit(const ClusterSpec& spec, const std::vector<ModelShape>& shapes,
+                                        ModelId model, size_t input_size, Duration objective) {
+  if (model < 0 || model >= static_cast<ModelId>(spec.models.size())) {
     return absl::NotFoundError(absl::StrCat("unknown model id ", model));
   }
-  if (static_cast<int64_t>(input.size()) != shapes_[model].input_elements) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", spec_.models[model].name, "' takes ",
-                                                   shapes_[model].input_elements, " input values, got ",
-                                                   input.size()));
+  if (static_cast<int64_t>(input_size) != shapes[model].input_elements) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", spec.models[model].name, "' takes ",
+                                                   shapes[model].input_elements, " input values, got ", input_size));
   }
   if (objective < 0) return absl::InvalidArgumentError("the latency objective must not be negative");
+  return absl::OkStatus();
+}
+
+absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
+                                   InferenceCallback done) {
+  TUTTI_RETURN_IF_ERROR(CheckSubmit(spec_, shapes_, model, input.size(), objective));
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return absl::UnavailableError("the server is shutting down");

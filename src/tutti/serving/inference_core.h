@@ -70,6 +70,12 @@ class InferenceCore final : public InferenceEngine {
   // the core.
   // Errors: an invalid spec or policy, counts that do not match, or a coding
   // entry whose models are unknown, coded twice, or of the wrong sizes.
+  // The checks Submit() makes before accepting, shared with other engines
+  // over the same cluster: a known model, its input size, a non-negative
+  // objective.
+  static absl::Status CheckSubmit(const ClusterSpec& spec, const std::vector<ModelShape>& shapes, ModelId model,
+                                  size_t input_size, Duration objective);
+
   static absl::StatusOr<std::unique_ptr<InferenceCore>> Create(
       ClusterSpec spec, std::vector<ModelShape> shapes,
       std::vector<std::unique_ptr<Executor>> executors, const Options& options, Clock* clock);
@@ -95,7 +101,6 @@ class InferenceCore final : public InferenceEngine {
   const ClusterSpec& spec() const { return spec_; }
 
  private:
-  class Listener;
   struct Pending {
     ModelId model;
     std::vector<float> input;
@@ -154,7 +159,7 @@ class InferenceCore final : public InferenceEngine {
   Clock* const clock_;
   // The scheduler's clock: its timers run under mu_, then Flush().
   const std::unique_ptr<SerializedClock> locked_clock_;
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<CallbackListener> listener_;
 
   std::mutex& mu_;
   std::condition_variable idle_;
