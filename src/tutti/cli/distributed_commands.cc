@@ -10,7 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tutti/cli/command_util.h"
-#include "tutti/cli/serve_setup.h"
+#include "tutti/cli/stop_signals.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/distributed/local_cluster.h"
 #include "tutti/distributed/processes.h"
@@ -46,7 +46,7 @@ struct Common {
     absl::StatusOr<ModelRepository> r = ModelRepository::Open(repo_dir);
     if (!r.ok()) return r.status();
     repo = std::make_unique<ModelRepository>(*std::move(r));
-    absl::StatusOr<ServerConfig> c = ReadServeConfig(config_path);
+    absl::StatusOr<ServerConfig> c = ReadServerConfigFile(config_path);
     if (c.ok()) c = ResolveServerConfig(*std::move(c), *repo);
     if (!c.ok()) return c.status();
     config = *std::move(c);

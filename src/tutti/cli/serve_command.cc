@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tutti/cli/command_util.h"
-#include "tutti/cli/serve_setup.h"
+#include "tutti/cli/stop_signals.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/server/server.h"
 
@@ -52,7 +52,7 @@ int ServeCommand(const Args& args) {
 
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
-  absl::StatusOr<ServerConfig> config = ReadServeConfig(config_path);
+  absl::StatusOr<ServerConfig> config = ReadServerConfigFile(config_path);
   if (!config.ok()) return Fail(config.status());
   if (!address.empty()) config->http.address = address;
   if (port >= 0) config->http.port = port;

@@ -1,6 +1,7 @@
 #include "tutti/distributed/backend_node.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -38,12 +39,9 @@ void BackendNode::WaitIdle() {
 
 grpc::ServerUnaryReactor* BackendNode::Execute(grpc::CallbackServerContext* context, const pb::BatchPlan* plan,
                                                pb::ExecuteReply*) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   if (plan->model() < 0 || plan->model() >= static_cast<int>(shapes_.size()) || plan->requests_size() == 0) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                                 absl::StrCat("backend ", id_, " holds no model ", plan->model(),
-                                              " or the plan is empty")));
-    return reactor;
+    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat("backend ", id_, " holds no model ",
+                                                                        plan->model(), " or the plan is empty")));
   }
   auto job = std::make_shared<Job>();
   job->plan = *plan;
@@ -53,7 +51,9 @@ grpc::ServerUnaryReactor* BackendNode::Execute(grpc::CallbackServerContext* cont
     ++held_;
     busy_until_ = std::max(busy_until_, job->start_at) + Micros(plan->latency_us());
   }
-  reactor->Finish(grpc::Status::OK);
+  // Acknowledged now; `plan` dies with the RPC, so below only job->plan.
+  grpc::ServerUnaryReactor* reactor = FinishUnary(context);
+  plan = &job->plan;
 
   // Pull the inputs: one FetchInputs per frontend.
   absl::flat_hash_map<std::string, std::vector<int>> by_frontend;
@@ -97,8 +97,9 @@ void BackendNode::Run(std::shared_ptr<Job> job) {
         static_cast<int64_t>(it->second.size()) != shape.input_elements * static_cast<int64_t>(sizeof(float))) {
       continue;  // answered meanwhile, or its frontend is gone
     }
-    const std::vector<float> values = BytesToFloats(it->second);
-    batch.input.insert(batch.input.end(), values.begin(), values.end());
+    const size_t at = batch.input.size();
+    batch.input.resize(at + shape.input_elements);
+    std::memcpy(batch.input.data() + at, it->second.data(), it->second.size());  // FP32 bytes, as sent
     job->members.push_back(i);
   }
   job->inputs.clear();
@@ -157,9 +158,7 @@ grpc::ServerUnaryReactor* BackendNode::GetState(grpc::CallbackServerContext* con
     reply->set_busy_for_us(std::max<int64_t>(0, ToMicros(busy_until_ - clock_->Now())));
     reply->set_batches(held_);
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context);
 }
 
 }  // namespace tutti

@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/frontend/grpc_util.h"
 #include "tutti/proto/etcd_rpc.grpc.pb.h"
 
 namespace tutti {
@@ -17,14 +19,16 @@ namespace pb = ::etcdserverpb;
 constexpr Duration kRpcTimeout = 3 * kSecond;
 constexpr Duration kRetryDelay = 100 * kMillisecond;
 
-std::chrono::system_clock::time_point DeadlineAfter(Duration d) {
-  return std::chrono::system_clock::now() + std::chrono::nanoseconds(d);
-}
-
-absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat("etcd ", what, ": ", s.error_message()));
+// One unary call under the client's deadline; errors say what was asked.
+template <typename Stub, typename Request, typename Response>
+absl::StatusOr<Response> Unary(Stub* stub, grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                               const Request& request, absl::string_view what) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(GrpcDeadline(kRpcTimeout));
+  Response response;
+  grpc::Status s = (stub->*method)(&ctx, request, &response);
+  if (!s.ok()) return absl::Status(FromGrpcStatus(s).code(), absl::StrCat("etcd ", what, ": ", s.error_message()));
+  return response;
 }
 
 EtcdClient::KeyValue FromProto(const pb::KeyValue& kv) {
@@ -98,7 +102,7 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const std::strin
   std::unique_ptr<EtcdClient> client(new EtcdClient(endpoint));
   Stubs& s = *client->stubs_;
   s.channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
-  if (!s.channel->WaitForConnected(DeadlineAfter(timeout))) {
+  if (!s.channel->WaitForConnected(GrpcDeadline(timeout))) {
     return absl::UnavailableError(absl::StrCat("cannot reach etcd at ", endpoint, " (is it running? "
                                                "start one with `etcd --listen-client-urls http://", endpoint,
                                                " --advertise-client-urls http://", endpoint, "`)"));
@@ -110,19 +114,14 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const std::strin
 }
 
 absl::Status EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::PutRequest req;
   req.set_key(key);
   req.set_value(value);
   req.set_lease(lease);
-  pb::PutResponse resp;
-  return FromGrpc(stubs_->kv->Put(&ctx, req, &resp), absl::StrCat("put ", key));
+  return Unary(stubs_->kv.get(), &pb::KV::Stub::Put, req, absl::StrCat("put ", key)).status();
 }
 
 absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::string& value, int64_t lease) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::TxnRequest req;
   pb::Compare* cmp = req.add_compare();
   cmp->set_key(key);
@@ -133,33 +132,26 @@ absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::
   put->set_key(key);
   put->set_value(value);
   put->set_lease(lease);
-  pb::TxnResponse resp;
-  grpc::Status s = stubs_->kv->Txn(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s, absl::StrCat("txn on ", key));
+  TUTTI_ASSIGN_OR_RETURN(pb::TxnResponse resp, Unary(stubs_->kv.get(), &pb::KV::Stub::Txn, req,
+                                                     absl::StrCat("txn on ", key)));
   return resp.succeeded();
 }
 
 absl::StatusOr<std::optional<EtcdClient::KeyValue>> EtcdClient::Get(const std::string& key) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::RangeRequest req;
   req.set_key(key);
-  pb::RangeResponse resp;
-  grpc::Status s = stubs_->kv->Range(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s, absl::StrCat("get ", key));
+  TUTTI_ASSIGN_OR_RETURN(pb::RangeResponse resp,
+                         Unary(stubs_->kv.get(), &pb::KV::Stub::Range, req, absl::StrCat("get ", key)));
   if (resp.kvs_size() == 0) return std::optional<KeyValue>();
   return std::optional<KeyValue>(FromProto(resp.kvs(0)));
 }
 
 absl::StatusOr<EtcdClient::Snapshot> EtcdClient::GetPrefix(const std::string& prefix) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::RangeRequest req;
   req.set_key(prefix);
   req.set_range_end(PrefixRangeEnd(prefix));
-  pb::RangeResponse resp;
-  grpc::Status s = stubs_->kv->Range(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s, absl::StrCat("get ", prefix, "*"));
+  TUTTI_ASSIGN_OR_RETURN(pb::RangeResponse resp,
+                         Unary(stubs_->kv.get(), &pb::KV::Stub::Range, req, absl::StrCat("get ", prefix, "*")));
   Snapshot snap;
   snap.revision = resp.header().revision();
   for (const pb::KeyValue& kv : resp.kvs()) snap.kvs.push_back(FromProto(kv));
@@ -167,33 +159,24 @@ absl::StatusOr<EtcdClient::Snapshot> EtcdClient::GetPrefix(const std::string& pr
 }
 
 absl::Status EtcdClient::Delete(const std::string& key) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::DeleteRangeRequest req;
   req.set_key(key);
-  pb::DeleteRangeResponse resp;
-  return FromGrpc(stubs_->kv->DeleteRange(&ctx, req, &resp), absl::StrCat("delete ", key));
+  return Unary(stubs_->kv.get(), &pb::KV::Stub::DeleteRange, req, absl::StrCat("delete ", key)).status();
 }
 
 absl::StatusOr<int64_t> EtcdClient::GrantLease(int64_t ttl_seconds) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::LeaseGrantRequest req;
   req.set_ttl(ttl_seconds);
-  pb::LeaseGrantResponse resp;
-  grpc::Status s = stubs_->lease->LeaseGrant(&ctx, req, &resp);
-  if (!s.ok()) return FromGrpc(s, "lease grant");
+  TUTTI_ASSIGN_OR_RETURN(pb::LeaseGrantResponse resp,
+                         Unary(stubs_->lease.get(), &pb::Lease::Stub::LeaseGrant, req, "lease grant"));
   if (!resp.error().empty()) return absl::InternalError(absl::StrCat("etcd lease grant: ", resp.error()));
   return resp.id();
 }
 
 absl::Status EtcdClient::RevokeLease(int64_t lease) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(DeadlineAfter(kRpcTimeout));
   pb::LeaseRevokeRequest req;
   req.set_id(lease);
-  pb::LeaseRevokeResponse resp;
-  return FromGrpc(stubs_->lease->LeaseRevoke(&ctx, req, &resp), "lease revoke");
+  return Unary(stubs_->lease.get(), &pb::Lease::Stub::LeaseRevoke, req, "lease revoke").status();
 }
 
 std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Duration ttl,

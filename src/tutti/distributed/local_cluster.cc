@@ -4,8 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "tutti/config/yaml_map_reader.h"
-#include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
@@ -44,11 +42,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
   std::vector<int> backends = options.backends;
   if (backends.empty()) {  // one per GPU of the config
     TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
-    ServerConfig config;
-    if (!options.config.empty()) {
-      TUTTI_ASSIGN_OR_RETURN(std::string text, ReadFile(options.config));
-      TUTTI_ASSIGN_OR_RETURN(config, ParseServerConfig(text));
-    }
+    TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(options.config));
     TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
     for (const ExecutorGroupConfig& g : config.executors) backends.push_back(g.count);
   }

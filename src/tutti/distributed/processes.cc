@@ -111,7 +111,7 @@ void SchedulerProcess::Campaign(ClusterKeys keys) {
                             }
                           }
                         });
-  const SchedulerNode::Stats stats = node_->stats();
+  const SchedulerNode::Membership stats = node_->membership();
   std::cout << absl::StrFormat(
                    "tutti scheduler %s: leading at unix time %s, %d backends on GPU slots, %d spares "
                    "(GPU state rebuilt in %.1f ms)\n",

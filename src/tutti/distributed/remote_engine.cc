@@ -177,9 +177,7 @@ grpc::ServerUnaryReactor* RemoteEngine::FetchInputs(grpc::CallbackServerContext*
       in->set_values(FloatsToBytes(it->second.input.data(), it->second.input.size()));
     }
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* RemoteEngine::Deliver(grpc::CallbackServerContext* context,
@@ -218,9 +216,7 @@ grpc::ServerUnaryReactor* RemoteEngine::Deliver(grpc::CallbackServerContext* con
     }
   }
   Answer(std::move(answers));
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* RemoteEngine::Reject(grpc::CallbackServerContext* context,
@@ -239,9 +235,7 @@ grpc::ServerUnaryReactor* RemoteEngine::Reject(grpc::CallbackServerContext* cont
     }
   }
   Answer(std::move(answers));
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context);
 }
 
 void RemoteEngine::Sweep() {

@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/core/time.h"
+#include "tutti/frontend/grpc_util.h"
 
 namespace tutti {
 
@@ -71,13 +72,9 @@ void CallAsync(Duration timeout, Request request, Start start,
   };
   auto call = std::make_shared<Call>();
   call->request = std::move(request);
-  call->context.set_deadline(std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout));
+  call->context.set_deadline(GrpcDeadline(timeout));
   start(&call->context, &call->request, &call->response,
         [call, done = std::move(done)](grpc::Status status) { done(status, call->response); });
-}
-
-inline absl::Status FromGrpcStatus(const grpc::Status& s) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
 // FP32 vectors as little-endian bytes (the protocol's `bytes` tensors).

@@ -60,13 +60,13 @@ bool SchedulerNode::leading() const {
 }
 
 void SchedulerNode::AddBackend(const BackendInfo& backend) {
-  if (backend.group < 0 || backend.group >= static_cast<int>(spec_.EffectiveSubClusters().size())) return;
+  if (backend.group < 0 || backend.group > slots_.back().group) return;  // slots are in group order
   // Rebuilding GPU state: how long is it busy with work it already holds
   // (from a previous leader)? A backend that does not answer is not added.
   pb::BackendState state;
   {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::nanoseconds(options_.rpc_timeout));
+    ctx.set_deadline(GrpcDeadline(options_.rpc_timeout));
     if (!backends_stubs_.Get(backend.address)->GetState(&ctx, pb::GetStateRequest(), &state).ok()) return;
   }
   {
@@ -119,7 +119,6 @@ void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) 
     again.insert(again.end(), b->second.requests.begin(), b->second.requests.end());
     in_flight_.erase(b++);
   }
-  stats_.redispatched += static_cast<int64_t>(again.size());
   std::sort(again.begin(), again.end(), [](const Request& a, const Request& b) { return a.deadline < b.deadline; });
   for (const Request& r : again) scheduler_->Submit(r);
   std::cerr << absl::StrFormat("scheduler: backend %s (GPU %d) %s; %d requests of its unfinished batches "
@@ -156,26 +155,26 @@ int SchedulerNode::FrontendIndex(const std::string& address) {
 
 grpc::ServerUnaryReactor* SchedulerNode::Submit(grpc::CallbackServerContext* context,
                                                 const pb::SubmitRequest* request, pb::SubmitReply*) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  for (const pb::RequestMeta& m : request->requests()) {
+    if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) {
+      return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat("unknown model id ", m.model())));
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (scheduler_ == nullptr) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "this scheduler is a spare, not the leader"));
-      return reactor;
+      return FinishUnary(context, absl::UnavailableError("this scheduler is a spare, not the leader"));
     }
     const int frontend = FrontendIndex(request->frontend());
     const Time now = clock_->Now();
     for (const pb::RequestMeta& m : request->requests()) {
-      if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) continue;
       const Request r{next_request_++, m.model(), now, now + Micros(m.budget_us())};
       origins_[r.id] = Origin{frontend, m.id()};
-      ++stats_.submitted;
       scheduler_->Submit(r);
     }
   }
   Flush();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context);
 }
 
 void SchedulerNode::OnDispatch(Batch batch) {
@@ -195,7 +194,6 @@ void SchedulerNode::OnDispatch(Batch batch) {
     p->set_frontend(frontends_[o.frontend]->address);
     p->set_id(o.id);
   }
-  ++stats_.dispatched_batches;
   in_flight_[batch_id] = InFlight{batch.gpu, std::move(batch.requests)};
   pb::Backend::Stub* stub = backends_stubs_.Get(address);
   outbox_.push_back([this, stub, backend_id, plan = std::move(plan)]() mutable {
@@ -217,7 +215,6 @@ void SchedulerNode::OnDrop(const Request& r) {
   if (it == origins_.end()) return;
   const Origin o = it->second;
   origins_.erase(it);
-  ++stats_.dropped;
   Coalescer<uint64_t>* rejects = frontends_[o.frontend]->rejects.get();
   outbox_.push_back([rejects, id = o.id] { rejects->Add(id); });
 }
@@ -235,9 +232,7 @@ grpc::ServerUnaryReactor* SchedulerNode::BatchDone(grpc::CallbackServerContext* 
     }
   }
   Flush();
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
+  return FinishUnary(context);
 }
 
 // One thread flushes at a time, so plans leave in dispatch order; work
@@ -256,9 +251,9 @@ void SchedulerNode::Flush() {
   flushing_ = false;
 }
 
-SchedulerNode::Stats SchedulerNode::stats() const {
+SchedulerNode::Membership SchedulerNode::membership() const {
   std::lock_guard<std::mutex> lock(mu_);
-  Stats s = stats_;
+  Membership s;
   for (const auto& [id, m] : members_) ++(m.gpu >= 0 ? s.backends : s.spares);
   return s;
 }

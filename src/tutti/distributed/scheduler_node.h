@@ -68,11 +68,11 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   void AddBackend(const BackendInfo& backend);
   void RemoveBackend(const std::string& id);
 
-  struct Stats {
-    int64_t submitted = 0, dispatched_batches = 0, dropped = 0, redispatched = 0;
+  // Backends holding a GPU slot, and spares waiting for one.
+  struct Membership {
     int backends = 0, spares = 0;
   };
-  Stats stats() const;
+  Membership membership() const;
 
   // internal.Scheduler
   grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context, const internal::SubmitRequest* request,
@@ -132,7 +132,6 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   std::vector<std::function<void()>> outbox_;                  // GUARDED_BY(mu_)
   RequestId next_request_ = 1;                                 // GUARDED_BY(mu_)
   uint64_t next_batch_ = 1;                                    // GUARDED_BY(mu_)
-  Stats stats_;                                                // GUARDED_BY(mu_)
   std::string address_;                                        // GUARDED_BY(mu_)
   bool flushing_ = false;                                      // GUARDED_BY(mu_)
 };

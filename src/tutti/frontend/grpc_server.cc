@@ -1,10 +1,9 @@
 #include "tutti/frontend/grpc_server.h"
 
-#include <chrono>
-
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/frontend/grpc_util.h"
 
 namespace tutti {
 
@@ -29,15 +28,11 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOp
 
 void GrpcServer::Shutdown(Duration grace) {
   if (!server_) return;
-  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::nanoseconds(grace));
+  server_->Shutdown(GrpcDeadline(grace));
   server_->Wait();
   server_.reset();
 }
 
 GrpcServer::~GrpcServer() { Shutdown(0); }
-
-grpc::Status ToGrpcStatus(const absl::Status& status) {
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
-}
 
 }  // namespace tutti

@@ -13,7 +13,6 @@
 namespace grpc {
 class Server;
 class Service;
-class Status;
 }  // namespace grpc
 
 namespace tutti {
@@ -42,9 +41,6 @@ class GrpcServer {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };
-
-// The gRPC status for an absl::Status: the codes are the same.
-grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace tutti
 

@@ -4,18 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/frontend/grpc_server.h"
+#include "tutti/frontend/grpc_util.h"
 
 namespace tutti {
 namespace {
 
 using inference::InferParameter;
-
-grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context, const absl::Status& status) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
 
@@ -97,23 +91,23 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerLive(grpc::CallbackServerCont
                                                         const inference::ServerLiveRequest*,
                                                         inference::ServerLiveResponse* response) {
   response->set_live(true);
-  return Finish(context, absl::OkStatus());
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ServerReady(grpc::CallbackServerContext* context,
                                                          const inference::ServerReadyRequest*,
                                                          inference::ServerReadyResponse* response) {
   response->set_ready(frontend_->ready());
-  return Finish(context, absl::OkStatus());
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ModelReady(grpc::CallbackServerContext* context,
                                                         const inference::ModelReadyRequest* request,
                                                         inference::ModelReadyResponse* response) {
   absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
-  if (!model.ok()) return Finish(context, model.status());
+  if (!model.ok()) return FinishUnary(context, model.status());
   response->set_ready(frontend_->ready());
-  return Finish(context, absl::OkStatus());
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServerContext* context,
@@ -121,33 +115,33 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServer
                                                             inference::ServerMetadataResponse* response) {
   response->set_name(std::string(kServerName));
   response->set_version(std::string(kServerVersion));
-  return Finish(context, absl::OkStatus());
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ModelMetadata(grpc::CallbackServerContext* context,
                                                            const inference::ModelMetadataRequest* request,
                                                            inference::ModelMetadataResponse* response) {
   absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
-  if (!model.ok()) return Finish(context, model.status());
+  if (!model.ok()) return FinishUnary(context, model.status());
   const InferenceFrontend::ServedModel& m = frontend_->served(*model);
   response->set_name(m.config.name);
   response->add_versions(std::to_string(m.version));
   response->set_platform(std::string(KservePlatformName(m.config)));
   for (const TensorSpec& t : m.config.inputs) SetTensorMetadata(t, response->add_inputs());
   for (const TensorSpec& t : m.config.outputs) SetTensorMetadata(t, response->add_outputs());
-  return Finish(context, absl::OkStatus());
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerContext* context,
                                                         const inference::ModelInferRequest* request,
                                                         inference::ModelInferResponse* response) {
   absl::StatusOr<int> model = frontend_->FindModel(request->model_name(), request->model_version());
-  if (!model.ok()) return Finish(context, model.status());
+  if (!model.ok()) return FinishUnary(context, model.status());
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
   absl::StatusOr<InferRequest> parsed = ParseModelInfer(*request, served.config);
   if (!parsed.ok()) {
     frontend_->CountRejected(*model);
-    return Finish(context, parsed.status());
+    return FinishUnary(context, parsed.status());
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   const std::string id = parsed->id;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -218,6 +219,14 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
       return absl::InvalidArgumentError(absl::StrCat(where, ": model '", c.model, "' is coded twice"));
     }
   }
+  return config;
+}
+
+absl::StatusOr<ServerConfig> ReadServerConfigFile(const std::string& path) {
+  if (path.empty()) return ServerConfig{};
+  TUTTI_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
+  absl::StatusOr<ServerConfig> config = ParseServerConfig(text);
+  if (!config.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", config.status().message()));
   return config;
 }
 

@@ -72,6 +72,9 @@ struct ServerConfig {
 // Parses a serve config. InvalidArgument names the field: unknown fields,
 // wrong types, an unknown policy or executor kind, a count below 1, ….
 absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text);
+// The serve config in the file at `path` ("" : the built-in defaults), not
+// yet resolved. Errors name the file.
+absl::StatusOr<ServerConfig> ReadServerConfigFile(const std::string& path);
 
 // Fills in the default executors from `repo` and checks the config against
 // it: every model exists, is in one group only, has the group's profile, and

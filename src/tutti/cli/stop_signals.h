@@ -1,21 +1,13 @@
-// What `tutti serve` and the distributed commands (scheduler, frontend,
-// backend, cluster) share: reading a serve config and waiting for a stop
-// signal.
-#ifndef TUTTI_CLI_SERVE_SETUP_H_
-#define TUTTI_CLI_SERVE_SETUP_H_
+// Waiting for a stop signal, as `tutti serve` and the distributed commands
+// (scheduler, frontend, backend, cluster) do.
+#ifndef TUTTI_CLI_STOP_SIGNALS_H_
+#define TUTTI_CLI_STOP_SIGNALS_H_
 
 #include <signal.h>
 
 #include <string>
 
-#include "absl/status/statusor.h"
-#include "tutti/server/server_config.h"
-
 namespace tutti::cli {
-
-// The serve config at `path` ("" : the built-in defaults), not yet resolved.
-// Errors name the file.
-absl::StatusOr<ServerConfig> ReadServeConfig(const std::string& path);
 
 // Blocks SIGINT and SIGTERM for this thread and every thread started after
 // it, so that Wait() takes them synchronously. Construct it first.
@@ -33,4 +25,4 @@ class StopSignals {
 
 }  // namespace tutti::cli
 
-#endif  // TUTTI_CLI_SERVE_SETUP_H_
+#endif  // TUTTI_CLI_STOP_SIGNALS_H_

@@ -1,21 +1,9 @@
-#include "tutti/cli/serve_setup.h"
+#include "tutti/cli/stop_signals.h"
 
 #include <cstring>
 #include <ctime>
 
-#include "absl/strings/str_cat.h"
-#include "tutti/core/file_util.h"
-
 namespace tutti::cli {
-
-absl::StatusOr<ServerConfig> ReadServeConfig(const std::string& path) {
-  if (path.empty()) return ServerConfig{};
-  absl::StatusOr<std::string> text = ReadFile(path);
-  if (!text.ok()) return text.status();
-  absl::StatusOr<ServerConfig> config = ParseServerConfig(*text);
-  if (!config.ok()) return absl::InvalidArgumentError(absl::StrCat(path, ": ", config.status().message()));
-  return config;
-}
 
 StopSignals::StopSignals() {
   sigemptyset(&signals_);
