@@ -1,78 +1,162 @@
 #include "tutti/loadgen/http_client_pool.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <deque>
+#include <future>
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace tutti {
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace net = boost::asio;
-using tcp = net::ip::tcp;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// One parsed HTTP/1.1 response head; `body_length` bytes of body follow it.
+struct ResponseHead {
+  int status = 0;
+  size_t head_length = 0;  // through the blank line
+  size_t body_length = 0;
+  bool keep_alive = true;
+  std::string json_length;  // Inference-Header-Content-Length
+};
+
+// Parses the head at the start of `in`. nullopt while it is incomplete;
+// an error for what this client does not read (no Content-Length, chunked).
+absl::StatusOr<std::optional<ResponseHead>> ParseHead(const std::string& in) {
+  const size_t end = in.find("\r\n\r\n");
+  if (end == std::string::npos) {
+    if (in.size() > (64 << 10)) return absl::InvalidArgumentError("HTTP response head over 64 KiB");
+    return std::optional<ResponseHead>();
+  }
+  ResponseHead head;
+  head.head_length = end + 4;
+  std::vector<absl::string_view> lines = absl::StrSplit(absl::string_view(in).substr(0, end), "\r\n");
+  // "HTTP/1.1 200 OK"
+  std::vector<absl::string_view> status = absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
+  if (status.size() < 2 || !absl::StartsWith(status[0], "HTTP/1.") || !absl::SimpleAtoi(status[1], &head.status)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad HTTP status line '", lines[0], "'"));
+  }
+  head.keep_alive = status[0] == "HTTP/1.1";
+  bool has_length = false;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t colon = lines[i].find(':');
+    if (colon == absl::string_view::npos) continue;
+    const absl::string_view name = lines[i].substr(0, colon);
+    const absl::string_view value = absl::StripAsciiWhitespace(lines[i].substr(colon + 1));
+    if (absl::EqualsIgnoreCase(name, "Content-Length")) {
+      has_length = absl::SimpleAtoi(value, &head.body_length);
+    } else if (absl::EqualsIgnoreCase(name, "Inference-Header-Content-Length")) {
+      head.json_length = std::string(value);
+    } else if (absl::EqualsIgnoreCase(name, "Connection")) {
+      if (absl::EqualsIgnoreCase(value, "close")) head.keep_alive = false;
+      if (absl::EqualsIgnoreCase(value, "keep-alive")) head.keep_alive = true;
+    } else if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
+      return absl::InvalidArgumentError("chunked HTTP responses are not supported by the load generator");
+    }
+  }
+  if (!has_length) return absl::InvalidArgumentError("HTTP response without Content-Length");
+  return std::optional<ResponseHead>(head);
+}
 
 }  // namespace
 
-// All state below is touched only on the I/O thread.
-class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
+// A single-threaded epoll loop (edge-triggered) over non-blocking sockets:
+// the load generator's client must cost far less per request than the
+// server it measures, since both share the machine. All state below is
+// touched only on the I/O thread, except `posted_` (under `mu_`).
+class HttpClientPool::Impl {
  public:
   Impl(std::string host, int port, int max_connections)
-      : host_(std::move(host)),
-        port_(port),
-        max_connections_(std::max(1, max_connections)),
-        work_(net::make_work_guard(ioc_)) {}
-
-  void Start() {
-    beast::error_code ec;
-    tcp::resolver resolver(ioc_);
-    auto results = resolver.resolve(host_, std::to_string(port_), ec);
-    if (!ec && !results.empty()) endpoint_ = *results.begin();
-    thread_ = std::thread([self = shared_from_this()] { self->ioc_.run(); });
+      : host_(std::move(host)), port_(port), max_connections_(std::max(1, max_connections)) {
+    epoll_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    timer_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    for (auto [fd, key] : {std::pair{wake_, kWakeKey}, std::pair{timer_, kTimerKey}}) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.u64 = key;
+      epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &found) == 0 && found) {
+      std::memcpy(&address_, found->ai_addr, found->ai_addrlen);
+      address_length_ = found->ai_addrlen;
+      freeaddrinfo(found);
+    }
+    thread_ = std::thread([this] { Loop(); });
   }
 
-  void Stop() {
-    net::post(ioc_, [this] {
-      queue_.clear();
-      for (auto& c : idle_) {
-        beast::error_code ec;
-        c->stream.socket().close(ec);
-      }
-      idle_.clear();
-      work_.reset();
-      ioc_.stop();
-    });
+  ~Impl() {
+    Post([this] { stopping_ = true; });
     thread_.join();
+    for (auto& [key, c] : conns_) close(c->fd);
+    close(timer_);
+    close(wake_);
+    close(epoll_);
   }
 
   void Send(ClientRequest request, Callback done) {
     Job job{std::move(request), std::move(done), false};
-    if (ioc_.get_executor().running_in_this_thread()) {
+    if (std::this_thread::get_id() == thread_.get_id()) {
       queue_.push_back(std::move(job));
       return Pump();
     }
-    net::post(ioc_, [this, job = std::move(job)]() mutable {
-      queue_.push_back(std::move(job));
+    auto shared = std::make_shared<Job>(std::move(job));
+    Post([this, shared] {
+      queue_.push_back(std::move(*shared));
       Pump();
     });
   }
 
-  void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
-    net::post(ioc_, [this, when, fn = std::move(fn)]() mutable {
-      auto timer = std::make_shared<net::steady_timer>(ioc_, when);
-      timer->async_wait([timer, fn = std::move(fn)](beast::error_code ec) {
-        if (!ec) fn();
-      });
+  absl::Status Preconnect(int n) {
+    std::promise<absl::Status> opened;
+    Post([this, n, &opened] {
+      const int want = std::min(n, max_connections_) - open_;
+      if (want <= 0) return opened.set_value(absl::OkStatus());
+      auto left = std::make_shared<int>(want);
+      auto failure = std::make_shared<absl::Status>();
+      for (int i = 0; i < want; ++i) {
+        Connect([left, failure, &opened](absl::Status s) {
+          if (!s.ok()) *failure = std::move(s);
+          if (--*left == 0) opened.set_value(*failure);
+        });
+      }
     });
+    return opened.get_future().get();
   }
 
+  void RunAt(SteadyTime when, std::function<void()> fn) {
+    auto shared = std::make_shared<std::function<void()>>(std::move(fn));
+    Post([this, when, shared] {
+      timers_.emplace(when, std::move(*shared));
+      ArmTimer();
+    });
+  }
 
  private:
   struct Job {
@@ -80,26 +164,102 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
     Callback done;
     bool retried;
   };
+  enum class State { kConnecting, kIdle, kBusy, kClosed };
   struct Conn {
-    explicit Conn(net::io_context& ioc) : stream(ioc) {}
-    beast::tcp_stream stream;
-    beast::flat_buffer buffer;
-    http::request<http::string_body> req;
-    std::optional<http::response_parser<http::string_body>> parser;
+    uint64_t key = 0;  // epoll's data for it
+    int fd = -1;
+    State state = State::kConnecting;
+    std::function<void(absl::Status)> opened;  // while connecting
+    std::string out;                           // the request being written
+    size_t written = 0;
+    std::string in;                            // bytes read, not yet consumed
     std::optional<Job> job;
     bool used = false;  // has carried a request before (may be stale)
   };
-  using ConnPtr = std::shared_ptr<Conn>;
+
+  void Post(std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      posted_.push_back(std::move(fn));
+    }
+    const uint64_t one = 1;
+    (void)!write(wake_, &one, sizeof(one));
+  }
+
+  void Loop() {
+    epoll_event events[256];
+    while (!stopping_) {
+      const int n = epoll_wait(epoll_, events, 256, -1);
+      for (int i = 0; i < n; ++i) {
+        const epoll_event& ev = events[i];
+        if (ev.data.u64 == kWakeKey) {
+          RunPosted();
+          continue;
+        }
+        if (ev.data.u64 == kTimerKey) {
+          RunTimers();
+          continue;
+        }
+        auto it = conns_.find(ev.data.u64);
+        if (it == conns_.end()) continue;  // closed earlier in this batch
+        Conn* c = it->second.get();
+        if (c->state == State::kConnecting) {
+          if (ev.events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) Connected(c);
+          continue;
+        }
+        if (ev.events & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP)) Readable(c);
+        if (c->state == State::kBusy && (ev.events & EPOLLOUT)) Flush(c);
+      }
+      graveyard_.clear();
+    }
+  }
+
+  void RunPosted() {
+    uint64_t count;
+    (void)!read(wake_, &count, sizeof(count));
+    std::vector<std::function<void()>> posted;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      posted.swap(posted_);
+    }
+    for (auto& fn : posted) fn();
+  }
+
+  void RunTimers() {
+    uint64_t count;
+    (void)!read(timer_, &count, sizeof(count));
+    const SteadyTime now = std::chrono::steady_clock::now();
+    while (!timers_.empty() && timers_.begin()->first <= now) {
+      std::function<void()> fn = std::move(timers_.begin()->second);
+      timers_.erase(timers_.begin());
+      fn();
+    }
+    ArmTimer();
+  }
+
+  void ArmTimer() {
+    itimerspec spec{};
+    if (!timers_.empty()) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          timers_.begin()->first.time_since_epoch()).count();
+      spec.it_value.tv_sec = std::max<int64_t>(0, ns / 1000000000);
+      spec.it_value.tv_nsec = ns > 0 ? ns % 1000000000 : 1;
+      if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+    }
+    timerfd_settime(timer_, TFD_TIMER_ABSTIME, &spec, nullptr);
+  }
 
   // Starts queued jobs on idle connections, opening new ones under the cap.
   void Pump() {
     while (!queue_.empty()) {
       if (!idle_.empty()) {
-        ConnPtr c = idle_.back();
+        Conn* c = idle_.back();
         idle_.pop_back();
         Begin(c);
       } else if (open_ < max_connections_) {
-        Connect();
+        Connect([this](const absl::Status& s) {
+          if (!s.ok()) FailQueue(std::string(s.message()));
+        });
         return;  // the new connection pumps when it is up
       } else {
         return;
@@ -107,23 +267,141 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
     }
   }
 
-  void Connect() {
-    ++open_;
-    auto c = std::make_shared<Conn>(ioc_);
-    if (!endpoint_) {
-      --open_;
-      return FailQueue(absl::StrCat("cannot resolve ", host_));
+  // Opens one connection; `opened` learns whether it came up (then it is
+  // idle and the queue is pumped).
+  void Connect(std::function<void(absl::Status)> opened) {
+    if (address_length_ == 0) return opened(absl::UnavailableError(absl::StrCat("cannot resolve ", host_)));
+    const int fd = socket(address_.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return opened(absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno))));
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&address_), address_length_) != 0 && errno != EINPROGRESS) {
+      const int e = errno;
+      close(fd);
+      return opened(Unreachable(e));
     }
-    c->stream.async_connect(*endpoint_, [this, c](beast::error_code ec) {
-      if (ec) {
-        --open_;
-        return FailQueue(absl::StrCat("cannot connect to ", host_, ":", port_, ": ", ec.message()));
+    auto conn = std::make_unique<Conn>();
+    conn->key = next_key_++;
+    conn->fd = fd;
+    conn->opened = std::move(opened);
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
+    ev.data.u64 = conn->key;
+    conns_[conn->key] = std::move(conn);
+    ++open_;
+    epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  absl::Status Unreachable(int error) const {
+    return absl::UnavailableError(absl::StrCat("cannot connect to ", host_, ":", port_, ": ", std::strerror(error)));
+  }
+
+  void Connected(Conn* c) {
+    int error = 0;
+    socklen_t len = sizeof(error);
+    getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &error, &len);
+    std::function<void(absl::Status)> opened = std::move(c->opened);
+    if (error != 0) {
+      Close(c);
+      return opened(Unreachable(error));
+    }
+    c->state = State::kIdle;
+    idle_.push_back(c);
+    opened(absl::OkStatus());
+    Pump();
+  }
+
+  void Begin(Conn* c) {
+    c->job = std::move(queue_.front());
+    queue_.pop_front();
+    c->state = State::kBusy;
+    const ClientRequest& r = c->job->request;
+    c->out.clear();
+    absl::StrAppend(&c->out, r.method, " ", r.target, " HTTP/1.1\r\nHost: ", host_,
+                    "\r\nContent-Type: application/json\r\n");
+    for (const auto& [k, v] : r.headers) absl::StrAppend(&c->out, k, ": ", v, "\r\n");
+    absl::StrAppend(&c->out, "Content-Length: ", r.body.size(), "\r\n\r\n", r.body);
+    c->written = 0;
+    Flush(c);
+  }
+
+  // Writes what is left of the request; the rest goes when the socket is
+  // writable again.
+  void Flush(Conn* c) {
+    while (c->written < c->out.size()) {
+      const ssize_t n = send(c->fd, c->out.data() + c->written, c->out.size() - c->written, MSG_NOSIGNAL);
+      if (n > 0) {
+        c->written += n;
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return;
+      } else {
+        return Failed(c, absl::StrCat("HTTP exchange failed: ", std::strerror(errno)));
       }
-      beast::error_code ignored;
-      c->stream.socket().set_option(tcp::no_delay(true), ignored);
+    }
+  }
+
+  void Readable(Conn* c) {
+    bool eof = false;
+    char buffer[64 << 10];
+    while (true) {
+      const ssize_t n = recv(c->fd, buffer, sizeof(buffer), 0);
+      if (n > 0) {
+        c->in.append(buffer, n);
+      } else if (n == 0) {
+        eof = true;
+        break;
+      } else if (errno == EINTR) {
+        continue;
+      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        break;
+      } else {
+        eof = true;
+        break;
+      }
+    }
+    if (c->state == State::kIdle) {  // the server closed a kept-alive connection
+      if (eof) Close(c);
+      return;
+    }
+    absl::StatusOr<std::optional<ResponseHead>> head = ParseHead(c->in);
+    if (!head.ok()) return Failed(c, std::string(head.status().message()));
+    if (*head && c->in.size() >= (*head)->head_length + (*head)->body_length) {
+      return Answered(c, **head);
+    }
+    if (eof) Failed(c, "HTTP exchange failed: the server closed the connection");
+  }
+
+  void Answered(Conn* c, const ResponseHead& head) {
+    ClientResponse out{absl::OkStatus(), head.status, c->in.substr(head.head_length, head.body_length),
+                       head.json_length};
+    c->in.erase(0, head.head_length + head.body_length);
+    Job job = std::move(*c->job);
+    c->job.reset();
+    c->used = true;
+    if (head.keep_alive) {
+      c->state = State::kIdle;
       idle_.push_back(c);
-      Pump();
-    });
+    } else {
+      Close(c);
+    }
+    job.done(std::move(out));
+    Pump();
+  }
+
+  void Failed(Conn* c, const std::string& why) {
+    Job job = std::move(*c->job);
+    c->job.reset();
+    const bool stale = c->used;
+    Close(c);
+    if (stale && !job.retried) {  // the server closed an idle kept-alive connection
+      job.retried = true;
+      queue_.push_front(std::move(job));
+    } else {
+      job.done(ClientResponse{absl::UnavailableError(why)});
+    }
+    Pump();
   }
 
   // Nothing will connect now: fail the waiting jobs instead of hanging.
@@ -133,80 +411,47 @@ class HttpClientPool::Impl : public std::enable_shared_from_this<Impl> {
     for (Job& j : failed) j.done(ClientResponse{absl::UnavailableError(why)});
   }
 
-  void Begin(const ConnPtr& c) {
-    c->job = std::move(queue_.front());
-    queue_.pop_front();
-    ClientRequest& r = c->job->request;
-    c->req = http::request<http::string_body>(http::string_to_verb(r.method), r.target, 11);
-    c->req.set(http::field::host, host_);
-    c->req.set(http::field::content_type, "application/json");
-    for (const auto& [k, v] : r.headers) c->req.set(k, v);
-    c->req.keep_alive(true);
-    c->req.body() = r.body;
-    c->req.prepare_payload();
-    http::async_write(c->stream, c->req, [this, c](beast::error_code ec, size_t) {
-      if (ec) return Failed(c, ec);
-      c->parser.emplace();
-      c->parser->body_limit(256 << 20);
-      http::async_read(c->stream, c->buffer, *c->parser, [this, c](beast::error_code ec, size_t) {
-        if (ec) return Failed(c, ec);
-        auto res = c->parser->release();
-        ClientResponse out{absl::OkStatus(), static_cast<int>(res.result_int()), std::move(res.body()),
-                           std::string(res["Inference-Header-Content-Length"])};
-        Job job = std::move(*c->job);
-        c->job.reset();
-        c->used = true;
-        if (res.keep_alive()) {
-          idle_.push_back(c);
-        } else {
-          Close(c);
-        }
-        job.done(std::move(out));
-        Pump();
-      });
-    });
-  }
-
-  void Failed(const ConnPtr& c, beast::error_code ec) {
-    Job job = std::move(*c->job);
-    c->job.reset();
-    const bool stale = c->used;
-    Close(c);
-    if (stale && !job.retried) {  // the server closed an idle kept-alive connection
-      job.retried = true;
-      queue_.push_front(std::move(job));
-    } else {
-      job.done(ClientResponse{absl::UnavailableError(absl::StrCat("HTTP exchange failed: ", ec.message()))});
-    }
-    Pump();
-  }
-
-  void Close(const ConnPtr& c) {
-    beast::error_code ec;
-    c->stream.socket().close(ec);
+  // Closes `c`; its memory lives until the current batch of events is done.
+  void Close(Conn* c) {
+    if (c->state == State::kIdle) idle_.erase(std::find(idle_.begin(), idle_.end(), c));
+    c->state = State::kClosed;
+    epoll_ctl(epoll_, EPOLL_CTL_DEL, c->fd, nullptr);
+    close(c->fd);
+    auto it = conns_.find(c->key);
+    graveyard_.push_back(std::move(it->second));
+    conns_.erase(it);
     --open_;
   }
 
   const std::string host_;
   const int port_;
   const int max_connections_;
-  int open_ = 0;  // connections open or opening
-  net::io_context ioc_;
-  net::executor_work_guard<net::io_context::executor_type> work_;
-  std::optional<tcp::endpoint> endpoint_;
+  sockaddr_storage address_{};
+  socklen_t address_length_ = 0;
+  static constexpr uint64_t kWakeKey = 1, kTimerKey = 2;  // epoll data of the two
+  int epoll_ = -1, wake_ = -1, timer_ = -1;
   std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::function<void()>> posted_;  // GUARDED_BY(mu_)
+
+  bool stopping_ = false;
+  int open_ = 0;  // connections open or opening
+  uint64_t next_key_ = 3;  // 1, 2: the wake-up and timer descriptors
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Conn>> conns_;  // by key
+  std::vector<std::unique_ptr<Conn>> graveyard_;  // closed during this batch of events
   std::deque<Job> queue_;
-  std::vector<ConnPtr> idle_;
+  std::vector<Conn*> idle_;
+  std::multimap<SteadyTime, std::function<void()>> timers_;
 };
 
 HttpClientPool::HttpClientPool(std::string host, int port, int max_connections)
-    : impl_(std::make_shared<Impl>(std::move(host), port, max_connections)) {
-  impl_->Start();
-}
+    : impl_(std::make_shared<Impl>(std::move(host), port, max_connections)) {}
 
-HttpClientPool::~HttpClientPool() { impl_->Stop(); }
+HttpClientPool::~HttpClientPool() = default;
 
 void HttpClientPool::Send(ClientRequest request, Callback done) { impl_->Send(std::move(request), std::move(done)); }
+
+absl::Status HttpClientPool::Preconnect(int n) { return impl_->Preconnect(n); }
 
 void HttpClientPool::RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {
   impl_->RunAt(when, std::move(fn));

@@ -49,6 +49,13 @@ class HttpClientPool {
   // be closed by the server is retried once on a fresh connection.
   void Send(ClientRequest request, Callback done);
 
+  // Opens connections until `n` (at most `max_connections`) are open, and
+  // waits for them: a generator that starts at a high rate then does not
+  // open hundreds of connections while its first requests wait. Blocks;
+  // never call it from a callback. Unavailable when the server cannot be
+  // reached.
+  absl::Status Preconnect(int n);
+
   // Runs `fn` on the I/O thread at `when` (steady clock). Sending from
   // there avoids waking the I/O thread once per request.
   void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn);

@@ -68,6 +68,11 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(spec.workload, static_cast<int>(targets.size()), spec.duration, spec.seed));
 
+  // Little's law with room to spare: the answers in flight at the peak rate,
+  // each taking up to twice the SLO, plus a few.
+  double peak_rate = spec.workload.rate;
+  for (const RatePhase& p : spec.workload.phases) peak_rate = std::max(peak_rate, p.rate);
+  TUTTI_RETURN_IF_ERROR(transport->Prepare(static_cast<int>(peak_rate * 2 * ToSeconds(spec.slo)) + 8));
   result.rate = spec.workload.rate;
   result.window = spec.duration - spec.warmup;
   result.models.resize(targets.size());

@@ -93,6 +93,8 @@ class HttpTransport final : public LoadTransport {
     });
   }
 
+  absl::Status Prepare(int concurrency) override { return pool_.Preconnect(concurrency); }
+
   void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) override {
     pool_.RunAt(when, std::move(fn));
   }
@@ -108,8 +110,8 @@ class GrpcTransport final : public LoadTransport {
  public:
   GrpcTransport(const std::string& host, int port)
       : target_(absl::StrCat(host, ":", port)),
-        stub_(inference::GRPCInferenceService::NewStub(
-            grpc::CreateChannel(target_, grpc::InsecureChannelCredentials()))),
+        channel_(grpc::CreateChannel(target_, grpc::InsecureChannelCredentials())),
+        stub_(inference::GRPCInferenceService::NewStub(channel_)),
         work_(boost::asio::make_work_guard(timers_)),
         timer_thread_([this] { timers_.run(); }) {}
 
@@ -172,6 +174,14 @@ class GrpcTransport final : public LoadTransport {
                                });
   }
 
+  // One HTTP/2 channel carries every call: wait until it is connected.
+  absl::Status Prepare(int) override {
+    if (!channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
+      return absl::UnavailableError(absl::StrCat("cannot connect to ", target_));
+    }
+    return absl::OkStatus();
+  }
+
   void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) override {
     boost::asio::post(timers_, [this, when, fn = std::move(fn)]() mutable {
       auto timer = std::make_shared<boost::asio::steady_timer>(timers_, when);
@@ -210,6 +220,7 @@ class GrpcTransport final : public LoadTransport {
   }
 
   const std::string target_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::mutex mu_;
   std::condition_variable idle_;

@@ -50,6 +50,10 @@ class LoadTransport {
   // Sends one request of `data` (one item) due `objective_ms` after receipt;
   // `done` is called exactly once unless the transport is destroyed first.
   virtual void Infer(const LoadTarget& target, absl::Span<const float> data, double objective_ms, Done done) = 0;
+  // Readies the transport for `concurrency` requests in flight at once
+  // (HTTP: opens that many keep-alive connections), so that the first
+  // seconds of a run do not pay for connection set-up. Blocking.
+  virtual absl::Status Prepare(int concurrency) = 0;
   // Runs `fn` at `when` on a transport thread (senders run there).
   virtual void RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) = 0;
 };

@@ -14,6 +14,7 @@ namespace tutti {
 absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config) {
   ClusterLayout layout;
   ClusterSpec& spec = layout.spec;
+  spec.delays = config.network;
   for (const ExecutorGroupConfig& group : config.executors) {
     SubCluster sub;
     sub.num_gpus = group.count;

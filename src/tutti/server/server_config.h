@@ -4,6 +4,10 @@
 //   policy: deferred                 # deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
 //   frontrun_slack_ms: 2             # timer and compute-jitter margin for `deferred`
+//   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
+//                                    # delays the scheduler plans with (Symphony
+//                                    # appendix D): to the executor, and from a
+//                                    # batch's end to the client's receipt
 //   await_completion: false          # give an executor work only once it is free
 //                                    # (not just predicted free): see SchedulerOptions
 //   default_objective_ms: 100        # for models without latency_objective_ms
@@ -41,6 +45,7 @@
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/scheduler.h"
 
 namespace tutti {
@@ -61,6 +66,7 @@ struct CodingConfig {
 struct ServerConfig {
   std::string policy = "deferred";
   SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond};
+  NetworkDelays network;
   Duration default_objective = 100 * kMillisecond;
   int torch_threads = 1;
   HttpServerOptions http;

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tutti/server/cluster_layout.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -21,6 +22,7 @@ TEST(ServerConfigTest, ParsesEveryField) {
 policy: eager
 drop: early
 frontrun_slack_ms: 2.5
+network_us: {ctrl: 50, data_per_request: 2, resp: 800}
 await_completion: true
 default_objective_ms: 40
 torch_threads: 2
@@ -36,6 +38,9 @@ coding:
   EXPECT_EQ(c->policy, "eager");
   EXPECT_EQ(c->scheduler.drop, DropPolicy::kEarly);
   EXPECT_EQ(c->scheduler.frontrun_slack, Micros(2500));
+  EXPECT_EQ(c->network.ctrl, Micros(50));
+  EXPECT_EQ(c->network.data_per_request, Micros(2));
+  EXPECT_EQ(c->network.resp, Micros(800));
   EXPECT_TRUE(c->scheduler.await_completion);
   EXPECT_EQ(c->default_objective, Millis(40));
   EXPECT_EQ(c->torch_threads, 2);
@@ -65,6 +70,7 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->policy, "deferred");
   EXPECT_EQ(c->scheduler.frontrun_slack, 2 * kMillisecond);
+  EXPECT_EQ(c->network.resp, 0);
   EXPECT_EQ(c->http.port, 8000);
   EXPECT_EQ(c->grpc.port, 8001);
   EXPECT_TRUE(c->executors.empty());
@@ -83,6 +89,9 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("executors: [{kind: torch, count: 0, models: [a]}]"),
               HasSubstr("field 'executors[0].count': must be at least 1"));
   EXPECT_THAT(ParseError("executors: [{kind: torch}]"), HasSubstr("'executors[0].models': list at least one"));
+  EXPECT_THAT(ParseError("network_us: {resp: -1}"), HasSubstr("field 'network_us.resp': must not be negative"));
+  EXPECT_THAT(ParseError("network_us: {response: 1}"), HasSubstr("unknown field 'network_us.response'"));
+  EXPECT_THAT(ParseError("network_us: 5"), HasSubstr("'network_us' must be a mapping"));
   EXPECT_THAT(ParseError("torch_threads: many"), HasSubstr("field 'torch_threads': expected an integer"));
   EXPECT_THAT(ParseError("await_completion: maybe"), HasSubstr("field 'await_completion': expected true or false"));
   EXPECT_THAT(ParseError("executors: [oops"), HasSubstr("line"));
@@ -144,6 +153,19 @@ TEST_F(ResolveTest, DefaultExecutorsHoldEveryModelButParityModels) {
   EXPECT_EQ(c->executors[1].kind, "emulated");
   EXPECT_EQ(c->executors[1].profile, "a100");
   EXPECT_EQ(c->executors[1].models, std::vector<std::string>{"resnet50"});
+}
+
+TEST_F(ResolveTest, TheLayoutPlansWithTheConfiguredNetworkDelays) {
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(
+      *ParseServerConfig("network_us: {ctrl: 30, resp: 900}\nexecutors: [{kind: emulated, count: 2, profile: a100, "
+                         "models: [resnet50]}]"),
+      repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(repo_, *c);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->spec.delays.ctrl, Micros(30));
+  EXPECT_EQ(layout->spec.delays.resp, Micros(900));
+  EXPECT_EQ(layout->spec.num_gpus(), 2);
 }
 
 TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
@@ -135,13 +136,7 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
     for (const auto& kv : paper) e.paper_goodput.push_back({kv.first.as<std::string>(), kv.second.as<double>()});
   }
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
-    MapReader nr(net, "network_us");
-    TUTTI_RETURN_IF_ERROR(nr.CheckIsMap());
-    TUTTI_ASSIGN_OR_RETURN(auto ctrl, nr.OptionalScalar<double>("ctrl", "a number"));
-    TUTTI_ASSIGN_OR_RETURN(auto data, nr.OptionalScalar<double>("data_per_request", "a number"));
-    TUTTI_ASSIGN_OR_RETURN(auto resp, nr.OptionalScalar<double>("resp", "a number"));
-    TUTTI_RETURN_IF_ERROR(nr.CheckNoUnknownFields());
-    c.cluster.delays = {Micros(ctrl.value_or(0)), Micros(data.value_or(0)), Micros(resp.value_or(0))};
+    TUTTI_ASSIGN_OR_RETURN(c.cluster.delays, ReadNetworkDelays(net, "network_us"));
   }
   TUTTI_ASSIGN_OR_RETURN(YAML::Node models, r.Require("models"));
   if (!models.IsSequence()) return Invalid("models", "expected a list");
