@@ -238,13 +238,13 @@ class HttpClientPool::Impl {
   }
 
   void ArmTimer() {
-    itimerspec spec{};
+    itimerspec spec{};  // all zero: disarmed
     if (!timers_.empty()) {
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          timers_.begin()->first.time_since_epoch()).count();
-      spec.it_value.tv_sec = std::max<int64_t>(0, ns / 1000000000);
-      spec.it_value.tv_nsec = ns > 0 ? ns % 1000000000 : 1;
-      if (spec.it_value.tv_sec == 0 && spec.it_value.tv_nsec == 0) spec.it_value.tv_nsec = 1;
+      // steady_clock is CLOCK_MONOTONIC; an expiry of 0 would disarm.
+      const int64_t ns = std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::nanoseconds>(timers_.begin()->first.time_since_epoch()).count());
+      spec.it_value.tv_sec = ns / 1000000000;
+      spec.it_value.tv_nsec = ns % 1000000000;
     }
     timerfd_settime(timer_, TFD_TIMER_ABSTIME, &spec, nullptr);
   }

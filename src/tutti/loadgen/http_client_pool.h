@@ -3,7 +3,9 @@
 // connection, opening a new one while fewer than `max_connections` are
 // open — so an open-loop generator never waits for a response before
 // sending the next request, and a request's wait for a connection counts
-// in its latency.
+// in its latency. One thread runs an epoll loop over non-blocking sockets:
+// the client must cost less CPU than the server it measures on the same
+// machine. It reads responses with a Content-Length (what KServe servers send).
 //
 // Thread-safety: Send() and RunAt() may be called from any thread;
 // callbacks run on the pool's single I/O thread and must not block.
