@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
@@ -52,19 +53,21 @@ absl::StatusOr<std::optional<ResponseHead>> ParseHead(const std::string& in) {
   }
   ResponseHead head;
   head.head_length = end + 4;
-  std::vector<absl::string_view> lines = absl::StrSplit(absl::string_view(in).substr(0, end), "\r\n");
-  // "HTTP/1.1 200 OK"
-  std::vector<absl::string_view> status = absl::StrSplit(lines[0], absl::MaxSplits(' ', 2));
-  if (status.size() < 2 || !absl::StartsWith(status[0], "HTTP/1.") || !absl::SimpleAtoi(status[1], &head.status)) {
-    return absl::InvalidArgumentError(absl::StrCat("bad HTTP status line '", lines[0], "'"));
+  // "HTTP/1.1 200 OK", then one header per line; split lazily (a hot path).
+  const absl::string_view text = absl::string_view(in).substr(0, end);
+  const absl::string_view status_line = text.substr(0, text.find("\r\n"));
+  const absl::string_view version = status_line.substr(0, status_line.find(' '));
+  const absl::string_view code = status_line.substr(std::min(status_line.size(), version.size() + 1), 3);
+  if (!absl::StartsWith(version, "HTTP/1.") || !absl::SimpleAtoi(code, &head.status)) {
+    return absl::InvalidArgumentError(absl::StrCat("bad HTTP status line '", status_line, "'"));
   }
-  head.keep_alive = status[0] == "HTTP/1.1";
+  head.keep_alive = version == "HTTP/1.1";
   bool has_length = false;
-  for (size_t i = 1; i < lines.size(); ++i) {
-    const size_t colon = lines[i].find(':');
+  for (absl::string_view line : absl::StrSplit(text.substr(status_line.size()), "\r\n", absl::SkipEmpty())) {
+    const size_t colon = line.find(':');
     if (colon == absl::string_view::npos) continue;
-    const absl::string_view name = lines[i].substr(0, colon);
-    const absl::string_view value = absl::StripAsciiWhitespace(lines[i].substr(colon + 1));
+    const absl::string_view name = line.substr(0, colon);
+    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
     if (absl::EqualsIgnoreCase(name, "Content-Length")) {
       has_length = absl::SimpleAtoi(value, &head.body_length);
     } else if (absl::EqualsIgnoreCase(name, "Inference-Header-Content-Length")) {
@@ -445,7 +448,7 @@ class HttpClientPool::Impl {
 };
 
 HttpClientPool::HttpClientPool(std::string host, int port, int max_connections)
-    : impl_(std::make_shared<Impl>(std::move(host), port, max_connections)) {}
+    : impl_(std::make_unique<Impl>(std::move(host), port, max_connections)) {}
 
 HttpClientPool::~HttpClientPool() = default;
 

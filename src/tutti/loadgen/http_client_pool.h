@@ -65,7 +65,7 @@ class HttpClientPool {
 
  private:
   class Impl;
-  std::shared_ptr<Impl> impl_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tutti
