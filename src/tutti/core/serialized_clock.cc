@@ -4,9 +4,10 @@
 
 namespace tutti {
 
-SerializedClock::SerializedClock(Clock* base, std::function<void()> after)
+SerializedClock::SerializedClock(Clock* base, std::function<void()> after, std::function<void(Time)> on_fire)
     : base_(base), gate_(std::make_shared<Gate>()) {
   gate_->after = std::move(after);
+  gate_->on_fire = std::move(on_fire);
 }
 
 void SerializedClock::Close(std::unique_lock<std::mutex>& lock) {
@@ -15,10 +16,11 @@ void SerializedClock::Close(std::unique_lock<std::mutex>& lock) {
 }
 
 TimerId SerializedClock::ScheduleAt(Time when, Callback callback) {
-  return base_->ScheduleAt(when, [gate = gate_, cb = std::move(callback)] {
+  return base_->ScheduleAt(when, [gate = gate_, when, cb = std::move(callback)] {
     {
       std::lock_guard<std::mutex> lock(gate->mu);
       if (!gate->open) return;
+      if (gate->on_fire) gate->on_fire(when);
       cb();
       if (!gate->after) return;
       ++gate->in_after;

@@ -4,7 +4,9 @@
 // own timers on a real clock's thread.
 //
 // After a callback has run (and the mutex is released), `after` is called,
-// unlocked: the owner's hook to act on work the callback queued.
+// unlocked: the owner's hook to act on work the callback queued. Before a
+// callback runs, `on_fire(when)` is called under the mutex with the instant
+// the timer was due: the owner's hook to measure how late its timers run.
 //
 // Closing the gate (Close(), under the mutex) turns timers that fire later
 // into no-ops and waits for callbacks in their unlocked `after` part, so the
@@ -23,8 +25,8 @@ namespace tutti {
 
 class SerializedClock final : public Clock {
  public:
-  // `base` must outlive this clock; `after` may be empty.
-  SerializedClock(Clock* base, std::function<void()> after = {});
+  // `base` must outlive this clock; `after` and `on_fire` may be empty.
+  SerializedClock(Clock* base, std::function<void()> after = {}, std::function<void(Time when)> on_fire = {});
 
   // The mutex timer callbacks run under; the owner serializes with it.
   std::mutex& mu() { return gate_->mu; }
@@ -44,6 +46,7 @@ class SerializedClock final : public Clock {
     bool open = true;
     int in_after = 0;
     std::function<void()> after;
+    std::function<void(Time)> on_fire;
   };
   Clock* const base_;
   const std::shared_ptr<Gate> gate_;

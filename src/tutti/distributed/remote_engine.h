@@ -60,6 +60,9 @@ class RemoteEngine final : public InferenceEngine, public internal::Frontend::Ca
   int64_t in_flight() const override;
   std::vector<ModelCounters> Counters() const override;
   std::vector<double> BusyFractions() const override { return {}; }
+  Time Now() const override { return clock_->Now(); }
+  void OnAnswerWritten(Time finished) override {}
+  DelayReport Delays() const override { return {}; }
 
   // internal.Frontend
   grpc::ServerUnaryReactor* FetchInputs(grpc::CallbackServerContext* context, const internal::FetchRequest* request,

@@ -14,6 +14,7 @@ void EmulatedExecutor::Run(ExecBatch batch, DoneFn done) {
   const Model& m = models_[batch.model];
   if (batch.size < 1 || batch.size > m.profile.max_batch()) {
     ExecResult bad;
+    bad.received = bad.ready = bad.started = bad.finished = clock_->Now();
     bad.status = absl::InvalidArgumentError(
         absl::StrCat("batch of ", batch.size, " outside the profile's 1..", m.profile.max_batch()));
     done(std::move(bad));
@@ -23,7 +24,8 @@ void EmulatedExecutor::Run(ExecBatch batch, DoneFn done) {
   result.emulated = true;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    result.started = std::max({clock_->Now(), batch.start_at, busy_until_});
+    result.received = clock_->Now();
+    result.ready = result.started = std::max({result.received, batch.start_at, busy_until_});
     result.finished = result.started + m.profile.Latency(batch.size);
     busy_until_ = result.finished;
   }

@@ -23,9 +23,14 @@ struct ExecBatch {
   Time start_at = 0;         // do not start before this instant
 };
 
+// Timings, for the delay model (delays/delay_model.h): `received` when
+// Run() was called, `ready` when the batch could have started (received, its
+// start_at come, the previous batch finished), `started` when it did.
 struct ExecResult {
   absl::Status status;        // OK, or why the batch failed
   std::vector<float> output;  // size × the model's output elements
+  Time received = 0;
+  Time ready = 0;
   Time started = 0;
   Time finished = 0;
   bool emulated = false;      // outputs are placeholders, not a model's

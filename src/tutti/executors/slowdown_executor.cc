@@ -47,6 +47,12 @@ const SlowdownEpisode* SlowdownExecutor::EpisodeAt(Time t) const {
 }
 
 void SlowdownExecutor::Run(ExecBatch batch, DoneFn done) {
+  // Held back here, a batch was still received now.
+  done = [received = clock_->Now(), done = std::move(done)](ExecResult r) {
+    r.received = received;
+    r.ready = std::max(r.ready, received);
+    done(std::move(r));
+  };
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (running_) {

@@ -1,7 +1,9 @@
 #include "tutti/executors/torch_executor.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <utility>
 
 namespace tutti {
@@ -39,16 +41,18 @@ TorchExecutor::~TorchExecutor() {
 }
 
 void TorchExecutor::Run(ExecBatch batch, DoneFn done) {
+  const Time received = clock_->Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(std::move(batch), std::move(done));
+    queue_.push_back({std::move(batch), std::move(done), received});
   }
   wake_.notify_all();
 }
 
 void TorchExecutor::Loop() {
+  Time previous_finished = 0;
   for (;;) {
-    std::pair<ExecBatch, DoneFn> job;
+    std::optional<Job> job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
@@ -56,16 +60,18 @@ void TorchExecutor::Loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    auto& [batch, done] = job;
+    const ExecBatch& batch = job->batch;
     // Honour the scheduler's start time (the real clock's origin is steady_clock).
     for (Time now = clock_->Now(); now < batch.start_at; now = clock_->Now()) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(batch.start_at - now));
     }
     ExecResult result;
+    result.received = job->received;
+    result.ready = std::max({job->received, batch.start_at, previous_finished});
     result.started = clock_->Now();
     result.status = models_[batch.model]->Run(batch.input, batch.size, &result.output);
-    result.finished = clock_->Now();
-    done(std::move(result));
+    result.finished = previous_finished = clock_->Now();
+    job->done(std::move(result));
   }
 }
 

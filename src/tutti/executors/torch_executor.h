@@ -40,7 +40,12 @@ class TorchExecutor final : public Executor {
   std::vector<std::unique_ptr<TorchModel>> models_;
   std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<std::pair<ExecBatch, DoneFn>> queue_;  // GUARDED_BY(mu_)
+  struct Job {
+    ExecBatch batch;
+    DoneFn done;
+    Time received;
+  };
+  std::deque<Job> queue_;                           // GUARDED_BY(mu_)
   bool stopping_ = false;                           // GUARDED_BY(mu_)
   std::thread worker_;
 };

@@ -136,7 +136,7 @@ ParmTailResult RunParmTailEmulated(const ParmTailSetup& setup, const LatencyProf
                                     [&collector](InferenceOutcome o) { collector.Add(o, -1, kOutput); });
     if (!s.ok()) ++collector.errors;
   }
-  while (clock.RunNextTimer()) {
+  while (x.core->in_flight() > 0 && clock.RunNextTimer()) {
   }
   return collector.Result(setup, x.instances);
 }

@@ -83,7 +83,9 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive);
     res->body() = std::move(r.body);
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler](beast::error_code ec, size_t) {
+    http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler,
+                                      on_written = std::move(r.on_written)](beast::error_code ec, size_t) {
+      if (!ec && on_written) on_written();
       if (answers_handler) --*self->unanswered_;
       if (ec || !res->keep_alive()) {
         self->Close();

@@ -36,6 +36,9 @@ struct HttpResponse {
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
+  // Called on an I/O thread once the response is written to the
+  // connection (not if the write fails).
+  std::function<void()> on_written;
 };
 
 // Thread-safety: Handle() is called from the server's I/O threads,

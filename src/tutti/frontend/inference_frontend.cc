@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/frontend/delay_metrics.h"
 #include "tutti/frontend/prometheus.h"
 
 namespace tutti {
@@ -78,6 +79,8 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
         r.max_batch = std::max(r.max_batch, o.batch_size);
         r.max_queue = std::max(r.max_queue, o.started - o.arrival);
         r.max_compute = std::max(r.max_compute, o.finished - o.started);
+        r.arrival = r.arrival == 0 ? o.arrival : std::min(r.arrival, o.arrival);
+        r.finished = std::max(r.finished, o.finished);
         state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
         state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
         state.batch_size.Observe(o.batch_size);
@@ -104,10 +107,11 @@ std::string InferenceFrontend::StatsJson(int model) const {
   return absl::StrFormat(
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
       R"("rejected":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
-      R"("mean_compute_us":%.1f})",
+      R"("mean_compute_us":%.1f,"delays":%s})",
       s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
-      s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6);
+      s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6,
+      DelayStatsJson(engine_->Delays(), model));
 }
 
 std::string InferenceFrontend::PrometheusText() const {
@@ -167,7 +171,10 @@ std::string InferenceFrontend::PrometheusText() const {
   for (size_t g = 0; g < fractions.size(); ++g) {
     absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
   }
-  return out + batches + attainment + queue + compute + sizes + coding + parity + busy;
+  std::vector<std::string> names;
+  for (const auto& m : models_) names.push_back(m->served.config.name);
+  return out + batches + attainment + queue + compute + sizes + coding + parity + busy +
+         DelayPrometheusText(engine_->Delays(), names);
 }
 
 }  // namespace tutti

@@ -38,6 +38,8 @@ class InferenceFrontend {
     bool reconstructed = false;  // some item was rebuilt by ParM
     int max_batch = 0;           // the largest batch an item ran in
     Duration max_queue = 0, max_compute = 0;
+    Time arrival = 0;            // the engine received it (its deadline's start), on the engine's clock
+    Time finished = 0;           // its last item finished executing
   };
   using InferDone = std::function<void(absl::StatusOr<InferResult>)>;
 
@@ -63,8 +65,16 @@ class InferenceFrontend {
   // be met; Unavailable: shutting down; others: execution failures).
   void Infer(int model, InferRequest request, InferDone done);
 
-  // {"model_name", "success", "late", …, "mean_compute_us"}: counts and mean
-  // durations.
+  // How long the server has held the request of `result` by now, from
+  // receipt: the `tutti_server_us` of its answer.
+  Duration ServerTime(const InferResult& result) const { return engine_->Now() - result.arrival; }
+  // The answer of a request whose last item finished at `finished`
+  // (InferResult::finished) was written to its client's connection: the
+  // engine's delay model measures the response path.
+  void AnswerWritten(Time finished) { engine_->OnAnswerWritten(finished); }
+
+  // {"model_name", "success", "late", …, "mean_compute_us", "delays": {…}}:
+  // counts, mean durations, and what the scheduler plans with for it.
   std::string StatsJson(int model) const;
   // Prometheus text exposition of every model's and executor's metrics.
   std::string PrometheusText() const;

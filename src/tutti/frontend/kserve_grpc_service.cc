@@ -1,6 +1,7 @@
 #include "tutti/frontend/kserve_grpc_service.h"
 
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
@@ -12,6 +13,25 @@ namespace {
 using inference::InferParameter;
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+// ModelInfer's reactor: once an answer has gone out (OnDone), the frontend
+// learns how long it took to leave (its response delay).
+class InferReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit InferReactor(InferenceFrontend* frontend) : frontend_(frontend) {}
+  void Answer(const absl::StatusOr<InferenceFrontend::InferResult>& r) {
+    if (r.ok()) finished_ = r->finished;
+    Finish(ToGrpcStatus(r.status()));
+  }
+  void OnDone() override {
+    if (finished_) frontend_->AnswerWritten(*finished_);
+    delete this;
+  }
+
+ private:
+  InferenceFrontend* const frontend_;
+  std::optional<Time> finished_;
+};
 
 void SetTensorMetadata(const TensorSpec& spec, inference::ModelMetadataResponse::TensorMetadata* out) {
   out->set_name(spec.name);
@@ -143,12 +163,16 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
     frontend_->CountRejected(*model);
     return FinishUnary(context, parsed.status());
   }
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new InferReactor(frontend_);
   const std::string id = parsed->id;
   frontend_->Infer(*model, *std::move(parsed),
-                   [reactor, response, &served, id](absl::StatusOr<InferenceFrontend::InferResult> r) {
-                     if (r.ok()) WriteModelInfer(served, id, *r, response);
-                     reactor->Finish(ToGrpcStatus(r.status()));
+                   [this, reactor, response, &served, id](absl::StatusOr<InferenceFrontend::InferResult> r) {
+                     if (r.ok()) {
+                       WriteModelInfer(served, id, *r, response);
+                       (*response->mutable_parameters())["tutti_server_us"].set_double_param(
+                           ToMicros(frontend_->ServerTime(*r)));
+                     }
+                     reactor->Answer(r);
                    });
   return reactor;
 }

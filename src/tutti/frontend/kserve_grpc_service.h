@@ -13,7 +13,8 @@
 // answer carries the output as raw bytes in `raw_output_contents` (as Triton
 // does) and Tutti's markers as response parameters: "reconstructed",
 // "tutti_emulated", "tutti_late", "tutti_batch_size", "tutti_queue_us",
-// "tutti_compute_us". Errors are gRPC codes: INVALID_ARGUMENT (bad request),
+// "tutti_compute_us", "tutti_server_us" (receipt to answer, on the server).
+// Errors are gRPC codes: INVALID_ARGUMENT (bad request),
 // NOT_FOUND (unknown model or version), DEADLINE_EXCEEDED (the objective
 // cannot be met), UNAVAILABLE (shutting down; retry elsewhere), INTERNAL or
 // the executor's code for execution failures.

@@ -14,13 +14,12 @@ void EnqueueByDeadline(RequestQueue* queue, const Request& request) {
   queue->insert(pos, request);
 }
 
-Batch TakeBatch(RequestQueue* queue, const ModelSpec& spec, ModelId model, GpuId gpu, Time exec_at,
-                int size) {
+Batch TakeBatch(RequestQueue* queue, ModelId model, GpuId gpu, Time exec_at, Duration latency, int size) {
   Batch batch;
   batch.model = model;
   batch.gpu = gpu;
   batch.exec_at = exec_at;
-  batch.latency = spec.profile.Latency(size);
+  batch.latency = latency;
   batch.requests.assign(queue->begin(), queue->begin() + size);
   queue->erase(queue->begin(), queue->begin() + size);
   return batch;
@@ -32,8 +31,9 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
   const LatencyProfile& profile = spec.profile;
   const int max_batch = spec.EffectiveMaxBatch();
   auto start = [&](int b) { return std::max(ctx.now + ctx.delays.Dispatch(b), ctx.gpu_free); };
+  auto run = [&](int b) { return ctx.compute.Latency(profile, b); };
   Time d = 0;  // the head's deadline for the computation to finish
-  auto fits = [&](int b) { return start(b) + profile.Latency(b) <= d; };
+  auto fits = [&](int b) { return start(b) + run(b) <= d; };
 
   while (!queue->empty()) {
     d = queue->front().deadline - ctx.delays.resp;
@@ -65,10 +65,10 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
   c.size = LargestFitting(cap, fits);
   c.exec_at = start(c.size);
   if (kind == BatchPolicyKind::kDeferred && c.size < max_batch) {
-    c.exec_at = std::max(c.exec_at, d - profile.Latency(c.size + 1) - ctx.frontrun_slack);  // frontrun
+    c.exec_at = std::max(c.exec_at, d - run(c.size + 1) - ctx.frontrun_slack);  // frontrun
   }
   c.dispatch_at = c.exec_at - ctx.delays.Dispatch(c.size);
-  c.latest_dispatch = d - profile.Latency(c.size) - ctx.delays.Dispatch(c.size);
+  c.latest_dispatch = d - run(c.size) - ctx.delays.Dispatch(c.size);
   c.priority = c.latest_dispatch;
   return c;
 }

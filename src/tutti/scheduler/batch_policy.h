@@ -6,8 +6,9 @@
 //
 // Timing, with network delays (Symphony appendix D): a batch of b sent at t
 // starts at start(b) = max(t + delay(b), gpu_free) and its responses reach
-// clients at start(b) + ℓ(b) + d_resp, which must not pass the earliest
-// deadline d in the batch.
+// clients at start(b) + L(b) + d_resp, which must not pass the earliest
+// deadline d in the batch. L(b) is ℓ(b) as the delay plan says the batch
+// runs (ComputePlan::Latency: scaled, plus its tail).
 #ifndef TUTTI_SCHEDULER_BATCH_POLICY_H_
 #define TUTTI_SCHEDULER_BATCH_POLICY_H_
 
@@ -15,6 +16,7 @@
 #include <functional>
 
 #include "tutti/scheduler/cluster_spec.h"
+#include "tutti/scheduler/delay_plan.h"
 #include "tutti/scheduler/scheduler.h"
 
 namespace tutti {
@@ -43,6 +45,7 @@ struct BatchContext {
   NetworkDelays delays;
   DropPolicy drop = DropPolicy::kLazy;
   Duration frontrun_slack = 0;  // deferred: aim this much before frontrun
+  ComputePlan compute;          // how batches run against ℓ(b); exact by default
 };
 
 using DropFn = std::function<void(const Request&, DropReason)>;
@@ -51,8 +54,8 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 // their deadline even alone, plus, with early drop, those without budget for
 // a full window — then returns the candidate:
 //   deferred: B = the largest batch meeting the head's deadline d;
-//             exec = max(start(B), d − ℓ(B+1) − slack) (frontrun, unless B is
-//             the max batch); latest = d − ℓ(B) (Symphony Algorithm 1).
+//             exec = max(start(B), d − L(B+1) − slack) (frontrun, unless B is
+//             the max batch); latest = d − L(B) (Symphony Algorithm 1).
 //   eager:    the same B, exec = start(B): run as soon as a GPU is free.
 //   timeout:  B = min(|Q|, max batch); exec = now if the queue holds a max
 //             batch, else the head's arrival + max_queue_delay; no latest.
@@ -60,10 +63,9 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
                            const DropFn& on_drop);
 
 // Removes the first `size` requests of `queue` into a batch of `model` on
-// `gpu` starting at `exec_at` with the profile's latency.
+// `gpu` starting at `exec_at`, planned to take `latency`.
 // REQUIRES: 1 <= size <= queue->size().
-Batch TakeBatch(RequestQueue* queue, const ModelSpec& spec, ModelId model, GpuId gpu, Time exec_at,
-                int size);
+Batch TakeBatch(RequestQueue* queue, ModelId model, GpuId gpu, Time exec_at, Duration latency, int size);
 
 }  // namespace tutti
 

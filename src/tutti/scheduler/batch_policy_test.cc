@@ -57,6 +57,23 @@ TEST(BatchPolicyTest, FrontrunSlackDispatchesEarlier) {
   EXPECT_EQ(c.latest_dispatch, Millis(12 - 6));
 }
 
+TEST(BatchPolicyTest, TheComputePlanScalesTheProfileAndAddsItsTail) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m)};
+  Dropped dropped;
+  // L(b) = 1.5·(b + 5) + 0.5: L(1) = 9.5 ms, L(2) = 11 ms.
+  BatchContext ctx{0, 0, &m, {}, DropPolicy::kLazy, 0, ComputePlan{1.5, Millis(0.5)}};
+  Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.size, 1);
+  EXPECT_EQ(c.exec_at, Millis(12 - 11));           // frontrun d − L(2)
+  EXPECT_EQ(c.latest_dispatch, Millis(12 - 9.5));  // d − L(1)
+  // Twice as slow, a batch of one no longer fits at all: dropped.
+  ctx.compute = ComputePlan{2, Millis(1)};
+  c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.size, 0);
+  EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1}));
+}
+
 TEST(BatchPolicyTest, EagerRunsWhateverFitsNow) {
   ModelSpec m = ExampleModel();
   RequestQueue q = {At(1, 0, m), At(2, 0.75, m)};
@@ -154,7 +171,7 @@ TEST(BatchPolicyTest, EnqueueKeepsDeadlineOrder) {
 TEST(BatchPolicyTest, TakeBatchPopsTheHead) {
   ModelSpec m = ExampleModel();
   RequestQueue q = {At(1, 0, m), At(2, 1, m), At(3, 2, m)};
-  Batch b = TakeBatch(&q, m, 0, 2, Millis(4), 2);
+  Batch b = TakeBatch(&q, 0, 2, Millis(4), m.profile.Latency(2), 2);
   EXPECT_EQ(b.gpu, 2);
   EXPECT_EQ(b.exec_at, Millis(4));
   EXPECT_EQ(b.latency, Millis(7));

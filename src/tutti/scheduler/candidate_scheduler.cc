@@ -1,6 +1,7 @@
 #include "tutti/scheduler/candidate_scheduler.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 namespace tutti {
@@ -8,7 +9,13 @@ namespace tutti {
 CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec,
                                        const SchedulerOptions& options, Clock* clock,
                                        SchedulerListener* listener)
-    : kind_(kind), spec_(spec), options_(options), clock_(clock), listener_(listener) {
+    : kind_(kind),
+      spec_(spec),
+      options_(options),
+      plan_{spec.delays, options.frontrun_slack, {}},
+      worst_(spec.models.size()),
+      clock_(clock),
+      listener_(listener) {
   models_.resize(spec_.models.size());
   const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
   ranks_.resize(subs.size());
@@ -34,7 +41,7 @@ void CandidateScheduler::Submit(const Request& request) {
 }
 
 Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
-  BatchContext ctx{now, gpu_free, &spec_.models[m], spec_.delays, options_.drop, options_.frontrun_slack};
+  BatchContext ctx{now, gpu_free, &spec_.models[m], plan_.network, options_.drop, plan_.frontrun_slack, worst_[m]};
   return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
     --queued_;
     listener_->OnDrop(r, why);
@@ -120,12 +127,13 @@ void CandidateScheduler::Release(GpuId g) {
 
 void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   GpuState& gpu = gpus_[g];
-  const Time exec_at = std::max(now + spec_.delays.Dispatch(size), gpu.free_at);
-  Batch batch = TakeBatch(&models_[m].queue, spec_.models[m], m, g, exec_at, size);
+  const Time exec_at = std::max(now + plan_.network.Dispatch(size), gpu.free_at);
+  const ComputePlan& compute = plan_.Compute(g, m, static_cast<int>(models_.size()));
+  Batch batch = TakeBatch(&models_[m].queue, m, g, exec_at, compute.Occupancy(spec_.models[m].profile, size), size);
   queued_ -= size;
   gpu.free_at = batch.exec_at + batch.latency;
   ++gpu.running;
-  gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] {
+  gpu.timer = clock_->ScheduleAt(gpu.free_at - plan_.network.ctrl, [this, g] {
     GpuState& gs = gpus_[g];
     if (options_.await_completion && gs.running > 0) {
       gs.timer = kNoTimer;
@@ -157,9 +165,23 @@ absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   gpu.down = !up;
   if (up) {
     gpu.free_at = std::max(clock_->Now(), free_at);
-    gpu.timer = clock_->ScheduleAt(gpu.free_at - spec_.delays.ctrl, [this, g] { Release(g); });
+    gpu.timer = clock_->ScheduleAt(gpu.free_at - plan_.network.ctrl, [this, g] { Release(g); });
   }
   return absl::OkStatus();
+}
+
+void CandidateScheduler::SetDelayPlan(const DelayPlan& plan) {
+  plan_ = plan;
+  const int models = static_cast<int>(models_.size());
+  for (ModelId m = 0; m < models; ++m) {
+    std::optional<ComputePlan> worst;
+    for (GpuId g = 0; g < static_cast<GpuId>(gpus_.size()); ++g) {
+      if (gpus_[g].rank != models_[m].rank) continue;
+      const ComputePlan& p = plan_.Compute(g, m, models);
+      worst = worst ? ComputePlan::Worst(*worst, p) : p;
+    }
+    worst_[m] = worst.value_or(ComputePlan{});
+  }
 }
 
 }  // namespace tutti

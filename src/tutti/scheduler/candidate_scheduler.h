@@ -16,9 +16,13 @@
 // O(log M + log G + log max_batch).
 //
 // GPUs are modelled by prediction: a batch started at s frees its GPU at
-// s + ℓ(b); the GPU timer fires d_ctrl before that, so the next batch can be
-// on its way. An executor that runs late simply starts the next batch late —
-// unless await_completion holds the GPU until its batches are reported done.
+// s + scale·ℓ(b) (that GPU's occupancy in the delay plan); the GPU timer
+// fires d_ctrl before that, so the next batch can be on its way. An executor
+// that runs late simply starts the next batch late — unless await_completion
+// holds the GPU until its batches are reported done. Deadlines are planned
+// with the worst compute plan of the model among its sub-cluster's GPUs: a
+// candidate is filed before its GPU is known, and one slow GPU must not
+// make the batches it gets late.
 #ifndef TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 #define TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 
@@ -42,6 +46,7 @@ class CandidateScheduler final : public Scheduler {
   int64_t queued() const override { return queued_; }
   void OnBatchDone(GpuId gpu) override;
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
+  void SetDelayPlan(const DelayPlan& plan) override;
 
  private:
   using ReadyKey = std::pair<Time, ModelId>;
@@ -80,6 +85,8 @@ class CandidateScheduler final : public Scheduler {
   const BatchPolicyKind kind_;
   const ClusterSpec spec_;
   const SchedulerOptions options_;
+  DelayPlan plan_;
+  std::vector<ComputePlan> worst_;  // per model: the worst over its sub-cluster's GPUs
   Clock* const clock_;
   SchedulerListener* const listener_;
   std::vector<ModelState> models_;

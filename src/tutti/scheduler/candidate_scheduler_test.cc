@@ -102,6 +102,32 @@ TEST(CandidateSchedulerTest, EagerUsesTheSmallestIdleGpuAtOnce) {
   EXPECT_EQ(s->queued(), 0);
 }
 
+TEST(CandidateSchedulerTest, OccupiesEachGpuByItsComputePlanAndPlansDeadlinesWithTheSlowest) {
+  ClusterSpec spec = ExampleCluster();
+  ManualClock clock;
+  Recorder rec;
+  std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, {}, &clock, &rec);
+  DelayPlan plan;
+  plan.network.resp = Millis(1);
+  plan.compute.assign(3, ComputePlan{});
+  plan.compute[0] = {1.5, 0};  // GPU 0 runs the model 1.5× slow
+  s->SetDelayPlan(plan);
+  s->Submit({1, 0, 0, Millis(12)});
+  ASSERT_EQ(rec.batches.size(), 1u);
+  EXPECT_EQ(rec.batches[0].gpu, 0);
+  EXPECT_EQ(rec.batches[0].latency, Millis(9));  // 1.5 · ℓ(1)
+  s->Submit({2, 0, 0, Millis(12)});
+  ASSERT_EQ(rec.batches.size(), 2u);
+  EXPECT_EQ(rec.batches[1].gpu, 1);
+  EXPECT_EQ(rec.batches[1].latency, Millis(6));
+  for (const Batch& b : rec.batches) EXPECT_LE(b.exec_at + b.latency, Millis(12) - plan.network.resp);
+  // Deadlines are planned with the slowest GPU of the sub-cluster: 9 ms + 1
+  // ms of response do not fit a 9.5 ms objective, even where GPU 2 is free.
+  s->Submit({3, 0, 0, Millis(9.5)});
+  EXPECT_EQ(rec.batches.size(), 2u);
+  EXPECT_EQ(rec.DroppedIds(), (std::vector<RequestId>{3}));
+}
+
 TEST(CandidateSchedulerTest, TimeoutDispatchesAfterTheQueueDelay) {
   ClusterSpec spec = ExampleCluster();
   spec.models[0].max_queue_delay = Millis(2);

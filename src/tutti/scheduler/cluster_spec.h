@@ -39,6 +39,7 @@ struct NetworkDelays {
   Duration resp = 0;
 
   Duration Dispatch(int batch) const { return ctrl + data_per_request * batch; }
+  bool operator==(const NetworkDelays&) const = default;
 };
 
 struct ClusterSpec {

@@ -40,7 +40,7 @@ std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double
 
 NexusScheduler::NexusScheduler(const ClusterSpec& spec, const SchedulerOptions& options,
                                Clock* clock, SchedulerListener* listener)
-    : spec_(spec), options_(options), clock_(clock), listener_(listener) {
+    : spec_(spec), options_(options), clock_(clock), listener_(listener), delays_{spec.delays, 0, {}} {
   gpus_.resize(spec_.num_gpus());
   routes_.resize(spec_.models.size());
   epoch_arrivals_.assign(spec_.models.size(), 0);
@@ -158,14 +158,16 @@ void NexusScheduler::Kick(GpuId g) {
     spec.early_drop_window = spec.max_batch;
     // Nexus always gathers with early drop (§6.3): lazy drop shrinks batches
     // behind late heads until throughput collapses.
-    BatchContext ctx{now, now, &spec, spec_.delays, DropPolicy::kEarly};
+    const ComputePlan& compute = delays_.Compute(g, slot.model, static_cast<int>(spec_.models.size()));
+    BatchContext ctx{now, now, &spec, delays_.network, DropPolicy::kEarly, 0, compute};
     const Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &slot.queue, ctx,
                                          [this](const Request& r, DropReason why) {
                                            --queued_;
                                            listener_->OnDrop(r, why);
                                          });
     if (c.size == 0) continue;
-    Batch batch = TakeBatch(&slot.queue, spec, slot.model, g, c.exec_at, c.size);
+    Batch batch =
+        TakeBatch(&slot.queue, slot.model, g, c.exec_at, compute.Occupancy(spec.profile, c.size), c.size);
     queued_ -= c.size;
     gpu.busy_until = batch.exec_at + batch.latency;
     wake_at(gpu.busy_until);

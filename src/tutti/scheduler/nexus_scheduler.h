@@ -43,6 +43,10 @@ class NexusScheduler final : public Scheduler {
 
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
+  // The network delays and compute plans steer its batches; the duty cycles
+  // stay planned from the profiles (the next epoch's packing does not see
+  // measured delays yet).
+  void SetDelayPlan(const DelayPlan& plan) override { delays_ = plan; }
 
   // The plan in force (for tests and reports).
   const std::vector<GpuNode>& plan() const { return plan_; }
@@ -78,6 +82,7 @@ class NexusScheduler final : public Scheduler {
   const SchedulerOptions options_;
   Clock* const clock_;
   SchedulerListener* const listener_;
+  DelayPlan delays_;
   std::vector<GpuNode> plan_;
   std::vector<Gpu> gpus_;
   std::vector<std::vector<RouteEntry>> routes_;  // per model

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
 #include "tutti/scheduler/cluster_spec.h"
+#include "tutti/scheduler/delay_plan.h"
 #include "tutti/scheduler/request.h"
 
 namespace tutti {
@@ -49,6 +50,14 @@ class Scheduler {
   // dispatched to a GPU before it went down are the owner's to re-submit or
   // answer. Unimplemented for policies that plan GPUs ahead (`nexus`).
   virtual absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at);
+
+  // Plans with `plan` from now on (delay_plan.h): the network delays, the
+  // frontrun slack, and how each model runs on each GPU. Until the first
+  // call a scheduler plans with the spec's delays, the options' frontrun
+  // slack and the profiles as they are. Candidates already computed follow
+  // the new plan at their next event. REQUIRES: plan.compute is empty or
+  // has num_gpus × models entries.
+  virtual void SetDelayPlan(const DelayPlan& plan) = 0;
 };
 
 enum class DropPolicy {
@@ -61,6 +70,7 @@ struct SchedulerOptions {
   // `deferred` only: dispatch this much before frontrun. At frontrun a batch
   // of b has only ℓ(b+1) − ℓ(b) of slack left, less than a real clock's timer
   // latency; the server sets a margin, the simulator (exact timers) needs none.
+  // The initial plan's; SetDelayPlan replaces it.
   Duration frontrun_slack = 0;
   // `deferred`, `eager`, `timeout`: a GPU takes new work only once every batch
   // it was given has been reported done (OnBatchDone), as in a pull-based

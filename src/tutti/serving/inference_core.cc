@@ -14,7 +14,12 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
       shapes_(std::move(shapes)),
       executors_(std::move(executors)),
       clock_(clock),
-      locked_clock_(std::make_unique<SerializedClock>(clock, [this] { Flush(); })),
+      locked_clock_(std::make_unique<SerializedClock>(
+          clock, [this] { Flush(); },
+          [this](Time when) {
+            const Time now = clock_->Now();
+            delays_->Record(Delay::kTimer, now, now - when);
+          })),
       mu_(locked_clock_->mu()),
       counters_(spec_.models.size()),
       busy_(executors_.size(), 0),
@@ -67,9 +72,13 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
         Coded{c.parity_model, ParityGroups(c.codec, core->shapes_[c.model].output_elements), c.reconstruct_delay,
               kInfiniteFuture, {}});
   }
+  core->delays_ = std::make_unique<DelayModel>(
+      core->spec_, options.delays, DelayPlan{core->spec_.delays, options.scheduler.frontrun_slack, {}});
   TUTTI_ASSIGN_OR_RETURN(core->scheduler_,
                          CreateScheduler(options.policy, core->spec_, options.scheduler,
                                          core->locked_clock_.get(), core->listener_.get()));
+  InferenceCore* c = core.get();
+  core->delays_->Start(core->locked_clock_.get(), [c](const DelayPlan& plan) { c->scheduler_->SetDelayPlan(plan); });
   return core;
 }
 
@@ -77,6 +86,7 @@ InferenceCore::~InferenceCore() {
   std::unique_lock<std::mutex> lock(mu_);
   locked_clock_->Close(lock);
   scheduler_.reset();  // cancels its timers
+  delays_->Stop();
 }
 
 absl::Status InferenceCore::CheckSubmit(const ClusterSpec& spec, const std::vector<ModelShape>& shapes,
@@ -164,16 +174,21 @@ void InferenceCore::OnDispatch(Batch batch) {
   Executor* executor = executors_[batch.gpu].get();
   const ModelId model = batch.model;
   const int gpu = batch.gpu;
-  outbox_.push_back([this, executor, model, gpu, members, key, exec = std::move(exec)]() mutable {
-    executor->Run(std::move(exec), [this, model, gpu, members, key](ExecResult result) {
-      OnExecuted(model, gpu, members, key, std::move(result));
+  const Time decided = clock_->Now();
+  outbox_.push_back([this, executor, model, gpu, decided, members, key, exec = std::move(exec)]() mutable {
+    executor->Run(std::move(exec), [this, model, gpu, decided, members, key](ExecResult result) {
+      OnExecuted(model, gpu, decided, members, key, std::move(result));
     });
   });
 }
 
-void InferenceCore::OnExecuted(ModelId model, int gpu, const Members& members, ParityGroups::BatchKey key,
-                               ExecResult result) {
+void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Members& members,
+                               ParityGroups::BatchKey key, ExecResult result) {
   const int64_t n = static_cast<int64_t>(members->size());
+  delays_->Record(Delay::kDispatch, result.received, result.received - decided);
+  if (result.status.ok()) {
+    delays_->RecordBatch(gpu, model, static_cast<int>(n), result.ready, result.started, result.finished);
+  }
   const int64_t per_item = shapes_[model].output_elements;
   if (result.status.ok() && static_cast<int64_t>(result.output.size()) != n * per_item) {
     result.status = absl::InternalError(
@@ -378,6 +393,13 @@ std::vector<ModelCounters> InferenceCore::Counters() const {
   }
   return out;
 }
+
+void InferenceCore::OnAnswerWritten(Time finished) {
+  const Time now = clock_->Now();
+  delays_->Record(Delay::kResponse, now, now - finished);
+}
+
+DelayReport InferenceCore::Delays() const { return {delays_->options(), delays_->estimates(), delays_->plan()}; }
 
 std::vector<double> InferenceCore::BusyFractions() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -16,6 +16,12 @@
 // The late original is then discarded; a parity output nobody needs is
 // dropped. Parity requests are internal: they are not answered to anyone.
 //
+// Delays (delays/delay_model.h): the core measures the hand-off of each
+// batch to its executor (dispatch), how each batch ran against its profile
+// (compute), how late the scheduler's timers fire, and — told by the
+// frontend — how long answers take to be written (response); every refresh
+// its scheduler gets the plan these give.
+//
 // Thread-safety: Submit() may be called from any thread. The scheduler is
 // not thread-safe, so the core gives it a clock whose timer callbacks run
 // under the core's lock, serialized with Submit(). Executors and user
@@ -61,6 +67,9 @@ class InferenceCore final : public InferenceEngine {
   struct Options {
     std::string policy = "deferred";
     SchedulerOptions scheduler;
+    // How the scheduler's delays are measured; the spec's network delays
+    // and scheduler.frontrun_slack are their floors.
+    DelayModelOptions delays;
     std::vector<Coding> coding;
   };
 
@@ -98,6 +107,9 @@ class InferenceCore final : public InferenceEngine {
   // Per executor: the fraction of time since Create() that it spent running
   // batches (finished ones).
   std::vector<double> BusyFractions() const override;
+  Time Now() const override { return clock_->Now(); }
+  void OnAnswerWritten(Time finished) override;
+  DelayReport Delays() const override;
   const ClusterSpec& spec() const { return spec_; }
 
  private:
@@ -142,7 +154,8 @@ class InferenceCore final : public InferenceEngine {
   void OnDrop(const Request& request);
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
   void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done);
-  void OnExecuted(ModelId model, int gpu, const Members& members, ParityGroups::BatchKey key, ExecResult result);
+  void OnExecuted(ModelId model, int gpu, Time decided, const Members& members, ParityGroups::BatchKey key,
+                  ExecResult result);
   // Coded models (REQUIRES: mu_ held): acts on what a coding event made
   // possible, adding answers and the number of requests that left in_flight_.
   void OnParityOutcome(ModelId deployed, ParityGroups::GroupId group, int position, InferenceOutcome outcome);
@@ -157,6 +170,7 @@ class InferenceCore final : public InferenceEngine {
   std::vector<int> local_index_;  // model → its position in its sub-cluster
   std::vector<std::unique_ptr<Executor>> executors_;
   Clock* const clock_;
+  std::unique_ptr<DelayModel> delays_;  // set by Create(), before the scheduler
   // The scheduler's clock: its timers run under mu_, then Flush().
   const std::unique_ptr<SerializedClock> locked_clock_;
   std::unique_ptr<CallbackListener> listener_;

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "tutti/coding/parity_groups.h"
 #include "tutti/core/time.h"
+#include "tutti/delays/delay_model.h"
 #include "tutti/scheduler/request.h"
 
 namespace tutti {
@@ -43,6 +44,14 @@ struct ModelCounters {
   ParityGroups::Stats coding; // zero unless the model is coded
 };
 
+// What an engine's scheduler plans with, and the measurements behind it
+// (delays/delay_model.h).
+struct DelayReport {
+  DelayModelOptions options;
+  DelayEstimates estimates;  // over options.window, at options.quantile
+  DelayPlan plan;            // what the scheduler plans with now
+};
+
 // Thread-safety: every method may be called from any thread.
 class InferenceEngine {
  public:
@@ -68,6 +77,15 @@ class InferenceEngine {
   // Per executor this engine runs: the fraction of time it spent running
   // batches; empty when the executors are elsewhere.
   virtual std::vector<double> BusyFractions() const = 0;
+
+  // The engine's clock: InferenceOutcome's instants are on it.
+  virtual Time Now() const = 0;
+  // The frontend wrote to its client the answer of a request whose last
+  // item finished at `finished` (InferenceOutcome::finished): the engine's
+  // delay model learns how long answers take to leave (its response delay).
+  virtual void OnAnswerWritten(Time finished) = 0;
+  // What the scheduler plans with, and why.
+  virtual DelayReport Delays() const = 0;
 };
 
 }  // namespace tutti

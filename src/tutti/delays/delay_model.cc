@@ -1,0 +1,167 @@
+#include "tutti/delays/delay_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace tutti {
+namespace {
+
+// Compute ratios are kept as fixed-point integers: 1.0 is kRatioOne.
+constexpr int64_t kRatioOne = int64_t{1} << 16;
+// A median ratio this close to 1 is planned as 1: profiles are measured
+// with noise too, and chasing it would only move plans around.
+constexpr double kScaleDeadBand = 0.05;
+
+WindowedQuantile::Options DurationOptions(const DelayModelOptions& o) {
+  WindowedQuantile::Options w;
+  w.window = o.window;
+  w.slot = o.refresh;
+  return w;
+}
+
+WindowedQuantile::Options RatioOptions(const DelayModelOptions& o) {
+  WindowedQuantile::Options w = DurationOptions(o);
+  w.sub_bits = 5;                     // within 3%
+  w.max_value = kRatioOne << 8;       // up to 256 times the profile
+  return w;
+}
+
+}  // namespace
+
+absl::string_view DelayName(Delay delay) {
+  switch (delay) {
+    case Delay::kDispatch:
+      return "dispatch";
+    case Delay::kResponse:
+      return "response";
+    case Delay::kTimer:
+      return "timer";
+  }
+  return "?";
+}
+
+DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models) {
+  DelayPlan plan = fixed;
+  auto raise = [&](Delay d, Duration* floor) {
+    if (const std::optional<Duration>& v = estimates[d].value) *floor = std::max(*floor, *v);
+  };
+  raise(Delay::kDispatch, &plan.network.ctrl);
+  raise(Delay::kResponse, &plan.network.resp);
+  raise(Delay::kTimer, &plan.frontrun_slack);
+  if (!estimates.compute.empty()) {
+    plan.compute.assign(static_cast<size_t>(gpus) * models, ComputePlan{});
+    for (const DelayEstimates::Compute& c : estimates.compute) {
+      plan.compute[static_cast<size_t>(c.gpu) * models + c.model] = {c.scale, c.excess};
+    }
+  }
+  return plan;
+}
+
+DelayModel::DelayModel(const ClusterSpec& spec, const DelayModelOptions& options, const DelayPlan& fixed)
+    : spec_(spec), options_(options), fixed_(fixed), plan_(fixed) {
+  for (int d = 0; d < kDelayKinds; ++d) delays_.emplace_back(DurationOptions(options_));
+}
+
+DelayModel::~DelayModel() { Stop(); }
+
+void DelayModel::Record(Delay delay, Time at, Duration value) {
+  if (!options_.measure) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  delays_[static_cast<int>(delay)].Record(at, value);
+}
+
+DelayModel::ComputeStats& DelayModel::StatsFor(GpuId gpu, ModelId model) {
+  std::unique_ptr<ComputeStats>& s = compute_[static_cast<int64_t>(gpu) * spec_.models.size() + model];
+  if (s == nullptr) {
+    s = std::make_unique<ComputeStats>(
+        ComputeStats{WindowedQuantile(RatioOptions(options_)), WindowedQuantile(DurationOptions(options_))});
+  }
+  return *s;
+}
+
+void DelayModel::RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Time started, Time finished) {
+  if (!options_.measure || model < 0 || model >= static_cast<ModelId>(spec_.models.size())) return;
+  const LatencyProfile& profile = spec_.models[model].profile;
+  if (size < 1 || size > profile.max_batch()) return;
+  const Duration l = profile.Latency(size);
+  const int64_t ratio = std::llround(static_cast<double>(finished - started) / static_cast<double>(l) *
+                                     static_cast<double>(kRatioOne));
+  std::lock_guard<std::mutex> lock(mu_);
+  const ComputePlan& now = plan_.Compute(gpu, model, static_cast<int>(spec_.models.size()));
+  ComputeStats& stats = StatsFor(gpu, model);
+  stats.ratio.Record(finished, ratio);
+  stats.excess.Record(finished, (finished - ready) - now.Occupancy(profile, size));
+}
+
+DelayPlan DelayModel::Refresh(Time t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DelayEstimates e;
+  for (int d = 0; d < kDelayKinds; ++d) {
+    delays_[d].Advance(t);
+    e.delays[d] = {delays_[d].Quantile(options_.quantile), delays_[d].count()};
+  }
+  const int models = static_cast<int>(spec_.models.size());
+  for (auto& [key, stats] : compute_) {
+    stats->ratio.Advance(t);
+    stats->excess.Advance(t);
+    if (stats->ratio.count() == 0) continue;
+    DelayEstimates::Compute c;
+    c.gpu = static_cast<GpuId>(key / models);
+    c.model = static_cast<ModelId>(key % models);
+    c.batches = stats->ratio.count();
+    c.ratio = static_cast<double>(*stats->ratio.Quantile(0.5)) / static_cast<double>(kRatioOne);
+    c.scale = std::abs(c.ratio - 1) <= kScaleDeadBand ? 1 : c.ratio;
+    c.excess = std::max<Duration>(0, stats->excess.Quantile(options_.quantile).value_or(0));
+    e.compute.push_back(c);
+  }
+  std::sort(e.compute.begin(), e.compute.end(), [](const auto& a, const auto& b) {
+    return std::pair(a.gpu, a.model) < std::pair(b.gpu, b.model);
+  });
+  estimates_ = std::move(e);
+  plan_ = PlanDelays(fixed_, estimates_, spec_.num_gpus(), models);
+  return plan_;
+}
+
+DelayPlan DelayModel::plan() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return plan_;
+}
+
+DelayEstimates DelayModel::estimates() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return estimates_;
+}
+
+void DelayModel::Start(Clock* clock, std::function<void(const DelayPlan&)> apply) {
+  if (!options_.measure) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  clock_ = clock;
+  apply_ = std::move(apply);
+  const Time now = clock_->Now();
+  timer_ = clock_->ScheduleAt((now / options_.refresh + 1) * options_.refresh, [this] { Tick(); });
+}
+
+void DelayModel::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (clock_ != nullptr) clock_->Cancel(timer_);
+  clock_ = nullptr;
+  timer_ = kNoTimer;
+}
+
+void DelayModel::Tick() {
+  Time now;
+  std::function<void(const DelayPlan&)> apply;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (clock_ == nullptr) return;
+    now = clock_->Now();
+    timer_ = clock_->ScheduleAt((now / options_.refresh + 1) * options_.refresh, [this] { Tick(); });
+    apply = apply_;
+  }
+  const DelayPlan before = plan();
+  const DelayPlan after = Refresh(now / options_.refresh * options_.refresh);
+  if (!(after == before)) apply(after);
+}
+
+}  // namespace tutti

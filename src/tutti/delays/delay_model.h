@@ -1,0 +1,148 @@
+// DelayModel: the delays a scheduler plans with, measured live.
+//
+// DESIGN.md's second rule: every delay the scheduler plans with is
+// measured. Symphony plans each batch with d_ctrl + d_data·b before it and
+// d_resp after it, and "always uses the high percentile bound of network
+// latency" (papers/symphony.txt §5.6, appendix D). Tutti measures each one
+// where it happens and keeps a high quantile of it over a recent window:
+//
+//   dispatch   the scheduler's decision → the batch at its executor, ready
+//              to run (in process: the hand-off; distributed: the plan's
+//              trip through the frontends to the backend, inputs included)
+//   response   a batch's end → its answers written to the clients'
+//              connections (in process: the answer path; distributed: the
+//              outputs' trip to the frontend and its write)
+//   timer      how late the scheduler's own timers fire
+//   compute    per GPU and model: how long real batches run against the
+//              profile's ℓ(b) (the median ratio: a drifting profile), and
+//              how far past scale·ℓ(b) they end, counted from when they
+//              could start (the tail: late starts and jitter)
+//
+// Executors, transports and the scheduler's clock only report samples
+// here; the owner of the scheduler (the serving core, the distributed
+// scheduler, the simulator) runs the model on its clock (Start), and every
+// `refresh` the model turns the last `window` of samples into a DelayPlan
+// by one pure rule (PlanDelays) and hands it to the scheduler. Samples are
+// stamped with their instants (WindowedQuantile), so a simulator replaying
+// the same delays gets the same plans at the same instants.
+//
+// The configured delays (a serve config's network_us and
+// frontrun_slack_ms) are floors: a measured delay raises them, never
+// lowers them. With `measure` off they are the plan, as before.
+//
+// Thread-safety: every method may be called from any thread.
+#ifndef TUTTI_DELAYS_DELAY_MODEL_H_
+#define TUTTI_DELAYS_DELAY_MODEL_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "tutti/core/clock.h"
+#include "tutti/delays/windowed_quantile.h"
+#include "tutti/scheduler/cluster_spec.h"
+#include "tutti/scheduler/delay_plan.h"
+
+namespace tutti {
+
+enum class Delay { kDispatch = 0, kResponse = 1, kTimer = 2 };
+inline constexpr int kDelayKinds = 3;
+inline constexpr std::array<Delay, kDelayKinds> kAllDelays = {Delay::kDispatch, Delay::kResponse, Delay::kTimer};
+// "dispatch", "response", "timer".
+absl::string_view DelayName(Delay delay);
+
+struct DelayModelOptions {
+  bool measure = true;                    // false: plan with the configured delays only
+  double quantile = 0.999;                // the tail each delay is planned at
+  Duration window = 10 * kSecond;         // estimates cover this much of the recent past
+  Duration refresh = 100 * kMillisecond;  // the plan is remade this often
+};
+
+// What the model estimates over its window.
+struct DelayEstimates {
+  struct Measured {
+    std::optional<Duration> value;  // at the model's quantile; none: no samples
+    int64_t samples = 0;
+  };
+  std::array<Measured, kDelayKinds> delays;
+  struct Compute {
+    GpuId gpu = 0;
+    ModelId model = 0;
+    int64_t batches = 0;
+    double ratio = 1;   // median of real / profiled compute time
+    double scale = 1;   // what the plan uses: the ratio, or 1 within 5% of it
+    Duration excess = 0;
+  };
+  std::vector<Compute> compute;  // the (GPU, model) pairs that ran batches in the window
+
+  const Measured& operator[](Delay d) const { return delays[static_cast<int>(d)]; }
+};
+
+// The plan the estimates give: `fixed` with each measured delay raising its
+// part (dispatch: network.ctrl, response: network.resp, timer: the frontrun
+// slack) and the compute plans of the measured (GPU, model) pairs. Pure.
+DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models);
+
+class DelayModel {
+ public:
+  // `spec` gives the models' profiles and the GPUs; `fixed` is the plan
+  // with the configured delays (the floors).
+  DelayModel(const ClusterSpec& spec, const DelayModelOptions& options, const DelayPlan& fixed);
+  ~DelayModel();  // Stop()
+
+  const DelayModelOptions& options() const { return options_; }
+
+  // A sample of `delay`, stamped at the instant it was measured (for
+  // response: when the answer was written). Ignored without `measure`.
+  void Record(Delay delay, Time at, Duration value);
+  // A batch of `size` of `model` ran on `gpu`: it could start at `ready`
+  // (its inputs at the executor, its start time come, the executor free),
+  // started at `started` and finished at `finished`. Stamped `finished`.
+  void RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Time started, Time finished);
+
+  // Moves the window to end at `t` and remakes the plan. REQUIRES: t no
+  // earlier than a previous Refresh's.
+  DelayPlan Refresh(Time t);
+
+  // As of the last Refresh.
+  DelayPlan plan() const;
+  DelayEstimates estimates() const;
+
+  // Refreshes at every multiple of `refresh` on `clock` and calls `apply`
+  // with the new plan when it changed, from the clock's timer (an owner that
+  // serializes its scheduler passes its serialized clock). `clock` must
+  // outlive the model or Stop().
+  void Start(Clock* clock, std::function<void(const DelayPlan&)> apply);
+  void Stop();
+
+ private:
+  struct ComputeStats {
+    WindowedQuantile ratio;   // real / profiled compute, ×kRatioOne
+    WindowedQuantile excess;  // ns past scale·ℓ(b), from ready
+  };
+  void Tick();
+  ComputeStats& StatsFor(GpuId gpu, ModelId model);  // REQUIRES: mu_ held
+
+  const ClusterSpec spec_;
+  const DelayModelOptions options_;
+  const DelayPlan fixed_;
+
+  mutable std::mutex mu_;
+  std::vector<WindowedQuantile> delays_;                          // GUARDED_BY(mu_), by Delay
+  absl::flat_hash_map<int64_t, std::unique_ptr<ComputeStats>> compute_;  // GUARDED_BY(mu_), by gpu·models + model
+  DelayEstimates estimates_;                                      // GUARDED_BY(mu_)
+  DelayPlan plan_;                                                // GUARDED_BY(mu_)
+  Clock* clock_ = nullptr;                                        // GUARDED_BY(mu_)
+  TimerId timer_ = kNoTimer;                                      // GUARDED_BY(mu_)
+  std::function<void(const DelayPlan&)> apply_;                   // GUARDED_BY(mu_)
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_DELAYS_DELAY_MODEL_H_

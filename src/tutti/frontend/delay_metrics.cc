@@ -1,0 +1,84 @@
+#include "tutti/frontend/delay_metrics.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace tutti {
+namespace {
+
+// The planned delays by name, in the order both outputs list them.
+std::vector<std::pair<const char*, Duration>> Planned(const DelayPlan& p) {
+  return {{"dispatch", p.network.ctrl},
+          {"data_per_request", p.network.data_per_request},
+          {"response", p.network.resp},
+          {"frontrun_slack", p.frontrun_slack}};
+}
+
+}  // namespace
+
+std::string DelayStatsJson(const DelayReport& r, ModelId model) {
+  std::vector<std::string> planned, measured, compute;
+  for (const auto& [name, d] : Planned(r.plan)) planned.push_back(absl::StrFormat(R"("%s":%.1f)", name, ToMicros(d)));
+  for (Delay d : kAllDelays) {
+    const DelayEstimates::Measured& m = r.estimates[d];
+    measured.push_back(m.value ? absl::StrFormat(R"("%s":%.1f)", DelayName(d), ToMicros(*m.value))
+                               : absl::StrFormat(R"("%s":null)", DelayName(d)));
+  }
+  for (const DelayEstimates::Compute& c : r.estimates.compute) {
+    if (c.model != model) continue;
+    compute.push_back(absl::StrFormat(R"({"executor":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"excess_us":%.1f})",
+                                      c.gpu, c.batches, c.ratio, c.scale, ToMicros(c.excess)));
+  }
+  return absl::StrFormat(R"({"measured":%s,"quantile":%g,"window_s":%g,"planned_us":{%s},"measured_us":{%s},)"
+                         R"("compute":[%s]})",
+                         r.options.measure ? "true" : "false", r.options.quantile, ToSeconds(r.options.window),
+                         absl::StrJoin(planned, ","), absl::StrJoin(measured, ","), absl::StrJoin(compute, ","));
+}
+
+std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::string>& model_names) {
+  std::string out =
+      "# HELP tutti_planned_delay_seconds Delays the scheduler plans with now: dispatch (d_ctrl), data_per_request "
+      "(d_data), response (d_resp), frontrun_slack; measured, or their configured floors.\n"
+      "# TYPE tutti_planned_delay_seconds gauge\n";
+  for (const auto& [name, d] : Planned(r.plan)) {
+    absl::StrAppendFormat(&out, "tutti_planned_delay_seconds{delay=\"%s\"} %.9f\n", name, ToSeconds(d));
+  }
+  absl::StrAppend(&out,
+                  "# HELP tutti_measured_delay_seconds Measured delays at the planning quantile over the window "
+                  "(absent before any sample).\n"
+                  "# TYPE tutti_measured_delay_seconds gauge\n");
+  std::string samples =
+      "# HELP tutti_measured_delay_samples Samples of each measured delay in the window.\n"
+      "# TYPE tutti_measured_delay_samples gauge\n";
+  for (Delay d : kAllDelays) {
+    const DelayEstimates::Measured& m = r.estimates[d];
+    if (m.value) {
+      absl::StrAppendFormat(&out, "tutti_measured_delay_seconds{delay=\"%s\",quantile=\"%g\"} %.9f\n", DelayName(d),
+                            r.options.quantile, ToSeconds(*m.value));
+    }
+    absl::StrAppendFormat(&samples, "tutti_measured_delay_samples{delay=\"%s\"} %d\n", DelayName(d), m.samples);
+  }
+  std::string ratio =
+      "# HELP tutti_compute_ratio Real over profiled batch compute time, median over the window.\n"
+      "# TYPE tutti_compute_ratio gauge\n";
+  std::string scale =
+      "# HELP tutti_compute_scale The profile scale the scheduler plans with (1 within 5% of the ratio).\n"
+      "# TYPE tutti_compute_scale gauge\n";
+  std::string excess =
+      "# HELP tutti_compute_excess_seconds How far batches end past scale*l(b) from when they could start, at the "
+      "planning quantile.\n# TYPE tutti_compute_excess_seconds gauge\n";
+  for (const DelayEstimates::Compute& c : r.estimates.compute) {
+    const std::string labels = absl::StrFormat(R"(executor="%d",model="%s")", c.gpu,
+                                               c.model < static_cast<ModelId>(model_names.size()) ? model_names[c.model]
+                                                                                                   : "?");
+    absl::StrAppendFormat(&ratio, "tutti_compute_ratio{%s} %.6f\n", labels, c.ratio);
+    absl::StrAppendFormat(&scale, "tutti_compute_scale{%s} %.6f\n", labels, c.scale);
+    absl::StrAppendFormat(&excess, "tutti_compute_excess_seconds{%s} %.9f\n", labels, ToSeconds(c.excess));
+  }
+  return out + samples + ratio + scale + excess;
+}
+
+}  // namespace tutti

@@ -1,0 +1,29 @@
+// How the frontends show the delays an engine's scheduler plans with
+// (serving/inference_engine.h's DelayReport): in /v2/models/{m}/stats and
+// in /metrics. Planned delays are what the scheduler uses now (a measured
+// delay, or its configured floor); measured ones are the estimates at the
+// planning quantile over the window, absent before any sample.
+#ifndef TUTTI_FRONTEND_DELAY_METRICS_H_
+#define TUTTI_FRONTEND_DELAY_METRICS_H_
+
+#include <string>
+#include <vector>
+
+#include "tutti/serving/inference_engine.h"
+
+namespace tutti {
+
+// {"quantile", "window_s", "planned_us": {…}, "measured_us": {…},
+// "compute": [{"executor", "batches", "ratio", "scale", "excess_us"}]}
+// with the compute entries of `model` only.
+std::string DelayStatsJson(const DelayReport& report, ModelId model);
+
+// Prometheus text: tutti_planned_delay_seconds, tutti_measured_delay_seconds,
+// tutti_measured_delay_samples, and per executor and model
+// tutti_compute_ratio, tutti_compute_scale, tutti_compute_excess_seconds.
+// `model_names[m]` labels model m.
+std::string DelayPrometheusText(const DelayReport& report, const std::vector<std::string>& model_names);
+
+}  // namespace tutti
+
+#endif  // TUTTI_FRONTEND_DELAY_METRICS_H_

@@ -1,0 +1,60 @@
+// DelayPlan: every delay a scheduler plans with besides the profiles ℓ(b):
+// Symphony's network delays (appendix D: d_ctrl + d_data·b before a batch,
+// d_resp after it), the frontrun slack for late timers, and, per GPU and
+// model, how real batches run against ℓ(b).
+//
+// A scheduler starts with the cluster spec's delays and its options' slack
+// (a fixed plan: the simulator's default). Its owner may replace the plan
+// at any time (Scheduler::SetDelayPlan) with one made from live
+// measurements (delays/delay_model.h): the server, the distributed
+// scheduler and a simulator replaying measured distributions all do, with
+// the same rule.
+#ifndef TUTTI_SCHEDULER_DELAY_PLAN_H_
+#define TUTTI_SCHEDULER_DELAY_PLAN_H_
+
+#include <cmath>
+#include <vector>
+
+#include "tutti/core/latency_profile.h"
+#include "tutti/scheduler/cluster_spec.h"
+
+namespace tutti {
+
+// How one model runs on one GPU: a batch of b occupies the GPU for
+// scale·ℓ(b) and is done, counting from when it could start, within
+// scale·ℓ(b) + excess (the tail: late starts, compute jitter).
+struct ComputePlan {
+  double scale = 1;
+  Duration excess = 0;
+
+  // What the GPU is planned to be busy with: scale·ℓ(b).
+  Duration Occupancy(const LatencyProfile& profile, int b) const {
+    const Duration l = profile.Latency(b);
+    return scale == 1 ? l : static_cast<Duration>(std::llround(scale * static_cast<double>(l)));
+  }
+  // What a deadline must allow for: scale·ℓ(b) + excess.
+  Duration Latency(const LatencyProfile& profile, int b) const { return Occupancy(profile, b) + excess; }
+  // The worse of two plans in each part (a batch whose GPU is not chosen yet).
+  static ComputePlan Worst(const ComputePlan& a, const ComputePlan& b) {
+    return {std::max(a.scale, b.scale), std::max(a.excess, b.excess)};
+  }
+  bool operator==(const ComputePlan&) const = default;
+};
+
+struct DelayPlan {
+  NetworkDelays network;
+  // `deferred`: dispatch this much before frontrun (see SchedulerOptions).
+  Duration frontrun_slack = 0;
+  // [gpu · models + model]; empty: {1, 0} for every GPU and model.
+  std::vector<ComputePlan> compute;
+
+  const ComputePlan& Compute(GpuId gpu, ModelId model, int models) const {
+    static const ComputePlan kExact;
+    return compute.empty() ? kExact : compute[static_cast<size_t>(gpu) * models + model];
+  }
+  bool operator==(const DelayPlan&) const = default;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SCHEDULER_DELAY_PLAN_H_
