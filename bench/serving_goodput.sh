@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PORT=${PORT:-8010}
 PROBE_S=${PROBE_S:-5}
 build/bin/tutti serve --repo bench/emulated_repository \
-  --config bench/serve_resnet50_a100_8gpu.yaml --port "$PORT" --grpc-port 0 > /dev/null &
+  --config ${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml} --port "$PORT" --grpc-port 0 > /dev/null &
 SERVER=$!
 trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
 until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done

@@ -6,7 +6,6 @@
 #include "absl/strings/str_format.h"
 #include "tutti/cli/command_util.h"
 #include "tutti/cli/stop_signals.h"
-#include "tutti/core/real_clock.h"
 #include "tutti/server/server.h"
 
 namespace tutti::cli {
@@ -63,9 +62,8 @@ int ServeCommand(const Args& args) {
   if (!config.ok()) return Fail(config.status());
 
   StopSignals signals;  // before any thread starts
-  RealClock clock;
   std::cerr << "loading models…\n";
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config, &clock);
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config);
   if (!server.ok()) return Fail(server.status());
   std::cout << absl::StrFormat("Tutti is serving %s on http://%s:%d — %s", repo_dir, config->http.address,
                                (*server)->port(), (*server)->Describe());

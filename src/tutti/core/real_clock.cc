@@ -3,9 +3,14 @@
 #include <chrono>
 #include <utility>
 
+#include "tutti/core/thread_name.h"
+
 namespace tutti {
 
-RealClock::RealClock() : thread_([this] { Loop(); }) {}
+RealClock::RealClock() : thread_([this] {
+  SetThreadName("tutti-clock");
+  Loop();
+}) {}
 
 RealClock::~RealClock() {
   {

@@ -27,6 +27,12 @@ WindowedQuantile::Options RatioOptions(const DelayModelOptions& o) {
   return w;
 }
 
+Duration Cap(const ClusterSpec& spec, const DelayModelOptions& o) {
+  Duration slo = kInfiniteFuture;
+  for (const ModelSpec& m : spec.models) slo = std::min(slo, m.slo);
+  return slo == kInfiniteFuture ? slo : static_cast<Duration>(o.max_share * static_cast<double>(slo));
+}
+
 }  // namespace
 
 absl::string_view DelayName(Delay delay) {
@@ -41,14 +47,16 @@ absl::string_view DelayName(Delay delay) {
   return "?";
 }
 
-DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models) {
+DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models, Duration cap) {
   DelayPlan plan = fixed;
-  auto raise = [&](Delay d, Duration* floor) {
-    if (const std::optional<Duration>& v = estimates[d].value) *floor = std::max(*floor, *v);
+  // Raises `*part` to the estimate of `d`, up to `limit`.
+  auto raise = [&](Delay d, Duration* part, Duration limit) {
+    if (const std::optional<Duration>& v = estimates[d].value) *part = std::max(*part, std::min(*v, limit));
   };
-  raise(Delay::kDispatch, &plan.network.ctrl);
-  raise(Delay::kResponse, &plan.network.resp);
-  raise(Delay::kTimer, &plan.frontrun_slack);
+  raise(Delay::kDispatch, &plan.network.ctrl, cap);
+  raise(Delay::kResponse, &plan.network.resp, cap - plan.network.ctrl);
+  raise(Delay::kTimer, &plan.frontrun_slack, cap);
+  if (estimates.timer_tail) plan.head_guard = std::max(plan.head_guard, std::min(*estimates.timer_tail, cap));
   if (!estimates.compute.empty()) {
     plan.compute.assign(static_cast<size_t>(gpus) * models, ComputePlan{});
     for (const DelayEstimates::Compute& c : estimates.compute) {
@@ -59,7 +67,7 @@ DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, in
 }
 
 DelayModel::DelayModel(const ClusterSpec& spec, const DelayModelOptions& options, const DelayPlan& fixed)
-    : spec_(spec), options_(options), fixed_(fixed), plan_(fixed) {
+    : spec_(spec), options_(options), fixed_(fixed), cap_(Cap(spec, options)), plan_(fixed) {
   for (int d = 0; d < kDelayKinds; ++d) delays_.emplace_back(DurationOptions(options_));
 }
 
@@ -97,10 +105,18 @@ void DelayModel::RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Tim
 DelayPlan DelayModel::Refresh(Time t) {
   std::lock_guard<std::mutex> lock(mu_);
   DelayEstimates e;
-  for (int d = 0; d < kDelayKinds; ++d) {
-    delays_[d].Advance(t);
-    e.delays[d] = {delays_[d].Quantile(options_.quantile), delays_[d].count()};
+  // The quantile of a window of n samples, without its `outliers` largest.
+  auto at = [this](const WindowedQuantile& w, double q) {
+    const double n = static_cast<double>(w.count());
+    return w.Quantile(std::min(q, 1 - options_.outliers / std::max(n, 1.0)));
+  };
+  for (Delay d : kAllDelays) {
+    WindowedQuantile& w = delays_[static_cast<int>(d)];
+    w.Advance(t);
+    e.delays[static_cast<int>(d)] = {at(w, d == Delay::kTimer ? options_.timer_quantile : options_.quantile),
+                                     w.count()};
   }
+  e.timer_tail = at(delays_[static_cast<int>(Delay::kTimer)], options_.quantile);
   const int models = static_cast<int>(spec_.models.size());
   for (auto& [key, stats] : compute_) {
     stats->ratio.Advance(t);
@@ -112,14 +128,25 @@ DelayPlan DelayModel::Refresh(Time t) {
     c.batches = stats->ratio.count();
     c.ratio = static_cast<double>(*stats->ratio.Quantile(0.5)) / static_cast<double>(kRatioOne);
     c.scale = std::abs(c.ratio - 1) <= kScaleDeadBand ? 1 : c.ratio;
-    c.excess = std::max<Duration>(0, stats->excess.Quantile(options_.quantile).value_or(0));
+    c.excess = std::max<Duration>(0, at(stats->excess, options_.quantile).value_or(0));
     e.compute.push_back(c);
   }
   std::sort(e.compute.begin(), e.compute.end(), [](const auto& a, const auto& b) {
     return std::pair(a.gpu, a.model) < std::pair(b.gpu, b.model);
   });
-  estimates_ = std::move(e);
-  plan_ = PlanDelays(fixed_, estimates_, spec_.num_gpus(), models);
+  // The plan's delays: each one's largest estimate over the last `hold`.
+  DelayEstimates planned = e;
+  held_.emplace_back(t, std::move(e));
+  while (held_.front().first <= t - options_.hold) held_.pop_front();
+  auto larger = [](std::optional<Duration>& a, const std::optional<Duration>& b) {
+    if (b && (!a || *b > *a)) a = b;
+  };
+  for (const auto& [at, h] : held_) {
+    for (int d = 0; d < kDelayKinds; ++d) larger(planned.delays[d].value, h.delays[d].value);
+    larger(planned.timer_tail, h.timer_tail);
+  }
+  estimates_ = held_.back().second;
+  plan_ = PlanDelays(fixed_, planned, spec_.num_gpus(), models, cap_);
   return plan_;
 }
 

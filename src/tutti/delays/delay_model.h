@@ -36,6 +36,7 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -59,9 +60,32 @@ absl::string_view DelayName(Delay delay);
 
 struct DelayModelOptions {
   bool measure = true;                    // false: plan with the configured delays only
-  double quantile = 0.999;                // the tail each delay is planned at
+  // The tail that dispatch, response and compute are planned at: late
+  // there means an answer after its deadline.
+  double quantile = 0.999;
+  // The frontrun slack's quantile of timer lateness. A scheduler decides
+  // with the time its timer actually fired, so a timer later than the slack
+  // only shrinks its batch; a slack covers every batch's frontrun, so a
+  // high quantile would shrink them all.
+  double timer_quantile = 0.9;
   Duration window = 10 * kSecond;         // estimates cover this much of the recent past
   Duration refresh = 100 * kMillisecond;  // the plan is remade this often
+  // The plan keeps the largest estimate of each delay over this long: it
+  // follows a delay up at once and down only after `hold`. A tail estimate
+  // jitters from refresh to refresh, and every rise would drop the queued
+  // requests that only the lower estimate let through.
+  Duration hold = kSecond;
+  // The measured part of the plan — dispatch plus response, and the slack —
+  // stays within this share of the smallest model objective. Delays are
+  // mostly made by load (a burst, a busy CPU); a plan that covered a
+  // burst's worst would leave no batch that fits, drop every request, and
+  // so never see the delays come down. Past the cap answers are late, which
+  // the measured (unplanned) delays in /metrics show.
+  double max_share = 0.25;
+  // A quantile ignores the largest `outliers` samples of its window (so a
+  // few samples cannot set it when the window holds few): over n samples
+  // it is taken at min(quantile, 1 − outliers / n).
+  int outliers = 3;
 };
 
 // What the model estimates over its window.
@@ -70,7 +94,8 @@ struct DelayEstimates {
     std::optional<Duration> value;  // at the model's quantile; none: no samples
     int64_t samples = 0;
   };
-  std::array<Measured, kDelayKinds> delays;
+  std::array<Measured, kDelayKinds> delays;  // timer: at the timer quantile
+  std::optional<Duration> timer_tail;        // timer lateness at the (high) quantile
   struct Compute {
     GpuId gpu = 0;
     ModelId model = 0;
@@ -86,8 +111,12 @@ struct DelayEstimates {
 
 // The plan the estimates give: `fixed` with each measured delay raising its
 // part (dispatch: network.ctrl, response: network.resp, timer: the frontrun
-// slack) and the compute plans of the measured (GPU, model) pairs. Pure.
-DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models);
+// slack, its tail: the head guard) and the compute plans of the measured
+// (GPU, model) pairs. Measured
+// parts stop at `cap` (DelayModelOptions::max_share): dispatch + response
+// and the slack, each at most `cap` (never below what `fixed` says). Pure.
+DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models,
+                     Duration cap = kInfiniteFuture);
 
 class DelayModel {
  public:
@@ -132,11 +161,13 @@ class DelayModel {
   const ClusterSpec spec_;
   const DelayModelOptions options_;
   const DelayPlan fixed_;
+  const Duration cap_;  // of the measured delays; see DelayModelOptions::max_share
 
   mutable std::mutex mu_;
   std::vector<WindowedQuantile> delays_;                          // GUARDED_BY(mu_), by Delay
   absl::flat_hash_map<int64_t, std::unique_ptr<ComputeStats>> compute_;  // GUARDED_BY(mu_), by gpu·models + model
   DelayEstimates estimates_;                                      // GUARDED_BY(mu_)
+  std::deque<std::pair<Time, DelayEstimates>> held_;              // GUARDED_BY(mu_): those of the last `hold`
   DelayPlan plan_;                                                // GUARDED_BY(mu_)
   Clock* clock_ = nullptr;                                        // GUARDED_BY(mu_)
   TimerId timer_ = kNoTimer;                                      // GUARDED_BY(mu_)

@@ -26,6 +26,13 @@ DelayModelOptions Options(bool measure = true) {
   return o;
 }
 
+// Estimates are bucket bounds: at or above the true quantile, within 1/16.
+void ExpectEstimate(std::optional<Duration> estimate, Duration truth) {
+  ASSERT_TRUE(estimate.has_value());
+  EXPECT_GE(*estimate, truth);
+  EXPECT_LE(*estimate, truth + truth / 16);
+}
+
 DelayPlan Fixed() {
   DelayPlan p;
   p.network = {Millis(1), Micros(10), Micros(1500)};
@@ -47,6 +54,27 @@ TEST(PlanDelaysTest, MeasuredDelaysRaiseTheirFloorsAndNeverLowerThem) {
   EXPECT_EQ(PlanDelays(Fixed(), DelayEstimates{}, 2, 2), Fixed());  // nothing measured: the floors
 }
 
+TEST(PlanDelaysTest, MeasuredDelaysStopAtTheCap) {
+  DelayEstimates e;
+  e.delays[static_cast<int>(Delay::kDispatch)].value = Millis(2);
+  e.delays[static_cast<int>(Delay::kResponse)].value = Millis(30);  // a burst's worst
+  e.delays[static_cast<int>(Delay::kTimer)].value = Millis(9);
+  const DelayPlan plan = PlanDelays(Fixed(), e, 2, 2, Millis(5));
+  EXPECT_EQ(plan.network.ctrl, Millis(2));
+  EXPECT_EQ(plan.network.resp, Millis(3));  // dispatch + response within 5 ms
+  EXPECT_EQ(plan.frontrun_slack, Millis(5));
+  // The configured floors stand even above the cap.
+  DelayPlan high = Fixed();
+  high.network.resp = Millis(6);
+  EXPECT_EQ(PlanDelays(high, e, 2, 2, Millis(5)).network.resp, Millis(6));
+}
+
+TEST(DelayModelTest, TheCapIsAShareOfTheSmallestObjective) {
+  DelayModel model(Spec(), Options(), Fixed());  // objectives 50 ms: cap 12.5 ms
+  for (int i = 0; i < 100; ++i) model.Record(Delay::kResponse, Millis(1) * i, Millis(40));
+  EXPECT_EQ(model.Refresh(Seconds(1)).network.resp, Millis(12.5) - Millis(1));
+}
+
 TEST(PlanDelaysTest, ComputePlansGoToTheirGpuAndModel) {
   DelayEstimates e;
   e.compute.push_back({1, 0, 10, 1.2, 1.2, Millis(2)});
@@ -59,15 +87,50 @@ TEST(PlanDelaysTest, ComputePlansGoToTheirGpuAndModel) {
 
 TEST(DelayModelTest, PlansWithTheQuantileOfTheResponseDelays) {
   DelayModel model(Spec(), Options(), Fixed());
-  // 1000 answers over a second: 998 take 0.5 ms, two take 3 ms — p99.9 is 3 ms.
-  for (int i = 0; i < 1000; ++i) model.Record(Delay::kResponse, Millis(1) * i, i % 500 == 7 ? Millis(3) : Micros(500));
+  // 10,000 answers over a second: 0.2% take 3 ms, the rest 0.5 ms — p99.9 is 3 ms.
+  for (int i = 0; i < 10000; ++i) {
+    model.Record(Delay::kResponse, Micros(100) * i, i % 500 == 7 ? Millis(3) : Micros(500));
+  }
   const DelayPlan plan = model.Refresh(Seconds(1));
-  EXPECT_EQ(model.estimates()[Delay::kResponse].samples, 1000);
+  EXPECT_EQ(model.estimates()[Delay::kResponse].samples, 10000);
   EXPECT_EQ(model.estimates()[Delay::kResponse].value, Millis(3));
   EXPECT_EQ(plan.network.resp, Millis(3));
   EXPECT_EQ(plan.network.ctrl, Millis(1));  // no dispatch samples: the floor
   // Two seconds later the window holds nothing of it: back to the floor.
   EXPECT_EQ(model.Refresh(Seconds(3)).network.resp, Micros(1500));
+}
+
+TEST(DelayModelTest, ThePlanHoldsAnEstimateForASecond) {
+  DelayModel model(Spec(), Options(), Fixed());  // window 2 s, hold 1 s
+  for (int i = 0; i < 100; ++i) model.Record(Delay::kResponse, Millis(1) * i, Millis(3));
+  EXPECT_EQ(model.Refresh(Millis(2050)).network.resp, Millis(3));  // [50 ms, 2050 ms): 50 samples
+  EXPECT_EQ(model.Refresh(Millis(2150)).network.resp, Millis(3));  // none in the window, held
+  EXPECT_FALSE(model.estimates()[Delay::kResponse].value.has_value());
+  EXPECT_EQ(model.Refresh(Millis(3050)).network.resp, Micros(1500));
+}
+
+TEST(DelayModelTest, AFewOutliersDoNotSetTheQuantile) {
+  DelayModel model(Spec(), Options(), Fixed());
+  // 1,000 samples: the 3 largest are ignored (outliers = 3), whatever they are.
+  for (int i = 0; i < 1000; ++i) model.Record(Delay::kResponse, Millis(1) * i, i < 3 ? Seconds(1) : Millis(2));
+  model.Refresh(Seconds(1));
+  ExpectEstimate(model.estimates()[Delay::kResponse].value, Millis(2));
+  // A fourth is not an outlier any more: p99.9 of 1,000 is the second largest.
+  model.Record(Delay::kResponse, Millis(1500), Seconds(1));
+  model.Refresh(Millis(1600));
+  EXPECT_EQ(model.estimates()[Delay::kResponse].value, Seconds(1));
+}
+
+TEST(DelayModelTest, TheSlackCoversTheTimerQuantileNotTheTail) {
+  DelayModel model(Spec(), Options(), Fixed());
+  // Timers 0.2 ms late, 5% of them 6 ms: the slack covers p90, 0.2 ms (below
+  // its 0.5 ms floor); later timers shrink their batches instead.
+  for (int i = 0; i < 1000; ++i) model.Record(Delay::kTimer, Millis(1) * i, i % 20 == 0 ? Millis(6) : Micros(200));
+  const DelayPlan plan = model.Refresh(Seconds(1));
+  EXPECT_EQ(plan.frontrun_slack, Micros(500));
+  ExpectEstimate(model.estimates()[Delay::kTimer].value, Micros(200));
+  // The tail guards heads that cannot shrink.
+  EXPECT_EQ(plan.head_guard, Millis(6));
 }
 
 TEST(DelayModelTest, WithoutMeasuringThePlanIsTheConfiguredOne) {
@@ -100,7 +163,7 @@ TEST(DelayModelTest, LateStartsAndJitterBecomeTheExcess) {
   DelayModel model(Spec(), Options(), Fixed());
   Time t = 0;
   for (int i = 0; i < 100; ++i) {
-    const Duration late_start = i == 50 ? Millis(4) : Micros(100);
+    const Duration late_start = i % 20 == 3 ? Millis(4) : Micros(100);  // 5% start 4 ms late
     model.RecordBatch(0, 1, 4, t, t + late_start, t + late_start + Millis(9));  // ℓ(4) = 9 ms
     t += Millis(10);
   }
@@ -125,7 +188,9 @@ TEST(DelayModelTest, StartRefreshesOnItsClockAndAppliesOnlyChangedPlans) {
   EXPECT_EQ(applied[0].second.frontrun_slack, Millis(4));
   clock.AdvanceTo(Millis(1000));
   EXPECT_EQ(applied.size(), 1u);
-  clock.AdvanceTo(Millis(2300));  // the sample leaves the 2 s window
+  clock.AdvanceTo(Millis(3100));  // the sample left the 2 s window at 2.3 s; the plan holds it 1 s
+  ASSERT_EQ(applied.size(), 1u);
+  clock.AdvanceTo(Millis(3200));
   ASSERT_EQ(applied.size(), 2u);
   EXPECT_EQ(applied[1].second.frontrun_slack, Micros(500));
   model.Stop();

@@ -107,8 +107,8 @@ TEST_F(DistributedTest, TwoFrontendsThreeBackendsMatchEmbeddedMode) {
                   Load(cluster->frontends()[1].grpc_port, LoadProtocol::kGrpc, rate, duration, 2)});
     ASSERT_EQ(r.size(), 2u);
     for (const LoadResult& x : r) {
-      distributed.Merge(x.total);
-      std::cout << "distributed: " << x.total.arrived << " sent, errors" << Errors(x) << "\n";
+      distributed.Merge(x.total.metrics);
+      std::cout << "distributed: " << x.total.metrics.arrived << " sent, errors" << Errors(x) << "\n";
     }
   }
   {
@@ -124,7 +124,7 @@ TEST_F(DistributedTest, TwoFrontendsThreeBackendsMatchEmbeddedMode) {
     std::vector<LoadResult> r = RunLoads({Load(http_port, LoadProtocol::kHttp, rate, duration, 1),
                                           Load(grpc_port, LoadProtocol::kGrpc, rate, duration, 2)});
     ASSERT_EQ(r.size(), 2u);
-    for (const LoadResult& x : r) embedded.Merge(x.total);
+    for (const LoadResult& x : r) embedded.Merge(x.total.metrics);
   }
   const double goodput_ratio = static_cast<double>(distributed.good) / std::max<int64_t>(1, embedded.good);
   std::cout << absl::StrFormat(
@@ -158,14 +158,14 @@ TEST_F(DistributedTest, KilledBackendIsRemovedAndNoRequestIsLeftUnanswered) {
                                removal_s, options_.lease_ttl_s, *removed);
   std::vector<LoadResult> r = load.get();
   ASSERT_EQ(r.size(), 1u);
-  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.arrived,
-                               100 * r[0].total.BadRate(), Errors(r[0]));
-  EXPECT_LT(r[0].total.BadRate(), 0.10);
+  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.metrics.arrived,
+                               100 * r[0].total.metrics.BadRate(), Errors(r[0]));
+  EXPECT_LT(r[0].total.metrics.BadRate(), 0.10);
   // The two remaining backends serve on: a load after the fault is healthy.
   std::vector<LoadResult> after =
       RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 600, 3 * kSecond, 4)});
   ASSERT_EQ(after.size(), 1u);
-  EXPECT_LT(after[0].total.BadRate(), 0.05) << Errors(after[0]);
+  EXPECT_LT(after[0].total.metrics.BadRate(), 0.05) << Errors(after[0]);
 }
 
 // kill -9 of the leading scheduler under load: the hot spare leads, requests
@@ -187,8 +187,8 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
                                *leads);
   std::vector<LoadResult> r = load.get();
   ASSERT_EQ(r.size(), 1u);
-  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.arrived,
-                               100 * r[0].total.BadRate(), Errors(r[0]));
+  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.metrics.arrived,
+                               100 * r[0].total.metrics.BadRate(), Errors(r[0]));
   int64_t unavailable = 0;
   for (const auto& [what, n] : r[0].models[0].errors) {
     EXPECT_TRUE(what == "gRPC UNAVAILABLE" || what == "gRPC DEADLINE_EXCEEDED") << what << " x" << n;
@@ -199,7 +199,7 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
   std::vector<LoadResult> after =
       RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 600, 3 * kSecond, 6)});
   ASSERT_EQ(after.size(), 1u);
-  EXPECT_LT(after[0].total.BadRate(), 0.05) << Errors(after[0]);
+  EXPECT_LT(after[0].total.metrics.BadRate(), 0.05) << Errors(after[0]);
 }
 
 }  // namespace

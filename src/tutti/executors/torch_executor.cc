@@ -6,12 +6,15 @@
 #include <optional>
 #include <utility>
 
+#include "tutti/core/thread_name.h"
+
 namespace tutti {
 
 TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models)
     : clock_(clock), models_(std::move(models)) {
   std::promise<void> warm;
   worker_ = std::thread([this, &warm] {
+    SetThreadName("tutti-torch");
     WarmUp();
     warm.set_value();
     Loop();

@@ -14,7 +14,8 @@ std::vector<std::pair<const char*, Duration>> Planned(const DelayPlan& p) {
   return {{"dispatch", p.network.ctrl},
           {"data_per_request", p.network.data_per_request},
           {"response", p.network.resp},
-          {"frontrun_slack", p.frontrun_slack}};
+          {"frontrun_slack", p.frontrun_slack},
+          {"head_guard", p.head_guard}};
 }
 
 }  // namespace
@@ -27,6 +28,8 @@ std::string DelayStatsJson(const DelayReport& r, ModelId model) {
     measured.push_back(m.value ? absl::StrFormat(R"("%s":%.1f)", DelayName(d), ToMicros(*m.value))
                                : absl::StrFormat(R"("%s":null)", DelayName(d)));
   }
+  measured.push_back(r.estimates.timer_tail ? absl::StrFormat(R"("timer_tail":%.1f)", ToMicros(*r.estimates.timer_tail))
+                                            : R"("timer_tail":null)");
   for (const DelayEstimates::Compute& c : r.estimates.compute) {
     if (c.model != model) continue;
     compute.push_back(absl::StrFormat(R"({"executor":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"excess_us":%.1f})",
@@ -41,7 +44,7 @@ std::string DelayStatsJson(const DelayReport& r, ModelId model) {
 std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::string>& model_names) {
   std::string out =
       "# HELP tutti_planned_delay_seconds Delays the scheduler plans with now: dispatch (d_ctrl), data_per_request "
-      "(d_data), response (d_resp), frontrun_slack; measured, or their configured floors.\n"
+      "(d_data), response (d_resp), frontrun_slack, head_guard; measured, or their configured floors.\n"
       "# TYPE tutti_planned_delay_seconds gauge\n";
   for (const auto& [name, d] : Planned(r.plan)) {
     absl::StrAppendFormat(&out, "tutti_planned_delay_seconds{delay=\"%s\"} %.9f\n", name, ToSeconds(d));
@@ -57,7 +60,11 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
     const DelayEstimates::Measured& m = r.estimates[d];
     if (m.value) {
       absl::StrAppendFormat(&out, "tutti_measured_delay_seconds{delay=\"%s\",quantile=\"%g\"} %.9f\n", DelayName(d),
-                            r.options.quantile, ToSeconds(*m.value));
+                            d == Delay::kTimer ? r.options.timer_quantile : r.options.quantile, ToSeconds(*m.value));
+    }
+    if (d == Delay::kTimer && r.estimates.timer_tail) {
+      absl::StrAppendFormat(&out, "tutti_measured_delay_seconds{delay=\"timer\",quantile=\"%g\"} %.9f\n",
+                            r.options.quantile, ToSeconds(*r.estimates.timer_tail));
     }
     absl::StrAppendFormat(&samples, "tutti_measured_delay_samples{delay=\"%s\"} %d\n", DelayName(d), m.samples);
   }

@@ -19,12 +19,14 @@ namespace tutti {
 
 class FrontendServer {
  public:
-  // Starts listening; gRPC only if grpc.port >= 0. `engine` must outlive
-  // the server. Errors: an address that cannot be bound.
+  // Starts listening; gRPC only if grpc.port >= 0. HTTP is served on `loop`
+  // (see HttpServer::Start), or a loop of its own when null. `engine` must
+  // outlive the server. Errors: an address that cannot be bound.
   static absl::StatusOr<std::unique_ptr<FrontendServer>> Start(InferenceEngine* engine,
                                                               std::vector<InferenceFrontend::ServedModel> models,
                                                               const HttpServerOptions& http,
-                                                              const GrpcServerOptions& grpc);
+                                                              const GrpcServerOptions& grpc,
+                                                              EventLoop* loop = nullptr);
   ~FrontendServer();  // Shutdown() if not done yet
 
   int port() const { return http_->port(); }

@@ -6,11 +6,13 @@
 #include <boost/beast/http.hpp>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tutti/core/thread_name.h"
 #include "tutti/frontend/kserve_json.h"
 
 namespace tutti {
@@ -76,6 +78,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void Write(HttpResponse r, bool keep_alive, unsigned version, bool answers_handler = false) {
+    if (r.prepare) std::exchange(r.prepare, nullptr)(&r);
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
     res->set(http::field::server, "tutti");
     res->set(http::field::content_type, r.content_type);
@@ -110,12 +113,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class BeastServer final : public HttpServer {
  public:
-  BeastServer(const HttpServerOptions& options, HttpHandler* handler)
+  BeastServer(const HttpServerOptions& options, HttpHandler* handler, EventLoop* loop)
       : options_(options),
         handler_(handler),
-        ioc_(options.threads),
-        work_(net::make_work_guard(ioc_)),
-        acceptor_(net::make_strand(ioc_)) {}
+        own_loop_(loop ? nullptr : std::make_unique<EventLoop>(options.threads, "tutti-http")),
+        loop_(loop ? loop : own_loop_.get()),
+        acceptor_(loop_->context(0)) {}
 
   ~BeastServer() override { Stop(); }
 
@@ -133,8 +136,7 @@ class BeastServer final : public HttpServer {
                                                  options_.port, ": ", ec.message()));
     }
     port_ = acceptor_.local_endpoint().port();
-    Accept();
-    for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { ioc_.run(); });
+    net::post(acceptor_.get_executor(), [this] { Accept(); });
     return absl::OkStatus();
   }
 
@@ -157,15 +159,28 @@ class BeastServer final : public HttpServer {
   }
 
   void Stop() override {
-    if (threads_.empty()) return;
-    ioc_.stop();
-    for (std::thread& t : threads_) t.join();
-    threads_.clear();
+    if (stopped_.exchange(true)) return;
+    auto close = [this] {
+      beast::error_code ec;
+      acceptor_.close(ec);
+    };
+    if (loop_->context(0).stopped()) {
+      close();
+    } else {
+      std::promise<void> closed;
+      net::post(acceptor_.get_executor(), [&] {
+        close();
+        closed.set_value();
+      });
+      closed.get_future().wait();
+    }
+    if (own_loop_) own_loop_->Stop();
   }
 
  private:
   void Accept() {
-    acceptor_.async_accept(net::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+    // A connection lives on one thread of the loop: its handlers need no strand.
+    acceptor_.async_accept(loop_->NextContext(), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
@@ -177,14 +192,11 @@ class BeastServer final : public HttpServer {
 
   const HttpServerOptions options_;
   HttpHandler* const handler_;
-  net::io_context ioc_;
-  // Keeps the I/O threads running while no socket operation is pending
-  // (every connection waiting for its handler, the acceptor closed), so that
-  // responses still get written.
-  net::executor_work_guard<net::io_context::executor_type> work_;
-  tcp::acceptor acceptor_;
-  std::vector<std::thread> threads_;
+  const std::unique_ptr<EventLoop> own_loop_;  // null: serving on a shared loop
+  EventLoop* const loop_;
+  tcp::acceptor acceptor_;  // on the loop's thread 0; connections are spread over its threads
   std::atomic<int64_t> unanswered_{0};
+  std::atomic<bool> stopped_{false};
   int port_ = 0;
 };
 
@@ -197,9 +209,9 @@ std::string HttpRequest::Header(const std::string& name) const {
   return "";
 }
 
-absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options,
-                                                             HttpHandler* handler) {
-  auto server = std::make_unique<BeastServer>(options, handler);
+absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& options, HttpHandler* handler,
+                                                             EventLoop* loop) {
+  auto server = std::make_unique<BeastServer>(options, handler, loop);
   if (absl::Status s = server->Listen(); !s.ok()) return s;
   return std::unique_ptr<HttpServer>(std::move(server));
 }

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
+#include "tutti/frontend/event_loop.h"
 
 namespace tutti {
 
@@ -36,8 +37,12 @@ struct HttpResponse {
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
-  // Called on an I/O thread once the response is written to the
-  // connection (not if the write fails).
+  // Called on the connection's I/O thread just before the response is
+  // written, to fill it in there (a handler answering from another thread
+  // leaves the work of serializing to the connection's thread).
+  std::function<void(HttpResponse*)> prepare;
+  // Called on the connection's I/O thread once the response is written (not
+  // if the write fails).
   std::function<void()> on_written;
 };
 
@@ -54,17 +59,18 @@ class HttpHandler {
 struct HttpServerOptions {
   std::string address = "127.0.0.1";
   int port = 8000;                             // 0: any free port (see port())
-  int threads = 2;                             // I/O threads
+  int threads = 2;                             // I/O threads (of the server's own loop)
   size_t max_body_bytes = 64 << 20;            // larger bodies get 413
   Duration read_timeout = 10 * kSecond;        // to receive a whole request
 };
 
 class HttpServer {
  public:
-  // Binds and starts serving. `handler` must outlive the server. Errors: the
-  // address cannot be parsed or bound.
-  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
-                                                          HttpHandler* handler);
+  // Binds and starts serving on `loop` (which must outlive the server), or,
+  // when null, on a loop of its own with options.threads threads. `handler`
+  // must outlive the server. Errors: the address cannot be parsed or bound.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, HttpHandler* handler,
+                                                          EventLoop* loop = nullptr);
   virtual ~HttpServer() = default;
 
   // The bound port.
@@ -74,8 +80,9 @@ class HttpServer {
   // Waits until every request handed to the handler so far has had its
   // response written, or `timeout` passes; returns whether it got there.
   virtual bool Drain(Duration timeout) = 0;
-  // Stops everything and joins the I/O threads; responses not yet written
-  // are lost, so Drain() first.
+  // Closes the listener and, with a loop of its own, stops it (joining its
+  // threads); responses not yet written are lost, so Drain() first. On a
+  // shared loop, its owner stops the loop before destroying the handler.
   virtual void Stop() = 0;
 };
 

@@ -286,9 +286,12 @@ absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::op
   d.Parse(body.data(), header);
   if (d.HasParseError() || !d.IsObject()) return Bad("the response is not a JSON object");
   InferResponse out;
-  if (d.HasMember("parameters") && d["parameters"].IsObject() && d["parameters"].HasMember("tutti_emulated") &&
-      d["parameters"]["tutti_emulated"].IsBool()) {
-    out.emulated = d["parameters"]["tutti_emulated"].GetBool();
+  if (d.HasMember("parameters") && d["parameters"].IsObject()) {
+    const Value& p = d["parameters"];
+    if (p.HasMember("tutti_emulated") && p["tutti_emulated"].IsBool()) out.emulated = p["tutti_emulated"].GetBool();
+    if (p.HasMember("tutti_server_us") && p["tutti_server_us"].IsNumber()) {
+      out.server_time = Micros(p["tutti_server_us"].GetDouble());
+    }
   }
   if (!d.HasMember("outputs") || !d["outputs"].IsArray() || d["outputs"].Empty() || !d["outputs"][0].IsObject()) {
     return Bad("the response has no outputs");

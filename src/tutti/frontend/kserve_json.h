@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "absl/strings/string_view.h"
+#include "tutti/core/time.h"
 #include "tutti/frontend/infer_request.h"
 #include "tutti/repository/model_config.h"
 
@@ -64,11 +65,13 @@ EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector
                                       absl::Span<const float> data, double objective_ms, bool binary);
 
 // What a client reads from an inference response: the first output's values
-// (JSON or binary) and Tutti's emulated marker. InvalidArgument for a body
-// that is not a well-formed response.
+// (JSON or binary), Tutti's emulated marker and how long Tutti held the
+// request (tutti_server_us; absent from other servers). InvalidArgument for
+// a body that is not a well-formed response.
 struct InferResponse {
   std::vector<float> output;
   bool emulated = false;
+  std::optional<Duration> server_time;
 };
 absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::optional<size_t> json_length);
 

@@ -155,12 +155,15 @@ TEST(KserveJsonTest, ClientSideRoundTripsThroughTheServerSide) {
     EXPECT_EQ(parsed->binary_output, binary);
 
     const InferResponseBody resp =
-        WriteInferResponse(Mlp(), 1, "", {{0.5f, 1, 2}, {3, 4, 1e-8f}}, R"({"tutti_emulated":true})", binary);
+        WriteInferResponse(Mlp(), 1, "", {{0.5f, 1, 2}, {3, 4, 1e-8f}},
+                           R"({"tutti_emulated":true,"tutti_server_us":1234.5})", binary);
     absl::StatusOr<InferResponse> answer = ParseInferResponse(resp.body, resp.json_length);
     ASSERT_TRUE(answer.ok()) << answer.status();
     EXPECT_TRUE(answer->emulated);
+    EXPECT_EQ(answer->server_time, Micros(1234.5));
     EXPECT_EQ(answer->output, (std::vector<float>{0.5f, 1, 2, 3, 4, 1e-8f}));
   }
+  EXPECT_FALSE((*ParseInferResponse(R"({"outputs":[{"data":[1]}]})", std::nullopt)).server_time.has_value());
   EXPECT_THAT(ParseInferResponse("{}", std::nullopt).status().message(), HasSubstr("no outputs"));
   EXPECT_THAT(ParseInferResponse("nope", std::nullopt).status().message(), HasSubstr("not a JSON object"));
 }

@@ -91,18 +91,23 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
   auto done = [frontend = frontend_, &served, id = parsed->id, binary = parsed->binary_output,
                respond = std::move(respond)](absl::StatusOr<InferenceFrontend::InferResult> r) {
     if (!r.ok()) return respond(Error(HttpStatusOf(r.status()), r.status().message()));
-    const std::string params = absl::StrFormat(
-        R"({"reconstructed":%s,"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,)"
-        R"("tutti_compute_us":%.1f,"tutti_server_us":%.1f})",
-        r->reconstructed ? "true" : "false", r->emulated ? "true" : "false", r->late ? "true" : "false",
-        r->max_batch, ToMicros(r->max_queue), ToMicros(r->max_compute), ToMicros(frontend->ServerTime(*r)));
-    InferResponseBody body = WriteInferResponse(served.config, served.version, id, r->outputs, params, binary);
-    HttpResponse response{200, std::move(body.body)};
-    if (body.json_length) {
-      response.content_type = "application/octet-stream";
-      response.headers.push_back({"Inference-Header-Content-Length", std::to_string(*body.json_length)});
-    }
+    HttpResponse response;
     response.on_written = [frontend, finished = r->finished] { frontend->AnswerWritten(finished); };
+    // Serialized on the connection's thread, just before it is written: its
+    // tutti_server_us then covers all the time the server held the request.
+    response.prepare = [frontend, &served, id, binary, r = *std::move(r)](HttpResponse* out) {
+      const std::string params = absl::StrFormat(
+          R"({"reconstructed":%s,"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,)"
+          R"("tutti_compute_us":%.1f,"tutti_server_us":%.1f})",
+          r.reconstructed ? "true" : "false", r.emulated ? "true" : "false", r.late ? "true" : "false", r.max_batch,
+          ToMicros(r.max_queue), ToMicros(r.max_compute), ToMicros(frontend->ServerTime(r)));
+      InferResponseBody body = WriteInferResponse(served.config, served.version, id, r.outputs, params, binary);
+      out->body = std::move(body.body);
+      if (body.json_length) {
+        out->content_type = "application/octet-stream";
+        out->headers.push_back({"Inference-Header-Content-Length", std::to_string(*body.json_length)});
+      }
+    };
     respond(std::move(response));
   };
   frontend_->Infer(model, *std::move(parsed), std::move(done));

@@ -28,6 +28,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "tutti/core/thread_name.h"
 
 namespace tutti {
 namespace {
@@ -111,7 +112,10 @@ class HttpClientPool::Impl {
       address_length_ = found->ai_addrlen;
       freeaddrinfo(found);
     }
-    thread_ = std::thread([this] { Loop(); });
+    thread_ = std::thread([this] {
+      SetThreadName("load-io");
+      Loop();
+    });
   }
 
   ~Impl() {

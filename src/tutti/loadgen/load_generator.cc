@@ -33,9 +33,21 @@ int Prediction(const LoadAnswer& a) {
 
 }  // namespace
 
-double LoadResult::OfferedRate() const { return window ? total.arrived / ToSeconds(window) : 0; }
-double LoadResult::Throughput() const { return window ? (total.good + total.late) / ToSeconds(window) : 0; }
-double LoadResult::Goodput() const { return window ? total.good / ToSeconds(window) : 0; }
+void LoadModelResult::Merge(const LoadModelResult& o) {
+  metrics.Merge(o.metrics);
+  for (const auto& [what, n] : o.errors) errors[what] += n;
+  emulated += o.emulated;
+  labelled += o.labelled;
+  correct += o.correct;
+  timed += o.timed;
+  server_late += o.server_late;
+  client_late += o.client_late;
+  outside.Merge(o.outside);
+}
+
+double LoadResult::OfferedRate() const { return window ? total.metrics.arrived / ToSeconds(window) : 0; }
+double LoadResult::Throughput() const { return window ? (total.metrics.good + total.metrics.late) / ToSeconds(window) : 0; }
+double LoadResult::Goodput() const { return window ? total.metrics.good / ToSeconds(window) : 0; }
 
 absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   if (spec.models.empty()) return absl::InvalidArgumentError("name at least one model to load");
@@ -117,6 +129,15 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
         } else {
           ++(latency <= spec.slo ? m.metrics.good : m.metrics.late);
           m.metrics.latency.Record(latency);
+          if (r.server_time) {
+            ++m.timed;
+            m.outside.Record(latency - *r.server_time);
+            if (*r.server_time > spec.slo) {
+              ++m.server_late;
+            } else if (latency > spec.slo) {
+              ++m.client_late;
+            }
+          }
           m.emulated += r.emulated;
           if (!r.emulated && label >= 0 && predicted >= 0) {
             ++m.labelled;
@@ -153,9 +174,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   if (spec.max_per_model > 0) {  // a bounded run is measured over the span it took
     result.window = std::max<Duration>(1, Since(start) - spec.warmup);
   }
-  for (const LoadModelResult& m : result.models) result.total.Merge(m.metrics);
-  result.total.name = "total";
-  result.total.slo = spec.slo;
+  for (const LoadModelResult& m : result.models) result.total.Merge(m);
+  result.total.metrics.name = "total";
+  result.total.metrics.slo = spec.slo;
   result.max_send_lag = lag.max();
   result.p99_send_lag = lag.Quantile(0.99);
   return result;
@@ -175,7 +196,7 @@ absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tol
     if (progress) {
       *progress << absl::StrFormat("  probe %2d: %9.1f r/s offered → goodput %9.1f r/s, p99 %s ms, bad %.2f%%: %s\n",
                                    out.probes, r.OfferedRate(), r.Goodput(),
-                                   FormatMillis(r.total.QuantileWithDrops(0.99)), 100 * r.total.BadRate(),
+                                   FormatMillis(r.total.metrics.QuantileWithDrops(0.99)), 100 * r.total.metrics.BadRate(),
                                    ok ? "meets the SLO" : "misses");
     }
     if (ok && rate > out.rate) {
@@ -198,29 +219,43 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
                            FormatMillis(m.QuantileWithDrops(0.9)), FormatMillis(m.QuantileWithDrops(0.99)),
                            FormatMillis(m.QuantileWithDrops(0.999)), accuracy);
   };
+  // Who was late, for answers that say how long the server held them.
+  auto who = [&](const LoadModelResult& m) {
+    if (m.timed == 0) return;
+    const double n = static_cast<double>(std::max<int64_t>(1, m.metrics.arrived));
+    out << absl::StrFormat(
+        "    late by the server %d (%.3f%%), outside it %d (%.3f%%); time outside the server p50 %s, p99 %s, "
+        "p99.9 %s ms\n",
+        m.server_late, 100 * m.server_late / n, m.client_late, 100 * m.client_late / n,
+        FormatMillis(m.outside.Quantile(0.5)), FormatMillis(m.outside.Quantile(0.99)),
+        FormatMillis(m.outside.Quantile(0.999)));
+  };
   for (const LoadModelResult& m : r.models) {
     row(m.metrics, m.labelled ? absl::StrFormat("%.4f", m.Accuracy()) : m.emulated ? "emulated" : "-");
     for (const auto& [what, n] : m.errors) out << absl::StrFormat("    %d × %s\n", n, what);
+    if (r.models.size() > 1) who(m);
   }
-  row(r.total, "");
-  out << absl::StrFormat("SLO %s ms; measured %.1f s; sender lag p99 %s ms, max %s ms\n", FormatMillis(r.total.slo), w,
+  row(r.total.metrics, "");
+  who(r.total);
+  out << absl::StrFormat("SLO %s ms; measured %.1f s; sender lag p99 %s ms, max %s ms\n", FormatMillis(r.total.metrics.slo), w,
                          FormatMillis(r.p99_send_lag), FormatMillis(r.max_send_lag));
 }
 
 absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
   std::string csv =
       "model,offered_rate,sent,good,late,errors,throughput,goodput,bad_rate,p50_ms,p90_ms,p99_ms,p999_ms,"
-      "labelled,accuracy\n";
+      "labelled,accuracy,server_late,client_late\n";
   const double w = ToSeconds(r.window);
-  auto row = [&](const ModelMetrics& m, int64_t labelled, double accuracy) {
-    absl::StrAppendFormat(&csv, "%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f\n", m.name, r.rate,
+  auto row = [&](const LoadModelResult& x, double accuracy) {
+    const ModelMetrics& m = x.metrics;
+    absl::StrAppendFormat(&csv, "%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f,%d,%d\n", m.name, r.rate,
                           m.arrived, m.good, m.late, m.dropped, (m.good + m.late) / w, m.good / w, m.BadRate(),
                           FormatMillis(m.QuantileWithDrops(0.5)), FormatMillis(m.QuantileWithDrops(0.9)),
                           FormatMillis(m.QuantileWithDrops(0.99)), FormatMillis(m.QuantileWithDrops(0.999)),
-                          labelled, accuracy);
+                          x.labelled, accuracy, x.server_late, x.client_late);
   };
-  for (const LoadModelResult& m : r.models) row(m.metrics, m.labelled, m.Accuracy());
-  row(r.total, 0, 0);
+  for (const LoadModelResult& m : r.models) row(m, m.Accuracy());
+  row(r.total, 0);
   return WriteFileAtomic(path, csv);
 }
 

@@ -46,21 +46,29 @@ struct LoadSpec {
   Duration drain_timeout = 30 * kSecond; // wait this long for the last answers
 };
 
+// Who was late: a late answer that says how long the server held the
+// request (tutti_server_us) was late by the server when that alone passed
+// the SLO, else by what lies outside it — the network and this client.
 struct LoadModelResult {
   ModelMetrics metrics;                  // good / late / dropped (= error or no answer), latency
   std::map<std::string, int64_t> errors; // "HTTP 503", "no answer", … → count
   int64_t emulated = 0;                  // answers marked emulated
   int64_t labelled = 0;                  // real answers checked against a label
   int64_t correct = 0;
+  int64_t timed = 0;                     // answers carrying the server's time
+  int64_t server_late = 0;               // of those: the server took longer than the SLO
+  int64_t client_late = 0;               // late, though the server took no longer than the SLO
+  Histogram outside;                     // latency − server time, timed answers
 
   double Accuracy() const { return labelled ? static_cast<double>(correct) / labelled : 0; }
+  void Merge(const LoadModelResult& other);
 };
 
 struct LoadResult {
   double rate = 0;                       // offered total rate
   Duration window = 0;                   // measured sending span
   std::vector<LoadModelResult> models;
-  ModelMetrics total;
+  LoadModelResult total;
   Duration max_send_lag = 0;             // worst lateness of a send vs its schedule
   Duration p99_send_lag = 0;
 

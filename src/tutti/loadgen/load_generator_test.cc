@@ -70,8 +70,13 @@ TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
       EXPECT_EQ(m.metrics.latency.count(), m.metrics.good + m.metrics.late);
       EXPECT_EQ(m.emulated, m.metrics.good + m.metrics.late);
       EXPECT_EQ(m.labelled, 0);  // emulated answers are never scored
+      // Tutti's answers say how long the server held them: every late one
+      // was late by the server or outside it.
+      EXPECT_EQ(m.timed, m.metrics.good + m.metrics.late);
+      EXPECT_EQ(m.server_late + m.client_late, m.metrics.late);
+      EXPECT_EQ(m.outside.count(), m.timed);
     }
-    EXPECT_EQ(r->total.arrived, r->models[0].metrics.arrived + r->models[1].metrics.arrived);
+    EXPECT_EQ(r->total.metrics.arrived, r->models[0].metrics.arrived + r->models[1].metrics.arrived);
   }
 }
 

@@ -87,6 +87,7 @@ class HttpTransport final : public LoadTransport {
         if (answer.ok()) {
           a.output = std::move(answer->output);
           a.emulated = answer->emulated;
+          a.server_time = answer->server_time;
         }
       }
       done(std::move(a));
@@ -207,6 +208,9 @@ class GrpcTransport final : public LoadTransport {
     }
     if (auto it = r.parameters().find("tutti_emulated"); it != r.parameters().end()) {
       a.emulated = it->second.bool_param();
+    }
+    if (auto it = r.parameters().find("tutti_server_us"); it != r.parameters().end()) {
+      a.server_time = Micros(it->second.double_param());
     }
     if (r.raw_output_contents_size() > 0) {
       const std::string& raw = r.raw_output_contents(0);

@@ -11,11 +11,13 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tutti/core/time.h"
 
 namespace tutti {
 
@@ -37,6 +39,7 @@ struct LoadAnswer {
   std::string error;
   std::vector<float> output;  // the first output's values
   bool emulated = false;
+  std::optional<Duration> server_time;  // tutti_server_us: receipt to answer, on the server
 };
 
 class LoadTransport {

@@ -65,7 +65,8 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
   c.size = LargestFitting(cap, fits);
   c.exec_at = start(c.size);
   if (kind == BatchPolicyKind::kDeferred && c.size < max_batch) {
-    c.exec_at = std::max(c.exec_at, d - run(c.size + 1) - ctx.frontrun_slack);  // frontrun
+    const Time frontrun = std::min(d - run(c.size + 1) - ctx.frontrun_slack, d - run(1) - ctx.head_guard);
+    c.exec_at = std::max(c.exec_at, frontrun);
   }
   c.dispatch_at = c.exec_at - ctx.delays.Dispatch(c.size);
   c.latest_dispatch = d - run(c.size) - ctx.delays.Dispatch(c.size);

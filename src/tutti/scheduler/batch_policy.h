@@ -46,6 +46,7 @@ struct BatchContext {
   DropPolicy drop = DropPolicy::kLazy;
   Duration frontrun_slack = 0;  // deferred: aim this much before frontrun
   ComputePlan compute;          // how batches run against ℓ(b); exact by default
+  Duration head_guard = 0;      // deferred: a timer this late still finds the head able to run alone
 };
 
 using DropFn = std::function<void(const Request&, DropReason)>;
@@ -54,8 +55,10 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 // their deadline even alone, plus, with early drop, those without budget for
 // a full window — then returns the candidate:
 //   deferred: B = the largest batch meeting the head's deadline d;
-//             exec = max(start(B), d − L(B+1) − slack) (frontrun, unless B is
-//             the max batch); latest = d − L(B) (Symphony Algorithm 1).
+//             exec = max(start(B), min(d − L(B+1) − slack, d − L(1) − guard))
+//             (frontrun, unless B is the max batch, but early enough for
+//             the head alone after a timer `guard` late); latest = d − L(B)
+//             (Symphony Algorithm 1).
 //   eager:    the same B, exec = start(B): run as soon as a GPU is free.
 //   timeout:  B = min(|Q|, max batch); exec = now if the queue holds a max
 //             batch, else the head's arrival + max_queue_delay; no latest.

@@ -57,6 +57,21 @@ TEST(BatchPolicyTest, FrontrunSlackDispatchesEarlier) {
   EXPECT_EQ(c.latest_dispatch, Millis(12 - 6));
 }
 
+TEST(BatchPolicyTest, TheHeadGuardDispatchesSmallBatchesEarlyEnoughForALateTimer) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m)};
+  Dropped dropped;
+  BatchContext ctx{0, 0, &m, {}, DropPolicy::kLazy, Millis(0.5)};
+  ctx.head_guard = Millis(3);
+  Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.exec_at, Millis(12 - 6 - 3));  // d − ℓ(1) − guard, before d − ℓ(2) − slack
+  // A batch of four can shrink if its timer is late: plain frontrun.
+  q = {At(1, 0, m), At(2, 0, m), At(3, 0, m), At(4, 0, m)};
+  c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.size, 4);
+  EXPECT_EQ(c.exec_at, Millis(12 - 10 - 0.5));  // d − ℓ(5) − slack
+}
+
 TEST(BatchPolicyTest, TheComputePlanScalesTheProfileAndAddsItsTail) {
   ModelSpec m = ExampleModel();
   RequestQueue q = {At(1, 0, m)};

@@ -45,6 +45,10 @@ struct DelayPlan {
   NetworkDelays network;
   // `deferred`: dispatch this much before frontrun (see SchedulerOptions).
   Duration frontrun_slack = 0;
+  // `deferred`: how late a timer may fire (the tail) and still find its
+  // batch's head able to run alone in time. A late timer only shrinks a
+  // batch, but a batch of one cannot shrink: its head would be dropped.
+  Duration head_guard = 0;
   // [gpu · models + model]; empty: {1, 0} for every GPU and model.
   std::vector<ComputePlan> compute;
 

@@ -14,6 +14,10 @@ namespace tutti {
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& repo, const ServerConfig& config,
                                                       Clock* clock) {
   std::unique_ptr<Server> server(new Server());
+  if (clock == nullptr) {
+    server->loop_ = std::make_unique<EventLoop>(config.http.threads, "tutti-loop");
+    clock = server->loop_.get();
+  }
   SetTorchThreads(config.torch_threads);
   TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
   ClusterSpec& spec = layout.spec;
@@ -26,7 +30,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   }
   std::string& d = server->description_;
   d = layout.description;
-  InferenceCore::Options options{config.policy, config.scheduler, {}};
+  InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   for (const CodingConfig& c : config.coding) {
     auto id = [&](const std::string& name) {
       for (size_t m = 0; m < spec.models.size(); ++m) {
@@ -44,15 +48,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(layout.shapes),
                                                               std::move(executors), options, clock));
   TUTTI_ASSIGN_OR_RETURN(server->listeners_, FrontendServer::Start(server->core_.get(), std::move(layout.served),
-                                                                    config.http, config.grpc));
+                                                                    config.http, config.grpc, server->loop_.get()));
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);
   return server;
 }
 
 std::string Server::Describe() const { return description_; }
 
-void Server::Shutdown(Duration write_timeout) { listeners_->Shutdown(write_timeout); }
+void Server::Shutdown(Duration write_timeout) {
+  if (shut_down_) return;
+  shut_down_ = true;
+  if (listeners_) listeners_->Shutdown(write_timeout);
+  if (loop_) loop_->Stop();
+}
 
-Server::~Server() = default;
+Server::~Server() { Shutdown(); }
 
 }  // namespace tutti

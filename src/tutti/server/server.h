@@ -20,11 +20,14 @@ namespace tutti {
 class Server {
  public:
   // Loads the models (latest versions), builds the executors and starts
-  // listening. `config` must be resolved (ResolveServerConfig). `clock`
-  // must advance by itself (torch executors run in real time) and outlive
-  // the server. Errors: weights that fail to load, a port in use, ….
-  static absl::StatusOr<std::unique_ptr<Server>> Start(const ModelRepository& repo,
-                                                      const ServerConfig& config, Clock* clock);
+  // listening. `config` must be resolved (ResolveServerConfig). By default
+  // one event loop (config.http.threads threads) serves the connections and
+  // is the clock of the scheduler and the executors (see EventLoop); a
+  // `clock` given instead must advance by itself (torch executors run in
+  // real time) and outlive the server. Errors: weights that fail to load, a
+  // port in use, ….
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ModelRepository& repo, const ServerConfig& config,
+                                                      Clock* clock = nullptr);
   ~Server();  // Shutdown() if not done yet
 
   int port() const { return listeners_->port(); }
@@ -37,15 +40,17 @@ class Server {
   // Graceful: readiness turns false, no new connections or requests are
   // accepted (those that come get 503 or UNAVAILABLE), every accepted request is answered
   // and its response written (up to `write_timeout`), then the listener
-  // closes. Idempotent.
+  // closes and the event loop stops. Idempotent.
   void Shutdown(Duration write_timeout = 5 * kSecond);
 
  private:
   Server() = default;
 
   std::string description_;
+  std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
   std::unique_ptr<InferenceCore> core_;
   std::unique_ptr<FrontendServer> listeners_;
+  bool shut_down_ = false;
 };
 
 }  // namespace tutti

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tutti/config/delay_model_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
@@ -110,6 +111,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (YAML::Node grpc = r.Get("grpc"); grpc.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseGrpc(grpc, &c.grpc));
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.network, ReadNetworkDelays(net, "network_us"));
+  }
+  if (YAML::Node d = r.Get("delay_model"); d.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.delays, ReadDelayModelOptions(d, "delay_model"));
   }
   if (YAML::Node groups = r.Get("executors"); groups.IsDefined()) {
     if (!groups.IsSequence()) return Invalid("executors", "expected a list of executor groups");

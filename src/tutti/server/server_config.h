@@ -3,11 +3,14 @@
 //
 //   policy: deferred                 # deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
-//   frontrun_slack_ms: 2             # timer and compute-jitter margin for `deferred`
+//   frontrun_slack_ms: 2             # timer margin for `deferred` (a floor: see delay_model)
 //   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
 //                                    # delays the scheduler plans with (Symphony
 //                                    # appendix D): to the executor, and from a
-//                                    # batch's end to the client's receipt
+//                                    # batch's end to the client's receipt; floors
+//                                    # of the measured ones
+//   delay_model: {measure: true, quantile: 0.999, timer_quantile: 0.9, window_s: 10}
+//                                    # how they are measured (config/delay_model_reader.h)
 //   await_completion: false          # give an executor work only once it is free
 //                                    # (not just predicted free): see SchedulerOptions
 //   default_objective_ms: 100        # for models without latency_objective_ms
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/delays/delay_model.h"
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
 #include "tutti/repository/model_repository.h"
@@ -67,6 +71,7 @@ struct ServerConfig {
   std::string policy = "deferred";
   SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond};
   NetworkDelays network;
+  DelayModelOptions delays;
   Duration default_objective = 100 * kMillisecond;
   int torch_threads = 1;
   HttpServerOptions http;

@@ -1,0 +1,30 @@
+// Reads how the scheduler's delays are measured (delays/delay_model.h) from
+// a YAML mapping, for serve configs and simulator experiments alike:
+//
+//   delay_model:
+//     measure: true        # false: plan with network_us and the frontrun slack as configured
+//     quantile: 0.999      # the tail dispatch, response and compute are planned at
+//     timer_quantile: 0.9  # the frontrun slack's quantile of timer lateness
+//     window_s: 10         # estimates cover the last window_s seconds
+//     refresh_ms: 100      # the plan is remade this often
+//     hold_s: 1            # the plan keeps each delay's largest estimate this long
+//     max_share: 0.25      # measured delays stay within this share of the smallest objective
+//     outliers: 3          # a window's largest samples that a quantile ignores
+#ifndef TUTTI_CONFIG_DELAY_MODEL_READER_H_
+#define TUTTI_CONFIG_DELAY_MODEL_READER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tutti/config/yaml_map_reader.h"
+#include "tutti/delays/delay_model.h"
+
+namespace tutti {
+
+// The options at `node` (absent fields keep their defaults). InvalidArgument
+// naming `field` for a non-mapping, an unknown field or a value out of range.
+absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, const std::string& field);
+
+}  // namespace tutti
+
+#endif  // TUTTI_CONFIG_DELAY_MODEL_READER_H_
