@@ -58,6 +58,9 @@ int LoadCommand(const Args& args) {
   flags.Int("connections", &spec.connections, "most keep-alive connections (http)");
   flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension (http)");
   flags.Int64("max-per-model", &spec.max_per_model, "stop each model after this many requests (0: no limit)");
+  flags.Int("concurrency", &spec.concurrency,
+            "closed loop: keep this many requests in flight per model, each answer sending the next (0: open "
+            "loop at --rate)");
   flags.Int64("seed", &seed, "random seed of the arrivals");
   flags.String("data", &spec.data_dir, "Fashion-MNIST directory (default: Debian's)");
   flags.String("csv", &csv, "also write the result as CSV here");
@@ -83,6 +86,10 @@ int LoadCommand(const Args& args) {
     if (absl::Status s = ParseSchedule(schedule, &spec.workload); !s.ok()) return Fail(s);
   }
   if (!(slo_ms > 0)) return Fail(absl::InvalidArgumentError("--slo-ms must be positive"));
+  if (spec.concurrency < 0) return Fail(absl::InvalidArgumentError("--concurrency must not be negative"));
+  if (spec.concurrency > 0 && find_goodput) {
+    return Fail(absl::InvalidArgumentError("--find-goodput searches open-loop rates; drop --concurrency"));
+  }
   spec.duration = Seconds(duration_s);
   spec.warmup = Seconds(warmup_s);
   spec.slo = Millis(slo_ms);
@@ -104,8 +111,13 @@ int LoadCommand(const Args& args) {
                                  slo_ms, g->probes);
     result = std::move(g->at_rate);
   } else {
-    std::cerr << absl::StrFormat("sending %.0f requests/s (%s) to %s at %s:%d for %.0f s…\n", spec.workload.rate,
-                                 arrival, models, spec.host, spec.port, duration_s);
+    if (spec.concurrency > 0) {
+      std::cerr << absl::StrFormat("keeping %d request(s) in flight per model to %s at %s:%d for %.0f s…\n",
+                                   spec.concurrency, models, spec.host, spec.port, duration_s);
+    } else {
+      std::cerr << absl::StrFormat("sending %.0f requests/s (%s) to %s at %s:%d for %.0f s…\n", spec.workload.rate,
+                                   arrival, models, spec.host, spec.port, duration_s);
+    }
     absl::StatusOr<LoadResult> r = RunLoad(spec);
     if (!r.ok()) return Fail(r.status());
     result = *std::move(r);

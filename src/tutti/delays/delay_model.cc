@@ -141,10 +141,18 @@ DelayPlan DelayModel::Refresh(Time t) {
   auto larger = [](std::optional<Duration>& a, const std::optional<Duration>& b) {
     if (b && (!a || *b > *a)) a = b;
   };
+  absl::flat_hash_map<int64_t, DelayEstimates::Compute> compute;  // by gpu·models + model
   for (const auto& [at, h] : held_) {
     for (int d = 0; d < kDelayKinds; ++d) larger(planned.delays[d].value, h.delays[d].value);
     larger(planned.timer_tail, h.timer_tail);
+    for (const DelayEstimates::Compute& c : h.compute) {
+      auto [it, added] = compute.emplace(static_cast<int64_t>(c.gpu) * models + c.model, c);
+      it->second.scale = std::max(it->second.scale, c.scale);
+      it->second.excess = std::max(it->second.excess, c.excess);
+    }
   }
+  planned.compute.clear();
+  for (const auto& [key, c] : compute) planned.compute.push_back(c);
   estimates_ = held_.back().second;
   plan_ = PlanDelays(fixed_, planned, spec_.num_gpus(), models, cap_);
   return plan_;

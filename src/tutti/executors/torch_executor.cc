@@ -22,14 +22,20 @@ TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchMode
   warm.get_future().wait();
 }
 
-// libtorch allocates and picks kernels on a thread's first runs: run every
-// model at batch 1 and at its max batch on the worker thread, so that the
-// first requests see the profiled latency.
+// libtorch allocates and picks kernels per input shape on a thread's first
+// runs: run every model at every batch size the scheduler may form (up to
+// its profiles' largest), twice, on the worker thread, so that no request
+// meets a cold shape.
 void TorchExecutor::WarmUp() {
   std::vector<float> out;
   for (const auto& m : models_) {
-    for (int batch : {1, m->config().max_batch_size}) {
-      (void)m->Run(std::vector<float>(batch * m->input_elements()), batch, &out);  // errors show on real batches
+    int largest = 1;
+    for (const auto& [kind, profile] : m->config().profiles) largest = std::max(largest, profile.max_batch());
+    largest = std::min(largest, std::max(1, m->config().max_batch_size));
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int batch = 1; batch <= largest; ++batch) {
+        (void)m->Run(std::vector<float>(batch * m->input_elements()), batch, &out);  // errors show on real batches
+      }
     }
   }
 }

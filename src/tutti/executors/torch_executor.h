@@ -24,7 +24,8 @@ namespace tutti {
 class TorchExecutor final : public Executor {
  public:
   // Takes the loaded models (indexed by ExecBatch::model) and warms them up
-  // on the worker thread before returning. `clock` must outlive the
+  // on the worker thread before returning: every batch size up to their
+  // profiles' largest, so that the executor is ready only when warm. `clock` must outlive the
   // executor. The destructor finishes queued batches first.
   TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models);
   ~TorchExecutor() override;

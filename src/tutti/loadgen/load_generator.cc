@@ -103,10 +103,15 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   Arrival next;
   bool have_next = source->Next(&next);
   auto done_with = [&](int model) { return spec.max_per_model > 0 && sent[model] >= spec.max_per_model; };
+  std::function<void(int)> again;  // closed loop: model m's next request, if the run goes on
   auto send = [&](const Arrival& a) {
     const LoadTarget& t = targets[a.model];
-    const int64_t image = sent[a.model]++ % std::max<int64_t>(1, images.size());
-    lag.Record(std::max<Duration>(0, Since(start) - a.time));
+    int64_t image;
+    {
+      std::lock_guard<std::mutex> lock(mu);  // closed loop: sends come from answer callbacks too
+      image = sent[a.model]++ % std::max<int64_t>(1, images.size());
+      lag.Record(std::max<Duration>(0, Since(start) - a.time));
+    }
     const bool measured = a.time >= spec.warmup;
     const int label = t.images ? images.labels[image] : -1;
     const SteadyClock::time_point sent_at = SteadyClock::now();
@@ -119,6 +124,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     transport->Infer(t, data, ToMillis(spec.slo), [&, model = a.model, measured, label, sent_at](LoadAnswer r) {
       const Duration latency = Since(sent_at);
       const int predicted = Prediction(r);
+      if (spec.concurrency > 0) again(model);  // before this one stops counting as outstanding
       std::lock_guard<std::mutex> lock(mu);
       if (measured) {
         LoadModelResult& m = result.models[model];
@@ -162,7 +168,25 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     if (!have_next) return all_sent.set_value();
     transport->RunAt(start + std::chrono::nanoseconds(next.time), tick);
   };
-  transport->RunAt(start, tick);
+  again = [&](int model) {
+    const Duration now = Since(start);
+    bool stop;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = now >= spec.duration || done_with(model);
+    }
+    if (!stop) send(Arrival{now, model});
+  };
+  if (spec.concurrency > 0) {
+    transport->RunAt(start, [&] {
+      for (int m = 0; m < static_cast<int>(targets.size()); ++m) {
+        for (int i = 0; i < spec.concurrency; ++i) again(m);
+      }
+      all_sent.set_value();
+    });
+  } else {
+    transport->RunAt(start, tick);
+  }
   all_sent.get_future().wait();
   {
     std::unique_lock<std::mutex> lock(mu);
@@ -171,7 +195,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
                                                       ToSeconds(spec.drain_timeout), " s after the last send"));
     }
   }
-  if (spec.max_per_model > 0) {  // a bounded run is measured over the span it took
+  if (spec.max_per_model > 0 || spec.concurrency > 0) {  // measured over the span it took
     result.window = std::max<Duration>(1, Since(start) - spec.warmup);
   }
   for (const LoadModelResult& m : result.models) result.total.Merge(m);

@@ -6,7 +6,7 @@
 // the labels; other models get zeros of their input size.
 //
 // Open loop: a request is sent at its arrival time whether or not earlier
-// ones were answered. Latency runs from that send to the response; how far
+// ones were answered (or, with LoadSpec::concurrency, closed loop). Latency runs from that send to the response; how far
 // the sender fell behind its schedule is reported separately (send lag), so
 // an overloaded generator cannot hide as a fast server.
 #ifndef TUTTI_LOADGEN_LOAD_GENERATOR_H_
@@ -42,6 +42,10 @@ struct LoadSpec {
   LoadProtocol protocol = LoadProtocol::kHttp;
   bool binary = true;                    // HTTP: binary tensor extension (else JSON data)
   int64_t max_per_model = 0;             // stop a model's stream after this many (0: no limit)
+  // Closed loop (perf_analyzer's concurrency mode): keep this many requests
+  // in flight per model, each answer sending the next; the workload's
+  // arrivals are unused. 0: open loop.
+  int concurrency = 0;
   std::string data_dir;                  // Fashion-MNIST; "" for the default
   Duration drain_timeout = 30 * kSecond; // wait this long for the last answers
 };

@@ -34,11 +34,18 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
   auto run = [&](int b) { return ctx.compute.Latency(profile, b); };
   Time d = 0;  // the head's deadline for the computation to finish
   auto fits = [&](int b) { return start(b) + run(b) <= d; };
+  // The typical case: the configured delays, no compute tail.
+  const NetworkDelays& floor = ctx.floor_delays ? *ctx.floor_delays : ctx.delays;
+  auto start_typical = [&](int b) { return std::max(ctx.now + floor.Dispatch(b), ctx.gpu_free); };
+  auto run_typical = [&](int b) { return ctx.compute.Occupancy(profile, b); };
+  auto fits_typical = [&](int b) {
+    return start_typical(b) + run_typical(b) <= queue->front().deadline - floor.resp;
+  };
 
   while (!queue->empty()) {
     d = queue->front().deadline - ctx.delays.resp;
     DropReason reason = DropReason::kDeadline;
-    bool keep = fits(1);
+    bool keep = fits_typical(1);
     if (keep && ctx.drop == DropPolicy::kEarly && kind != BatchPolicyKind::kTimeout) {
       const int window = std::min<int>(spec.EffectiveEarlyDropWindow(), queue->size());
       keep = fits(window);
@@ -63,9 +70,21 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
     return c;
   }
   c.size = LargestFitting(cap, fits);
+  if (c.size == 0) {  // a head that only fits the typical case: at once
+    c.size = LargestFitting(cap, fits_typical);
+    c.exec_at = start_typical(c.size);
+    c.dispatch_at = c.exec_at - floor.Dispatch(c.size);
+    c.latest_dispatch = queue->front().deadline - floor.resp - run_typical(c.size) - floor.Dispatch(c.size);
+    c.priority = c.latest_dispatch;
+    return c;
+  }
   c.exec_at = start(c.size);
   if (kind == BatchPolicyKind::kDeferred && c.size < max_batch) {
-    const Time frontrun = std::min(d - run(c.size + 1) - ctx.frontrun_slack, d - run(1) - ctx.head_guard);
+    const Request& head = queue->front();
+    const Duration objective = head.deadline - head.arrival;
+    const Duration guard =
+        std::max(ctx.head_guard, static_cast<Duration>(ctx.head_guard_share * static_cast<double>(objective)));
+    const Time frontrun = std::min(d - run(c.size + 1) - ctx.frontrun_slack, d - run(1) - guard);
     c.exec_at = std::max(c.exec_at, frontrun);
   }
   c.dispatch_at = c.exec_at - ctx.delays.Dispatch(c.size);

@@ -47,21 +47,32 @@ struct BatchContext {
   Duration frontrun_slack = 0;  // deferred: aim this much before frontrun
   ComputePlan compute;          // how batches run against ℓ(b); exact by default
   Duration head_guard = 0;      // deferred: a timer this late still finds the head able to run alone
+  double head_guard_share = 0;  // deferred: or this share of the head's objective, if more
+  // The configured delays (a DelayPlan's floors). A head is dropped as
+  // hopeless (lazy drop) only if it cannot make its deadline even with
+  // these and the compute plan's occupancy — the typical case, not the
+  // tail; null: with the plan above. See ComputeCandidate.
+  const NetworkDelays* floor_delays = nullptr;
 };
 
 using DropFn = std::function<void(const Request&, DropReason)>;
 
 // Drops hopeless heads of `queue` through `on_drop` — those that cannot meet
-// their deadline even alone, plus, with early drop, those without budget for
-// a full window — then returns the candidate:
+// their deadline even alone in the typical case (floor_delays), plus, with
+// early drop, those without budget for a full window — then returns the
+// candidate:
 //   deferred: B = the largest batch meeting the head's deadline d;
 //             exec = max(start(B), min(d − L(B+1) − slack, d − L(1) − guard))
 //             (frontrun, unless B is the max batch, but early enough for
-//             the head alone after a timer `guard` late); latest = d − L(B)
+//             the head alone after a timer `guard` late; guard at least
+//             head_guard_share of the head's objective); latest = d − L(B)
 //             (Symphony Algorithm 1).
 //   eager:    the same B, exec = start(B): run as soon as a GPU is free.
 //   timeout:  B = min(|Q|, max batch); exec = now if the queue holds a max
 //             batch, else the head's arrival + max_queue_delay; no latest.
+// A head that fits the typical case but not the tail (the plan grew after
+// its batch was planned, or its timer fired late) is not dropped: deferred
+// and eager send the largest batch that fits the typical case at once.
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,
                            const DropFn& on_drop);
 

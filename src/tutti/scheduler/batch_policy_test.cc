@@ -82,11 +82,40 @@ TEST(BatchPolicyTest, TheComputePlanScalesTheProfileAndAddsItsTail) {
   EXPECT_EQ(c.size, 1);
   EXPECT_EQ(c.exec_at, Millis(12 - 11));           // frontrun d − L(2)
   EXPECT_EQ(c.latest_dispatch, Millis(12 - 9.5));  // d − L(1)
-  // Twice as slow, a batch of one no longer fits at all: dropped.
+  // Twice as slow, the head fits only without the tail (2·ℓ(1) = 12 ms):
+  // not dropped, but sent at once.
   ctx.compute = ComputePlan{2, Millis(1)};
+  c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(c.size, 1);
+  EXPECT_EQ(c.exec_at, 0);
+  EXPECT_TRUE(dropped.ids.empty());
+  // 2.5 times as slow it is hopeless: dropped.
+  ctx.compute = ComputePlan{2.5, 0};
   c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
   EXPECT_EQ(c.size, 0);
   EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1}));
+}
+
+TEST(BatchPolicyTest, HeadsThatFitOnlyTheTypicalCaseAreSentAtOnceNotDropped) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q = {At(1, 0, m), At(2, 0, m)};
+  Dropped dropped;
+  const NetworkDelays floors;             // configured: none
+  NetworkDelays measured{0, 0, Millis(2)};  // the tail grew: 2 ms of response
+  BatchContext ctx{Millis(5), Millis(5), &m, measured, DropPolicy::kLazy};
+  ctx.floor_delays = &floors;
+  // At 5 ms ℓ(1) + 2 ms no longer fits the 12 ms deadline; ℓ(2) = 7 ms does
+  // without the response tail.
+  Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_TRUE(dropped.ids.empty());
+  EXPECT_EQ(c.size, 2);
+  EXPECT_EQ(c.exec_at, Millis(5));
+  EXPECT_EQ(c.latest_dispatch, Millis(5));
+  // Past ℓ(1) before the deadline, hopeless: dropped.
+  ctx.now = ctx.gpu_free = Millis(6.5);
+  c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
+  EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1, 2}));
+  EXPECT_EQ(c.size, 0);
 }
 
 TEST(BatchPolicyTest, EagerRunsWhateverFitsNow) {

@@ -41,8 +41,10 @@ void CandidateScheduler::Submit(const Request& request) {
 }
 
 Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
-  const BatchContext ctx{now, gpu_free, &spec_.models[m], plan_.network, options_.drop, plan_.frontrun_slack,
-                         worst_[m], plan_.head_guard};
+  BatchContext ctx{now, gpu_free, &spec_.models[m], plan_.network, options_.drop, plan_.frontrun_slack, worst_[m],
+                   plan_.head_guard};
+  ctx.head_guard_share = options_.head_guard_share;
+  ctx.floor_delays = &spec_.delays;
   return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
     --queued_;
     listener_->OnDrop(r, why);

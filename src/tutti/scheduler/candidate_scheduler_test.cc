@@ -122,10 +122,15 @@ TEST(CandidateSchedulerTest, OccupiesEachGpuByItsComputePlanAndPlansDeadlinesWit
   EXPECT_EQ(rec.batches[1].latency, Millis(6));
   for (const Batch& b : rec.batches) EXPECT_LE(b.exec_at + b.latency, Millis(12) - plan.network.resp);
   // Deadlines are planned with the slowest GPU of the sub-cluster: 9 ms + 1
-  // ms of response do not fit a 9.5 ms objective, even where GPU 2 is free.
+  // ms of response do not fit a 9.5 ms objective; without the response
+  // (none configured) 9 ms do, so it goes at once, to GPU 2.
   s->Submit({3, 0, 0, Millis(9.5)});
-  EXPECT_EQ(rec.batches.size(), 2u);
-  EXPECT_EQ(rec.DroppedIds(), (std::vector<RequestId>{3}));
+  ASSERT_EQ(rec.batches.size(), 3u);
+  EXPECT_EQ(rec.batches[2].gpu, 2);
+  // 8.9 ms is hopeless even so: dropped.
+  s->Submit({4, 0, 0, Millis(8.9)});
+  EXPECT_EQ(rec.batches.size(), 3u);
+  EXPECT_EQ(rec.DroppedIds(), (std::vector<RequestId>{4}));
 }
 
 TEST(CandidateSchedulerTest, TimeoutDispatchesAfterTheQueueDelay) {

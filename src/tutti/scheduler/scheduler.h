@@ -72,6 +72,12 @@ struct SchedulerOptions {
   // latency; the server sets a margin, the simulator (exact timers) needs none.
   // The initial plan's; SetDelayPlan replaces it.
   Duration frontrun_slack = 0;
+  // `deferred` only: a batch is dispatched early enough for its head alone
+  // to finish this share of its objective before its deadline (or the delay
+  // plan's head guard, if more). Holding a lone request to the last moment
+  // gains no batch and stakes it on every late timer, machine stall and
+  // slow client; the share costs batch size only where batches are small.
+  double head_guard_share = 0;
   // `deferred`, `eager`, `timeout`: a GPU takes new work only once every batch
   // it was given has been reported done (OnBatchDone), as in a pull-based
   // single queue, so that an instance running slower than its profile is not

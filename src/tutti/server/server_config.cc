@@ -103,6 +103,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
   TUTTI_ASSIGN_OR_RETURN(auto drop, r.OptionalScalar<std::string>("drop", "a string"));
   TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
@@ -142,6 +143,8 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (drop) c.scheduler.drop = *drop == "early" ? DropPolicy::kEarly : DropPolicy::kLazy;
   if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
   if (slack) c.scheduler.frontrun_slack = Millis(*slack);
+  if (guard_share && !(*guard_share >= 0 && *guard_share < 1)) return Invalid("head_guard_share", "must be in [0, 1)");
+  if (guard_share) c.scheduler.head_guard_share = *guard_share;
   if (objective && !(*objective > 0)) return Invalid("default_objective_ms", "must be positive");
   if (objective) c.default_objective = Millis(*objective);
   if (threads && *threads < 1) return Invalid("torch_threads", "must be at least 1");

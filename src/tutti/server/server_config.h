@@ -4,6 +4,8 @@
 //   policy: deferred                 # deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
 //   frontrun_slack_ms: 2             # timer margin for `deferred` (a floor: see delay_model)
+//   head_guard_share: 0.1            # `deferred`: a lone head ends this share of its objective
+//                                    # early (see SchedulerOptions)
 //   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
 //                                    # delays the scheduler plans with (Symphony
 //                                    # appendix D): to the executor, and from a
@@ -69,7 +71,7 @@ struct CodingConfig {
 
 struct ServerConfig {
   std::string policy = "deferred";
-  SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond};
+  SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1};
   NetworkDelays network;
   DelayModelOptions delays;
   Duration default_objective = 100 * kMillisecond;
