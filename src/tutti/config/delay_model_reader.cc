@@ -1,8 +1,65 @@
 #include "tutti/config/delay_model_reader.h"
 
+#include <map>
+
+#include "absl/strings/numbers.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
+namespace {
+
+absl::StatusOr<DelayDistribution> ReadDistribution(const YAML::Node& node, const std::string& field) {
+  constexpr absl::string_view kForms =
+      "expected one of {constant: US}, {uniform: [LO, HI]}, {exponential: MEAN}, {lognormal: {median: M, p999: P}}, "
+      "{quantiles: {Q: US, …, 1: US}}";
+  if (!node.IsMap() || node.size() != 1) return Invalid(field, kForms);
+  const std::string form = node.begin()->first.as<std::string>();
+  const YAML::Node v = node.begin()->second;
+  const std::string where = absl::StrCat(field, ".", form);
+  auto number = [&](const YAML::Node& n, const std::string& at) -> absl::StatusOr<double> {
+    double x = 0;
+    if (!n.IsScalar() || !absl::SimpleAtod(n.Scalar(), &x) || !(x >= 0)) {
+      return Invalid(at, "expected a non-negative number of microseconds");
+    }
+    return x;
+  };
+  absl::StatusOr<DelayDistribution> d = absl::InvalidArgumentError("");
+  if (form == "constant") {
+    TUTTI_ASSIGN_OR_RETURN(double us, number(v, where));
+    return DelayDistribution::Constant(Micros(us));
+  } else if (form == "uniform") {
+    if (!v.IsSequence() || v.size() != 2) return Invalid(where, "expected [LOW, HIGH]");
+    TUTTI_ASSIGN_OR_RETURN(double lo, number(v[0], where));
+    TUTTI_ASSIGN_OR_RETURN(double hi, number(v[1], where));
+    d = DelayDistribution::Uniform(Micros(lo), Micros(hi));
+  } else if (form == "exponential") {
+    TUTTI_ASSIGN_OR_RETURN(double mean, number(v, where));
+    d = DelayDistribution::Exponential(Micros(mean));
+  } else if (form == "lognormal") {
+    MapReader r(v, where);
+    TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(double median, r.RequireScalar<double>("median", "a number of microseconds"));
+    TUTTI_ASSIGN_OR_RETURN(double p999, r.RequireScalar<double>("p999", "a number of microseconds"));
+    TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+    d = DelayDistribution::LogNormal(Micros(median), Micros(p999));
+  } else if (form == "quantiles") {
+    if (!v.IsMap()) return Invalid(where, "expected {QUANTILE: US, …}");
+    std::map<double, Duration> points;
+    for (const auto& kv : v) {
+      double q = 0;
+      if (!absl::SimpleAtod(kv.first.Scalar(), &q)) return Invalid(where, "quantiles must be numbers in (0, 1]");
+      TUTTI_ASSIGN_OR_RETURN(double us, number(kv.second, where));
+      points[q] = Micros(us);
+    }
+    d = DelayDistribution::FromQuantiles(std::move(points));
+  } else {
+    return Invalid(field, absl::StrCat("unknown distribution '", form, "'; ", kForms));
+  }
+  if (!d.ok()) return Invalid(where, d.status().message());
+  return d;
+}
+
+}  // namespace
 
 absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, const std::string& field) {
   MapReader r(node, field);
@@ -39,6 +96,35 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
     return Invalid(r.FieldPath("window_s"), "may hold at most 1000 refresh periods (raise refresh_ms)");
   }
   return o;
+}
+
+absl::StatusOr<DelayInjection> ReadDelayInjection(const YAML::Node& node, const std::string& field) {
+  MapReader r(node, field);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  DelayInjection inject;
+  TUTTI_ASSIGN_OR_RETURN(auto seed, r.OptionalScalar<uint64_t>("seed", "an integer"));
+  inject.seed = seed.value_or(1);
+  for (auto [key, out] : {std::pair<const char*, std::optional<DelayDistribution>*>{"dispatch_us", &inject.dispatch},
+                          {"response_us", &inject.response},
+                          {"timer_us", &inject.timer}}) {
+    if (YAML::Node d = r.Get(key); d.IsDefined()) {
+      TUTTI_ASSIGN_OR_RETURN(*out, ReadDistribution(d, r.FieldPath(key)));
+    }
+  }
+  if (YAML::Node scales = r.Get("compute_scale"); scales.IsDefined()) {
+    if (!scales.IsMap()) return Invalid(r.FieldPath("compute_scale"), "expected {GPU: FACTOR, …}");
+    for (const auto& kv : scales) {
+      int gpu = -1;
+      double factor = 0;
+      if (!absl::SimpleAtoi(kv.first.Scalar(), &gpu) || gpu < 0 || !kv.second.IsScalar() ||
+          !absl::SimpleAtod(kv.second.Scalar(), &factor) || !(factor > 0)) {
+        return Invalid(r.FieldPath("compute_scale"), "expected GPU ids mapped to positive factors");
+      }
+      inject.compute_scale[gpu] = factor;
+    }
+  }
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  return inject;
 }
 
 }  // namespace tutti

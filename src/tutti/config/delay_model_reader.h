@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/config/yaml_map_reader.h"
+#include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
 
 namespace tutti {
@@ -24,6 +25,22 @@ namespace tutti {
 // The options at `node` (absent fields keep their defaults). InvalidArgument
 // naming `field` for a non-mapping, an unknown field or a value out of range.
 absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, const std::string& field);
+
+// What a simulated cluster adds (delays/delay_injection.h), all in
+// microseconds:
+//
+//   inject:
+//     seed: 1
+//     dispatch_us: {constant: 50}
+//     response_us: {lognormal: {median: 400, p999: 3000}}
+//     timer_us: {uniform: [50, 300]}
+//     compute_scale: {3: 1.2}        # GPU 3 runs 1.2 times its profile
+//
+// A distribution is one of {constant: X}, {uniform: [LO, HI]},
+// {exponential: MEAN}, {lognormal: {median: M, p999: P}} or
+// {quantiles: {0.5: A, 0.99: B, 1: C}} (a server's measured quantiles, as
+// /v2/models/{m}/stats shows them).
+absl::StatusOr<DelayInjection> ReadDelayInjection(const YAML::Node& node, const std::string& field);
 
 }  // namespace tutti
 

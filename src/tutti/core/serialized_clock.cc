@@ -1,5 +1,6 @@
 #include "tutti/core/serialized_clock.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace tutti {
@@ -16,11 +17,13 @@ void SerializedClock::Close(std::unique_lock<std::mutex>& lock) {
 }
 
 TimerId SerializedClock::ScheduleAt(Time when, Callback callback) {
-  return base_->ScheduleAt(when, [gate = gate_, when, cb = std::move(callback)] {
+  // A timer set in the past is due now, not late.
+  const Time due = gate_->on_fire ? std::max(when, base_->Now()) : when;
+  return base_->ScheduleAt(when, [gate = gate_, due, cb = std::move(callback)] {
     {
       std::lock_guard<std::mutex> lock(gate->mu);
       if (!gate->open) return;
-      if (gate->on_fire) gate->on_fire(when);
+      if (gate->on_fire) gate->on_fire(due);
       cb();
       if (!gate->after) return;
       ++gate->in_after;

@@ -5,8 +5,9 @@
 //
 // After a callback has run (and the mutex is released), `after` is called,
 // unlocked: the owner's hook to act on work the callback queued. Before a
-// callback runs, `on_fire(when)` is called under the mutex with the instant
-// the timer was due: the owner's hook to measure how late its timers run.
+// callback runs, `on_fire(due)` is called under the mutex with the instant
+// the timer was due (its time, or when it was set if that was later): the
+// owner's hook to measure how late its timers run.
 //
 // Closing the gate (Close(), under the mutex) turns timers that fire later
 // into no-ops and waits for callbacks in their unlocked `after` part, so the

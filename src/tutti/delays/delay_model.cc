@@ -60,7 +60,7 @@ DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, in
   if (!estimates.compute.empty()) {
     plan.compute.assign(static_cast<size_t>(gpus) * models, ComputePlan{});
     for (const DelayEstimates::Compute& c : estimates.compute) {
-      plan.compute[static_cast<size_t>(c.gpu) * models + c.model] = {c.scale, c.excess};
+      plan.compute[static_cast<size_t>(c.gpu) * models + c.model] = {c.scale, c.tail_scale, c.late_start};
     }
   }
   return plan;
@@ -96,10 +96,9 @@ void DelayModel::RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Tim
   const int64_t ratio = std::llround(static_cast<double>(finished - started) / static_cast<double>(l) *
                                      static_cast<double>(kRatioOne));
   std::lock_guard<std::mutex> lock(mu_);
-  const ComputePlan& now = plan_.Compute(gpu, model, static_cast<int>(spec_.models.size()));
   ComputeStats& stats = StatsFor(gpu, model);
   stats.ratio.Record(finished, ratio);
-  stats.excess.Record(finished, (finished - ready) - now.Occupancy(profile, size));
+  stats.late_start.Record(finished, started - ready);
 }
 
 DelayPlan DelayModel::Refresh(Time t) {
@@ -120,7 +119,7 @@ DelayPlan DelayModel::Refresh(Time t) {
   const int models = static_cast<int>(spec_.models.size());
   for (auto& [key, stats] : compute_) {
     stats->ratio.Advance(t);
-    stats->excess.Advance(t);
+    stats->late_start.Advance(t);
     if (stats->ratio.count() == 0) continue;
     DelayEstimates::Compute c;
     c.gpu = static_cast<GpuId>(key / models);
@@ -128,7 +127,9 @@ DelayPlan DelayModel::Refresh(Time t) {
     c.batches = stats->ratio.count();
     c.ratio = static_cast<double>(*stats->ratio.Quantile(0.5)) / static_cast<double>(kRatioOne);
     c.scale = std::abs(c.ratio - 1) <= kScaleDeadBand ? 1 : c.ratio;
-    c.excess = std::max<Duration>(0, at(stats->excess, options_.quantile).value_or(0));
+    c.tail_scale = std::max(c.scale, static_cast<double>(*at(stats->ratio, options_.quantile)) / kRatioOne);
+    if (std::abs(c.tail_scale - 1) <= kScaleDeadBand) c.tail_scale = 1;
+    c.late_start = std::max<Duration>(0, at(stats->late_start, options_.quantile).value_or(0));
     e.compute.push_back(c);
   }
   std::sort(e.compute.begin(), e.compute.end(), [](const auto& a, const auto& b) {
@@ -148,7 +149,8 @@ DelayPlan DelayModel::Refresh(Time t) {
     for (const DelayEstimates::Compute& c : h.compute) {
       auto [it, added] = compute.emplace(static_cast<int64_t>(c.gpu) * models + c.model, c);
       it->second.scale = std::max(it->second.scale, c.scale);
-      it->second.excess = std::max(it->second.excess, c.excess);
+      it->second.tail_scale = std::max(it->second.tail_scale, c.tail_scale);
+      it->second.late_start = std::max(it->second.late_start, c.late_start);
     }
   }
   planned.compute.clear();

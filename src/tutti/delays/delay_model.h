@@ -14,9 +14,9 @@
 //              outputs' trip to the frontend and its write)
 //   timer      how late the scheduler's own timers fire
 //   compute    per GPU and model: how long real batches run against the
-//              profile's ℓ(b) (the median ratio: a drifting profile), and
-//              how far past scale·ℓ(b) they end, counted from when they
-//              could start (the tail: late starts and jitter)
+//              profile's ℓ(b) — the median ratio (a drifting profile) and
+//              a high quantile of it (jitter) — and how late they start
+//              after they could (the executor's own wake-up)
 //
 // Executors, transports and the scheduler's clock only report samples
 // here; the owner of the scheduler (the serving core, the distributed
@@ -100,9 +100,10 @@ struct DelayEstimates {
     GpuId gpu = 0;
     ModelId model = 0;
     int64_t batches = 0;
-    double ratio = 1;   // median of real / profiled compute time
-    double scale = 1;   // what the plan uses: the ratio, or 1 within 5% of it
-    Duration excess = 0;
+    double ratio = 1;       // median of real / profiled compute time
+    double scale = 1;       // what the plan uses: the ratio, or 1 within 5% of it
+    double tail_scale = 1;  // the ratio at the quantile (at least `scale`)
+    Duration late_start = 0;  // started − could have, at the quantile
   };
   std::vector<Compute> compute;  // the (GPU, model) pairs that ran batches in the window
 
@@ -152,8 +153,8 @@ class DelayModel {
 
  private:
   struct ComputeStats {
-    WindowedQuantile ratio;   // real / profiled compute, ×kRatioOne
-    WindowedQuantile excess;  // ns past scale·ℓ(b), from ready
+    WindowedQuantile ratio;       // real / profiled compute, ×kRatioOne
+    WindowedQuantile late_start;  // ns from ready to started
   };
   void Tick();
   ComputeStats& StatsFor(GpuId gpu, ModelId model);  // REQUIRES: mu_ held

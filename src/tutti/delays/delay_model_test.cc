@@ -77,10 +77,10 @@ TEST(DelayModelTest, TheCapIsAShareOfTheSmallestObjective) {
 
 TEST(PlanDelaysTest, ComputePlansGoToTheirGpuAndModel) {
   DelayEstimates e;
-  e.compute.push_back({1, 0, 10, 1.2, 1.2, Millis(2)});
+  e.compute.push_back({1, 0, 10, 1.2, 1.2, 1.5, Millis(2)});
   const DelayPlan plan = PlanDelays(Fixed(), e, 2, 2);
   ASSERT_EQ(plan.compute.size(), 4u);
-  EXPECT_EQ(plan.Compute(1, 0, 2), (ComputePlan{1.2, Millis(2)}));
+  EXPECT_EQ(plan.Compute(1, 0, 2), (ComputePlan{1.2, 1.5, Millis(2)}));
   EXPECT_EQ(plan.Compute(0, 0, 2), ComputePlan{});
   EXPECT_EQ(plan.Compute(1, 1, 2), ComputePlan{});
 }
@@ -159,17 +159,21 @@ TEST(DelayModelTest, AnExecutorTwentyPercentSlowIsPlannedTwentyPercentSlower) {
   EXPECT_EQ(plan.Compute(0, 1, 2), ComputePlan{});  // never ran: as profiled
 }
 
-TEST(DelayModelTest, LateStartsAndJitterBecomeTheExcess) {
+TEST(DelayModelTest, LateStartsAndJitterBecomeTheTail) {
   DelayModel model(Spec(), Options(), Fixed());
   Time t = 0;
   for (int i = 0; i < 100; ++i) {
     const Duration late_start = i % 20 == 3 ? Millis(4) : Micros(100);  // 5% start 4 ms late
-    model.RecordBatch(0, 1, 4, t, t + late_start, t + late_start + Millis(9));  // ℓ(4) = 9 ms
-    t += Millis(10);
+    const Duration run = i % 20 == 7 ? Millis(18) : Millis(9);         // 5% run twice as long; ℓ(4) = 9 ms
+    model.RecordBatch(0, 1, 4, t, t + late_start, t + late_start + run);
+    t += Millis(20);
   }
-  const ComputePlan c = model.Refresh(Seconds(1)).Compute(0, 1, 2);
-  EXPECT_EQ(c.scale, 1);
-  EXPECT_EQ(c.excess, Millis(4));
+  const ComputePlan c = model.Refresh(Seconds(2)).Compute(0, 1, 2);
+  EXPECT_EQ(c.scale, 1);       // typically as profiled
+  EXPECT_EQ(c.tail_scale, 2);  // the tail
+  EXPECT_EQ(c.late_start, Millis(4));
+  EXPECT_EQ(c.Occupancy(Spec().models[1].profile, 4), Millis(9));
+  EXPECT_EQ(c.Latency(Spec().models[1].profile, 4), Millis(22));
 }
 
 TEST(DelayModelTest, StartRefreshesOnItsClockAndAppliesOnlyChangedPlans) {

@@ -32,8 +32,9 @@ std::string DelayStatsJson(const DelayReport& r, ModelId model) {
                                             : R"("timer_tail":null)");
   for (const DelayEstimates::Compute& c : r.estimates.compute) {
     if (c.model != model) continue;
-    compute.push_back(absl::StrFormat(R"({"executor":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"excess_us":%.1f})",
-                                      c.gpu, c.batches, c.ratio, c.scale, ToMicros(c.excess)));
+    compute.push_back(absl::StrFormat(
+        R"({"executor":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"tail_scale":%.4f,"late_start_us":%.1f})", c.gpu,
+        c.batches, c.ratio, c.scale, c.tail_scale, ToMicros(c.late_start)));
   }
   return absl::StrFormat(R"({"measured":%s,"quantile":%g,"window_s":%g,"planned_us":{%s},"measured_us":{%s},)"
                          R"("compute":[%s]})",
@@ -74,18 +75,22 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
   std::string scale =
       "# HELP tutti_compute_scale The profile scale the scheduler plans with (1 within 5% of the ratio).\n"
       "# TYPE tutti_compute_scale gauge\n";
-  std::string excess =
-      "# HELP tutti_compute_excess_seconds How far batches end past scale*l(b) from when they could start, at the "
-      "planning quantile.\n# TYPE tutti_compute_excess_seconds gauge\n";
+  std::string tail =
+      "# HELP tutti_compute_tail_scale The profile scale deadlines are planned with (the ratio at the planning "
+      "quantile).\n# TYPE tutti_compute_tail_scale gauge\n";
+  std::string late =
+      "# HELP tutti_compute_late_start_seconds How late batches start after they could, at the planning quantile.\n"
+      "# TYPE tutti_compute_late_start_seconds gauge\n";
   for (const DelayEstimates::Compute& c : r.estimates.compute) {
     const std::string labels = absl::StrFormat(R"(executor="%d",model="%s")", c.gpu,
                                                c.model < static_cast<ModelId>(model_names.size()) ? model_names[c.model]
                                                                                                    : "?");
     absl::StrAppendFormat(&ratio, "tutti_compute_ratio{%s} %.6f\n", labels, c.ratio);
     absl::StrAppendFormat(&scale, "tutti_compute_scale{%s} %.6f\n", labels, c.scale);
-    absl::StrAppendFormat(&excess, "tutti_compute_excess_seconds{%s} %.9f\n", labels, ToSeconds(c.excess));
+    absl::StrAppendFormat(&tail, "tutti_compute_tail_scale{%s} %.6f\n", labels, c.tail_scale);
+    absl::StrAppendFormat(&late, "tutti_compute_late_start_seconds{%s} %.9f\n", labels, ToSeconds(c.late_start));
   }
-  return out + samples + ratio + scale + excess;
+  return out + samples + ratio + scale + tail + late;
 }
 
 }  // namespace tutti

@@ -14,13 +14,14 @@
 namespace tutti {
 
 // {"quantile", "window_s", "planned_us": {…}, "measured_us": {…},
-// "compute": [{"executor", "batches", "ratio", "scale", "excess_us"}]}
+// "compute": [{"executor", "batches", "ratio", "scale", "tail_scale", "late_start_us"}]}
 // with the compute entries of `model` only.
 std::string DelayStatsJson(const DelayReport& report, ModelId model);
 
 // Prometheus text: tutti_planned_delay_seconds, tutti_measured_delay_seconds,
 // tutti_measured_delay_samples, and per executor and model
-// tutti_compute_ratio, tutti_compute_scale, tutti_compute_excess_seconds.
+// tutti_compute_ratio, tutti_compute_scale, tutti_compute_tail_scale,
+// tutti_compute_late_start_seconds.
 // `model_names[m]` labels model m.
 std::string DelayPrometheusText(const DelayReport& report, const std::vector<std::string>& model_names);
 

@@ -77,20 +77,20 @@ TEST(BatchPolicyTest, TheComputePlanScalesTheProfileAndAddsItsTail) {
   RequestQueue q = {At(1, 0, m)};
   Dropped dropped;
   // L(b) = 1.5·(b + 5) + 0.5: L(1) = 9.5 ms, L(2) = 11 ms.
-  BatchContext ctx{0, 0, &m, {}, DropPolicy::kLazy, 0, ComputePlan{1.5, Millis(0.5)}};
+  BatchContext ctx{0, 0, &m, {}, DropPolicy::kLazy, 0, ComputePlan{1.5, 1.5, Millis(0.5)}};
   Candidate c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
   EXPECT_EQ(c.size, 1);
   EXPECT_EQ(c.exec_at, Millis(12 - 11));           // frontrun d − L(2)
   EXPECT_EQ(c.latest_dispatch, Millis(12 - 9.5));  // d − L(1)
   // Twice as slow, the head fits only without the tail (2·ℓ(1) = 12 ms):
   // not dropped, but sent at once.
-  ctx.compute = ComputePlan{2, Millis(1)};
+  ctx.compute = ComputePlan{2, 2, Millis(1)};
   c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
   EXPECT_EQ(c.size, 1);
   EXPECT_EQ(c.exec_at, 0);
   EXPECT_TRUE(dropped.ids.empty());
   // 2.5 times as slow it is hopeless: dropped.
-  ctx.compute = ComputePlan{2.5, 0};
+  ctx.compute = ComputePlan{2.5, 2.5, 0};
   c = ComputeCandidate(BatchPolicyKind::kDeferred, &q, ctx, dropped.Fn());
   EXPECT_EQ(c.size, 0);
   EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1}));

@@ -110,7 +110,7 @@ TEST(CandidateSchedulerTest, OccupiesEachGpuByItsComputePlanAndPlansDeadlinesWit
   DelayPlan plan;
   plan.network.resp = Millis(1);
   plan.compute.assign(3, ComputePlan{});
-  plan.compute[0] = {1.5, 0};  // GPU 0 runs the model 1.5× slow
+  plan.compute[0] = {1.5, 1.5, 0};  // GPU 0 runs the model 1.5× slow
   s->SetDelayPlan(plan);
   s->Submit({1, 0, 0, Millis(12)});
   ASSERT_EQ(rec.batches.size(), 1u);

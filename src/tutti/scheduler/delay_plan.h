@@ -21,24 +21,30 @@
 namespace tutti {
 
 // How one model runs on one GPU: a batch of b occupies the GPU for
-// scale·ℓ(b) and is done, counting from when it could start, within
-// scale·ℓ(b) + excess (the tail: late starts, compute jitter).
+// scale·ℓ(b) (its typical run), and is done, counting from when it could
+// start, within tail_scale·ℓ(b) + late_start (the tail: compute jitter and
+// late starts).
 struct ComputePlan {
   double scale = 1;
-  Duration excess = 0;
+  double tail_scale = 1;
+  Duration late_start = 0;
 
   // What the GPU is planned to be busy with: scale·ℓ(b).
-  Duration Occupancy(const LatencyProfile& profile, int b) const {
-    const Duration l = profile.Latency(b);
-    return scale == 1 ? l : static_cast<Duration>(std::llround(scale * static_cast<double>(l)));
+  Duration Occupancy(const LatencyProfile& profile, int b) const { return Scaled(scale, profile.Latency(b)); }
+  // What a deadline must allow for: max(scale, tail_scale)·ℓ(b) + late_start.
+  Duration Latency(const LatencyProfile& profile, int b) const {
+    return Scaled(std::max(scale, tail_scale), profile.Latency(b)) + late_start;
   }
-  // What a deadline must allow for: scale·ℓ(b) + excess.
-  Duration Latency(const LatencyProfile& profile, int b) const { return Occupancy(profile, b) + excess; }
   // The worse of two plans in each part (a batch whose GPU is not chosen yet).
   static ComputePlan Worst(const ComputePlan& a, const ComputePlan& b) {
-    return {std::max(a.scale, b.scale), std::max(a.excess, b.excess)};
+    return {std::max(a.scale, b.scale), std::max(a.tail_scale, b.tail_scale), std::max(a.late_start, b.late_start)};
   }
   bool operator==(const ComputePlan&) const = default;
+
+ private:
+  static Duration Scaled(double s, Duration l) {
+    return s == 1 ? l : static_cast<Duration>(std::llround(s * static_cast<double>(l)));
+  }
 };
 
 struct DelayPlan {

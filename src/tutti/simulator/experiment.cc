@@ -4,6 +4,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tutti/config/delay_model_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
@@ -137,6 +138,21 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.cluster.delays, ReadNetworkDelays(net, "network_us"));
+  }
+  TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
+  if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
+  if (slack) c.options.frontrun_slack = Millis(*slack);
+  TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
+  if (guard_share && !(*guard_share >= 0 && *guard_share < 1)) return Invalid("head_guard_share", "must be in [0, 1)");
+  if (guard_share) c.options.head_guard_share = *guard_share;
+  if (YAML::Node d = r.Get("delay_model"); d.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.delay_model, ReadDelayModelOptions(d, "delay_model"));
+  }
+  if (YAML::Node inject = r.Get("inject"); inject.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.inject, ReadDelayInjection(inject, "inject"));
+    for (const auto& [gpu, factor] : c.inject.compute_scale) {
+      if (gpu >= gpus) return Invalid("inject.compute_scale", absl::StrCat("no GPU ", gpu, " (the cluster has ", gpus, ")"));
+    }
   }
   TUTTI_ASSIGN_OR_RETURN(YAML::Node models, r.Require("models"));
   if (!models.IsSequence()) return Invalid("models", "expected a list");

@@ -9,6 +9,11 @@
 //   drop: lazy              # lazy | early
 //   jitter: 0.0             # relative execution-time jitter
 //   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
+//   frontrun_slack_ms: 0    # `deferred`: dispatch this much before frontrun
+//   head_guard_share: 0     # `deferred`: a lone head ends this share of its objective early
+//   inject:                 # delays the emulated cluster adds (config/delay_model_reader.h)
+//     response_us: {lognormal: {median: 400, p999: 3000}}
+//   delay_model: {quantile: 0.999}   # the scheduler plans with measured delays, as `tutti serve`
 //   timeout_delays_ms: [0.5, 1, 2, 4]   # `timeout` is reported at its best delay
 //   early_drop_windows: [8, 12, 16]     # "+early" policies: at their best window
 //   paper_goodput: {Symphony: 5264}     # printed beside the results

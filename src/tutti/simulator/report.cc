@@ -52,6 +52,13 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
     out << absl::StrFormat("autoscaling advice: %d GPU(s) could be released (idle %.1f%%)\n",
                            r.advice.remove, 100 * r.IdleFraction());
   }
+  const DelayPlan& p = r.final_plan;
+  if (!(p == DelayPlan{})) {
+    out << absl::StrFormat("planned delays at the end: dispatch %.1f us, response %.1f us, frontrun slack %.1f us, "
+                           "head guard %.1f us\n",
+                           ToMicros(p.network.ctrl), ToMicros(p.network.resp), ToMicros(p.frontrun_slack),
+                           ToMicros(p.head_guard));
+  }
 }
 
 void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {

@@ -4,6 +4,8 @@
 #include <random>
 
 #include "tutti/core/manual_clock.h"
+#include "tutti/delays/delay_injection.h"
+#include "tutti/delays/delay_model.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -13,9 +15,11 @@ namespace {
 // turns them into measurements.
 class Cluster final : public SchedulerListener {
  public:
-  Cluster(const SimConfig& config, SimResult* result)
+  Cluster(const SimConfig& config, SimResult* result, Clock* clock, DelayModel* delays)
       : config_(config),
         result_(result),
+        clock_(clock),
+        delays_(delays),
         busy_until_(config.cluster.num_gpus(), 0),
         used_(config.cluster.num_gpus(), false),
         jitter_rng_(config.seed * 31 + 17) {
@@ -30,27 +34,46 @@ class Cluster final : public SchedulerListener {
 
   bool Measured(const Request& r) const { return r.arrival >= config_.warmup; }
 
+  // Everything about a batch is known at its dispatch: its delays are drawn
+  // (keyed, so the draws match a served run's) and the measurements are
+  // recorded stamped with the instants they will happen at.
   void OnDispatch(Batch batch) override {
     used_[batch.gpu] = true;
+    const DelayInjection& inject = config_.inject;
+    const Time decided = clock_->Now();
+    const Time received =
+        decided + inject.Sample(inject.dispatch, kDispatchStream,
+                                static_cast<uint64_t>(decided) * 4096 + static_cast<uint64_t>(batch.gpu));
     Time& busy_until = busy_until_[batch.gpu];
-    const Time start = std::max(batch.exec_at, busy_until);
+    const Time start = std::max({received, batch.exec_at, busy_until});
     if (start > batch.exec_at) ++result_->delayed_starts;
-    Duration run = batch.latency;
+    const ModelSpec& spec = config_.cluster.models[batch.model];
+    const int size = static_cast<int>(batch.requests.size());
+    Duration run = spec.profile.Latency(size);
+    if (const double scale = inject.ScaleOf(batch.gpu); scale != 1) {
+      run = static_cast<Duration>(std::llround(scale * static_cast<double>(run)));
+    }
     if (config_.jitter > 0) {
       std::uniform_real_distribution<double> u(-config_.jitter, config_.jitter);
       run = std::max<Duration>(1, static_cast<Duration>(static_cast<double>(run) * (1 + u(jitter_rng_))));
     }
     const Time end = start + run;
     busy_until = end;
+    delays_->Record(Delay::kDispatch, received, received - decided);
+    delays_->RecordBatch(batch.gpu, batch.model, size, start, start, end);
     const Time lo = std::max<Time>(start, config_.warmup), hi = std::min<Time>(end, config_.duration);
     if (hi > lo) result_->gpu_busy[batch.gpu] += hi - lo;
     if (config_.record_timeline) {
-      result_->timeline.push_back({batch.gpu, batch.model, start, end, static_cast<int>(batch.requests.size())});
+      result_->timeline.push_back({batch.gpu, batch.model, start, end, size, decided, batch.exec_at});
     }
     ModelMetrics& mm = result_->models[batch.model];
     bool measured_batch = false;
-    const Time response = end + config_.cluster.delays.resp;
     for (const Request& r : batch.requests) {
+      // The answer's response delay: injected, or the spec's network delay.
+      const Time response = end + (inject.response ? inject.Sample(inject.response, kResponseStream,
+                                                                   static_cast<uint64_t>(r.arrival))
+                                                   : config_.cluster.delays.resp);
+      delays_->Record(Delay::kResponse, response, response - end);
       if (!Measured(r)) continue;
       measured_batch = true;
       mm.latency.Record(response - r.arrival);
@@ -69,6 +92,8 @@ class Cluster final : public SchedulerListener {
  private:
   const SimConfig& config_;
   SimResult* result_;
+  Clock* const clock_;
+  DelayModel* const delays_;
   std::vector<Time> busy_until_;
   std::vector<bool> used_;
   std::mt19937_64 jitter_rng_;
@@ -96,9 +121,17 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   result.policy = config.policy;
   result.window = config.duration - config.warmup;
   ManualClock clock;
-  Cluster cluster(config, &result);
+  DelayModel delays(config.cluster, config.delay_model,
+                    DelayPlan{config.cluster.delays, config.options.frontrun_slack, {}});
+  // The scheduler's clock: late timers when injected; their lateness is
+  // measured, as the serving core measures its clock's.
+  LateTimerClock late(&clock, &config.inject,
+                      [&](Duration d) { delays.Record(Delay::kTimer, clock.Now(), d); });
+  Clock* scheduler_clock = config.inject.timer || config.delay_model.measure ? static_cast<Clock*>(&late) : &clock;
+  Cluster cluster(config, &result, scheduler_clock, &delays);
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
-                         CreateScheduler(config.policy, config.cluster, config.options, &clock, &cluster));
+                         CreateScheduler(config.policy, config.cluster, config.options, scheduler_clock, &cluster));
+  delays.Start(scheduler_clock, [&](const DelayPlan& plan) { scheduler->SetDelayPlan(plan); });
   const int num_models = static_cast<int>(config.cluster.models.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(config.workload, num_models, config.duration, config.seed));
@@ -112,6 +145,8 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   }
   while (scheduler->queued() > 0 && clock.RunNextTimer()) {
   }
+  delays.Stop();
+  result.final_plan = delays.plan();
   for (const ModelMetrics& m : result.models) result.total.Merge(m);
   result.total.name = "total";
   result.gpus_used = cluster.GpusUsed();

@@ -1,6 +1,15 @@
 // The discrete-event cluster simulator: drives the very scheduler object the
 // server uses (CreateScheduler) over emulated GPUs, in virtual time.
 //
+// Replaying a real cluster's delays: with SimConfig::inject, every batch
+// reaches its GPU a dispatch delay after the decision, runs ℓ(b) times its
+// GPU's compute scale, and each answer is written a response delay after
+// the batch ends (counted good if that is by its deadline); the
+// scheduler's timers fire late by the timer delay. With
+// SimConfig::delay_model.measure the simulator measures those delays as the
+// serving core does and hands the scheduler the plans its DelayModel makes
+// — the same rule, at the same instants, as `tutti serve`.
+//
 // Virtual time is a ManualClock: integer nanoseconds, events in (time,
 // insertion) order; arrivals come from a seeded ArrivalSource. An emulated
 // GPU runs a batch for exactly ℓ(b) (or ℓ(b)·(1 + u), u uniform in
@@ -15,6 +24,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/delays/delay_injection.h"
+#include "tutti/delays/delay_model.h"
 #include "tutti/scheduler/scheduler.h"
 #include "tutti/simulator/metrics.h"
 #include "tutti/simulator/workload.h"
@@ -29,6 +40,10 @@ struct SimConfig {
   Duration duration = 10 * kSecond;  // arrivals stop here
   Duration warmup = 0;               // arrivals before this are not measured
   double jitter = 0;                 // relative execution-time jitter
+  DelayInjection inject;             // delays the emulated cluster adds; none by default
+  // Off by default: the scheduler plans with the spec's delays and the
+  // options' slack as they are (exact GPUs need nothing else).
+  DelayModelOptions delay_model{.measure = false};
   uint64_t seed = 1;
   bool record_timeline = false;      // keep every batch (small runs only)
 };
@@ -39,6 +54,8 @@ struct TimelineEntry {
   Time start;
   Time end;
   int size;
+  Time decided;  // when the scheduler dispatched it
+  Time planned;  // the start it planned (Batch::exec_at)
 };
 
 struct SimResult {
@@ -50,6 +67,7 @@ struct SimResult {
   int gpus_used = 0;                  // GPUs that ran at least one batch
   int64_t delayed_starts = 0;         // batches that waited for a busy GPU
   std::vector<TimelineEntry> timeline;
+  DelayPlan final_plan;               // what the scheduler planned with at the end
   ScalingAdvice advice;
 
   double OfferedRate() const;  // measured arrivals / window
