@@ -90,9 +90,9 @@ int FrontendCommand(const Args& args) {
   std::string http_address = "127.0.0.1";
   FlagSet flags("tutti frontend --etcd HOST:PORT [--repo DIR] [--config FILE] [flags]",
                 "A distributed-mode frontend: KServe v2 over HTTP and gRPC. It keeps each request's input,\n"
-                "sends its metadata to the leading scheduler (found in etcd), and answers it with the\n"
-                "output a backend pushes back, or with an error: dropped (deadline), or retryable while\n"
-                "no scheduler leads.");
+                "sends its metadata to the leading scheduler (found in etcd), sends the input to the backend\n"
+                "the scheduler plans it on, and answers it with the output the backend sends back, or with\n"
+                "an error: dropped (deadline), or retryable while no scheduler leads.");
   common.AddFlags(flags);
   flags.String("http-address", &http_address, "KServe listen address (default 127.0.0.1)");
   flags.Int("http-port", &http_port, "KServe v2 HTTP port (default 8000; 0: any free port)");
@@ -112,7 +112,7 @@ int FrontendCommand(const Args& args) {
       FrontendProcess::Start(std::move(layout), config, common.process, &clock);
   if (!p.ok()) return Fail(p.status());
   std::cout << absl::StrFormat("tutti frontend %s: KServe v2 HTTP on %s:%d, gRPC on %s:%d; leader %s\n",
-                               (*p)->address(), http_address, (*p)->http_port(), http_address, (*p)->grpc_port(),
+                               (*p)->name(), http_address, (*p)->http_port(), http_address, (*p)->grpc_port(),
                                (*p)->engine().leader().empty() ? "none yet" : (*p)->engine().leader())
             << std::flush;
   const int sig = signals.Wait(0);
@@ -135,8 +135,9 @@ int BackendCommand(const Args& args) {
   std::string id;
   FlagSet flags("tutti backend --etcd HOST:PORT [--repo DIR] [--config FILE] [--group N] [flags]",
                 "A distributed-mode backend: one executor of the config's executor group N (a GPU, an\n"
-                "emulated GPU or a CPU worker). It registers in etcd under a lease, runs the batches the\n"
-                "leading scheduler plans, pulling inputs from and pushing outputs to the frontends.");
+                "emulated GPU or a CPU worker). It registers in etcd under a lease and joins the leading\n"
+                "scheduler on a stream; it runs the batches the scheduler plans, with the inputs the\n"
+                "frontends send it, and sends them the outputs.");
   common.AddFlags(flags);
   flags.Int("group", &group, "executor group of the config (default 0: the first)");
   flags.String("id", &id, "backend id in etcd (default: <pid>-g<group>)");

@@ -4,161 +4,257 @@
 #include <cstring>
 #include <utility>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 
 namespace tutti {
 
 namespace pb = ::tutti::internal;
 
-// One plan on its way through the backend.
-struct BackendNode::Job {
-  pb::BatchPlan plan;
-  Time start_at = 0;
-  std::mutex mu;
-  int fetches_left = 0;
-  absl::flat_hash_map<uint64_t, std::string> inputs;  // by plan position, the bytes fetched
-  std::vector<int> members;  // plan positions whose inputs came, in plan order
-};
+BackendNode::BackendNode(Options options, std::unique_ptr<Executor> executor,
+                         std::vector<InferenceCore::ModelShape> shapes, Clock* clock)
+    : options_(std::move(options)), executor_(std::move(executor)), shapes_(std::move(shapes)), clock_(clock) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
+}
 
-BackendNode::BackendNode(std::string id, int group, std::unique_ptr<Executor> executor,
-                         std::vector<InferenceCore::ModelShape> shapes, Clock* clock, Duration rpc_timeout)
-    : id_(std::move(id)),
-      group_(group),
-      executor_(std::move(executor)),
-      shapes_(std::move(shapes)),
-      clock_(clock),
-      rpc_timeout_(rpc_timeout) {}
-
-BackendNode::~BackendNode() { WaitIdle(); }
+BackendNode::~BackendNode() {
+  WaitIdle();
+  std::shared_ptr<LeaderLink> leader;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    ++epoch_;
+    clock_->Cancel(tick_timer_);
+    for (auto& [batch, a] : assembling_) clock_->Cancel(a.grace_timer);
+    leader = std::move(leader_link_);
+  }
+  if (leader) leader->Close();
+  streams_.WaitAll();  // the Feed streams end when the gRPC server shuts down, before this
+}
 
 void BackendNode::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   idle_.wait(lock, [this] { return held_ == 0; });
 }
 
-grpc::ServerUnaryReactor* BackendNode::Execute(grpc::CallbackServerContext* context, const pb::BatchPlan* plan,
-                                               pb::ExecuteReply*) {
-  if (plan->model() < 0 || plan->model() >= static_cast<int>(shapes_.size()) || plan->requests_size() == 0) {
-    return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat("backend ", id_, " holds no model ",
-                                                                        plan->model(), " or the plan is empty")));
-  }
-  auto job = std::make_shared<Job>();
-  job->plan = *plan;
-  job->start_at = clock_->Now() + Micros(plan->start_in_us());
+Time BackendNode::ToCluster(Time local) const { return sync_.synced() ? sync_.ToCluster(local) : local; }
+
+// ---- parts from frontends ---------------------------------------------------------
+
+grpc::ServerBidiReactor<pb::FeedDown, pb::FeedUp>* BackendNode::Feed(grpc::CallbackServerContext*) {
+  auto link = std::make_shared<std::shared_ptr<FeedLink>>();
+  auto* stream = new ServerStream<pb::FeedDown, pb::FeedUp>(streams_.Track<pb::FeedDown, pb::FeedUp>(
+      {[this, link](pb::FeedDown& down) {
+         for (pb::Part& part : *down.mutable_parts()) OnPart(*link, part);
+       },
+       {},
+       {}}));
+  *link = stream->link();
+  stream->Start();
+  return stream;
+}
+
+void BackendNode::OnPart(const std::shared_ptr<FeedLink>& link, pb::Part& part) {
+  std::optional<Assembly> complete;
+  const uint64_t batch = part.batch();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    ++held_;
-    busy_until_ = std::max(busy_until_, job->start_at) + Micros(plan->latency_us());
-  }
-  // Acknowledged now; `plan` dies with the RPC, so below only job->plan.
-  grpc::ServerUnaryReactor* reactor = FinishUnary(context);
-  plan = &job->plan;
-
-  // Pull the inputs: one FetchInputs per frontend.
-  absl::flat_hash_map<std::string, std::vector<int>> by_frontend;
-  for (int i = 0; i < plan->requests_size(); ++i) by_frontend[plan->requests(i).frontend()].push_back(i);
-  job->fetches_left = static_cast<int>(by_frontend.size());
-  for (auto& [frontend, positions] : by_frontend) {
-    pb::FetchRequest req;
-    absl::flat_hash_map<uint64_t, int> position_of;
-    for (int i : positions) {
-      req.add_ids(plan->requests(i).id());
-      position_of[plan->requests(i).id()] = i;
+    auto [it, added] = assembling_.try_emplace(batch);
+    Assembly& a = it->second;
+    if (added) {
+      a.model = part.model();
+      a.exec_at = part.exec_at();
+      a.latency = part.latency();
+      a.parts = std::max(1, part.parts());
+      ++held_;
+      const Time start = sync_.synced() ? sync_.ToLocal(a.exec_at) : a.exec_at;
+      busy_until_ = std::max(busy_until_, start) + a.latency;
+      a.grace_timer = clock_->ScheduleAt(start + options_.part_grace, [this, batch] {
+        std::optional<Assembly> late;
+        {
+          std::lock_guard<std::mutex> l(mu_);
+          auto i = assembling_.find(batch);
+          if (i == assembling_.end()) return;
+          late = std::move(i->second);
+          assembling_.erase(i);
+        }
+        Run(batch, std::move(*late));  // with the parts that came
+      });
     }
-    pb::Frontend::Stub* stub = frontends_.Get(frontend);
-    CallAsync<pb::FetchReply>(rpc_timeout_, std::move(req), [stub](auto... a) { stub->async()->FetchInputs(a...); },
-                              [this, job, position_of](const grpc::Status& s, pb::FetchReply& reply) {
-                                bool last;
-                                {
-                                  std::lock_guard<std::mutex> lock(job->mu);
-                                  if (s.ok()) {
-                                    for (pb::Input& in : *reply.mutable_inputs()) {
-                                      auto p = position_of.find(in.id());
-                                      if (p != position_of.end()) job->inputs[p->second] = std::move(*in.mutable_values());
-                                    }
-                                  }
-                                  last = --job->fetches_left == 0;
-                                }
-                                if (last) Run(job);
-                              });
+    a.pieces.push_back({link, {part.ids().begin(), part.ids().end()}, std::move(*part.mutable_inputs())});
+    if (static_cast<int>(a.pieces.size()) < a.parts) return;
+    clock_->Cancel(a.grace_timer);
+    complete = std::move(a);
+    assembling_.erase(it);
   }
-  return reactor;
+  Run(batch, std::move(*complete));
 }
 
-void BackendNode::Run(std::shared_ptr<Job> job) {
-  const InferenceCore::ModelShape& shape = shapes_[job->plan.model()];
-  ExecBatch batch;
-  batch.model = job->plan.model();
-  batch.start_at = job->start_at;
-  for (int i = 0; i < job->plan.requests_size(); ++i) {
-    auto it = job->inputs.find(i);
-    if (it == job->inputs.end() ||
-        static_cast<int64_t>(it->second.size()) != shape.input_elements * static_cast<int64_t>(sizeof(float))) {
-      continue;  // answered meanwhile, or its frontend is gone
-    }
-    const size_t at = batch.input.size();
-    batch.input.resize(at + shape.input_elements);
-    std::memcpy(batch.input.data() + at, it->second.data(), it->second.size());  // FP32 bytes, as sent
-    job->members.push_back(i);
+void BackendNode::Run(uint64_t batch, Assembly assembly) {
+  const Time ready = clock_->Now();
+  if (assembly.model < 0 || assembly.model >= static_cast<int>(shapes_.size())) {
+    ExecResult bad;
+    bad.status = absl::InvalidArgumentError(absl::StrCat("backend ", options_.id, " holds no model ", assembly.model));
+    bad.received = bad.ready = bad.started = bad.finished = ready;
+    return Finish(batch, assembly, ready, std::move(bad));
   }
-  job->inputs.clear();
-  batch.size = static_cast<int>(job->members.size());
-  if (batch.size == 0) {
+  const size_t item_bytes = static_cast<size_t>(shapes_[assembly.model].input_elements) * sizeof(float);
+  ExecBatch exec;
+  exec.model = assembly.model;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    exec.start_at = sync_.synced() ? sync_.ToLocal(assembly.exec_at) : assembly.exec_at;
+  }
+  for (Piece& p : assembly.pieces) {
+    if (p.inputs.size() != p.ids.size() * item_bytes) {  // a part that does not add up: left out
+      p.ids.clear();
+      continue;
+    }
+    const size_t at = exec.input.size();
+    exec.input.resize(at + p.inputs.size() / sizeof(float));
+    std::memcpy(exec.input.data() + at, p.inputs.data(), p.inputs.size());
+    std::string().swap(p.inputs);
+    exec.size += static_cast<int>(p.ids.size());
+  }
+  if (exec.size == 0) {
     ExecResult nothing;
-    nothing.started = nothing.finished = clock_->Now();
-    return Finish(std::move(job), std::move(nothing));
+    nothing.received = nothing.ready = nothing.started = nothing.finished = ready;
+    return Finish(batch, assembly, ready, std::move(nothing));
   }
-  executor_->Run(std::move(batch), [this, job](ExecResult result) { Finish(job, std::move(result)); });
+  auto shared = std::make_shared<Assembly>(std::move(assembly));
+  executor_->Run(std::move(exec), [this, batch, shared, ready](ExecResult result) {
+    Finish(batch, *shared, ready, std::move(result));
+  });
 }
 
-void BackendNode::Finish(std::shared_ptr<Job> job, ExecResult result) {
-  const int64_t per_item = shapes_[job->plan.model()].output_elements;
-  const int n = static_cast<int>(job->members.size());
-  if (result.status.ok() && static_cast<int64_t>(result.output.size()) != n * per_item) {
+void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, ExecResult result) {
+  const int n = [&] {
+    int s = 0;
+    for (const Piece& p : assembly.pieces) s += static_cast<int>(p.ids.size());
+    return s;
+  }();
+  const size_t item_bytes =
+      assembly.model >= 0 && assembly.model < static_cast<int>(shapes_.size())
+          ? static_cast<size_t>(shapes_[assembly.model].output_elements) * sizeof(float)
+          : 0;
+  if (result.status.ok() && result.output.size() * sizeof(float) != n * item_bytes) {
     result.status = absl::InternalError(
-        absl::StrCat("executor returned ", result.output.size(), " values for ", n, " items of ", per_item));
+        absl::StrCat("executor returned ", result.output.size(), " values for ", n, " items"));
   }
-  // Push the outcomes: one Deliver per frontend.
-  absl::flat_hash_map<std::string, pb::DeliverRequest> deliveries;
-  for (int k = 0; k < n; ++k) {
-    const pb::PlannedRequest& r = job->plan.requests(job->members[k]);
-    pb::Outcome* o = deliveries[r.frontend()].add_outcomes();
-    o->set_id(r.id());
-    o->set_code(static_cast<int>(result.status.code()));
-    o->set_message(std::string(result.status.message()));
-    o->set_emulated(result.emulated);
-    o->set_compute_us(ToMicros(result.finished - result.started));
-    o->set_batch_size(n);
-    if (result.status.ok()) o->set_output(FloatsToBytes(result.output.data() + k * per_item, per_item));
+  pb::Done done;
+  std::shared_ptr<LeaderLink> leader;
+  Time started, finished;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    started = ToCluster(result.started);
+    finished = ToCluster(result.finished);
+    done.set_batch(batch);
+    done.set_ok(result.status.ok());
+    done.set_ready(ToCluster(ready));
+    done.set_could_start(ToCluster(std::max(result.ready, ready)));
+    done.set_started(started);
+    done.set_finished(finished);
+    leader = leader_link_;
   }
-  for (auto& [frontend, req] : deliveries) {
-    pb::Frontend::Stub* stub = frontends_.Get(frontend);
-    CallAsync<pb::DeliverReply>(rpc_timeout_, std::move(req), [stub](auto... a) { stub->async()->Deliver(a...); },
-                                [](const grpc::Status&, pb::DeliverReply&) {});  // a frontend that is gone needs none
+  // Each part's outputs go back on the stream it came on.
+  size_t offset = 0;
+  for (const Piece& p : assembly.pieces) {
+    if (p.ids.empty()) continue;
+    const size_t bytes = p.ids.size() * item_bytes;
+    p.link->Send([&](pb::FeedUp* up) {
+      pb::Outputs* o = up->add_outputs();
+      o->set_batch(batch);
+      o->set_code(static_cast<int>(result.status.code()));
+      o->set_message(std::string(result.status.message()));
+      o->set_emulated(result.emulated);
+      o->set_batch_size(n);
+      o->set_started(started);
+      o->set_finished(finished);
+      for (uint64_t id : p.ids) o->add_ids(id);
+      if (result.status.ok()) {
+        o->set_outputs(reinterpret_cast<const char*>(result.output.data()) + offset, bytes);
+      }
+    });
+    offset += bytes;
   }
-  pb::BatchDoneRequest done;
-  done.set_batch_id(job->plan.batch_id());
-  done.set_backend(id_);
-  done.set_ok(result.status.ok());
-  pb::Scheduler::Stub* scheduler = schedulers_.Get(job->plan.scheduler());
-  CallAsync<pb::BatchDoneReply>(rpc_timeout_, std::move(done),
-                                [scheduler](auto... a) { scheduler->async()->BatchDone(a...); },
-                                [](const grpc::Status&, pb::BatchDoneReply&) {});  // a dead leader's successor asked us
+  if (leader) leader->Send([&done](pb::BackendUp* up) { *up->add_done() = done; });
   std::lock_guard<std::mutex> lock(mu_);
   if (--held_ == 0) idle_.notify_all();
 }
 
-grpc::ServerUnaryReactor* BackendNode::GetState(grpc::CallbackServerContext* context, const pb::GetStateRequest*,
-                                                pb::BackendState* reply) {
+// ---- the leader -----------------------------------------------------------------
+
+void BackendNode::SetAddress(const std::string& address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  address_ = address;
+}
+
+void BackendNode::SetLeader(const std::string& address) {
+  std::shared_ptr<LeaderLink> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    reply->set_backend(id_);
-    reply->set_group(group_);
-    reply->set_busy_for_us(std::max<int64_t>(0, ToMicros(busy_until_ - clock_->Now())));
-    reply->set_batches(held_);
+    if (address == leader_ && leader_link_) return;
+    old = std::move(leader_link_);
+    leader_ = address;
+    if (!leader_.empty()) Connect();
   }
-  return FinishUnary(context);
+  if (old) old->Close();
+}
+
+void BackendNode::Connect() {
+  const uint64_t epoch = ++epoch_;
+  sync_.Reset();
+  said_hello_ = false;
+  pb::Scheduler::Stub* stub = scheduler_stubs_.Get(leader_);
+  leader_link_ = ClientStream<pb::BackendUp, pb::BackendDown>::Open(
+      [stub](grpc::ClientContext* c, grpc::ClientBidiReactor<pb::BackendUp, pb::BackendDown>* r) {
+        stub->async()->Backend(c, r);
+      },
+      streams_.Track<pb::BackendDown, pb::BackendUp>(
+          {[this, epoch](pb::BackendDown& down) { OnLeaderMessage(epoch, down); },
+           [this, epoch] { OnLeaderGone(epoch); },
+           [this](pb::BackendUp* up) {
+             if (up->has_ping()) up->mutable_ping()->set_sent(clock_->Now());
+           }}));
+  leader_link_->Send([](pb::BackendUp* up) { up->mutable_ping(); });
+}
+
+void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
+  const Time now = clock_->Now();
+  std::shared_ptr<LeaderLink> link;
+  pb::Hello hello;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (epoch != epoch_ || !down.has_pong()) return;
+    const pb::Pong& p = down.pong();
+    sync_.Add(p.ping_sent(), p.received(), p.sent(), now);
+    if (said_hello_) return;
+    said_hello_ = true;  // the clock is synced: the leader may give it work
+    hello.set_id(options_.id);
+    hello.set_group(options_.group);
+    hello.set_address(address_);
+    hello.set_busy_for(std::max<Duration>(0, busy_until_ - now));
+    link = leader_link_;
+  }
+  link->Send([&hello](pb::BackendUp* up) { *up->mutable_hello() = hello; });
+}
+
+void BackendNode::OnLeaderGone(uint64_t epoch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_) return;
+  leader_link_ = nullptr;  // Tick reconnects, unless etcd names another leader first
+}
+
+void BackendNode::Tick() {
+  std::shared_ptr<LeaderLink> link;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    if (leader_link_ == nullptr && !leader_.empty()) Connect();
+    link = leader_link_;
+    tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
+  }
+  if (link) link->Send([](pb::BackendUp* up) { up->mutable_ping(); });
 }
 
 }  // namespace tutti

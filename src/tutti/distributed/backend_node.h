@@ -1,11 +1,17 @@
-// BackendNode: a backend process's service in distributed mode — one
+// BackendNode: a backend process's data plane in distributed mode — one
 // executor (a GPU, an emulated GPU or a CPU worker) holding the models of
-// one executor group. For each batch plan from the scheduler it pulls the
-// inputs from the frontends that hold them, runs the batch no earlier than
-// the planned start, pushes every output (or error) to its frontend, and
-// reports the batch done to the scheduler that planned it (Symphony §4.1).
-// A request whose frontend no longer has it (answered or gone) is left out
-// of the batch.
+// one executor group. Frontends send it the parts of each batch with their
+// inputs (its Feed service, a stream per frontend); once every part of a
+// batch is in it runs the batch no earlier than the planned start, sends
+// each part's outputs (or error) back on the stream it came on, and reports
+// the batch done to the leading scheduler on its own stream, with its
+// timings (Symphony §4.1). A batch whose parts do not all come within
+// `part_grace` of its planned start runs with those that did.
+//
+// The leader stream: a hello (its id, group, Feed address and how long the
+// batches it holds keep it busy) once its clock is synced with the leader's
+// (clock_sync.h), then pings and completion reports. A new leader gets a
+// new stream and a new hello.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_DISTRIBUTED_BACKEND_NODE_H_
@@ -17,8 +23,11 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "tutti/core/clock.h"
+#include "tutti/distributed/clock_sync.h"
 #include "tutti/distributed/rpc_util.h"
+#include "tutti/distributed/stream.h"
 #include "tutti/executors/executor.h"
 #include "tutti/proto/tutti_internal.grpc.pb.h"
 #include "tutti/serving/inference_core.h"
@@ -27,41 +36,77 @@ namespace tutti {
 
 class BackendNode final : public internal::Backend::CallbackService {
  public:
+  struct Options {
+    std::string id;
+    int group = 0;
+    Duration ping_every = 100 * kMillisecond;
+    Duration part_grace = 200 * kMillisecond;
+  };
   // `shapes[i]` is the size of the executor's model i. `clock` must be real
   // and outlive the node.
-  BackendNode(std::string id, int group, std::unique_ptr<Executor> executor,
-              std::vector<InferenceCore::ModelShape> shapes, Clock* clock, Duration rpc_timeout = kSecond);
-  ~BackendNode() override;  // WaitIdle()
+  BackendNode(Options options, std::unique_ptr<Executor> executor, std::vector<InferenceCore::ModelShape> shapes,
+              Clock* clock);
+  ~BackendNode() override;  // WaitIdle(), then closes its streams
 
+  // Its Feed service's address, as frontends reach it (told to the leader).
+  // Set it before SetLeader().
+  void SetAddress(const std::string& address);
+  // The leading scheduler's address; "" while none leads.
+  void SetLeader(const std::string& address);
   // Blocks until every batch received has been run and reported.
   void WaitIdle();
 
-  const std::string& id() const { return id_; }
+  const std::string& id() const { return options_.id; }
 
   // internal.Backend
-  grpc::ServerUnaryReactor* Execute(grpc::CallbackServerContext* context, const internal::BatchPlan* plan,
-                                    internal::ExecuteReply* reply) override;
-  grpc::ServerUnaryReactor* GetState(grpc::CallbackServerContext* context, const internal::GetStateRequest* request,
-                                     internal::BackendState* reply) override;
+  grpc::ServerBidiReactor<internal::FeedDown, internal::FeedUp>* Feed(grpc::CallbackServerContext* context) override;
 
  private:
-  struct Job;
-  void Run(std::shared_ptr<Job> job);
-  void Finish(std::shared_ptr<Job> job, ExecResult result);
+  using FeedLink = StreamLink<internal::FeedUp>;
+  using LeaderLink = StreamLink<internal::BackendUp>;
+  struct Piece {  // one frontend's part of a batch
+    std::shared_ptr<FeedLink> link;
+    std::vector<uint64_t> ids;
+    std::string inputs;
+  };
+  struct Assembly {  // a batch whose parts are coming in
+    int model = 0;
+    Time exec_at = 0;    // cluster time
+    Duration latency = 0;
+    int parts = 0;
+    std::vector<Piece> pieces;
+    TimerId grace_timer = kNoTimer;
+  };
 
-  const std::string id_;
-  const int group_;
+  void OnPart(const std::shared_ptr<FeedLink>& link, internal::Part& part);
+  void Run(uint64_t batch, Assembly assembly);
+  void Finish(uint64_t batch, const Assembly& assembly, Time ready, ExecResult result);
+  void Connect();  // REQUIRES: mu_ held
+  void OnLeaderMessage(uint64_t epoch, internal::BackendDown& down);
+  void OnLeaderGone(uint64_t epoch);
+  void Tick();
+  Time ToCluster(Time local) const;  // REQUIRES: mu_ held
+
+  const Options options_;
   const std::unique_ptr<Executor> executor_;
   const std::vector<InferenceCore::ModelShape> shapes_;
   Clock* const clock_;
-  const Duration rpc_timeout_;
-  StubCache<internal::Frontend> frontends_;
-  StubCache<internal::Scheduler> schedulers_;
+  StubCache<internal::Scheduler> scheduler_stubs_;
+  StreamTracker streams_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
-  Time busy_until_ = 0;   // GUARDED_BY(mu_): when the batches it holds are predicted done
-  int held_ = 0;          // GUARDED_BY(mu_): batches received, not yet reported
+  absl::flat_hash_map<uint64_t, Assembly> assembling_;  // GUARDED_BY(mu_), by batch id
+  Time busy_until_ = 0;                                 // GUARDED_BY(mu_): when what it holds is predicted done
+  int held_ = 0;                                        // GUARDED_BY(mu_): batches received, not yet reported
+  std::string address_;                                 // GUARDED_BY(mu_)
+  std::string leader_;                                  // GUARDED_BY(mu_)
+  std::shared_ptr<LeaderLink> leader_link_;             // GUARDED_BY(mu_)
+  uint64_t epoch_ = 0;                                  // GUARDED_BY(mu_)
+  ClockSync sync_;                                      // GUARDED_BY(mu_)
+  bool said_hello_ = false;                             // GUARDED_BY(mu_)
+  bool stopping_ = false;                               // GUARDED_BY(mu_)
+  TimerId tick_timer_ = kNoTimer;                       // GUARDED_BY(mu_)
 };
 
 }  // namespace tutti

@@ -6,10 +6,8 @@
 #include <iostream>
 #include <utility>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -40,14 +38,26 @@ std::string WallTime() {
   return absl::StrFormat("%.3f", std::chrono::duration<double>(now).count());
 }
 
-// "<group> <address>" (the value of a backend's key).
-std::optional<BackendInfo> ParseBackend(const EtcdClient::KeyValue& kv, const std::string& prefix) {
-  std::vector<std::string> parts = absl::StrSplit(kv.value, ' ');
-  BackendInfo b;
-  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &b.group)) return std::nullopt;
-  b.id = kv.key.substr(prefix.size());
-  b.address = parts[1];
-  return b;
+// Follows the leader key: calls `set(address)` now and on every change ("" : none).
+absl::StatusOr<std::unique_ptr<EtcdClient::Background>> FollowLeader(EtcdClient& etcd, const ClusterKeys& keys,
+                                                                     std::function<void(const std::string&)> set) {
+  TUTTI_ASSIGN_OR_RETURN(std::optional<EtcdClient::KeyValue> leader, etcd.Get(keys.leader()));
+  int64_t revision = 0;
+  if (leader.has_value()) {
+    set(leader->value);
+    revision = leader->mod_revision;
+  }
+  return etcd.Watch(keys.leader(), revision, [set, key = keys.leader()](const std::vector<EtcdClient::Event>& es) {
+    for (const EtcdClient::Event& e : es) {
+      if (e.kv.key == key) set(e.deleted ? "" : e.kv.value);
+    }
+  });
+}
+
+std::string HostPid() {
+  char host[256] = "";
+  gethostname(host, sizeof(host) - 1);
+  return absl::StrCat(host, "-", getpid());
 }
 
 }  // namespace
@@ -59,7 +69,8 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
                                                                           const ProcessOptions& options,
                                                                           Clock* clock) {
   if (!config.coding.empty()) {
-    return absl::UnimplementedError("ParM coding runs in embedded mode (tutti serve) only; remove `coding:`");
+    return absl::UnimplementedError("ParM coding runs in embedded mode (tutti serve) only — the serving core holds "
+                                    "its coding groups; remove `coding:`");
   }
   if (config.policy == "nexus") {
     return absl::InvalidArgumentError("distributed mode needs a policy that adds and removes GPUs as backends come "
@@ -67,10 +78,9 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   }
   std::unique_ptr<SchedulerProcess> p(new SchedulerProcess());
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
-  p->node_ = std::make_unique<SchedulerNode>(layout.spec, SchedulerNode::Options{config.policy, config.scheduler},
-                                             clock);
+  p->node_ = std::make_unique<SchedulerNode>(
+      layout.spec, SchedulerNode::Options{config.policy, config.scheduler, config.delays}, clock);
   TUTTI_ASSIGN_OR_RETURN(p->grpc_, Listen(options, p->node_.get(), &p->address_));
-  p->node_->SetAddress(p->address_);
   TUTTI_RETURN_IF_ERROR(
       HoldLease(*p->etcd_, options, absl::StrCat("scheduler ", p->address_), &p->lease_, &p->keep_alive_));
   p->campaign_ = std::thread([proc = p.get(), keys = ClusterKeys(options.cluster)] { proc->Campaign(keys); });
@@ -89,34 +99,22 @@ void SchedulerProcess::Campaign(ClusterKeys keys) {
     if (!stop_) std::cerr << "scheduler " << address_ << ": campaign failed: " << s.message() << std::endl;
     return;
   }
-  const auto won = std::chrono::steady_clock::now();
-  absl::StatusOr<EtcdClient::Snapshot> snap = etcd_->GetPrefix(keys.backends());
-  std::vector<BackendInfo> backends;
-  if (snap.ok()) {
-    for (const EtcdClient::KeyValue& kv : snap->kvs) {
-      if (std::optional<BackendInfo> b = ParseBackend(kv, keys.backends())) backends.push_back(*b);
-    }
-  }
-  if (absl::Status led = node_->Lead(backends); !led.ok()) {
+  if (absl::Status led = node_->Lead(); !led.ok()) {
     std::cerr << "scheduler " << address_ << ": " << led.message() << std::endl;
     _exit(1);
   }
+  // Backends join on their streams; one whose lease expires is gone even if
+  // its stream lingers (a hung process).
+  absl::StatusOr<EtcdClient::Snapshot> snap = etcd_->GetPrefix(keys.backends());
   watch_ = etcd_->Watch(keys.backends(), snap.ok() ? snap->revision : 0,
                         [this, prefix = keys.backends()](const std::vector<EtcdClient::Event>& events) {
                           for (const EtcdClient::Event& e : events) {
-                            if (e.deleted) {
-                              node_->RemoveBackend(e.kv.key.substr(prefix.size()));
-                            } else if (std::optional<BackendInfo> b = ParseBackend(e.kv, prefix)) {
-                              node_->AddBackend(*b);
-                            }
+                            if (e.deleted) node_->RemoveBackend(e.kv.key.substr(prefix.size()));
                           }
                         });
-  const SchedulerNode::Membership stats = node_->membership();
-  std::cout << absl::StrFormat(
-                   "tutti scheduler %s: leading at unix time %s, %d backends on GPU slots, %d spares "
-                   "(GPU state rebuilt in %.1f ms)\n",
-                   address_, WallTime(), stats.backends, stats.spares,
-                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - won).count())
+  std::cout << absl::StrFormat("tutti scheduler %s: leading at unix time %s; backends and frontends join on "
+                               "their streams\n",
+                               address_, WallTime())
             << std::flush;
 }
 
@@ -136,23 +134,13 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                                                                         const ProcessOptions& options,
                                                                         Clock* clock) {
   std::unique_ptr<FrontendProcess> p(new FrontendProcess());
+  p->name_ = HostPid();
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
-  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{}, clock);
-  TUTTI_ASSIGN_OR_RETURN(p->internal_, Listen(options, p->engine_.get(), &p->address_));
-  p->engine_->SetAddress(p->address_);
-  const ClusterKeys keys(options.cluster);
-  TUTTI_ASSIGN_OR_RETURN(std::optional<EtcdClient::KeyValue> leader, p->etcd_->Get(keys.leader()));
-  int64_t revision = 0;
-  if (leader.has_value()) {
-    p->engine_->SetLeader(leader->value);
-    revision = leader->mod_revision;
-  }
-  p->watch_ = p->etcd_->Watch(keys.leader(), revision,
-                              [engine = p->engine_.get(), key = keys.leader()](const std::vector<EtcdClient::Event>& es) {
-                                for (const EtcdClient::Event& e : es) {
-                                  if (e.kv.key == key) engine->SetLeader(e.deleted ? "" : e.kv.value);
-                                }
-                              });
+  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{p->name_}, clock);
+  TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, ClusterKeys(options.cluster),
+                                                 [engine = p->engine_.get()](const std::string& a) {
+                                                   engine->SetLeader(a);
+                                                 }));
   TUTTI_ASSIGN_OR_RETURN(p->listeners_,
                          FrontendServer::Start(p->engine_.get(), std::move(layout.served), config.http, config.grpc));
   return p;
@@ -165,7 +153,6 @@ void FrontendProcess::Shutdown() {
 FrontendProcess::~FrontendProcess() {
   Shutdown();
   watch_.reset();
-  if (internal_) internal_->Shutdown(kSecond);
 }
 
 // ---- backend -----------------------------------------------------------------
@@ -184,20 +171,27 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, MakeGroupExecutor(layout, config, group, clock));
   std::vector<InferenceCore::ModelShape> shapes;
   for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
-  p->node_ = std::make_unique<BackendNode>(p->id_, group, std::move(executor), std::move(shapes), clock);
+  p->node_ = std::make_unique<BackendNode>(BackendNode::Options{p->id_, group}, std::move(executor),
+                                           std::move(shapes), clock);
   TUTTI_ASSIGN_OR_RETURN(p->grpc_, Listen(options, p->node_.get(), &p->address_));
+  p->node_->SetAddress(p->address_);
   TUTTI_RETURN_IF_ERROR(
       HoldLease(*p->etcd_, options, absl::StrCat("backend ", p->id_), &p->lease_, &p->keep_alive_));
   const ClusterKeys keys(options.cluster);
   TUTTI_RETURN_IF_ERROR(p->etcd_->Put(keys.backend(p->id_), absl::StrCat(group, " ", p->address_), p->lease_));
+  TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, keys, [node = p->node_.get()](const std::string& a) {
+                           node->SetLeader(a);
+                         }));
   return p;
 }
 
 BackendProcess::~BackendProcess() {
+  watch_.reset();
   keep_alive_.reset();
   if (lease_ != 0) (void)etcd_->RevokeLease(lease_);
-  if (node_) node_->WaitIdle();  // the batches it holds
+  if (node_) node_->WaitIdle();  // the batches it holds answer on the frontends' streams
   if (grpc_) grpc_->Shutdown(kSecond);
+  node_.reset();  // leaves the leader's stream
 }
 
 }  // namespace tutti

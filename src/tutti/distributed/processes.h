@@ -3,10 +3,13 @@
 // to its gRPC listener. All read the same repository and serve config, so
 // they agree on model ids and GPU slots (ClusterLayout).
 //
-//   scheduler  campaigns for leadership under a lease; while leading, learns
-//              the backends from etcd (snapshot + watch) and schedules
-//   frontend   KServe v2 HTTP and gRPC; follows the leader key in etcd
-//   backend    one executor of a group; registers under a lease
+//   scheduler  campaigns for leadership under a lease; while leading, takes
+//              the streams of frontends and backends and schedules; a
+//              backend whose etcd key goes (lease expired) is removed
+//   frontend   KServe v2 HTTP and gRPC; follows the leader key in etcd and
+//              keeps a stream to the leader
+//   backend    one executor of a group; registers under a lease, follows the
+//              leader key and keeps a stream to the leader
 //
 // A process whose etcd lease is lost exits (status 3): it can no longer
 // be sure it is a member, and a supervisor restarts it.
@@ -42,7 +45,8 @@ class SchedulerProcess {
  public:
   // Starts the internal listener and campaigns in the background.
   // Errors: etcd unreachable, the port cannot be bound, a policy without
-  // membership support (nexus), ParM coding (embedded mode only for now).
+  // membership support (nexus), ParM coding (embedded mode only: the
+  // serving core holds its coding groups).
   static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Start(const ClusterLayout& layout,
                                                                 const ServerConfig& config,
                                                                 const ProcessOptions& options, Clock* clock);
@@ -67,25 +71,25 @@ class SchedulerProcess {
 
 class FrontendProcess {
  public:
-  // Starts the KServe listeners (config.http, config.grpc) and the internal
-  // one, and follows the leader. Errors: etcd unreachable, a port in use.
+  // Starts the KServe listeners (config.http, config.grpc) and follows the
+  // leader. Errors: etcd unreachable, a port in use.
   static absl::StatusOr<std::unique_ptr<FrontendProcess>> Start(ClusterLayout layout, const ServerConfig& config,
                                                                const ProcessOptions& options, Clock* clock);
   ~FrontendProcess();
 
   int http_port() const { return listeners_->port(); }
   int grpc_port() const { return listeners_->grpc_port(); }
-  const std::string& address() const { return address_; }
+  // Its name among the frontends: host-pid.
+  const std::string& name() const { return name_; }
   RemoteEngine& engine() { return *engine_; }
   // Graceful, as FrontendServer::Shutdown. Idempotent.
   void Shutdown();
 
  private:
   FrontendProcess() = default;
-  std::string address_;
+  std::string name_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<RemoteEngine> engine_;
-  std::unique_ptr<GrpcServer> internal_;
   std::unique_ptr<FrontendServer> listeners_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
 };
@@ -112,6 +116,7 @@ class BackendProcess {
   std::unique_ptr<EtcdClient::Background> keep_alive_;
   std::unique_ptr<BackendNode> node_;
   std::unique_ptr<GrpcServer> grpc_;
+  std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
 };
 
 }  // namespace tutti

@@ -1,5 +1,6 @@
 #include "tutti/distributed/remote_engine.h"
 
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -8,7 +9,6 @@
 namespace tutti {
 
 namespace pb = ::tutti::internal;
-constexpr Duration kSweepEvery = 200 * kMillisecond;
 
 RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options,
                            Clock* clock)
@@ -16,48 +16,44 @@ RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelSha
       shapes_(std::move(shapes)),
       options_(std::move(options)),
       clock_(clock),
-      submits_([this](std::vector<uint64_t> ids, std::function<void()> done) {
-        SendToLeader(std::move(ids), std::move(done));
-      }),
       counters_(spec_.models.size()) {
   std::lock_guard<std::mutex> lock(mu_);
-  sweep_timer_ = clock_->ScheduleAfter(kSweepEvery, [this] { Sweep(); });
+  tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
 }
 
 RemoteEngine::~RemoteEngine() {
+  std::shared_ptr<LeaderLink> leader;
+  absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    clock_->Cancel(sweep_timer_);
+    clock_->Cancel(tick_timer_);
+    ++epoch_;  // the streams' handlers do nothing from now on
+    leader = std::move(leader_link_);
+    feeds = std::move(feeds_);
   }
-  submits_.WaitIdle();
+  if (leader) leader->Close();
+  for (auto& [address, link] : feeds) link->Close();
+  streams_.WaitAll();
 }
+
+// ---- the leader ---------------------------------------------------------------
 
 void RemoteEngine::SetLeader(const std::string& address) {
-  Answers answers;
+  Effects fx;
+  std::shared_ptr<LeaderLink> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (address == leader_) return;
+    if (address == leader_ && leader_link_) return;
+    FailUnplannedLocked(absl::UnavailableError("the leading scheduler changed before this request ran "
+                                               "(failover); retry"),
+                        &fx);
+    old = std::move(leader_link_);
     leader_ = address;
-    ++epoch_;
-    // The old leader's queue is gone: what no backend took will not run.
-    std::vector<uint64_t> lost;
-    for (const auto& [id, p] : pending_) {
-      if (p.leader_epoch != 0 && p.leader_epoch < epoch_ && !p.fetched) lost.push_back(id);
-    }
-    for (uint64_t id : lost) {
-      AnswerLocked(id,
-                   ErrorOutcome(pending_.at(id), absl::UnavailableError("the leading scheduler changed before this "
-                                                                        "request ran (failover); retry")),
-                   &answers);
-    }
+    if (!leader_.empty()) Connect();
   }
-  Answer(std::move(answers));
-}
-
-void RemoteEngine::SetAddress(const std::string& address) {
-  std::lock_guard<std::mutex> lock(mu_);
-  address_ = address;
+  if (old) old->Close();
+  Run(std::move(fx));
 }
 
 std::string RemoteEngine::leader() const {
@@ -65,72 +61,218 @@ std::string RemoteEngine::leader() const {
   return leader_;
 }
 
+void RemoteEngine::Connect() {
+  const uint64_t epoch = ++epoch_;
+  sync_.Reset();
+  reconnect_at_ = 0;
+  pb::Scheduler::Stub* stub = scheduler_stubs_.Get(leader_);
+  leader_link_ = ClientStream<pb::FrontendUp, pb::FrontendDown>::Open(
+      [stub](grpc::ClientContext* c, grpc::ClientBidiReactor<pb::FrontendUp, pb::FrontendDown>* r) {
+        stub->async()->Frontend(c, r);
+      },
+      streams_.Track<pb::FrontendDown, pb::FrontendUp>(
+          {[this, epoch](pb::FrontendDown& down) { OnLeaderMessage(epoch, down); },
+           [this, epoch] { OnLeaderGone(epoch); },
+           [this](pb::FrontendUp* up) {
+             if (up->has_ping()) up->mutable_ping()->set_sent(clock_->Now());
+           }}));
+  leader_link_->Send([name = options_.name](pb::FrontendUp* up) {
+    up->set_name(name);
+    up->mutable_ping();
+  });
+}
+
+void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
+  const Time now = clock_->Now();
+  Effects fx;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (epoch != epoch_) return;
+    if (down.has_pong()) {
+      const bool first = !sync_.synced();
+      const pb::Pong& p = down.pong();
+      sync_.Add(p.ping_sent(), p.received(), p.sent(), now);
+      if (first) {  // requests that waited for the clock
+        std::vector<uint64_t> waiting;
+        for (const auto& [id, r] : pending_) {
+          if (r.state == State::kWaiting) waiting.push_back(id);
+        }
+        SubmitLocked(waiting, &fx);
+      }
+    }
+    for (const pb::PlanPart& part : down.plans()) PlanLocked(part, &fx);
+    for (uint64_t id : down.dropped()) {
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;
+      AnswerLocked(id,
+                   ErrorOutcome(it->second, absl::DeadlineExceededError(absl::StrCat(
+                                                "the latency objective of this '", spec_.models[it->second.model].name,
+                                                "' request cannot be met; it was dropped before execution"))),
+                   &fx);
+    }
+    for (uint64_t id : down.lost()) {
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;
+      AnswerLocked(id, ErrorOutcome(it->second, absl::UnavailableError("the scheduler could not take it; retry")), &fx);
+    }
+    if (down.has_delays()) report_ = FromProto(down.delays());
+  }
+  Run(std::move(fx));
+}
+
+void RemoteEngine::OnLeaderGone(uint64_t epoch) {
+  Effects fx;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (epoch != epoch_ || stopping_) return;
+    leader_link_ = nullptr;
+    FailUnplannedLocked(absl::UnavailableError("the leading scheduler went away before this request ran; retry"),
+                        &fx);
+    reconnect_at_ = clock_->Now() + options_.ping_every;  // unless etcd names another leader first
+  }
+  Run(std::move(fx));
+}
+
+void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Effects* fx) {
+  std::vector<uint64_t> lost;
+  for (const auto& [id, p] : pending_) {
+    if (p.state != State::kPlanned) lost.push_back(id);
+  }
+  for (uint64_t id : lost) AnswerLocked(id, ErrorOutcome(pending_.at(id), why), fx);
+}
+
+// ---- requests -----------------------------------------------------------------
+
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
   TUTTI_RETURN_IF_ERROR(InferenceCore::CheckSubmit(spec_, shapes_, model, input.size(), objective));
-  uint64_t id;
+  Effects fx;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return absl::UnavailableError("the server is shutting down");
-    if (leader_.empty()) {
+    if (leader_link_ == nullptr) {
       return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
     }
-    id = next_id_++;
+    const uint64_t id = next_id_++;
     const Time now = clock_->Now();
     pending_.emplace(id, Pending{model, std::move(input), std::move(done), now,
                                  now + (objective > 0 ? objective : spec_.models[model].slo)});
+    if (sync_.synced()) SubmitLocked({id}, &fx);
   }
-  submits_.Add(id);
+  Run(std::move(fx));
   return absl::OkStatus();
 }
 
-void RemoteEngine::SendToLeader(std::vector<uint64_t> ids, std::function<void()> done) {
-  pb::SubmitRequest req;
-  std::string leader;
-  uint64_t epoch;
+void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids, Effects* fx) {
+  if (ids.empty() || leader_link_ == nullptr) return;
+  std::vector<pb::RequestMeta> metas;
+  for (uint64_t id : ids) {
+    Pending& p = pending_.at(id);
+    p.state = State::kSubmitted;
+    pb::RequestMeta& m = metas.emplace_back();
+    m.set_id(id);
+    m.set_model(p.model);
+    m.set_deadline(sync_.ToCluster(p.deadline));
+  }
+  fx->sends.push_back([link = leader_link_, metas = std::move(metas)] {
+    link->Send([&metas](pb::FrontendUp* up) {
+      for (const pb::RequestMeta& m : metas) *up->add_submit() = m;
+    });
+  });
+}
+
+void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Effects* fx) {
+  auto part = std::make_shared<pb::Part>();
+  part->set_batch(plan.batch());
+  part->set_model(plan.model());
+  part->set_exec_at(plan.exec_at());
+  part->set_latency(plan.latency());
+  part->set_parts(plan.parts());
+  std::string& inputs = *part->mutable_inputs();
+  for (uint64_t id : plan.ids()) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // answered meanwhile: left out
+    it->second.state = State::kPlanned;
+    part->add_ids(id);
+    inputs.append(reinterpret_cast<const char*>(it->second.input.data()), it->second.input.size() * sizeof(float));
+  }
+  // An empty part still goes: the backend waits for every part of a batch.
+  fx->sends.push_back([this, part, backend = plan.backend()] {
+    std::shared_ptr<FeedLink> feed = FeedTo(backend);
+    feed->Send([&part](pb::FeedDown* down) { down->add_parts()->Swap(part.get()); });
+  });
+}
+
+std::shared_ptr<RemoteEngine::FeedLink> RemoteEngine::FeedTo(const std::string& backend) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::shared_ptr<FeedLink>& link = feeds_[backend];
+  if (link && link->open()) return link;
+  pb::Backend::Stub* stub = backend_stubs_.Get(backend);
+  link = ClientStream<pb::FeedDown, pb::FeedUp>::Open(
+      [stub](grpc::ClientContext* c, grpc::ClientBidiReactor<pb::FeedDown, pb::FeedUp>* r) { stub->async()->Feed(c, r); },
+      streams_.Track<pb::FeedUp, pb::FeedDown>({[this](pb::FeedUp& up) { OnOutputs(up); }, {}, {}}));
+  return link;
+}
+
+void RemoteEngine::OnOutputs(pb::FeedUp& up) {
+  const Time now = clock_->Now();
+  Effects fx;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    leader = leader_;
-    epoch = epoch_;
-    req.set_frontend(address_);
-    const Time now = clock_->Now();
-    for (uint64_t id : ids) {
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;
-      it->second.leader_epoch = epoch;
-      pb::RequestMeta* m = req.add_requests();
-      m->set_id(id);
-      m->set_model(it->second.model);
-      m->set_budget_us(ToMicros(it->second.deadline - now));
-    }
-  }
-  auto fail = [this, ids](const absl::Status& why) {
-    Answers answers;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (uint64_t id : ids) {
-        auto it = pending_.find(id);
-        if (it == pending_.end() || it->second.fetched) continue;
-        AnswerLocked(id, ErrorOutcome(it->second, why), &answers);
+    // Back to this clock (the leader's, if no pong came yet).
+    const Duration offset = sync_.synced() ? sync_.offset() : 0;
+    for (pb::Outputs& o : *up.mutable_outputs()) {
+      const absl::Status status(static_cast<absl::StatusCode>(o.code()), o.message());
+      for (int i = 0; i < o.ids_size(); ++i) {
+        auto it = pending_.find(o.ids(i));
+        if (it == pending_.end()) continue;  // answered already (a re-dispatched copy, or the watchdog)
+        const Pending& p = it->second;
+        InferenceOutcome out;
+        out.status = status;
+        out.emulated = o.emulated();
+        out.arrival = p.arrival;
+        out.deadline = p.deadline;
+        out.started = o.started() - offset;
+        out.finished = o.finished() - offset;
+        out.batch_size = o.batch_size();
+        if (status.ok()) {
+          const int64_t n = shapes_[p.model].output_elements;
+          const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+          if (o.outputs().size() < (static_cast<size_t>(i) + 1) * bytes) {
+            out.status = absl::InternalError("the backend returned too few output values");
+          } else {
+            out.output.resize(n);
+            std::memcpy(out.output.data(), o.outputs().data() + i * bytes, bytes);
+            out.late = now > out.deadline;
+          }
+        }
+        if (out.status.ok()) {
+          ModelCounters& c = counters_[p.model];
+          ++c.batches;  // counted per item, so the mean batch size is the one requests saw
+          c.batched_requests += out.batch_size;
+        }
+        AnswerLocked(o.ids(i), std::move(out), &fx);
       }
     }
-    Answer(std::move(answers));
-  };
-  if (leader.empty()) {
-    fail(absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry"));
-    return done();
   }
-  pb::Scheduler::Stub* stub = scheduler_stubs_.Get(leader);
-  CallAsync<pb::SubmitReply>(options_.rpc_timeout, std::move(req), [stub](auto... a) { stub->async()->Submit(a...); },
-                             [fail, leader, done](const grpc::Status& s, pb::SubmitReply&) {
-                               if (!s.ok()) {
-                                 fail(absl::UnavailableError(absl::StrCat("the scheduler at ", leader,
-                                                                          " did not take the request (",
-                                                                          s.error_message(), "); retry")));
-                               }
-                               done();
-                             });
+  Run(std::move(fx));
 }
+
+void RemoteEngine::OnAnswerWritten(Time finished) {
+  std::shared_ptr<LeaderLink> link;
+  pb::ResponseSample s;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (leader_link_ == nullptr || !sync_.synced()) return;
+    const Time now = clock_->Now();
+    s.set_at(sync_.ToCluster(now));
+    s.set_delay(now - finished);
+    link = leader_link_;
+  }
+  link->Send([&s](pb::FrontendUp* up) { *up->add_responses() = s; });
+}
+
+// ---- answers --------------------------------------------------------------------
 
 InferenceOutcome RemoteEngine::ErrorOutcome(const Pending& p, absl::Status status) const {
   InferenceOutcome out;
@@ -141,7 +283,7 @@ InferenceOutcome RemoteEngine::ErrorOutcome(const Pending& p, absl::Status statu
   return out;
 }
 
-void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers) {
+void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Effects* fx) {
   auto it = pending_.find(id);
   ModelCounters& c = counters_[it->second.model];
   if (outcome.status.ok()) {
@@ -151,99 +293,31 @@ void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* 
   } else {
     ++c.error;
   }
-  answers->push_back({std::move(it->second.done), std::move(outcome)});
+  fx->answers.push_back({std::move(it->second.done), std::move(outcome)});
   pending_.erase(it);
   ++answering_;
 }
 
-void RemoteEngine::Answer(Answers answers) {
-  if (answers.empty()) return;
-  for (auto& [done, outcome] : answers) done(std::move(outcome));
+void RemoteEngine::Run(Effects fx) {
+  for (auto& send : fx.sends) send();
+  if (fx.answers.empty()) return;
+  for (auto& [done, outcome] : fx.answers) done(std::move(outcome));
   std::lock_guard<std::mutex> lock(mu_);
-  answering_ -= static_cast<int64_t>(answers.size());
+  answering_ -= static_cast<int64_t>(fx.answers.size());
   if (pending_.empty() && answering_ == 0) idle_.notify_all();
 }
 
-grpc::ServerUnaryReactor* RemoteEngine::FetchInputs(grpc::CallbackServerContext* context,
-                                                    const pb::FetchRequest* request, pb::FetchReply* reply) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : request->ids()) {
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;
-      it->second.fetched = true;
-      pb::Input* in = reply->add_inputs();
-      in->set_id(id);
-      in->set_values(FloatsToBytes(it->second.input.data(), it->second.input.size()));
-    }
-  }
-  return FinishUnary(context);
-}
-
-grpc::ServerUnaryReactor* RemoteEngine::Deliver(grpc::CallbackServerContext* context,
-                                                const pb::DeliverRequest* request, pb::DeliverReply*) {
-  Answers answers;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Time now = clock_->Now();
-    for (const pb::Outcome& o : request->outcomes()) {
-      auto it = pending_.find(o.id());
-      if (it == pending_.end()) continue;  // answered already (a re-dispatched copy, or the watchdog)
-      const Pending& p = it->second;
-      InferenceOutcome out;
-      out.status = absl::Status(static_cast<absl::StatusCode>(o.code()), o.message());
-      out.emulated = o.emulated();
-      out.arrival = p.arrival;
-      out.deadline = p.deadline;
-      out.finished = now;
-      out.started = now - Micros(o.compute_us());
-      out.batch_size = o.batch_size();
-      if (out.status.ok()) {
-        out.output = BytesToFloats(o.output());
-        if (static_cast<int64_t>(out.output.size()) != shapes_[p.model].output_elements) {
-          out.status = absl::InternalError(absl::StrCat("the backend returned ", out.output.size(), " values for ",
-                                                        shapes_[p.model].output_elements));
-        }
-        out.late = out.finished > out.deadline;
-      }
-      if (out.status.ok()) {
-        ModelCounters& c = counters_[p.model];
-        // Counted per item, so the mean batch size is the one requests saw.
-        ++c.batches;
-        c.batched_requests += out.batch_size;
-      }
-      AnswerLocked(o.id(), std::move(out), &answers);
-    }
-  }
-  Answer(std::move(answers));
-  return FinishUnary(context);
-}
-
-grpc::ServerUnaryReactor* RemoteEngine::Reject(grpc::CallbackServerContext* context,
-                                               const pb::RejectRequest* request, pb::RejectReply*) {
-  Answers answers;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (uint64_t id : request->ids()) {
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;
-      AnswerLocked(id,
-                   ErrorOutcome(it->second, absl::DeadlineExceededError(absl::StrCat(
-                                                "the latency objective of this '", spec_.models[it->second.model].name,
-                                                "' request cannot be met; it was dropped before execution"))),
-                   &answers);
-    }
-  }
-  Answer(std::move(answers));
-  return FinishUnary(context);
-}
-
-void RemoteEngine::Sweep() {
-  Answers answers;
+void RemoteEngine::Tick() {
+  Effects fx;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     const Time now = clock_->Now();
+    if (leader_link_ != nullptr) {
+      fx.sends.push_back([link = leader_link_] { link->Send([](pb::FrontendUp* up) { up->mutable_ping(); }); });
+    } else if (!leader_.empty() && reconnect_at_ > 0 && now >= reconnect_at_) {
+      Connect();  // the leader stream broke without a new leader: try again
+    }
     std::vector<uint64_t> orphans;
     for (const auto& [id, p] : pending_) {
       if (now > p.deadline + options_.orphan_grace) orphans.push_back(id);
@@ -253,12 +327,14 @@ void RemoteEngine::Sweep() {
                    ErrorOutcome(pending_.at(id), absl::DeadlineExceededError(
                                                      "no answer came from the cluster: the backend that held this "
                                                      "request failed")),
-                   &answers);
+                   &fx);
     }
-    sweep_timer_ = clock_->ScheduleAfter(kSweepEvery, [this] { Sweep(); });
+    tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
   }
-  Answer(std::move(answers));
+  Run(std::move(fx));
 }
+
+// ---- the rest ---------------------------------------------------------------------
 
 void RemoteEngine::StopAccepting() {
   std::lock_guard<std::mutex> lock(mu_);
@@ -278,6 +354,11 @@ int64_t RemoteEngine::in_flight() const {
 std::vector<ModelCounters> RemoteEngine::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   return counters_;
+}
+
+DelayReport RemoteEngine::Delays() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return report_;
 }
 
 }  // namespace tutti

@@ -1,17 +1,22 @@
 // RemoteEngine: the frontend process's InferenceEngine in distributed mode.
 // It keeps each request's input and hands only its metadata (id, model,
-// time left to its deadline) to the leading scheduler; backends pull the
-// inputs of the batches they were given (FetchInputs) and push the outputs
-// back (Deliver); the scheduler tells which requests it dropped (Reject).
+// deadline) to the leading scheduler on one stream; the scheduler answers
+// with plan parts, and the engine sends each part's inputs to the backend
+// it names, on one stream per backend, which answers with the outputs.
 //
 // Every accepted request is answered exactly once:
 //   - with its output, from the backend that ran it;
 //   - DeadlineExceeded, when the scheduler dropped it;
-//   - Unavailable (retryable) when no scheduler leads, when the leader did
-//     not take it, or when the leader changed before any backend asked for
-//     its input (the new leader never heard of it);
+//   - Unavailable (retryable) when no scheduler leads, or the leader went
+//     away (or changed) before planning it;
 //   - DeadlineExceeded, as a last resort, if nothing came `orphan_grace`
 //     after its deadline (its backend and the scheduler failed together).
+//
+// Time: deadlines travel in the leader's clock, converted with the pings on
+// the leader stream (clock_sync.h); a request that arrives before the first
+// pong waits for it. Delays: the engine reports how long answers take to be
+// written (the response delay) to the leader, whose plan it shows in
+// Delays().
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_DISTRIBUTED_REMOTE_ENGINE_H_
@@ -25,7 +30,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "tutti/core/clock.h"
+#include "tutti/distributed/clock_sync.h"
+#include "tutti/distributed/delay_report_proto.h"
 #include "tutti/distributed/rpc_util.h"
+#include "tutti/distributed/stream.h"
 #include "tutti/proto/tutti_internal.grpc.pb.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/serving/inference_core.h"
@@ -33,24 +41,21 @@
 
 namespace tutti {
 
-class RemoteEngine final : public InferenceEngine, public internal::Frontend::CallbackService {
+class RemoteEngine final : public InferenceEngine {
  public:
   struct Options {
-    Duration rpc_timeout = kSecond;
+    std::string name;                      // unique among the cluster's frontends
     Duration orphan_grace = 2 * kSecond;
+    Duration ping_every = 100 * kMillisecond;
   };
   // `spec` gives the models' objectives (the layout every process shares);
   // `shapes` their sizes. `clock` must be real and outlive the engine.
   RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options, Clock* clock);
   ~RemoteEngine() override;  // REQUIRES: idle (WaitIdle())
 
-  // The leading scheduler's address; "" while none leads. Requests given to
-  // a previous leader that no backend has asked for are answered with a
-  // retryable error.
+  // The leading scheduler's address; "" while none leads. Requests a
+  // previous leader had not planned are answered with a retryable error.
   void SetLeader(const std::string& address);
-  // This frontend's Frontend service (host:port), as backends reach it. Set
-  // it before the first Submit.
-  void SetAddress(const std::string& address);
   std::string leader() const;
 
   // InferenceEngine.
@@ -61,55 +66,65 @@ class RemoteEngine final : public InferenceEngine, public internal::Frontend::Ca
   std::vector<ModelCounters> Counters() const override;
   std::vector<double> BusyFractions() const override { return {}; }
   Time Now() const override { return clock_->Now(); }
-  void OnAnswerWritten(Time finished) override {}
-  DelayReport Delays() const override { return {}; }
-
-  // internal.Frontend
-  grpc::ServerUnaryReactor* FetchInputs(grpc::CallbackServerContext* context, const internal::FetchRequest* request,
-                                        internal::FetchReply* reply) override;
-  grpc::ServerUnaryReactor* Deliver(grpc::CallbackServerContext* context, const internal::DeliverRequest* request,
-                                    internal::DeliverReply* reply) override;
-  grpc::ServerUnaryReactor* Reject(grpc::CallbackServerContext* context, const internal::RejectRequest* request,
-                                   internal::RejectReply* reply) override;
+  void OnAnswerWritten(Time finished) override;
+  DelayReport Delays() const override;
 
  private:
+  using LeaderLink = StreamLink<internal::FrontendUp>;
+  using FeedLink = StreamLink<internal::FeedDown>;
+  enum class State { kWaiting, kSubmitted, kPlanned };
   struct Pending {
     ModelId model;
     std::vector<float> input;
     InferenceCallback done;
     Time arrival;
-    Time deadline;
-    uint64_t leader_epoch = 0;  // the leadership it was submitted under; 0: not yet
-    bool fetched = false;       // a backend has its input
+    Time deadline;  // this clock
+    State state = State::kWaiting;
   };
-  using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
+  // What a locked section decided to do once unlocked.
+  struct Effects {
+    std::vector<std::pair<InferenceCallback, InferenceOutcome>> answers;
+    std::vector<std::function<void()>> sends;
+  };
 
-  void SendToLeader(std::vector<uint64_t> ids, std::function<void()> done);
-  // Removes `id` and queues its answer. REQUIRES: mu_ held.
-  void AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers);
+  void Connect();  // REQUIRES: mu_ held; opens the stream to leader_
+  void OnLeaderMessage(uint64_t epoch, internal::FrontendDown& down);
+  void OnLeaderGone(uint64_t epoch);
+  void OnOutputs(internal::FeedUp& up);
+  // REQUIRES: mu_ held.
+  void SubmitLocked(const std::vector<uint64_t>& ids, Effects* fx);
+  void PlanLocked(const internal::PlanPart& part, Effects* fx);
+  void AnswerLocked(uint64_t id, InferenceOutcome outcome, Effects* fx);
+  void FailUnplannedLocked(const absl::Status& why, Effects* fx);
+  std::shared_ptr<FeedLink> FeedTo(const std::string& backend);
   InferenceOutcome ErrorOutcome(const Pending& p, absl::Status status) const;
-  void Answer(Answers answers);
-  void Sweep();  // the orphan watchdog, every 200 ms
+  void Run(Effects fx);
+  void Tick();  // pings the leader, sweeps orphans
 
   const ClusterSpec spec_;
   const std::vector<InferenceCore::ModelShape> shapes_;
   const Options options_;
   Clock* const clock_;
   StubCache<internal::Scheduler> scheduler_stubs_;
-  Coalescer<uint64_t> submits_;
+  StubCache<internal::Backend> backend_stubs_;
+  StreamTracker streams_;
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
-  absl::flat_hash_map<uint64_t, Pending> pending_;  // GUARDED_BY(mu_)
-  std::vector<ModelCounters> counters_;             // GUARDED_BY(mu_)
-  std::string leader_;                              // GUARDED_BY(mu_)
-  std::string address_;                             // GUARDED_BY(mu_)
-  uint64_t epoch_ = 1;                              // GUARDED_BY(mu_): +1 per leader change
-  uint64_t next_id_ = 1;                            // GUARDED_BY(mu_)
-  int64_t answering_ = 0;                           // GUARDED_BY(mu_): answers taken out, callbacks not yet run
-  bool accepting_ = true;                           // GUARDED_BY(mu_)
-  bool stopping_ = false;                           // GUARDED_BY(mu_)
-  TimerId sweep_timer_ = kNoTimer;                  // GUARDED_BY(mu_)
+  absl::flat_hash_map<uint64_t, Pending> pending_;                  // GUARDED_BY(mu_)
+  std::vector<ModelCounters> counters_;                             // GUARDED_BY(mu_)
+  std::string leader_;                                              // GUARDED_BY(mu_)
+  std::shared_ptr<LeaderLink> leader_link_;                         // GUARDED_BY(mu_); null: none
+  uint64_t epoch_ = 0;                                              // GUARDED_BY(mu_): +1 per leader stream
+  ClockSync sync_;                                                  // GUARDED_BY(mu_), to the leader
+  absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds_;  // GUARDED_BY(mu_), by backend
+  DelayReport report_;                                              // GUARDED_BY(mu_)
+  uint64_t next_id_ = 1;                                            // GUARDED_BY(mu_)
+  int64_t answering_ = 0;                                           // GUARDED_BY(mu_): answers taken out, not yet run
+  bool accepting_ = true;                                           // GUARDED_BY(mu_)
+  bool stopping_ = false;                                           // GUARDED_BY(mu_)
+  Time reconnect_at_ = 0;                                           // GUARDED_BY(mu_): leader stream broken
+  TimerId tick_timer_ = kNoTimer;                                   // GUARDED_BY(mu_)
 };
 
 }  // namespace tutti

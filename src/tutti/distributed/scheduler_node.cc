@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,10 +17,16 @@ SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
     : spec_(std::move(spec)),
       options_(std::move(options)),
       clock_(clock),
-      locked_clock_(clock, [this] { Flush(); }),
+      locked_clock_(
+          clock, [this] { Flush(); },
+          [this](Time due) {
+            if (delays_) delays_->Record(Delay::kTimer, clock_->Now(), clock_->Now() - due);
+          }),
       mu_(locked_clock_.mu()),
-      listener_([this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r) { OnDrop(r); }),
-      next_batch_(static_cast<uint64_t>(clock->Now())) {  // distinct from a previous leader's ids
+      listener_([this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r) { OnDrop(r); }) {
+  // Batch ids: a random high half per node, so that a new leader's never
+  // collide with a previous leader's still held by backends.
+  next_batch_ = static_cast<uint64_t>(std::random_device{}()) << 32;
   local_index_.resize(spec_.models.size());
   const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
   for (int g = 0; g < static_cast<int>(subs.size()); ++g) {
@@ -29,29 +36,37 @@ SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
 }
 
 SchedulerNode::~SchedulerNode() {
-  std::unique_lock<std::mutex> lock(mu_);
-  locked_clock_.Close(lock);
-  scheduler_.reset();
-  lock.unlock();
-  for (auto& f : frontends_) f->rejects->WaitIdle();
-}
-
-absl::Status SchedulerNode::Lead(const std::vector<BackendInfo>& backends) {
+  std::vector<std::shared_ptr<FrontendLink>> frontends;
+  std::vector<std::shared_ptr<BackendLink>> backends;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    TUTTI_ASSIGN_OR_RETURN(scheduler_, CreateScheduler(options_.policy, spec_, options_.scheduler, &locked_clock_,
-                                                       &listener_));
-    for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
-      TUTTI_RETURN_IF_ERROR(scheduler_->SetGpuUp(g, false, 0));
-    }
+    std::unique_lock<std::mutex> lock(mu_);
+    locked_clock_.Close(lock);
+    if (delays_) delays_->Stop();
+    clock_->Cancel(report_timer_);
+    scheduler_.reset();
+    for (FrontendState& f : frontends_) frontends.push_back(f.link);
+    for (auto& [id, m] : members_) backends.push_back(m.link);
   }
-  for (const BackendInfo& b : backends) AddBackend(b);
-  return absl::OkStatus();
+  for (auto& f : frontends) {
+    if (f) f->Close();
+  }
+  for (auto& b : backends) {
+    if (b) b->Close();
+  }
 }
 
-void SchedulerNode::SetAddress(const std::string& address) {
+absl::Status SchedulerNode::Lead() {
   std::lock_guard<std::mutex> lock(mu_);
-  address_ = address;
+  TUTTI_ASSIGN_OR_RETURN(scheduler_,
+                         CreateScheduler(options_.policy, spec_, options_.scheduler, &locked_clock_, &listener_));
+  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
+    TUTTI_RETURN_IF_ERROR(scheduler_->SetGpuUp(g, false, 0));
+  }
+  delays_ = std::make_unique<DelayModel>(spec_, options_.delays,
+                                         DelayPlan{spec_.delays, options_.scheduler.frontrun_slack, {}});
+  delays_->Start(&locked_clock_, [this](const DelayPlan& plan) { scheduler_->SetDelayPlan(plan); });
+  report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
+  return absl::OkStatus();
 }
 
 bool SchedulerNode::leading() const {
@@ -59,51 +74,203 @@ bool SchedulerNode::leading() const {
   return scheduler_ != nullptr;
 }
 
-void SchedulerNode::AddBackend(const BackendInfo& backend) {
-  if (backend.group < 0 || backend.group > slots_.back().group) return;  // slots are in group order
-  // Rebuilding GPU state: how long is it busy with work it already holds
-  // (from a previous leader)? A backend that does not answer is not added.
-  pb::BackendState state;
-  {
-    grpc::ClientContext ctx;
-    ctx.set_deadline(GrpcDeadline(options_.rpc_timeout));
-    if (!backends_stubs_.Get(backend.address)->GetState(&ctx, pb::GetStateRequest(), &state).ok()) return;
+// ---- frontends ------------------------------------------------------------------
+
+grpc::ServerBidiReactor<pb::FrontendUp, pb::FrontendDown>* SchedulerNode::Frontend(grpc::CallbackServerContext*) {
+  // The frontend's index is known from its first message, its name.
+  auto index = std::make_shared<int>(-1);
+  auto link = std::make_shared<std::shared_ptr<FrontendLink>>();
+  auto* stream = new ServerStream<pb::FrontendUp, pb::FrontendDown>(
+      {[this, index, link](pb::FrontendUp& up) {
+         if (*index < 0 && !up.name().empty()) {
+           std::lock_guard<std::mutex> lock(mu_);
+           auto [it, added] = frontend_index_.emplace(up.name(), static_cast<int>(frontends_.size()));
+           if (added) frontends_.push_back({up.name(), nullptr});
+           *index = it->second;
+           frontends_[*index].link = *link;
+           SendReportLocked();
+         }
+         if (*index >= 0) OnFrontendMessage(*index, *link, up);
+       },
+       [this, index, link] {
+         if (*index >= 0) OnFrontendGone(*index, *link);
+       },
+       [this](pb::FrontendDown* down) {
+         if (down->has_pong()) down->mutable_pong()->set_sent(clock_->Now());
+       }});
+  *link = stream->link();
+  if (!leading()) {
+    stream->Refuse(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this scheduler is a spare, not the leader"));
+    return stream;
   }
+  stream->Start();
+  return stream;
+}
+
+void SchedulerNode::OnFrontendMessage(int frontend, const std::shared_ptr<FrontendLink>& link, pb::FrontendUp& up) {
+  const Time now = clock_->Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (scheduler_ == nullptr || members_.contains(backend.id)) return;
-    Member& m = members_[backend.id];
-    m.info = backend;
-    AssignLocked(m, Micros(state.busy_for_us()));
+    if (scheduler_ == nullptr) return;
+    if (up.has_ping()) {
+      SendLocked<pb::FrontendDown>(link, [sent = up.ping().sent(), now](pb::FrontendDown* d) {
+        d->mutable_pong()->set_ping_sent(sent);
+        d->mutable_pong()->set_received(now);
+      });
+    }
+    for (const pb::ResponseSample& s : up.responses()) delays_->Record(Delay::kResponse, s.at(), s.delay());
+    std::vector<uint64_t> refused;
+    for (const pb::RequestMeta& m : up.submit()) {
+      if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) {
+        refused.push_back(m.id());
+        continue;
+      }
+      const Request r{next_request_++, m.model(), now, m.deadline()};
+      origins_[r.id] = Origin{frontend, m.id()};
+      scheduler_->Submit(r);
+    }
+    if (!refused.empty()) {
+      SendLocked<pb::FrontendDown>(link, [refused](pb::FrontendDown* d) {
+        for (uint64_t id : refused) d->add_lost(id);
+      });
+    }
   }
   Flush();
 }
 
-void SchedulerNode::AssignLocked(Member& member, Duration busy_for) {
-  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
-    Slot& slot = slots_[g];
-    if (slot.group != member.info.group || !slot.backend.empty()) continue;
-    slot.backend = member.info.id;
-    member.gpu = g;
-    (void)scheduler_->SetGpuUp(g, true, clock_->Now() + busy_for);
+void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendLink>& link) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // Its queued requests still get batched; their plan parts go nowhere.
+  if (frontends_[frontend].link == link) frontends_[frontend].link = nullptr;
+}
+
+void SchedulerNode::OnDrop(const Request& r) {
+  auto it = origins_.find(r.id);
+  if (it == origins_.end()) return;
+  const Origin o = it->second;
+  origins_.erase(it);
+  SendLocked<pb::FrontendDown>(frontends_[o.frontend].link,
+                               [id = o.id](pb::FrontendDown* d) { d->add_dropped(id); });
+}
+
+void SchedulerNode::OnDispatch(Batch batch) {
+  const uint64_t batch_id = next_batch_++;
+  const Member& member = members_.at(slots_[batch.gpu].backend);
+  // One part per frontend holding some of its requests (and still there).
+  absl::flat_hash_map<int, std::vector<uint64_t>> parts;
+  for (const Request& r : batch.requests) {
+    const Origin& o = origins_.at(r.id);
+    if (frontends_[o.frontend].link) parts[o.frontend].push_back(o.id);
+  }
+  const Time now = clock_->Now();
+  in_flight_[batch_id] = InFlight{batch.gpu, now, std::move(batch.requests)};
+  if (parts.empty()) {  // nobody to answer: nothing runs (done from a timer: not inside the scheduler's call)
+    locked_clock_.ScheduleAt(now, [this, batch_id] {
+      pb::Done d;
+      d.set_batch(batch_id);
+      DoneLocked(d);
+    });
     return;
   }
-  member.gpu = -1;  // a spare until a slot of its group frees
+  for (auto& [frontend, ids] : parts) {
+    SendLocked<pb::FrontendDown>(frontends_[frontend].link, [batch_id, address = member.address,
+                                                             model = local_index_[batch.model],
+                                                             exec_at = batch.exec_at, latency = batch.latency,
+                                                             n = static_cast<int>(parts.size()),
+                                                             ids = std::move(ids)](pb::FrontendDown* d) {
+      pb::PlanPart* p = d->add_plans();
+      p->set_batch(batch_id);
+      p->set_backend(address);
+      p->set_model(model);
+      p->set_exec_at(exec_at);
+      p->set_latency(latency);
+      p->set_parts(n);
+      for (uint64_t id : ids) p->add_ids(id);
+    });
+  }
+}
+
+// ---- backends -------------------------------------------------------------------
+
+grpc::ServerBidiReactor<pb::BackendUp, pb::BackendDown>* SchedulerNode::Backend(grpc::CallbackServerContext*) {
+  auto id = std::make_shared<std::string>();
+  auto link = std::make_shared<std::shared_ptr<BackendLink>>();
+  auto* stream = new ServerStream<pb::BackendUp, pb::BackendDown>(
+      {[this, id, link](pb::BackendUp& up) { OnBackendMessage(*link, id.get(), up); },
+       [this, id, link] { OnBackendGone(*link, *id); },
+       [this](pb::BackendDown* down) {
+         if (down->has_pong()) down->mutable_pong()->set_sent(clock_->Now());
+       }});
+  *link = stream->link();
+  if (!leading()) {
+    stream->Refuse(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this scheduler is a spare, not the leader"));
+    return stream;
+  }
+  stream->Start();
+  return stream;
+}
+
+void SchedulerNode::OnBackendMessage(const std::shared_ptr<BackendLink>& link, std::string* id, pb::BackendUp& up) {
+  const Time now = clock_->Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (scheduler_ == nullptr) return;
+    if (up.has_ping()) {
+      SendLocked<pb::BackendDown>(link, [sent = up.ping().sent(), now](pb::BackendDown* d) {
+        d->mutable_pong()->set_ping_sent(sent);
+        d->mutable_pong()->set_received(now);
+      });
+    }
+    if (up.has_hello()) {
+      const pb::Hello& h = up.hello();
+      if (h.group() >= 0 && h.group() <= slots_.back().group) {  // slots are in group order
+        RemoveLocked(h.id(), "reconnected");                    // a stream it had before is over
+        *id = h.id();
+        Member& m = members_[h.id()];
+        m = Member{h.id(), h.group(), h.address(), link, -1};
+        AssignLocked(m, now + h.busy_for());
+      }
+    }
+    for (const pb::Done& d : up.done()) DoneLocked(d);
+  }
+  Flush();
+}
+
+void SchedulerNode::OnBackendGone(const std::shared_ptr<BackendLink>& link, const std::string& id) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = members_.find(id);
+    if (it == members_.end() || it->second.link != link) return;  // replaced by a newer stream
+    RemoveLocked(id, "left (its stream ended)");
+  }
+  Flush();
 }
 
 void SchedulerNode::RemoveBackend(const std::string& id) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    RemoveLocked(id, "left the cluster");
+    RemoveLocked(id, "left the cluster (its lease expired)");
   }
   Flush();
+}
+
+void SchedulerNode::AssignLocked(Member& member, Time free_at) {
+  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
+    Slot& slot = slots_[g];
+    if (slot.group != member.group || !slot.backend.empty()) continue;
+    slot.backend = member.id;
+    member.gpu = g;
+    (void)scheduler_->SetGpuUp(g, true, free_at);
+    return;
+  }
+  member.gpu = -1;  // a spare until a slot of its group frees
 }
 
 void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) {
   auto it = members_.find(id);
   if (it == members_.end() || scheduler_ == nullptr) return;
   const GpuId gpu = it->second.gpu;
-  const int group = it->second.info.group;
+  const int group = it->second.group;
   members_.erase(it);
   if (gpu < 0) return;
   slots_[gpu].backend.clear();
@@ -126,117 +293,55 @@ void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) 
                                id, gpu, why, again.size());
   // A spare of the same group takes the slot.
   for (auto& [spare_id, m] : members_) {
-    if (m.gpu < 0 && m.info.group == group) {
-      AssignLocked(m, 0);
+    if (m.gpu < 0 && m.group == group) {
+      AssignLocked(m, clock_->Now());
       break;
     }
   }
 }
 
-int SchedulerNode::FrontendIndex(const std::string& address) {
-  auto [it, inserted] = frontend_index_.emplace(address, static_cast<int>(frontends_.size()));
-  if (!inserted) return it->second;
-  auto link = std::make_unique<FrontendLink>();
-  link->address = address;
-  pb::Frontend::Stub* stub = frontend_stubs_.Get(address);
-  const Duration timeout = options_.rpc_timeout;
-  link->rejects = std::make_unique<Coalescer<uint64_t>>(
-      [stub, timeout](std::vector<uint64_t> ids, std::function<void()> done) {
-        pb::RejectRequest req;
-        for (uint64_t id : ids) req.add_ids(id);
-        req.set_message("the latency objective of this request cannot be met; the scheduler dropped it");
-        CallAsync<pb::RejectReply>(
-            timeout, std::move(req), [stub](auto... a) { stub->async()->Reject(a...); },
-            [done](const grpc::Status&, pb::RejectReply&) { done(); });  // a frontend that is gone needs no answer
-      });
-  frontends_.push_back(std::move(link));
-  return it->second;
-}
-
-grpc::ServerUnaryReactor* SchedulerNode::Submit(grpc::CallbackServerContext* context,
-                                                const pb::SubmitRequest* request, pb::SubmitReply*) {
-  for (const pb::RequestMeta& m : request->requests()) {
-    if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) {
-      return FinishUnary(context, absl::InvalidArgumentError(absl::StrCat("unknown model id ", m.model())));
+void SchedulerNode::DoneLocked(const pb::Done& done) {
+  auto it = in_flight_.find(done.batch());
+  if (it == in_flight_.end()) return;  // a previous leader's, or re-dispatched
+  const InFlight& f = it->second;
+  if (done.finished() > 0) {
+    const ModelId model = f.requests.front().model;
+    delays_->Record(Delay::kDispatch, done.ready(), done.ready() - f.decided);
+    if (done.ok()) {
+      delays_->RecordBatch(f.gpu, model, static_cast<int>(f.requests.size()), done.could_start(), done.started(),
+                           done.finished());
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (scheduler_ == nullptr) {
-      return FinishUnary(context, absl::UnavailableError("this scheduler is a spare, not the leader"));
-    }
-    const int frontend = FrontendIndex(request->frontend());
-    const Time now = clock_->Now();
-    for (const pb::RequestMeta& m : request->requests()) {
-      const Request r{next_request_++, m.model(), now, now + Micros(m.budget_us())};
-      origins_[r.id] = Origin{frontend, m.id()};
-      scheduler_->Submit(r);
-    }
+  for (const Request& r : f.requests) origins_.erase(r.id);
+  const GpuId gpu = f.gpu;
+  in_flight_.erase(it);
+  scheduler_->OnBatchDone(gpu);
+}
+
+// ---- reports --------------------------------------------------------------------
+
+DelayReport SchedulerNode::Delays() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (delays_ == nullptr) return {};
+  return {delays_->options(), delays_->estimates(), delays_->plan()};
+}
+
+void SchedulerNode::SendReportLocked() {
+  if (delays_ == nullptr) return;
+  auto report = std::make_shared<pb::DelayReport>();
+  ToProto({delays_->options(), delays_->estimates(), delays_->plan()}, report.get());
+  for (const FrontendState& f : frontends_) {
+    SendLocked<pb::FrontendDown>(f.link, [report](pb::FrontendDown* d) { *d->mutable_delays() = *report; });
   }
-  Flush();
-  return FinishUnary(context);
 }
 
-void SchedulerNode::OnDispatch(Batch batch) {
-  const uint64_t batch_id = next_batch_++;
-  const Slot& slot = slots_[batch.gpu];
-  const std::string backend_id = slot.backend;
-  const std::string address = members_.at(backend_id).info.address;
-  pb::BatchPlan plan;
-  plan.set_batch_id(batch_id);
-  plan.set_model(local_index_[batch.model]);
-  plan.set_start_in_us(std::max<int64_t>(0, ToMicros(batch.exec_at - clock_->Now())));
-  plan.set_latency_us(ToMicros(batch.latency));
-  plan.set_scheduler(address_);
-  for (const Request& r : batch.requests) {
-    const Origin& o = origins_.at(r.id);
-    pb::PlannedRequest* p = plan.add_requests();
-    p->set_frontend(frontends_[o.frontend]->address);
-    p->set_id(o.id);
-  }
-  in_flight_[batch_id] = InFlight{batch.gpu, std::move(batch.requests)};
-  pb::Backend::Stub* stub = backends_stubs_.Get(address);
-  outbox_.push_back([this, stub, backend_id, plan = std::move(plan)]() mutable {
-    CallAsync<pb::ExecuteReply>(
-        options_.rpc_timeout, std::move(plan), [stub](auto... a) { stub->async()->Execute(a...); },
-        [this, backend_id](const grpc::Status& s, pb::ExecuteReply&) {
-          if (s.ok()) return;
-          {
-            std::lock_guard<std::mutex> lock(mu_);
-            RemoveLocked(backend_id, absl::StrCat("unreachable: ", s.error_message()));
-          }
-          Flush();
-        });
-  });
+void SchedulerNode::ReportTick() {
+  SendReportLocked();
+  report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
 }
 
-void SchedulerNode::OnDrop(const Request& r) {
-  auto it = origins_.find(r.id);
-  if (it == origins_.end()) return;
-  const Origin o = it->second;
-  origins_.erase(it);
-  Coalescer<uint64_t>* rejects = frontends_[o.frontend]->rejects.get();
-  outbox_.push_back([rejects, id = o.id] { rejects->Add(id); });
-}
-
-grpc::ServerUnaryReactor* SchedulerNode::BatchDone(grpc::CallbackServerContext* context,
-                                                   const pb::BatchDoneRequest* request, pb::BatchDoneReply*) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = in_flight_.find(request->batch_id());
-    if (it != in_flight_.end() && scheduler_ != nullptr) {
-      for (const Request& r : it->second.requests) origins_.erase(r.id);
-      const GpuId gpu = it->second.gpu;
-      in_flight_.erase(it);
-      scheduler_->OnBatchDone(gpu);
-    }
-  }
-  Flush();
-  return FinishUnary(context);
-}
-
-// One thread flushes at a time, so plans leave in dispatch order; work
-// queued meanwhile by other threads is drained by that thread.
+// One thread flushes at a time, so messages leave in the order they were
+// queued; work queued meanwhile by other threads is drained by that thread.
 void SchedulerNode::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   if (flushing_) return;
@@ -255,6 +360,7 @@ SchedulerNode::Membership SchedulerNode::membership() const {
   std::lock_guard<std::mutex> lock(mu_);
   Membership s;
   for (const auto& [id, m] : members_) ++(m.gpu >= 0 ? s.backends : s.spares);
+  for (const FrontendState& f : frontends_) s.frontends += f.link != nullptr;
   return s;
 }
 

@@ -1,26 +1,35 @@
 // SchedulerNode: the scheduler process's data plane in distributed mode. It
 // runs the same Scheduler object as embedded mode, on the real clock, over
-// request metadata that frontends submit (Symphony §4.1); it sends each
-// dispatched batch as a plan to the backend that holds its GPU slot, and
-// tells frontends which of their requests it dropped.
+// the request metadata that frontends submit on their streams (Symphony
+// §4.1). Each dispatched batch becomes plan parts, one to each frontend
+// holding some of its requests, naming the backend; the frontends send the
+// inputs to that backend, which reports the batch done on its own stream.
 //
-// GPU slots: the cluster layout's GPUs, group by group. A backend that
-// registers takes a free slot of its group (extra backends wait as spares
-// and take the slot of one that leaves). A slot without a backend is down in
-// the scheduler. When a backend leaves (its etcd lease expired, or a plan
-// could not be delivered to it), the requests of the batches it had not
-// reported done are submitted again with their original deadlines: the
-// scheduler re-dispatches those that can still make it and drops the rest,
-// which their frontends answer with an error.
+// GPU slots: the cluster layout's GPUs, group by group. A backend that says
+// hello on its stream takes a free slot of its group (extra backends wait as
+// spares and take the slot of one that leaves). A slot without a backend is
+// down in the scheduler. When a backend leaves (its stream ended, or its etcd
+// lease expired), the requests of the batches it had not reported done are
+// submitted again with their original deadlines: re-dispatched if they can
+// still make it, dropped otherwise (and their frontends answer with an
+// error). A frontend that leaves loses its queued requests.
 //
-// Leadership (Symphony §6's hot spares): a node serves Submit only after
-// Lead(); a spare answers UNAVAILABLE. Lead() rebuilds the GPU state by asking
-// each backend how long the work it holds will keep it busy.
+// Delays (delays/delay_model.h): the node measures what its batches meet —
+// decision → the backend holding the batch's inputs (dispatch), how the
+// batch ran (compute), its own timers — and the frontends report how long
+// answers take to leave (response); its DelayModel makes the scheduler's
+// plan, and the frontends get the report for their /metrics. Instants are
+// the node's clock ("cluster time"); the peers convert with the pongs it
+// sends them (distributed/clock_sync.h).
+//
+// Leadership (Symphony §6's hot spares): a node serves streams only after
+// Lead(); a spare refuses them (FAILED_PRECONDITION).
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_DISTRIBUTED_SCHEDULER_NODE_H_
 #define TUTTI_DISTRIBUTED_SCHEDULER_NODE_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -30,86 +39,96 @@
 #include "absl/status/status.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/serialized_clock.h"
-#include "tutti/distributed/rpc_util.h"
+#include "tutti/delays/delay_model.h"
+#include "tutti/distributed/delay_report_proto.h"
+#include "tutti/distributed/stream.h"
 #include "tutti/proto/tutti_internal.grpc.pb.h"
 #include "tutti/scheduler/scheduler.h"
+#include "tutti/serving/inference_engine.h"
 
 namespace tutti {
-
-struct BackendInfo {
-  std::string id;
-  std::string address;  // host:port of its Backend service
-  int group = 0;        // its executor group (sub-cluster)
-};
 
 class SchedulerNode final : public internal::Scheduler::CallbackService {
  public:
   struct Options {
     std::string policy = "deferred";
     SchedulerOptions scheduler;
-    Duration rpc_timeout = kSecond;
+    DelayModelOptions delays;
+    Duration report_every = 500 * kMillisecond;  // the delay report to frontends
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.
   SchedulerNode(ClusterSpec spec, Options options, Clock* clock);
   ~SchedulerNode() override;
 
-  // Builds the scheduler and starts serving Submit, with `backends` (asked
-  // for their state). Errors: a policy without membership (nexus) or an
-  // invalid spec.
-  absl::Status Lead(const std::vector<BackendInfo>& backends);
+  // Builds the scheduler (every GPU down until a backend says hello) and
+  // starts serving streams. Errors: a policy without membership (nexus).
+  absl::Status Lead();
   bool leading() const;
-  // This node's Scheduler service (host:port), where backends report
-  // BatchDone. Set it before Lead().
-  void SetAddress(const std::string& address);
 
-  // Membership, from the etcd watch. Adding a known backend or removing an
-  // unknown one does nothing.
-  void AddBackend(const BackendInfo& backend);
+  // A backend's etcd lease expired: as if its stream ended.
   void RemoveBackend(const std::string& id);
 
-  // Backends holding a GPU slot, and spares waiting for one.
+  // Backends holding a GPU slot, spares waiting for one, and frontends.
   struct Membership {
-    int backends = 0, spares = 0;
+    int backends = 0, spares = 0, frontends = 0;
   };
   Membership membership() const;
+  DelayReport Delays() const;
 
   // internal.Scheduler
-  grpc::ServerUnaryReactor* Submit(grpc::CallbackServerContext* context, const internal::SubmitRequest* request,
-                                   internal::SubmitReply* reply) override;
-  grpc::ServerUnaryReactor* BatchDone(grpc::CallbackServerContext* context,
-                                      const internal::BatchDoneRequest* request,
-                                      internal::BatchDoneReply* reply) override;
+  grpc::ServerBidiReactor<internal::FrontendUp, internal::FrontendDown>* Frontend(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerBidiReactor<internal::BackendUp, internal::BackendDown>* Backend(
+      grpc::CallbackServerContext* context) override;
 
  private:
+  using FrontendLink = StreamLink<internal::FrontendDown>;
+  using BackendLink = StreamLink<internal::BackendDown>;
   struct Origin {  // where a request came from
     int frontend = 0;
     uint64_t id = 0;
   };
-  struct FrontendLink {
-    std::string address;
-    std::unique_ptr<Coalescer<uint64_t>> rejects;
+  struct FrontendState {
+    std::string name;
+    std::shared_ptr<FrontendLink> link;  // null: gone
   };
   struct Slot {
     int group = 0;
     std::string backend;  // "" : down
   };
   struct Member {
-    BackendInfo info;
+    std::string id;
+    int group = 0;
+    std::string address;
+    std::shared_ptr<BackendLink> link;
     GpuId gpu = -1;  // -1: spare
   };
   struct InFlight {
     GpuId gpu;
+    Time decided;
     std::vector<Request> requests;
   };
 
+  void OnFrontendMessage(int frontend, const std::shared_ptr<FrontendLink>& link, internal::FrontendUp& up);
+  void OnFrontendGone(int frontend, const std::shared_ptr<FrontendLink>& link);
+  void OnBackendMessage(const std::shared_ptr<BackendLink>& link, std::string* id, internal::BackendUp& up);
+  void OnBackendGone(const std::shared_ptr<BackendLink>& link, const std::string& id);
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
   // REQUIRES: mu_ held.
-  int FrontendIndex(const std::string& address);
-  void AssignLocked(Member& member, Duration busy_for);
+  void AssignLocked(Member& member, Time free_at);
   void RemoveLocked(const std::string& id, const std::string& why);
-  // Runs the RPCs queued under the lock; call without it.
+  void DoneLocked(const internal::Done& done);
+  void SendReportLocked();
+  void ReportTick();
+  // Queues a send to run once mu_ is released (stream writes never run
+  // under it). REQUIRES: mu_ held.
+  template <typename Msg>
+  void SendLocked(std::shared_ptr<StreamLink<Msg>> link, std::function<void(Msg*)> fill) {
+    if (link) outbox_.push_back([link = std::move(link), fill = std::move(fill)] { link->Send(fill); });
+  }
+  // Runs the sends queued under the lock; call without it.
   void Flush();
 
   const ClusterSpec spec_;
@@ -119,21 +138,20 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   SerializedClock locked_clock_;
   std::mutex& mu_;
   CallbackListener listener_;
-  StubCache<internal::Backend> backends_stubs_;
-  StubCache<internal::Frontend> frontend_stubs_;
 
-  std::unique_ptr<Scheduler> scheduler_;                       // GUARDED_BY(mu_); set by Lead()
-  std::vector<Slot> slots_;                                    // GUARDED_BY(mu_), by GPU id
-  absl::flat_hash_map<std::string, Member> members_;           // GUARDED_BY(mu_), by backend id
-  std::vector<std::unique_ptr<FrontendLink>> frontends_;       // GUARDED_BY(mu_)
-  absl::flat_hash_map<std::string, int> frontend_index_;       // GUARDED_BY(mu_)
-  absl::flat_hash_map<RequestId, Origin> origins_;             // GUARDED_BY(mu_)
-  absl::flat_hash_map<uint64_t, InFlight> in_flight_;          // GUARDED_BY(mu_), by batch id
-  std::vector<std::function<void()>> outbox_;                  // GUARDED_BY(mu_)
-  RequestId next_request_ = 1;                                 // GUARDED_BY(mu_)
-  uint64_t next_batch_ = 1;                                    // GUARDED_BY(mu_)
-  std::string address_;                                        // GUARDED_BY(mu_)
-  bool flushing_ = false;                                      // GUARDED_BY(mu_)
+  std::unique_ptr<Scheduler> scheduler_;                  // GUARDED_BY(mu_); set by Lead()
+  std::unique_ptr<DelayModel> delays_;                    // GUARDED_BY(mu_); set by Lead()
+  std::vector<Slot> slots_;                               // GUARDED_BY(mu_), by GPU id
+  absl::flat_hash_map<std::string, Member> members_;      // GUARDED_BY(mu_), by backend id
+  std::vector<FrontendState> frontends_;                  // GUARDED_BY(mu_)
+  absl::flat_hash_map<std::string, int> frontend_index_;  // GUARDED_BY(mu_), by name
+  absl::flat_hash_map<RequestId, Origin> origins_;        // GUARDED_BY(mu_)
+  absl::flat_hash_map<uint64_t, InFlight> in_flight_;     // GUARDED_BY(mu_), by batch id
+  std::vector<std::function<void()>> outbox_;             // GUARDED_BY(mu_)
+  RequestId next_request_ = 1;                            // GUARDED_BY(mu_)
+  uint64_t next_batch_;                                   // GUARDED_BY(mu_)
+  TimerId report_timer_ = kNoTimer;                       // GUARDED_BY(mu_)
+  bool flushing_ = false;                                 // GUARDED_BY(mu_)
 };
 
 }  // namespace tutti
