@@ -11,7 +11,6 @@
 #include "absl/strings/str_split.h"
 #include "tutti/cli/command_util.h"
 #include "tutti/cli/stop_signals.h"
-#include "tutti/core/real_clock.h"
 #include "tutti/distributed/local_cluster.h"
 #include "tutti/distributed/processes.h"
 #include "tutti/executors/torch_executor.h"
@@ -30,8 +29,9 @@ struct Common {
     flags.String("cluster", &process.cluster, "cluster name: keys under /tutti/<name>/ in etcd (default tutti)");
     flags.String("repo", &repo_dir, "model repository directory (the same for every process)");
     flags.String("config", &config_path, "serve config YAML (the same for every process)");
-    flags.String("address", &process.address, "address of this process's internal gRPC service (default 127.0.0.1)");
-    flags.Int("internal-port", &process.port, "port of the internal gRPC service (default 0: any free port)");
+    flags.String("address", &process.address, "address of this process's internal listener: an IP address, or "
+                                              "unix:/path for a Unix socket (default 127.0.0.1)");
+    flags.Int("internal-port", &process.port, "port of the internal listener (default 0: any free port)");
     flags.Int("lease-ttl-s", &process.lease_ttl_s, "etcd lease TTL in seconds: a dead process is noticed this fast "
                                                    "(default 1)");
   }
@@ -71,8 +71,7 @@ int SchedulerCommand(const Args& args) {
   if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
   ServerConfig& config = common.config;
   ClusterLayout& layout = common.layout;
-  RealClock clock;
-  absl::StatusOr<std::unique_ptr<SchedulerProcess>> p = SchedulerProcess::Start(layout, config, common.process, &clock);
+  absl::StatusOr<std::unique_ptr<SchedulerProcess>> p = SchedulerProcess::Start(layout, config, common.process);
   if (!p.ok()) return Fail(p.status());
   std::cout << absl::StrFormat("tutti scheduler %s: campaigning in etcd %s (cluster '%s'), policy %s, %d GPU slots\n",
                                (*p)->address(), common.process.etcd, common.process.cluster, config.policy,
@@ -107,9 +106,8 @@ int FrontendCommand(const Args& args) {
   config.grpc.port = grpc_port;
   std::vector<std::string> names;
   for (const ModelSpec& m : layout.spec.models) names.push_back(m.name);
-  RealClock clock;
   absl::StatusOr<std::unique_ptr<FrontendProcess>> p =
-      FrontendProcess::Start(std::move(layout), config, common.process, &clock);
+      FrontendProcess::Start(std::move(layout), config, common.process);
   if (!p.ok()) return Fail(p.status());
   std::cout << absl::StrFormat("tutti frontend %s: KServe v2 HTTP on %s:%d, gRPC on %s:%d; leader %s\n",
                                (*p)->name(), http_address, (*p)->http_port(), http_address, (*p)->grpc_port(),
@@ -147,9 +145,8 @@ int BackendCommand(const Args& args) {
   ServerConfig& config = common.config;
   ClusterLayout& layout = common.layout;
   SetTorchThreads(config.torch_threads);
-  RealClock clock;
   absl::StatusOr<std::unique_ptr<BackendProcess>> p =
-      BackendProcess::Start(layout, config, group, id, common.process, &clock);
+      BackendProcess::Start(layout, config, group, id, common.process);
   if (!p.ok()) return Fail(p.status());
   const ExecutorGroupConfig& g = config.executors[group];
   std::cout << absl::StrFormat("tutti backend %s: %s executor of group %d (%s) on %s: registered in etcd %s\n",
@@ -181,9 +178,20 @@ int ClusterCommand(const Args& args) {
   flags.String("backends", &backends, "backend processes per executor group, e.g. 8 or 1,2 (default: the config's "
                                       "counts)");
   flags.Int("port", &options.http_port, "P: first frontend's HTTP port (default 8000; 0: any free ports)");
-  flags.Int("lease-ttl-s", &options.lease_ttl_s, "etcd lease TTL in seconds (default 1)");
+  flags.Int("lease-ttl-s", &options.lease_ttl_s, "schedulers' etcd lease TTL in seconds: how fast a spare "
+                                                 "replaces a dead leader (default 1)");
+  flags.Int("backend-lease-ttl-s", &options.backend_lease_ttl_s,
+            "backends' etcd lease TTL in seconds (default 3; a backend that dies is noticed at once by its "
+            "streams, the lease catches one that hangs)");
+  std::string transport = "unix";
+  flags.String("transport", &transport, "internal streams between the processes: unix (Unix sockets; they share "
+                                        "this host) or tcp (127.0.0.1, as between hosts) (default unix)");
   flags.Double("duration-s", &duration_s, "stop after this many seconds (0: run until signalled)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  if (transport != "unix" && transport != "tcp") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--transport: '", transport, "' is not unix or tcp")));
+  }
+  options.unix_sockets = transport == "unix";
   for (absl::string_view n : absl::StrSplit(backends, ',', absl::SkipEmpty())) {
     int count = 0;
     if (!absl::SimpleAtoi(n, &count) || count < 0) {

@@ -11,25 +11,32 @@ namespace tutti {
 namespace pb = ::tutti::internal;
 
 BackendNode::BackendNode(Options options, std::unique_ptr<Executor> executor,
-                         std::vector<InferenceCore::ModelShape> shapes, Clock* clock)
-    : options_(std::move(options)), executor_(std::move(executor)), shapes_(std::move(shapes)), clock_(clock) {
+                         std::vector<InferenceCore::ModelShape> shapes, Clock* clock, Connector* connector)
+    : options_(std::move(options)),
+      executor_(std::move(executor)),
+      shapes_(std::move(shapes)),
+      clock_(clock),
+      connector_(connector) {
   std::lock_guard<std::mutex> lock(mu_);
   tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
 }
 
 BackendNode::~BackendNode() {
   WaitIdle();
-  std::shared_ptr<LeaderLink> leader;
+  SendReports();
+  std::shared_ptr<BackendLink> leader;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     ++epoch_;
     clock_->Cancel(tick_timer_);
+    clock_->Cancel(report_timer_);
     for (auto& [batch, a] : assembling_) clock_->Cancel(a.grace_timer);
     leader = std::move(leader_link_);
   }
   if (leader) leader->Close();
-  streams_.WaitAll();  // the Feed streams end when the gRPC server shuts down, before this
+  streams_.CloseAll();
+  streams_.WaitAll();
 }
 
 void BackendNode::WaitIdle() {
@@ -41,20 +48,17 @@ Time BackendNode::ToCluster(Time local) const { return sync_.synced() ? sync_.To
 
 // ---- parts from frontends ---------------------------------------------------------
 
-grpc::ServerBidiReactor<pb::FeedDown, pb::FeedUp>* BackendNode::Feed(grpc::CallbackServerContext*) {
-  auto link = std::make_shared<std::shared_ptr<FeedLink>>();
-  auto* stream = new ServerStream<pb::FeedDown, pb::FeedUp>(streams_.Track<pb::FeedDown, pb::FeedUp>(
+FeedPeerHandlers BackendNode::AcceptFeed(std::shared_ptr<FeedPeer> link) {
+  return streams_.Track<pb::FeedDown, pb::FeedUp>(
       {[this, link](pb::FeedDown& down) {
-         for (pb::Part& part : *down.mutable_parts()) OnPart(*link, part);
+         for (pb::Part& part : *down.mutable_parts()) OnPart(link, part);
        },
        {},
-       {}}));
-  *link = stream->link();
-  stream->Start();
-  return stream;
+       {}},
+      link);
 }
 
-void BackendNode::OnPart(const std::shared_ptr<FeedLink>& link, pb::Part& part) {
+void BackendNode::OnPart(const std::shared_ptr<FeedPeer>& link, pb::Part& part) {
   std::optional<Assembly> complete;
   const uint64_t batch = part.batch();
   {
@@ -141,20 +145,21 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
     result.status = absl::InternalError(
         absl::StrCat("executor returned ", result.output.size(), " values for ", n, " items"));
   }
-  pb::Done done;
-  std::shared_ptr<LeaderLink> leader;
   Time started, finished;
   {
     std::lock_guard<std::mutex> lock(mu_);
     started = ToCluster(result.started);
     finished = ToCluster(result.finished);
+    pb::Done& done = reports_.emplace_back();
     done.set_batch(batch);
     done.set_ok(result.status.ok());
     done.set_ready(ToCluster(ready));
     done.set_could_start(ToCluster(std::max(result.ready, ready)));
     done.set_started(started);
     done.set_finished(finished);
-    leader = leader_link_;
+    if (report_timer_ == kNoTimer && options_.report_delay > 0) {
+      report_timer_ = clock_->ScheduleAfter(options_.report_delay, [this] { SendReports(); });
+    }
   }
   // Each part's outputs go back on the stream it came on.
   size_t offset = 0;
@@ -177,9 +182,21 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
     });
     offset += bytes;
   }
-  if (leader) leader->Send([&done](pb::BackendUp* up) { *up->add_done() = done; });
+  if (options_.report_delay <= 0) SendReports();
   std::lock_guard<std::mutex> lock(mu_);
   if (--held_ == 0) idle_.notify_all();
+}
+
+void BackendNode::SendReports() {
+  std::lock_guard<std::mutex> lock(mu_);
+  report_timer_ = kNoTimer;
+  if (reports_.empty()) return;
+  if (leader_link_) {
+    leader_link_->Send([this](pb::BackendUp* up) {
+      for (pb::Done& d : reports_) up->add_done()->Swap(&d);
+    });
+  }
+  reports_.clear();  // a leader that is gone needs none
 }
 
 // ---- the leader -----------------------------------------------------------------
@@ -190,7 +207,7 @@ void BackendNode::SetAddress(const std::string& address) {
 }
 
 void BackendNode::SetLeader(const std::string& address) {
-  std::shared_ptr<LeaderLink> old;
+  std::shared_ptr<BackendLink> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (address == leader_ && leader_link_) return;
@@ -205,11 +222,8 @@ void BackendNode::Connect() {
   const uint64_t epoch = ++epoch_;
   sync_.Reset();
   said_hello_ = false;
-  pb::Scheduler::Stub* stub = scheduler_stubs_.Get(leader_);
-  leader_link_ = ClientStream<pb::BackendUp, pb::BackendDown>::Open(
-      [stub](grpc::ClientContext* c, grpc::ClientBidiReactor<pb::BackendUp, pb::BackendDown>* r) {
-        stub->async()->Backend(c, r);
-      },
+  leader_link_ = connector_->OpenBackend(
+      leader_,
       streams_.Track<pb::BackendDown, pb::BackendUp>(
           {[this, epoch](pb::BackendDown& down) { OnLeaderMessage(epoch, down); },
            [this, epoch] { OnLeaderGone(epoch); },
@@ -221,22 +235,19 @@ void BackendNode::Connect() {
 
 void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
   const Time now = clock_->Now();
-  std::shared_ptr<LeaderLink> link;
-  pb::Hello hello;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (epoch != epoch_ || !down.has_pong()) return;
-    const pb::Pong& p = down.pong();
-    sync_.Add(p.ping_sent(), p.received(), p.sent(), now);
-    if (said_hello_) return;
-    said_hello_ = true;  // the clock is synced: the leader may give it work
-    hello.set_id(options_.id);
-    hello.set_group(options_.group);
-    hello.set_address(address_);
-    hello.set_busy_for(std::max<Duration>(0, busy_until_ - now));
-    link = leader_link_;
-  }
-  link->Send([&hello](pb::BackendUp* up) { *up->mutable_hello() = hello; });
+  std::lock_guard<std::mutex> lock(mu_);
+  if (epoch != epoch_ || !down.has_pong()) return;
+  const pb::Pong& p = down.pong();
+  sync_.Add(p.ping_sent(), p.received(), p.sent(), now);
+  if (said_hello_) return;
+  said_hello_ = true;  // the clock is synced: the leader may give it work
+  leader_link_->Send([&](pb::BackendUp* up) {
+    pb::Hello* hello = up->mutable_hello();
+    hello->set_id(options_.id);
+    hello->set_group(options_.group);
+    hello->set_address(address_);
+    hello->set_busy_for(std::max<Duration>(0, busy_until_ - now));
+  });
 }
 
 void BackendNode::OnLeaderGone(uint64_t epoch) {
@@ -246,15 +257,11 @@ void BackendNode::OnLeaderGone(uint64_t epoch) {
 }
 
 void BackendNode::Tick() {
-  std::shared_ptr<LeaderLink> link;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return;
-    if (leader_link_ == nullptr && !leader_.empty()) Connect();
-    link = leader_link_;
-    tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
-  }
-  if (link) link->Send([](pb::BackendUp* up) { up->mutable_ping(); });
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return;
+  if (leader_link_ == nullptr && !leader_.empty()) Connect();
+  if (leader_link_) leader_link_->Send([](pb::BackendUp* up) { up->mutable_ping(); });
+  tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
 }
 
 }  // namespace tutti

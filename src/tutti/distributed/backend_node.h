@@ -10,8 +10,14 @@
 //
 // The leader stream: a hello (its id, group, Feed address and how long the
 // batches it holds keep it busy) once its clock is synced with the leader's
-// (clock_sync.h), then pings and completion reports. A new leader gets a
-// new stream and a new hello.
+// (clock_sync.h), then pings and completion reports — held up to
+// `report_delay` so that several share a message: the scheduler plans with
+// predicted completions and uses the reports only for its measurements
+// (unless it awaits completions; then send them at once). A new leader gets
+// a new stream and a new hello.
+//
+// Streams (distributed/links.h): feeds come in through AcceptFeed(); the
+// leader stream is opened through the Connector.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_DISTRIBUTED_BACKEND_NODE_H_
@@ -20,33 +26,35 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
-#include "tutti/distributed/rpc_util.h"
-#include "tutti/distributed/stream.h"
+#include "tutti/distributed/links.h"
 #include "tutti/executors/executor.h"
-#include "tutti/proto/tutti_internal.grpc.pb.h"
 #include "tutti/serving/inference_core.h"
 
 namespace tutti {
 
-class BackendNode final : public internal::Backend::CallbackService {
+class BackendNode {
  public:
   struct Options {
     std::string id;
     int group = 0;
-    Duration ping_every = 100 * kMillisecond;
+    Duration ping_every = kSecond;  // pings sync the clock with the leader's
     Duration part_grace = 200 * kMillisecond;
+    Duration report_delay = 10 * kMillisecond;  // completion reports wait up to this long for company
   };
-  // `shapes[i]` is the size of the executor's model i. `clock` must be real
-  // and outlive the node.
+  // `shapes[i]` is the size of the executor's model i. `clock` and
+  // `connector` must outlive the node.
   BackendNode(Options options, std::unique_ptr<Executor> executor, std::vector<InferenceCore::ModelShape> shapes,
-              Clock* clock);
-  ~BackendNode() override;  // WaitIdle(), then closes its streams
+              Clock* clock, Connector* connector);
+  // WaitIdle(), then closes its streams and waits for their handlers' last
+  // call (their transport must still be running).
+  ~BackendNode();
 
   // Its Feed service's address, as frontends reach it (told to the leader).
   // Set it before SetLeader().
@@ -58,14 +66,12 @@ class BackendNode final : public internal::Backend::CallbackService {
 
   const std::string& id() const { return options_.id; }
 
-  // internal.Backend
-  grpc::ServerBidiReactor<internal::FeedDown, internal::FeedUp>* Feed(grpc::CallbackServerContext* context) override;
+  // A frontend opened a feed: `link` sends to it; the handlers for what it sends.
+  FeedPeerHandlers AcceptFeed(std::shared_ptr<FeedPeer> link);
 
  private:
-  using FeedLink = StreamLink<internal::FeedUp>;
-  using LeaderLink = StreamLink<internal::BackendUp>;
   struct Piece {  // one frontend's part of a batch
-    std::shared_ptr<FeedLink> link;
+    std::shared_ptr<FeedPeer> link;
     std::vector<uint64_t> ids;
     std::string inputs;
   };
@@ -78,20 +84,21 @@ class BackendNode final : public internal::Backend::CallbackService {
     TimerId grace_timer = kNoTimer;
   };
 
-  void OnPart(const std::shared_ptr<FeedLink>& link, internal::Part& part);
+  void OnPart(const std::shared_ptr<FeedPeer>& link, internal::Part& part);
   void Run(uint64_t batch, Assembly assembly);
   void Finish(uint64_t batch, const Assembly& assembly, Time ready, ExecResult result);
   void Connect();  // REQUIRES: mu_ held
   void OnLeaderMessage(uint64_t epoch, internal::BackendDown& down);
   void OnLeaderGone(uint64_t epoch);
   void Tick();
+  void SendReports();  // the completion reports held
   Time ToCluster(Time local) const;  // REQUIRES: mu_ held
 
   const Options options_;
   const std::unique_ptr<Executor> executor_;
   const std::vector<InferenceCore::ModelShape> shapes_;
   Clock* const clock_;
-  StubCache<internal::Scheduler> scheduler_stubs_;
+  Connector* const connector_;
   StreamTracker streams_;
 
   mutable std::mutex mu_;
@@ -101,7 +108,9 @@ class BackendNode final : public internal::Backend::CallbackService {
   int held_ = 0;                                        // GUARDED_BY(mu_): batches received, not yet reported
   std::string address_;                                 // GUARDED_BY(mu_)
   std::string leader_;                                  // GUARDED_BY(mu_)
-  std::shared_ptr<LeaderLink> leader_link_;             // GUARDED_BY(mu_)
+  std::shared_ptr<BackendLink> leader_link_;            // GUARDED_BY(mu_)
+  std::vector<internal::Done> reports_;                 // GUARDED_BY(mu_): held for report_delay
+  TimerId report_timer_ = kNoTimer;                     // GUARDED_BY(mu_)
   uint64_t epoch_ = 0;                                  // GUARDED_BY(mu_)
   ClockSync sync_;                                      // GUARDED_BY(mu_)
   bool said_hello_ = false;                             // GUARDED_BY(mu_)

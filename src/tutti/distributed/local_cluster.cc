@@ -1,6 +1,9 @@
 #include "tutti/distributed/local_cluster.h"
 
+#include <stdlib.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -19,10 +22,14 @@ absl::Status Explain(const absl::Status& s, const std::string& what) {
 
 }  // namespace
 
-std::vector<std::string> LocalCluster::CommonArgs(const std::string& command) const {
+std::vector<std::string> LocalCluster::CommonArgs(const std::string& command, const std::string& name) const {
+  const int ttl = command == "backend" ? options_.backend_lease_ttl_s : options_.lease_ttl_s;
   std::vector<std::string> args = {options_.tutti_binary, command, "--etcd", etcd_endpoint_, "--cluster",
-                                   options_.cluster, "--repo", options_.repo,
-                                   "--lease-ttl-s", absl::StrCat(options_.lease_ttl_s)};
+                                   options_.cluster, "--repo", options_.repo, "--lease-ttl-s", absl::StrCat(ttl)};
+  if (!socket_dir_.empty()) {
+    args.push_back("--address");
+    args.push_back(absl::StrCat("unix:", socket_dir_, "/", name, ".sock"));
+  }
   if (!options_.config.empty()) {
     args.push_back("--config");
     args.push_back(options_.config);
@@ -38,6 +45,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     c->etcd_endpoint_ = c->etcd_->endpoint();
   } else {
     c->etcd_endpoint_ = options.etcd;
+  }
+  if (options.unix_sockets) {
+    std::string dir = (std::filesystem::temp_directory_path() / "tutti-cluster-XXXXXX").string();
+    if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("cannot create a directory for the sockets");
+    c->socket_dir_ = dir;
   }
   std::vector<int> backends = options.backends;
   if (backends.empty()) {  // one per GPU of the config
@@ -57,7 +69,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
 absl::Status LocalCluster::AddScheduler() {
   const int n = static_cast<int>(schedulers_.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
-                         ChildProcess::Start(CommonArgs("scheduler"), options_.echo ? absl::StrCat("[scheduler ", n, "] ") : ""));
+                         ChildProcess::Start(CommonArgs("scheduler", absl::StrCat("scheduler-", n)), options_.echo ? absl::StrCat("[scheduler ", n, "] ") : ""));
   absl::StatusOr<std::string> ready = p->WaitForOutput(schedulers_.empty() ? ": leading" : ": standing by", kReadyTimeout);
   if (!ready.ok()) return Explain(ready.status(), absl::StrCat("scheduler ", n));
   schedulers_.push_back(std::move(p));
@@ -66,7 +78,7 @@ absl::Status LocalCluster::AddScheduler() {
 
 absl::Status LocalCluster::AddBackend(int group) {
   const int n = static_cast<int>(backends_.size());
-  std::vector<std::string> args = CommonArgs("backend");
+  std::vector<std::string> args = CommonArgs("backend", absl::StrCat("backend-", n));
   args.insert(args.end(), {"--group", absl::StrCat(group), "--id", absl::StrCat("b", n)});
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
                          ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : ""));
@@ -78,7 +90,7 @@ absl::Status LocalCluster::AddBackend(int group) {
 
 absl::Status LocalCluster::AddFrontend() {
   const int n = static_cast<int>(frontends_.size());
-  std::vector<std::string> args = CommonArgs("frontend");
+  std::vector<std::string> args = CommonArgs("frontend", absl::StrCat("frontend-", n));
   const int http = options_.http_port > 0 ? options_.http_port + 2 * n : 0;
   const int grpc = options_.http_port > 0 ? options_.http_port + 2 * n + 1 : 0;
   args.insert(args.end(), {"--http-port", absl::StrCat(http), "--grpc-port", absl::StrCat(grpc)});
@@ -102,6 +114,10 @@ LocalCluster::~LocalCluster() {
   for (Backend& b : backends_) b.process->Terminate();
   for (auto& s : schedulers_) s->Terminate();
   etcd_.reset();
+  if (!socket_dir_.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(socket_dir_, ignored);
+  }
 }
 
 }  // namespace tutti

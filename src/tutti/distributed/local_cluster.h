@@ -27,7 +27,14 @@ struct LocalClusterOptions {
   int frontends = 1;
   std::vector<int> backends;            // per executor group; empty: one per GPU of the config
   int http_port = 0;                    // frontend i: HTTP http_port + 2i, gRPC + 2i + 1; 0: any free ports
-  int lease_ttl_s = 1;
+  int lease_ttl_s = 1;                  // schedulers' (how fast a dead leader is replaced) and frontends'
+  // Backends': a backend that dies is noticed at once by its streams
+  // ending; the lease catches only one that hangs. Longer: fewer
+  // keep-alives for etcd to answer.
+  int backend_lease_ttl_s = 3;
+  // The internal streams between the processes: over Unix sockets (they
+  // share this host) or TCP on 127.0.0.1 (as between hosts).
+  bool unix_sockets = true;
   bool echo = false;                    // copy the processes' output to stderr, prefixed
 };
 
@@ -60,11 +67,13 @@ class LocalCluster {
 
  private:
   LocalCluster() = default;
-  std::vector<std::string> CommonArgs(const std::string& command) const;
+  // The arguments of every process; `name` names its internal Unix socket.
+  std::vector<std::string> CommonArgs(const std::string& command, const std::string& name) const;
 
   LocalClusterOptions options_;
   std::unique_ptr<LocalEtcd> etcd_;
   std::string etcd_endpoint_;
+  std::string socket_dir_;  // the processes' Unix sockets; "" : TCP
   std::vector<std::unique_ptr<ChildProcess>> schedulers_;
   std::vector<Frontend> frontends_;
   std::vector<Backend> backends_;

@@ -29,8 +29,8 @@ absl::StatusOr<std::unique_ptr<LocalEtcd>> LocalEtcd::Start(const std::string& b
                                               "--listen-client-urls", client_url, "--advertise-client-urls",
                                               client_url, "--listen-peer-urls", peer_url,
                                               "--initial-advertise-peer-urls", peer_url, "--initial-cluster",
-                                              absl::StrCat("tutti=", peer_url), "--heartbeat-interval", "20",
-                                              "--election-timeout", "200", "--log-level", "error"}));
+                                              absl::StrCat("tutti=", peer_url), "--heartbeat-interval", "50",
+                                              "--election-timeout", "500", "--log-level", "error"}));
   absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect(etcd->endpoint_, 20 * kSecond);
   if (!client.ok()) {
     return absl::UnavailableError(absl::StrCat("etcd did not come up: ", client.status().message(), "\n",

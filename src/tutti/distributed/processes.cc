@@ -6,6 +6,7 @@
 #include <iostream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
@@ -13,13 +14,15 @@
 namespace tutti {
 namespace {
 
-// Binds `service` on options.address:options.port; the address peers use.
-absl::StatusOr<std::unique_ptr<GrpcServer>> Listen(const ProcessOptions& options, grpc::Service* service,
-                                                   std::string* address) {
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server,
-                         GrpcServer::Start(GrpcServerOptions{options.address, options.port, 256}, {service}));
-  *address = absl::StrCat(options.address, ":", server->port());
-  return server;
+// Listens on the process's internal address; `address` is what peers use.
+absl::StatusOr<std::unique_ptr<WireListener>> Listen(EventLoop& loop, const ProcessOptions& options,
+                                                     Acceptors acceptors, std::string* address) {
+  const std::string where =
+      absl::StartsWith(options.address, "unix:") ? options.address : absl::StrCat(options.address, ":", options.port);
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<WireListener> listener,
+                         ServeWire(loop.context(), where, std::move(acceptors)));
+  *address = listener->address();
+  return listener;
 }
 
 // A lease kept alive by heartbeats; losing it ends the process (see header).
@@ -66,8 +69,7 @@ std::string HostPid() {
 
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const ClusterLayout& layout,
                                                                           const ServerConfig& config,
-                                                                          const ProcessOptions& options,
-                                                                          Clock* clock) {
+                                                                          const ProcessOptions& options) {
   if (!config.coding.empty()) {
     return absl::UnimplementedError("ParM coding runs in embedded mode (tutti serve) only — the serving core holds "
                                     "its coding groups; remove `coding:`");
@@ -77,10 +79,18 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
                                       "and go: deferred, eager or timeout (nexus plans its GPUs ahead)");
   }
   std::unique_ptr<SchedulerProcess> p(new SchedulerProcess());
+  p->loop_ = std::make_unique<EventLoop>(1, "tutti-sched");
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
   p->node_ = std::make_unique<SchedulerNode>(
-      layout.spec, SchedulerNode::Options{config.policy, config.scheduler, config.delays}, clock);
-  TUTTI_ASSIGN_OR_RETURN(p->grpc_, Listen(options, p->node_.get(), &p->address_));
+      layout.spec, SchedulerNode::Options{config.policy, config.scheduler, config.delays}, p->loop_.get());
+  SchedulerNode* node = p->node_.get();
+  TUTTI_ASSIGN_OR_RETURN(
+      p->listener_,
+      Listen(*p->loop_, options,
+             Acceptors{[node](std::shared_ptr<FrontendPeer> l) { return node->AcceptFrontend(std::move(l)); },
+                       [node](std::shared_ptr<BackendPeer> l) { return node->AcceptBackend(std::move(l)); },
+                       {}},
+             &p->address_));
   TUTTI_RETURN_IF_ERROR(
       HoldLease(*p->etcd_, options, absl::StrCat("scheduler ", p->address_), &p->lease_, &p->keep_alive_));
   p->campaign_ = std::thread([proc = p.get(), keys = ClusterKeys(options.cluster)] { proc->Campaign(keys); });
@@ -124,25 +134,29 @@ SchedulerProcess::~SchedulerProcess() {
   watch_.reset();
   keep_alive_.reset();
   if (lease_ != 0) (void)etcd_->RevokeLease(lease_);  // a spare takes over at once
-  if (grpc_) grpc_->Shutdown(kSecond);
+  if (listener_) listener_->Stop();
+  node_.reset();  // closes its streams while the loop runs
+  loop_->Stop();
 }
 
 // ---- frontend ----------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterLayout layout,
                                                                         const ServerConfig& config,
-                                                                        const ProcessOptions& options,
-                                                                        Clock* clock) {
+                                                                        const ProcessOptions& options) {
   std::unique_ptr<FrontendProcess> p(new FrontendProcess());
+  p->loop_ = std::make_unique<EventLoop>(config.http.threads, "tutti-front");
+  p->connector_ = std::make_unique<WireConnector>(p->loop_->context());
   p->name_ = HostPid();
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
-  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{p->name_}, clock);
+  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{p->name_},
+                                              p->loop_.get(), p->connector_.get());
   TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, ClusterKeys(options.cluster),
                                                  [engine = p->engine_.get()](const std::string& a) {
                                                    engine->SetLeader(a);
                                                  }));
-  TUTTI_ASSIGN_OR_RETURN(p->listeners_,
-                         FrontendServer::Start(p->engine_.get(), std::move(layout.served), config.http, config.grpc));
+  TUTTI_ASSIGN_OR_RETURN(p->listeners_, FrontendServer::Start(p->engine_.get(), std::move(layout.served),
+                                                              config.http, config.grpc, p->loop_.get()));
   return p;
 }
 
@@ -153,27 +167,40 @@ void FrontendProcess::Shutdown() {
 FrontendProcess::~FrontendProcess() {
   Shutdown();
   watch_.reset();
+  listeners_.reset();
+  engine_.reset();  // closes its streams while the loop runs
+  loop_->Stop();
 }
 
 // ---- backend -----------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const ClusterLayout& layout,
                                                                       const ServerConfig& config, int group,
-                                                                      std::string id, const ProcessOptions& options,
-                                                                      Clock* clock) {
+                                                                      std::string id,
+                                                                      const ProcessOptions& options) {
   if (group < 0 || group >= static_cast<int>(config.executors.size())) {
     return absl::InvalidArgumentError(absl::StrCat("no executor group ", group, " (the config has ",
                                                    config.executors.size(), ")"));
   }
   std::unique_ptr<BackendProcess> p(new BackendProcess());
   p->id_ = id.empty() ? absl::StrCat(absl::StrFormat("%d", getpid()), "-g", group) : std::move(id);
+  p->loop_ = std::make_unique<EventLoop>(1, "tutti-backend");
+  p->connector_ = std::make_unique<WireConnector>(p->loop_->context());
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor, MakeGroupExecutor(layout, config, group, clock));
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
+                         MakeGroupExecutor(layout, config, group, p->loop_.get()));
   std::vector<InferenceCore::ModelShape> shapes;
   for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
-  p->node_ = std::make_unique<BackendNode>(BackendNode::Options{p->id_, group}, std::move(executor),
-                                           std::move(shapes), clock);
-  TUTTI_ASSIGN_OR_RETURN(p->grpc_, Listen(options, p->node_.get(), &p->address_));
+  BackendNode::Options node_options{p->id_, group};
+  if (config.scheduler.await_completion) node_options.report_delay = 0;  // the scheduler waits for them
+  p->node_ = std::make_unique<BackendNode>(node_options, std::move(executor), std::move(shapes), p->loop_.get(),
+                                           p->connector_.get());
+  BackendNode* node = p->node_.get();
+  TUTTI_ASSIGN_OR_RETURN(
+      p->listener_,
+      Listen(*p->loop_, options,
+             Acceptors{{}, {}, [node](std::shared_ptr<FeedPeer> l) { return node->AcceptFeed(std::move(l)); }},
+             &p->address_));
   p->node_->SetAddress(p->address_);
   TUTTI_RETURN_IF_ERROR(
       HoldLease(*p->etcd_, options, absl::StrCat("backend ", p->id_), &p->lease_, &p->keep_alive_));
@@ -190,8 +217,9 @@ BackendProcess::~BackendProcess() {
   keep_alive_.reset();
   if (lease_ != 0) (void)etcd_->RevokeLease(lease_);
   if (node_) node_->WaitIdle();  // the batches it holds answer on the frontends' streams
-  if (grpc_) grpc_->Shutdown(kSecond);
-  node_.reset();  // leaves the leader's stream
+  if (listener_) listener_->Stop();
+  node_.reset();  // leaves the leader's stream, closes the feeds, while the loop runs
+  loop_->Stop();
 }
 
 }  // namespace tutti

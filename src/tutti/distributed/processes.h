@@ -1,7 +1,11 @@
 // The three processes of distributed mode, as `tutti scheduler`, `tutti
 // frontend` and `tutti backend` run them: each wires its node to etcd and
-// to its gRPC listener. All read the same repository and serve config, so
-// they agree on model ids and GPU slots (ClusterLayout).
+// to Tutti's wire (distributed/links.h). All read the same repository and
+// serve config, so they agree on model ids and GPU slots (ClusterLayout).
+//
+// Each process runs one EventLoop: its clock, its streams and (frontend)
+// its HTTP connections. The scheduler's and a backend's loop has one
+// thread, so their timers and messages never wait for another thread.
 //
 //   scheduler  campaigns for leadership under a lease; while leading, takes
 //              the streams of frontends and backends and schedules; a
@@ -25,19 +29,36 @@
 #include "tutti/core/clock.h"
 #include "tutti/distributed/backend_node.h"
 #include "tutti/distributed/etcd_client.h"
+#include "tutti/distributed/links.h"
 #include "tutti/distributed/remote_engine.h"
 #include "tutti/distributed/scheduler_node.h"
 #include "tutti/frontend/frontend_server.h"
+#include "tutti/net/event_loop.h"
+#include "tutti/net/wire.h"
 #include "tutti/server/cluster_layout.h"
 #include "tutti/server/server_config.h"
 
 namespace tutti {
 
+// Where a cluster keeps its state in etcd, under /tutti/<cluster>/:
+//   backends/<id>  "<group> <address>", under the backend's lease
+//   leader         "<address>" of the leading scheduler, under its lease
+struct ClusterKeys {
+  std::string root;  // "/tutti/<cluster>/"
+  explicit ClusterKeys(const std::string& cluster) : root("/tutti/" + cluster + "/") {}
+  std::string backends() const { return root + "backends/"; }
+  std::string backend(const std::string& id) const { return backends() + id; }
+  std::string leader() const { return root + "leader"; }
+};
+
 struct ProcessOptions {
   std::string etcd = "127.0.0.1:2379";  // host:port of an etcd client URL
   std::string cluster = "tutti";        // keys under /tutti/<cluster>/
-  std::string address = "127.0.0.1";    // where this process's internal gRPC service listens
-  int port = 0;                         // 0: any free port
+  // Where this process's internal listener is: an IP address with `port`
+  // (0: any free port), or "unix:/path" (a Unix socket, for peers on the
+  // same host).
+  std::string address = "127.0.0.1";
+  int port = 0;
   int lease_ttl_s = 1;                  // etcd lease: how fast a dead process is noticed
 };
 
@@ -49,7 +70,7 @@ class SchedulerProcess {
   // serving core holds its coding groups).
   static absl::StatusOr<std::unique_ptr<SchedulerProcess>> Start(const ClusterLayout& layout,
                                                                 const ServerConfig& config,
-                                                                const ProcessOptions& options, Clock* clock);
+                                                                const ProcessOptions& options);
   ~SchedulerProcess();  // stops campaigning or leading; revokes its lease
 
   const std::string& address() const { return address_; }
@@ -58,12 +79,13 @@ class SchedulerProcess {
   SchedulerProcess() = default;
   void Campaign(ClusterKeys keys);
 
+  std::unique_ptr<EventLoop> loop_;
   std::string address_;
   std::unique_ptr<EtcdClient> etcd_;
   int64_t lease_ = 0;
   std::unique_ptr<EtcdClient::Background> keep_alive_;
   std::unique_ptr<SchedulerNode> node_;
-  std::unique_ptr<GrpcServer> grpc_;
+  std::unique_ptr<WireListener> listener_;
   std::atomic<bool> stop_{false};
   std::unique_ptr<EtcdClient::Background> watch_;  // backends, while leading
   std::thread campaign_;
@@ -74,7 +96,7 @@ class FrontendProcess {
   // Starts the KServe listeners (config.http, config.grpc) and follows the
   // leader. Errors: etcd unreachable, a port in use.
   static absl::StatusOr<std::unique_ptr<FrontendProcess>> Start(ClusterLayout layout, const ServerConfig& config,
-                                                               const ProcessOptions& options, Clock* clock);
+                                                               const ProcessOptions& options);
   ~FrontendProcess();
 
   int http_port() const { return listeners_->port(); }
@@ -87,6 +109,8 @@ class FrontendProcess {
 
  private:
   FrontendProcess() = default;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<WireConnector> connector_;
   std::string name_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<RemoteEngine> engine_;
@@ -101,7 +125,7 @@ class BackendProcess {
   // group, weights that fail to load, a port in use.
   static absl::StatusOr<std::unique_ptr<BackendProcess>> Start(const ClusterLayout& layout,
                                                               const ServerConfig& config, int group, std::string id,
-                                                              const ProcessOptions& options, Clock* clock);
+                                                              const ProcessOptions& options);
   ~BackendProcess();  // leaves the cluster (revokes its lease), then finishes the batches it holds
 
   const std::string& address() const { return address_; }
@@ -109,13 +133,15 @@ class BackendProcess {
 
  private:
   BackendProcess() = default;
+  std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<WireConnector> connector_;
   std::string id_;
   std::string address_;
   std::unique_ptr<EtcdClient> etcd_;
   int64_t lease_ = 0;
   std::unique_ptr<EtcdClient::Background> keep_alive_;
   std::unique_ptr<BackendNode> node_;
-  std::unique_ptr<GrpcServer> grpc_;
+  std::unique_ptr<WireListener> listener_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
 };
 

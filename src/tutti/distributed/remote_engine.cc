@@ -11,18 +11,19 @@ namespace tutti {
 namespace pb = ::tutti::internal;
 
 RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options,
-                           Clock* clock)
+                           Clock* clock, Connector* connector)
     : spec_(std::move(spec)),
       shapes_(std::move(shapes)),
       options_(std::move(options)),
       clock_(clock),
+      connector_(connector),
       counters_(spec_.models.size()) {
   std::lock_guard<std::mutex> lock(mu_);
   tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
 }
 
 RemoteEngine::~RemoteEngine() {
-  std::shared_ptr<LeaderLink> leader;
+  std::shared_ptr<FrontendLink> leader;
   absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -40,20 +41,20 @@ RemoteEngine::~RemoteEngine() {
 // ---- the leader ---------------------------------------------------------------
 
 void RemoteEngine::SetLeader(const std::string& address) {
-  Effects fx;
-  std::shared_ptr<LeaderLink> old;
+  Answers answers;
+  std::shared_ptr<FrontendLink> old;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (address == leader_ && leader_link_) return;
     FailUnplannedLocked(absl::UnavailableError("the leading scheduler changed before this request ran "
                                                "(failover); retry"),
-                        &fx);
+                        &answers);
     old = std::move(leader_link_);
     leader_ = address;
     if (!leader_.empty()) Connect();
   }
   if (old) old->Close();
-  Run(std::move(fx));
+  Run(std::move(answers));
 }
 
 std::string RemoteEngine::leader() const {
@@ -65,11 +66,8 @@ void RemoteEngine::Connect() {
   const uint64_t epoch = ++epoch_;
   sync_.Reset();
   reconnect_at_ = 0;
-  pb::Scheduler::Stub* stub = scheduler_stubs_.Get(leader_);
-  leader_link_ = ClientStream<pb::FrontendUp, pb::FrontendDown>::Open(
-      [stub](grpc::ClientContext* c, grpc::ClientBidiReactor<pb::FrontendUp, pb::FrontendDown>* r) {
-        stub->async()->Frontend(c, r);
-      },
+  leader_link_ = connector_->OpenFrontend(
+      leader_,
       streams_.Track<pb::FrontendDown, pb::FrontendUp>(
           {[this, epoch](pb::FrontendDown& down) { OnLeaderMessage(epoch, down); },
            [this, epoch] { OnLeaderGone(epoch); },
@@ -84,7 +82,7 @@ void RemoteEngine::Connect() {
 
 void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
   const Time now = clock_->Now();
-  Effects fx;
+  Answers answers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (epoch != epoch_) return;
@@ -97,10 +95,10 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
         for (const auto& [id, r] : pending_) {
           if (r.state == State::kWaiting) waiting.push_back(id);
         }
-        SubmitLocked(waiting, &fx);
+        SubmitLocked(waiting);
       }
     }
-    for (const pb::PlanPart& part : down.plans()) PlanLocked(part, &fx);
+    for (const pb::PlanPart& part : down.plans()) PlanLocked(part, &answers);
     for (uint64_t id : down.dropped()) {
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
@@ -108,37 +106,38 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
                    ErrorOutcome(it->second, absl::DeadlineExceededError(absl::StrCat(
                                                 "the latency objective of this '", spec_.models[it->second.model].name,
                                                 "' request cannot be met; it was dropped before execution"))),
-                   &fx);
+                   &answers);
     }
     for (uint64_t id : down.lost()) {
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
-      AnswerLocked(id, ErrorOutcome(it->second, absl::UnavailableError("the scheduler could not take it; retry")), &fx);
+      AnswerLocked(id, ErrorOutcome(it->second, absl::UnavailableError("the scheduler could not take it; retry")),
+                   &answers);
     }
     if (down.has_delays()) report_ = FromProto(down.delays());
   }
-  Run(std::move(fx));
+  Run(std::move(answers));
 }
 
 void RemoteEngine::OnLeaderGone(uint64_t epoch) {
-  Effects fx;
+  Answers answers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (epoch != epoch_ || stopping_) return;
     leader_link_ = nullptr;
     FailUnplannedLocked(absl::UnavailableError("the leading scheduler went away before this request ran; retry"),
-                        &fx);
+                        &answers);
     reconnect_at_ = clock_->Now() + options_.ping_every;  // unless etcd names another leader first
   }
-  Run(std::move(fx));
+  Run(std::move(answers));
 }
 
-void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Effects* fx) {
+void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Answers* answers) {
   std::vector<uint64_t> lost;
   for (const auto& [id, p] : pending_) {
     if (p.state != State::kPlanned) lost.push_back(id);
   }
-  for (uint64_t id : lost) AnswerLocked(id, ErrorOutcome(pending_.at(id), why), fx);
+  for (uint64_t id : lost) AnswerLocked(id, ErrorOutcome(pending_.at(id), why), answers);
 }
 
 // ---- requests -----------------------------------------------------------------
@@ -146,77 +145,65 @@ void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Effects* fx) {
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
   TUTTI_RETURN_IF_ERROR(InferenceCore::CheckSubmit(spec_, shapes_, model, input.size(), objective));
-  Effects fx;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!accepting_) return absl::UnavailableError("the server is shutting down");
-    if (leader_link_ == nullptr) {
-      return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
-    }
-    const uint64_t id = next_id_++;
-    const Time now = clock_->Now();
-    pending_.emplace(id, Pending{model, std::move(input), std::move(done), now,
-                                 now + (objective > 0 ? objective : spec_.models[model].slo)});
-    if (sync_.synced()) SubmitLocked({id}, &fx);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!accepting_) return absl::UnavailableError("the server is shutting down");
+  if (leader_link_ == nullptr) {
+    return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
   }
-  Run(std::move(fx));
+  const uint64_t id = next_id_++;
+  const Time now = clock_->Now();
+  pending_.emplace(id, Pending{model, std::move(input), std::move(done), now,
+                               now + (objective > 0 ? objective : spec_.models[model].slo)});
+  if (sync_.synced()) SubmitLocked({id});
   return absl::OkStatus();
 }
 
-void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids, Effects* fx) {
+void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
   if (ids.empty() || leader_link_ == nullptr) return;
-  std::vector<pb::RequestMeta> metas;
-  for (uint64_t id : ids) {
-    Pending& p = pending_.at(id);
-    p.state = State::kSubmitted;
-    pb::RequestMeta& m = metas.emplace_back();
-    m.set_id(id);
-    m.set_model(p.model);
-    m.set_deadline(sync_.ToCluster(p.deadline));
-  }
-  fx->sends.push_back([link = leader_link_, metas = std::move(metas)] {
-    link->Send([&metas](pb::FrontendUp* up) {
-      for (const pb::RequestMeta& m : metas) *up->add_submit() = m;
-    });
+  leader_link_->Send([&](pb::FrontendUp* up) {
+    for (uint64_t id : ids) {
+      Pending& p = pending_.at(id);
+      p.state = State::kSubmitted;
+      pb::RequestMeta* m = up->add_submit();
+      m->set_id(id);
+      m->set_model(p.model);
+      m->set_deadline(sync_.ToCluster(p.deadline));
+    }
   });
 }
 
-void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Effects* fx) {
-  auto part = std::make_shared<pb::Part>();
-  part->set_batch(plan.batch());
-  part->set_model(plan.model());
-  part->set_exec_at(plan.exec_at());
-  part->set_latency(plan.latency());
-  part->set_parts(plan.parts());
-  std::string& inputs = *part->mutable_inputs();
-  for (uint64_t id : plan.ids()) {
-    auto it = pending_.find(id);
-    if (it == pending_.end()) continue;  // answered meanwhile: left out
-    it->second.state = State::kPlanned;
-    part->add_ids(id);
-    inputs.append(reinterpret_cast<const char*>(it->second.input.data()), it->second.input.size() * sizeof(float));
-  }
+void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
   // An empty part still goes: the backend waits for every part of a batch.
-  fx->sends.push_back([this, part, backend = plan.backend()] {
-    std::shared_ptr<FeedLink> feed = FeedTo(backend);
-    feed->Send([&part](pb::FeedDown* down) { down->add_parts()->Swap(part.get()); });
+  FeedToLocked(plan.backend()).Send([&](pb::FeedDown* down) {
+    pb::Part* part = down->add_parts();
+    part->set_batch(plan.batch());
+    part->set_model(plan.model());
+    part->set_exec_at(plan.exec_at());
+    part->set_latency(plan.latency());
+    part->set_parts(plan.parts());
+    std::string& inputs = *part->mutable_inputs();
+    for (uint64_t id : plan.ids()) {
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;  // answered meanwhile: left out
+      it->second.state = State::kPlanned;
+      part->add_ids(id);
+      inputs.append(reinterpret_cast<const char*>(it->second.input.data()), it->second.input.size() * sizeof(float));
+    }
   });
 }
 
-std::shared_ptr<RemoteEngine::FeedLink> RemoteEngine::FeedTo(const std::string& backend) {
-  std::lock_guard<std::mutex> lock(mu_);
+FeedLink& RemoteEngine::FeedToLocked(const std::string& backend) {
   std::shared_ptr<FeedLink>& link = feeds_[backend];
-  if (link && link->open()) return link;
-  pb::Backend::Stub* stub = backend_stubs_.Get(backend);
-  link = ClientStream<pb::FeedDown, pb::FeedUp>::Open(
-      [stub](grpc::ClientContext* c, grpc::ClientBidiReactor<pb::FeedDown, pb::FeedUp>* r) { stub->async()->Feed(c, r); },
-      streams_.Track<pb::FeedUp, pb::FeedDown>({[this](pb::FeedUp& up) { OnOutputs(up); }, {}, {}}));
-  return link;
+  if (link == nullptr || !link->open()) {
+    link = connector_->OpenFeed(backend, streams_.Track<pb::FeedUp, pb::FeedDown>(
+                                             {[this](pb::FeedUp& up) { OnOutputs(up); }, {}, {}}));
+  }
+  return *link;
 }
 
 void RemoteEngine::OnOutputs(pb::FeedUp& up) {
   const Time now = clock_->Now();
-  Effects fx;
+  Answers answers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Back to this clock (the leader's, if no pong came yet).
@@ -251,25 +238,22 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
           ++c.batches;  // counted per item, so the mean batch size is the one requests saw
           c.batched_requests += out.batch_size;
         }
-        AnswerLocked(o.ids(i), std::move(out), &fx);
+        AnswerLocked(o.ids(i), std::move(out), &answers);
       }
     }
   }
-  Run(std::move(fx));
+  Run(std::move(answers));
 }
 
 void RemoteEngine::OnAnswerWritten(Time finished) {
-  std::shared_ptr<LeaderLink> link;
-  pb::ResponseSample s;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (leader_link_ == nullptr || !sync_.synced()) return;
-    const Time now = clock_->Now();
-    s.set_at(sync_.ToCluster(now));
-    s.set_delay(now - finished);
-    link = leader_link_;
-  }
-  link->Send([&s](pb::FrontendUp* up) { *up->add_responses() = s; });
+  std::lock_guard<std::mutex> lock(mu_);
+  if (leader_link_ == nullptr || !sync_.synced()) return;
+  const Time now = clock_->Now();
+  leader_link_->Send([&](pb::FrontendUp* up) {
+    pb::ResponseSample* s = up->add_responses();
+    s->set_at(sync_.ToCluster(now));
+    s->set_delay(now - finished);
+  });
 }
 
 // ---- answers --------------------------------------------------------------------
@@ -283,7 +267,7 @@ InferenceOutcome RemoteEngine::ErrorOutcome(const Pending& p, absl::Status statu
   return out;
 }
 
-void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Effects* fx) {
+void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers) {
   auto it = pending_.find(id);
   ModelCounters& c = counters_[it->second.model];
   if (outcome.status.ok()) {
@@ -293,28 +277,27 @@ void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Effects* 
   } else {
     ++c.error;
   }
-  fx->answers.push_back({std::move(it->second.done), std::move(outcome)});
+  answers->push_back({std::move(it->second.done), std::move(outcome)});
   pending_.erase(it);
   ++answering_;
 }
 
-void RemoteEngine::Run(Effects fx) {
-  for (auto& send : fx.sends) send();
-  if (fx.answers.empty()) return;
-  for (auto& [done, outcome] : fx.answers) done(std::move(outcome));
+void RemoteEngine::Run(Answers answers) {
+  if (answers.empty()) return;
+  for (auto& [done, outcome] : answers) done(std::move(outcome));
   std::lock_guard<std::mutex> lock(mu_);
-  answering_ -= static_cast<int64_t>(fx.answers.size());
+  answering_ -= static_cast<int64_t>(answers.size());
   if (pending_.empty() && answering_ == 0) idle_.notify_all();
 }
 
 void RemoteEngine::Tick() {
-  Effects fx;
+  Answers answers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     const Time now = clock_->Now();
     if (leader_link_ != nullptr) {
-      fx.sends.push_back([link = leader_link_] { link->Send([](pb::FrontendUp* up) { up->mutable_ping(); }); });
+      leader_link_->Send([](pb::FrontendUp* up) { up->mutable_ping(); });
     } else if (!leader_.empty() && reconnect_at_ > 0 && now >= reconnect_at_) {
       Connect();  // the leader stream broke without a new leader: try again
     }
@@ -327,11 +310,11 @@ void RemoteEngine::Tick() {
                    ErrorOutcome(pending_.at(id), absl::DeadlineExceededError(
                                                      "no answer came from the cluster: the backend that held this "
                                                      "request failed")),
-                   &fx);
+                   &answers);
     }
     tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
   }
-  Run(std::move(fx));
+  Run(std::move(answers));
 }
 
 // ---- the rest ---------------------------------------------------------------------

@@ -32,9 +32,7 @@
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
 #include "tutti/distributed/delay_report_proto.h"
-#include "tutti/distributed/rpc_util.h"
-#include "tutti/distributed/stream.h"
-#include "tutti/proto/tutti_internal.grpc.pb.h"
+#include "tutti/distributed/links.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/serving/inference_core.h"
 #include "tutti/serving/inference_engine.h"
@@ -46,12 +44,16 @@ class RemoteEngine final : public InferenceEngine {
   struct Options {
     std::string name;                      // unique among the cluster's frontends
     Duration orphan_grace = 2 * kSecond;
-    Duration ping_every = 100 * kMillisecond;
+    Duration ping_every = kSecond;  // pings sync the clock with the leader's
   };
   // `spec` gives the models' objectives (the layout every process shares);
-  // `shapes` their sizes. `clock` must be real and outlive the engine.
-  RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options, Clock* clock);
-  ~RemoteEngine() override;  // REQUIRES: idle (WaitIdle())
+  // `shapes` their sizes. Streams are opened through `connector`. `clock`
+  // and `connector` must outlive the engine.
+  RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options, Clock* clock,
+               Connector* connector);
+  // REQUIRES: idle (WaitIdle()). Closes the streams and waits for their
+  // handlers' last call, so their transport must still be running.
+  ~RemoteEngine() override;
 
   // The leading scheduler's address; "" while none leads. Requests a
   // previous leader had not planned are answered with a retryable error.
@@ -70,8 +72,6 @@ class RemoteEngine final : public InferenceEngine {
   DelayReport Delays() const override;
 
  private:
-  using LeaderLink = StreamLink<internal::FrontendUp>;
-  using FeedLink = StreamLink<internal::FeedDown>;
   enum class State { kWaiting, kSubmitted, kPlanned };
   struct Pending {
     ModelId model;
@@ -81,32 +81,28 @@ class RemoteEngine final : public InferenceEngine {
     Time deadline;  // this clock
     State state = State::kWaiting;
   };
-  // What a locked section decided to do once unlocked.
-  struct Effects {
-    std::vector<std::pair<InferenceCallback, InferenceOutcome>> answers;
-    std::vector<std::function<void()>> sends;
-  };
+  // The answers a locked section decided on, to give once unlocked.
+  using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
 
   void Connect();  // REQUIRES: mu_ held; opens the stream to leader_
   void OnLeaderMessage(uint64_t epoch, internal::FrontendDown& down);
   void OnLeaderGone(uint64_t epoch);
   void OnOutputs(internal::FeedUp& up);
   // REQUIRES: mu_ held.
-  void SubmitLocked(const std::vector<uint64_t>& ids, Effects* fx);
-  void PlanLocked(const internal::PlanPart& part, Effects* fx);
-  void AnswerLocked(uint64_t id, InferenceOutcome outcome, Effects* fx);
-  void FailUnplannedLocked(const absl::Status& why, Effects* fx);
-  std::shared_ptr<FeedLink> FeedTo(const std::string& backend);
+  void SubmitLocked(const std::vector<uint64_t>& ids);
+  void PlanLocked(const internal::PlanPart& part, Answers* answers);
+  void AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers);
+  void FailUnplannedLocked(const absl::Status& why, Answers* answers);
+  FeedLink& FeedToLocked(const std::string& backend);
   InferenceOutcome ErrorOutcome(const Pending& p, absl::Status status) const;
-  void Run(Effects fx);
+  void Run(Answers answers);
   void Tick();  // pings the leader, sweeps orphans
 
   const ClusterSpec spec_;
   const std::vector<InferenceCore::ModelShape> shapes_;
   const Options options_;
   Clock* const clock_;
-  StubCache<internal::Scheduler> scheduler_stubs_;
-  StubCache<internal::Backend> backend_stubs_;
+  Connector* const connector_;
   StreamTracker streams_;
 
   mutable std::mutex mu_;
@@ -114,7 +110,7 @@ class RemoteEngine final : public InferenceEngine {
   absl::flat_hash_map<uint64_t, Pending> pending_;                  // GUARDED_BY(mu_)
   std::vector<ModelCounters> counters_;                             // GUARDED_BY(mu_)
   std::string leader_;                                              // GUARDED_BY(mu_)
-  std::shared_ptr<LeaderLink> leader_link_;                         // GUARDED_BY(mu_); null: none
+  std::shared_ptr<FrontendLink> leader_link_;                       // GUARDED_BY(mu_); null: none
   uint64_t epoch_ = 0;                                              // GUARDED_BY(mu_): +1 per leader stream
   ClockSync sync_;                                                  // GUARDED_BY(mu_), to the leader
   absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds_;  // GUARDED_BY(mu_), by backend

@@ -18,7 +18,7 @@ SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
       options_(std::move(options)),
       clock_(clock),
       locked_clock_(
-          clock, [this] { Flush(); },
+          clock, {},
           [this](Time due) {
             if (delays_) delays_->Record(Delay::kTimer, clock_->Now(), clock_->Now() - due);
           }),
@@ -36,23 +36,13 @@ SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
 }
 
 SchedulerNode::~SchedulerNode() {
-  std::vector<std::shared_ptr<FrontendLink>> frontends;
-  std::vector<std::shared_ptr<BackendLink>> backends;
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    locked_clock_.Close(lock);
-    if (delays_) delays_->Stop();
-    clock_->Cancel(report_timer_);
-    scheduler_.reset();
-    for (FrontendState& f : frontends_) frontends.push_back(f.link);
-    for (auto& [id, m] : members_) backends.push_back(m.link);
-  }
-  for (auto& f : frontends) {
-    if (f) f->Close();
-  }
-  for (auto& b : backends) {
-    if (b) b->Close();
-  }
+  streams_.CloseAll();
+  streams_.WaitAll();
+  std::unique_lock<std::mutex> lock(mu_);
+  locked_clock_.Close(lock);
+  if (delays_) delays_->Stop();
+  clock_->Cancel(report_timer_);
+  scheduler_.reset();
 }
 
 absl::Status SchedulerNode::Lead() {
@@ -76,69 +66,59 @@ bool SchedulerNode::leading() const {
 
 // ---- frontends ------------------------------------------------------------------
 
-grpc::ServerBidiReactor<pb::FrontendUp, pb::FrontendDown>* SchedulerNode::Frontend(grpc::CallbackServerContext*) {
+std::optional<FrontendPeerHandlers> SchedulerNode::AcceptFrontend(std::shared_ptr<FrontendPeer> link) {
+  if (!leading()) return std::nullopt;
   // The frontend's index is known from its first message, its name.
   auto index = std::make_shared<int>(-1);
-  auto link = std::make_shared<std::shared_ptr<FrontendLink>>();
-  auto* stream = new ServerStream<pb::FrontendUp, pb::FrontendDown>(
-      {[this, index, link](pb::FrontendUp& up) {
-         if (*index < 0 && !up.name().empty()) {
-           std::lock_guard<std::mutex> lock(mu_);
-           auto [it, added] = frontend_index_.emplace(up.name(), static_cast<int>(frontends_.size()));
-           if (added) frontends_.push_back({up.name(), nullptr});
-           *index = it->second;
-           frontends_[*index].link = *link;
-           SendReportLocked();
-         }
-         if (*index >= 0) OnFrontendMessage(*index, *link, up);
-       },
+  return streams_.Track<pb::FrontendUp, pb::FrontendDown>(
+      {[this, index, link](pb::FrontendUp& up) { OnFrontendMessage(index.get(), link, up); },
        [this, index, link] {
-         if (*index >= 0) OnFrontendGone(*index, *link);
+         if (*index >= 0) OnFrontendGone(*index, link);
        },
        [this](pb::FrontendDown* down) {
          if (down->has_pong()) down->mutable_pong()->set_sent(clock_->Now());
-       }});
-  *link = stream->link();
-  if (!leading()) {
-    stream->Refuse(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this scheduler is a spare, not the leader"));
-    return stream;
-  }
-  stream->Start();
-  return stream;
+       }},
+      link);
 }
 
-void SchedulerNode::OnFrontendMessage(int frontend, const std::shared_ptr<FrontendLink>& link, pb::FrontendUp& up) {
+void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<FrontendPeer>& link, pb::FrontendUp& up) {
   const Time now = clock_->Now();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (scheduler_ == nullptr) return;
-    if (up.has_ping()) {
-      SendLocked<pb::FrontendDown>(link, [sent = up.ping().sent(), now](pb::FrontendDown* d) {
-        d->mutable_pong()->set_ping_sent(sent);
-        d->mutable_pong()->set_received(now);
-      });
-    }
-    for (const pb::ResponseSample& s : up.responses()) delays_->Record(Delay::kResponse, s.at(), s.delay());
-    std::vector<uint64_t> refused;
-    for (const pb::RequestMeta& m : up.submit()) {
-      if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) {
-        refused.push_back(m.id());
-        continue;
-      }
-      const Request r{next_request_++, m.model(), now, m.deadline()};
-      origins_[r.id] = Origin{frontend, m.id()};
-      scheduler_->Submit(r);
-    }
-    if (!refused.empty()) {
-      SendLocked<pb::FrontendDown>(link, [refused](pb::FrontendDown* d) {
-        for (uint64_t id : refused) d->add_lost(id);
-      });
-    }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (scheduler_ == nullptr) return;
+  if (*index < 0) {
+    if (up.name().empty()) return;  // it has not said who it is
+    auto [it, added] = frontend_index_.emplace(up.name(), static_cast<int>(frontends_.size()));
+    if (added) frontends_.push_back({up.name(), nullptr});
+    *index = it->second;
+    frontends_[*index].link = link;
+    SendReportLocked();
   }
-  Flush();
+  const int frontend = *index;
+  if (up.has_ping()) {
+    Send<pb::FrontendDown>(link, [sent = up.ping().sent(), now](pb::FrontendDown* d) {
+      d->mutable_pong()->set_ping_sent(sent);
+      d->mutable_pong()->set_received(now);
+    });
+  }
+  for (const pb::ResponseSample& s : up.responses()) delays_->Record(Delay::kResponse, s.at(), s.delay());
+  std::vector<uint64_t> refused;
+  for (const pb::RequestMeta& m : up.submit()) {
+    if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) {
+      refused.push_back(m.id());
+      continue;
+    }
+    const Request r{next_request_++, m.model(), now, m.deadline()};
+    origins_[r.id] = Origin{frontend, m.id()};
+    scheduler_->Submit(r);
+  }
+  if (!refused.empty()) {
+    Send<pb::FrontendDown>(link, [&refused](pb::FrontendDown* d) {
+      for (uint64_t id : refused) d->add_lost(id);
+    });
+  }
 }
 
-void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendLink>& link) {
+void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendPeer>& link) {
   std::lock_guard<std::mutex> lock(mu_);
   // Its queued requests still get batched; their plan parts go nowhere.
   if (frontends_[frontend].link == link) frontends_[frontend].link = nullptr;
@@ -149,8 +129,7 @@ void SchedulerNode::OnDrop(const Request& r) {
   if (it == origins_.end()) return;
   const Origin o = it->second;
   origins_.erase(it);
-  SendLocked<pb::FrontendDown>(frontends_[o.frontend].link,
-                               [id = o.id](pb::FrontendDown* d) { d->add_dropped(id); });
+  Send<pb::FrontendDown>(frontends_[o.frontend].link, [id = o.id](pb::FrontendDown* d) { d->add_dropped(id); });
 }
 
 void SchedulerNode::OnDispatch(Batch batch) {
@@ -173,18 +152,14 @@ void SchedulerNode::OnDispatch(Batch batch) {
     return;
   }
   for (auto& [frontend, ids] : parts) {
-    SendLocked<pb::FrontendDown>(frontends_[frontend].link, [batch_id, address = member.address,
-                                                             model = local_index_[batch.model],
-                                                             exec_at = batch.exec_at, latency = batch.latency,
-                                                             n = static_cast<int>(parts.size()),
-                                                             ids = std::move(ids)](pb::FrontendDown* d) {
+    Send<pb::FrontendDown>(frontends_[frontend].link, [&](pb::FrontendDown* d) {
       pb::PlanPart* p = d->add_plans();
       p->set_batch(batch_id);
-      p->set_backend(address);
-      p->set_model(model);
-      p->set_exec_at(exec_at);
-      p->set_latency(latency);
-      p->set_parts(n);
+      p->set_backend(member.address);
+      p->set_model(local_index_[batch.model]);
+      p->set_exec_at(batch.exec_at);
+      p->set_latency(batch.latency);
+      p->set_parts(static_cast<int>(parts.size()));
       for (uint64_t id : ids) p->add_ids(id);
     });
   }
@@ -192,31 +167,25 @@ void SchedulerNode::OnDispatch(Batch batch) {
 
 // ---- backends -------------------------------------------------------------------
 
-grpc::ServerBidiReactor<pb::BackendUp, pb::BackendDown>* SchedulerNode::Backend(grpc::CallbackServerContext*) {
+std::optional<BackendPeerHandlers> SchedulerNode::AcceptBackend(std::shared_ptr<BackendPeer> link) {
+  if (!leading()) return std::nullopt;
   auto id = std::make_shared<std::string>();
-  auto link = std::make_shared<std::shared_ptr<BackendLink>>();
-  auto* stream = new ServerStream<pb::BackendUp, pb::BackendDown>(
-      {[this, id, link](pb::BackendUp& up) { OnBackendMessage(*link, id.get(), up); },
-       [this, id, link] { OnBackendGone(*link, *id); },
+  return streams_.Track<pb::BackendUp, pb::BackendDown>(
+      {[this, id, link](pb::BackendUp& up) { OnBackendMessage(link, id.get(), up); },
+       [this, id, link] { OnBackendGone(link, *id); },
        [this](pb::BackendDown* down) {
          if (down->has_pong()) down->mutable_pong()->set_sent(clock_->Now());
-       }});
-  *link = stream->link();
-  if (!leading()) {
-    stream->Refuse(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "this scheduler is a spare, not the leader"));
-    return stream;
-  }
-  stream->Start();
-  return stream;
+       }},
+      link);
 }
 
-void SchedulerNode::OnBackendMessage(const std::shared_ptr<BackendLink>& link, std::string* id, pb::BackendUp& up) {
+void SchedulerNode::OnBackendMessage(const std::shared_ptr<BackendPeer>& link, std::string* id, pb::BackendUp& up) {
   const Time now = clock_->Now();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (scheduler_ == nullptr) return;
     if (up.has_ping()) {
-      SendLocked<pb::BackendDown>(link, [sent = up.ping().sent(), now](pb::BackendDown* d) {
+      Send<pb::BackendDown>(link, [sent = up.ping().sent(), now](pb::BackendDown* d) {
         d->mutable_pong()->set_ping_sent(sent);
         d->mutable_pong()->set_received(now);
       });
@@ -233,25 +202,18 @@ void SchedulerNode::OnBackendMessage(const std::shared_ptr<BackendLink>& link, s
     }
     for (const pb::Done& d : up.done()) DoneLocked(d);
   }
-  Flush();
 }
 
-void SchedulerNode::OnBackendGone(const std::shared_ptr<BackendLink>& link, const std::string& id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = members_.find(id);
-    if (it == members_.end() || it->second.link != link) return;  // replaced by a newer stream
-    RemoveLocked(id, "left (its stream ended)");
-  }
-  Flush();
+void SchedulerNode::OnBackendGone(const std::shared_ptr<BackendPeer>& link, const std::string& id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = members_.find(id);
+  if (it == members_.end() || it->second.link != link) return;  // replaced by a newer stream
+  RemoveLocked(id, "left (its stream ended)");
 }
 
 void SchedulerNode::RemoveBackend(const std::string& id) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    RemoveLocked(id, "left the cluster (its lease expired)");
-  }
-  Flush();
+  std::lock_guard<std::mutex> lock(mu_);
+  RemoveLocked(id, "left the cluster (its lease expired)");
 }
 
 void SchedulerNode::AssignLocked(Member& member, Time free_at) {
@@ -331,29 +293,13 @@ void SchedulerNode::SendReportLocked() {
   auto report = std::make_shared<pb::DelayReport>();
   ToProto({delays_->options(), delays_->estimates(), delays_->plan()}, report.get());
   for (const FrontendState& f : frontends_) {
-    SendLocked<pb::FrontendDown>(f.link, [report](pb::FrontendDown* d) { *d->mutable_delays() = *report; });
+    Send<pb::FrontendDown>(f.link, [&report](pb::FrontendDown* d) { *d->mutable_delays() = *report; });
   }
 }
 
 void SchedulerNode::ReportTick() {
   SendReportLocked();
   report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
-}
-
-// One thread flushes at a time, so messages leave in the order they were
-// queued; work queued meanwhile by other threads is drained by that thread.
-void SchedulerNode::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (flushing_) return;
-  flushing_ = true;
-  while (!outbox_.empty()) {
-    std::vector<std::function<void()>> work;
-    work.swap(outbox_);
-    lock.unlock();
-    for (auto& w : work) w();
-    lock.lock();
-  }
-  flushing_ = false;
 }
 
 SchedulerNode::Membership SchedulerNode::membership() const {

@@ -22,16 +22,22 @@
 // the node's clock ("cluster time"); the peers convert with the pongs it
 // sends them (distributed/clock_sync.h).
 //
-// Leadership (Symphony §6's hot spares): a node serves streams only after
-// Lead(); a spare refuses them (FAILED_PRECONDITION).
+// Leadership (Symphony §6's hot spares): a node accepts streams only after
+// Lead(); a spare refuses them.
 //
-// Thread-safety: every method may be called from any thread.
+// Streams (distributed/links.h) come in through AcceptFrontend() and
+// AcceptBackend(); the node never sees a socket.
+//
+// Thread-safety: every method may be called from any thread. Destruction
+// closes the node's streams and waits for their handlers' last call, so
+// their transport must still be running then.
 #ifndef TUTTI_DISTRIBUTED_SCHEDULER_NODE_H_
 #define TUTTI_DISTRIBUTED_SCHEDULER_NODE_H_
 
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,14 +47,13 @@
 #include "tutti/core/serialized_clock.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/distributed/delay_report_proto.h"
-#include "tutti/distributed/stream.h"
-#include "tutti/proto/tutti_internal.grpc.pb.h"
+#include "tutti/distributed/links.h"
 #include "tutti/scheduler/scheduler.h"
 #include "tutti/serving/inference_engine.h"
 
 namespace tutti {
 
-class SchedulerNode final : public internal::Scheduler::CallbackService {
+class SchedulerNode {
  public:
   struct Options {
     std::string policy = "deferred";
@@ -59,7 +64,7 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.
   SchedulerNode(ClusterSpec spec, Options options, Clock* clock);
-  ~SchedulerNode() override;
+  ~SchedulerNode();
 
   // Builds the scheduler (every GPU down until a backend says hello) and
   // starts serving streams. Errors: a policy without membership (nexus).
@@ -76,22 +81,20 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   Membership membership() const;
   DelayReport Delays() const;
 
-  // internal.Scheduler
-  grpc::ServerBidiReactor<internal::FrontendUp, internal::FrontendDown>* Frontend(
-      grpc::CallbackServerContext* context) override;
-  grpc::ServerBidiReactor<internal::BackendUp, internal::BackendDown>* Backend(
-      grpc::CallbackServerContext* context) override;
+  // A frontend (backend) opened a stream to this node; `link` sends to it.
+  // The handlers for what it sends, or none — refused — while this node
+  // does not lead.
+  std::optional<FrontendPeerHandlers> AcceptFrontend(std::shared_ptr<FrontendPeer> link);
+  std::optional<BackendPeerHandlers> AcceptBackend(std::shared_ptr<BackendPeer> link);
 
  private:
-  using FrontendLink = StreamLink<internal::FrontendDown>;
-  using BackendLink = StreamLink<internal::BackendDown>;
   struct Origin {  // where a request came from
     int frontend = 0;
     uint64_t id = 0;
   };
   struct FrontendState {
     std::string name;
-    std::shared_ptr<FrontendLink> link;  // null: gone
+    std::shared_ptr<FrontendPeer> link;  // null: gone
   };
   struct Slot {
     int group = 0;
@@ -101,7 +104,7 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
     std::string id;
     int group = 0;
     std::string address;
-    std::shared_ptr<BackendLink> link;
+    std::shared_ptr<BackendPeer> link;
     GpuId gpu = -1;  // -1: spare
   };
   struct InFlight {
@@ -110,10 +113,10 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
     std::vector<Request> requests;
   };
 
-  void OnFrontendMessage(int frontend, const std::shared_ptr<FrontendLink>& link, internal::FrontendUp& up);
-  void OnFrontendGone(int frontend, const std::shared_ptr<FrontendLink>& link);
-  void OnBackendMessage(const std::shared_ptr<BackendLink>& link, std::string* id, internal::BackendUp& up);
-  void OnBackendGone(const std::shared_ptr<BackendLink>& link, const std::string& id);
+  void OnFrontendMessage(int* frontend, const std::shared_ptr<FrontendPeer>& link, internal::FrontendUp& up);
+  void OnFrontendGone(int frontend, const std::shared_ptr<FrontendPeer>& link);
+  void OnBackendMessage(const std::shared_ptr<BackendPeer>& link, std::string* id, internal::BackendUp& up);
+  void OnBackendGone(const std::shared_ptr<BackendPeer>& link, const std::string& id);
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
   // REQUIRES: mu_ held.
@@ -122,14 +125,11 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();
   void ReportTick();
-  // Queues a send to run once mu_ is released (stream writes never run
-  // under it). REQUIRES: mu_ held.
+  // Sends on `link`, if there is one.
   template <typename Msg>
-  void SendLocked(std::shared_ptr<StreamLink<Msg>> link, std::function<void(Msg*)> fill) {
-    if (link) outbox_.push_back([link = std::move(link), fill = std::move(fill)] { link->Send(fill); });
+  static void Send(const std::shared_ptr<Link<Msg>>& link, const std::function<void(Msg*)>& fill) {
+    if (link) link->Send(fill);
   }
-  // Runs the sends queued under the lock; call without it.
-  void Flush();
 
   const ClusterSpec spec_;
   const Options options_;
@@ -147,11 +147,10 @@ class SchedulerNode final : public internal::Scheduler::CallbackService {
   absl::flat_hash_map<std::string, int> frontend_index_;  // GUARDED_BY(mu_), by name
   absl::flat_hash_map<RequestId, Origin> origins_;        // GUARDED_BY(mu_)
   absl::flat_hash_map<uint64_t, InFlight> in_flight_;     // GUARDED_BY(mu_), by batch id
-  std::vector<std::function<void()>> outbox_;             // GUARDED_BY(mu_)
   RequestId next_request_ = 1;                            // GUARDED_BY(mu_)
   uint64_t next_batch_;                                   // GUARDED_BY(mu_)
   TimerId report_timer_ = kNoTimer;                       // GUARDED_BY(mu_)
-  bool flushing_ = false;                                 // GUARDED_BY(mu_)
+  StreamTracker streams_;  // last: destroyed first, once every stream has ended
 };
 
 }  // namespace tutti

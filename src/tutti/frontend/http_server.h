@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
-#include "tutti/frontend/event_loop.h"
+#include "tutti/net/event_loop.h"
 
 namespace tutti {
 

@@ -1,4 +1,4 @@
-#include "tutti/frontend/event_loop.h"
+#include "tutti/net/event_loop.h"
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>

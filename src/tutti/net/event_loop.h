@@ -23,8 +23,8 @@
 //
 // Thread-safety: every method may be called from any thread, including
 // from a timer callback or a handler on the loop.
-#ifndef TUTTI_FRONTEND_EVENT_LOOP_H_
-#define TUTTI_FRONTEND_EVENT_LOOP_H_
+#ifndef TUTTI_NET_EVENT_LOOP_H_
+#define TUTTI_NET_EVENT_LOOP_H_
 
 #include <memory>
 
@@ -63,4 +63,4 @@ class EventLoop final : public Clock {
 
 }  // namespace tutti
 
-#endif  // TUTTI_FRONTEND_EVENT_LOOP_H_
+#endif  // TUTTI_NET_EVENT_LOOP_H_
