@@ -86,9 +86,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive);
     res->body() = std::move(r.body);
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler,
-                                      on_written = std::move(r.on_written)](beast::error_code ec, size_t) {
-      if (!ec && on_written) on_written();
+    http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler](beast::error_code ec, size_t) {
       if (answers_handler) --*self->unanswered_;
       if (ec || !res->keep_alive()) {
         self->Close();
@@ -96,6 +94,10 @@ class Session : public std::enable_shared_from_this<Session> {
       }
       self->Read();
     });
+    // The write has begun: a response of a few kilobytes is in the socket's
+    // buffer by now (the completion handler runs only after the loop's other
+    // ready handlers, e.g. the rest of a batch's answers).
+    if (r.on_written) r.on_written();
   }
 
   void Close() {

@@ -41,8 +41,9 @@ struct HttpResponse {
   // written, to fill it in there (a handler answering from another thread
   // leaves the work of serializing to the connection's thread).
   std::function<void(HttpResponse*)> prepare;
-  // Called on the connection's I/O thread once the response is written (not
-  // if the write fails).
+  // Called on the connection's I/O thread once the response's write has
+  // begun: what fits the socket's buffer (a response of a few kilobytes) is
+  // in it. Called even if the write fails later.
   std::function<void()> on_written;
 };
 

@@ -181,7 +181,9 @@ TEST(MeasuredDelaysTest, PlansFollowAnExecutorRunningTwentyPercentSlow) {
   EXPECT_EQ(served.delays.plan.Compute(0, 0, 1).scale, 1);
   // Within the window the plans follow it: no answer late after the first second.
   for (const InferenceOutcome& o : served.outcomes) {
-    if (o.status.ok() && o.arrival > kSecond) EXPECT_LE(o.finished, o.deadline);
+    if (o.status.ok() && o.arrival > kSecond) {
+      EXPECT_LE(o.finished, o.deadline);
+    }
   }
 }
 
