@@ -73,6 +73,7 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
   TUTTI_ASSIGN_OR_RETURN(auto hold_s, r.OptionalScalar<double>("hold_s", "a number of seconds"));
   TUTTI_ASSIGN_OR_RETURN(auto max_share, r.OptionalScalar<double>("max_share", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto outliers, r.OptionalScalar<int>("outliers", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto min_samples, r.OptionalScalar<int64_t>("min_samples", "an integer"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   for (auto [key, q] : {std::pair<const char*, std::optional<double>>{"quantile", quantile},
                         {"timer_quantile", timer_quantile}}) {
@@ -83,6 +84,7 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
   if (hold_s && !(*hold_s >= 0 && *hold_s <= 3600)) return Invalid(r.FieldPath("hold_s"), "must be in [0, 3600]");
   if (max_share && !(*max_share > 0 && *max_share <= 1)) return Invalid(r.FieldPath("max_share"), "must be in (0, 1]");
   if (outliers && *outliers < 0) return Invalid(r.FieldPath("outliers"), "must not be negative");
+  if (min_samples && *min_samples < 0) return Invalid(r.FieldPath("min_samples"), "must not be negative");
   o.measure = measure.value_or(o.measure);
   o.quantile = quantile.value_or(o.quantile);
   o.timer_quantile = timer_quantile.value_or(o.timer_quantile);
@@ -91,6 +93,7 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
   if (hold_s) o.hold = Seconds(*hold_s);
   o.max_share = max_share.value_or(o.max_share);
   o.outliers = outliers.value_or(o.outliers);
+  o.min_samples = min_samples.value_or(o.min_samples);
   if (o.refresh > o.window) return Invalid(r.FieldPath("refresh_ms"), "must not exceed the window");
   if (o.window / o.refresh > 1000) {
     return Invalid(r.FieldPath("window_s"), "may hold at most 1000 refresh periods (raise refresh_ms)");

@@ -104,16 +104,17 @@ void DelayModel::RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Tim
 DelayPlan DelayModel::Refresh(Time t) {
   std::lock_guard<std::mutex> lock(mu_);
   DelayEstimates e;
-  // The quantile of a window of n samples, without its `outliers` largest.
+  // The quantile of the window's recent n samples (at least min_samples),
+  // without their `outliers` largest.
   auto at = [this](const WindowedQuantile& w, double q) {
-    const double n = static_cast<double>(w.count());
-    return w.Quantile(std::min(q, 1 - options_.outliers / std::max(n, 1.0)));
+    const double n = static_cast<double>(w.RecentCount(options_.min_samples));
+    return w.RecentQuantile(std::min(q, 1 - options_.outliers / std::max(n, 1.0)), options_.min_samples);
   };
   for (Delay d : kAllDelays) {
     WindowedQuantile& w = delays_[static_cast<int>(d)];
     w.Advance(t);
     e.delays[static_cast<int>(d)] = {at(w, d == Delay::kTimer ? options_.timer_quantile : options_.quantile),
-                                     w.count()};
+                                     w.RecentCount(options_.min_samples)};
   }
   e.timer_tail = at(delays_[static_cast<int>(Delay::kTimer)], options_.quantile);
   const int models = static_cast<int>(spec_.models.size());
@@ -138,7 +139,7 @@ DelayPlan DelayModel::Refresh(Time t) {
   // The plan's delays: each one's largest estimate over the last `hold`.
   DelayEstimates planned = e;
   held_.emplace_back(t, std::move(e));
-  while (held_.front().first <= t - options_.hold) held_.pop_front();
+  while (held_.size() > 1 && held_.front().first <= t - options_.hold) held_.pop_front();  // hold 0: the last
   auto larger = [](std::optional<Duration>& a, const std::optional<Duration>& b) {
     if (b && (!a || *b > *a)) a = b;
   };

@@ -68,7 +68,12 @@ struct DelayModelOptions {
   // only shrinks its batch; a slack covers every batch's frontrun, so a
   // high quantile would shrink them all.
   double timer_quantile = 0.9;
-  Duration window = 10 * kSecond;         // estimates cover this much of the recent past
+  Duration window = 10 * kSecond;         // estimates cover at most this much of the recent past
+  // ... and only its recent part that holds this many samples, when it holds
+  // more: at high rates an estimate follows a change (a burst that ended)
+  // within a second or two, at low rates the whole window supplies the
+  // samples a high quantile needs. 0: always the whole window.
+  int64_t min_samples = 20000;
   Duration refresh = 100 * kMillisecond;  // the plan is remade this often
   // The plan keeps the largest estimate of each delay over this long: it
   // follows a delay up at once and down only after `hold`. A tail estimate

@@ -100,6 +100,34 @@ TEST(DelayModelTest, PlansWithTheQuantileOfTheResponseDelays) {
   EXPECT_EQ(model.Refresh(Seconds(3)).network.resp, Micros(1500));
 }
 
+TEST(DelayModelTest, AtHighRatesAnEstimateFollowsTheRecentSamples) {
+  DelayModelOptions o = Options();
+  o.window = Seconds(10);
+  o.min_samples = 20000;
+  o.hold = 0;
+  // A 2-second burst of 4 ms answers at 20,000/s, then 0.5 ms ones at the
+  // same rate; the plan is remade every 100 ms as the answers come.
+  auto run = [&](const DelayModelOptions& options) {
+    DelayModel model(Spec(), options, Fixed());
+    std::vector<Duration> planned;  // at 2, 3 and 4 s
+    for (int i = 0; i < 100000; ++i) {
+      const Time at = Micros(50) * i;
+      if (at % Millis(100) == 0) {
+        const DelayPlan plan = model.Refresh(at);
+        if (at % Seconds(1) == 0 && at >= Seconds(2)) planned.push_back(plan.network.resp);
+      }
+      model.Record(Delay::kResponse, at, at < Seconds(2) ? Millis(4) : Micros(500));
+    }
+    return planned;
+  };
+  // One second after the burst the last 20,000 answers are all new: the
+  // plan is back at the floor.
+  EXPECT_EQ(run(o), (std::vector<Duration>{Millis(4), Micros(1500), Micros(1500)}));
+  // The whole window holds the burst's p99.9 for its 10 s.
+  o.min_samples = 0;
+  EXPECT_EQ(run(o), (std::vector<Duration>{Millis(4), Millis(4), Millis(4)}));
+}
+
 TEST(DelayModelTest, ThePlanHoldsAnEstimateForASecond) {
   DelayModel model(Spec(), Options(), Fixed());  // window 2 s, hold 1 s
   for (int i = 0; i < 100; ++i) model.Record(Delay::kResponse, Millis(1) * i, Millis(3));

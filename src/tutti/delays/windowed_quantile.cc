@@ -45,6 +45,7 @@ WindowedQuantile::Slot& WindowedQuantile::SlotFor(int64_t index) {
     // size: what this one held is older than the window.
     slot.index = index;
     slot.max = 0;
+    slot.total = 0;
     slot.counts.assign(buckets_, 0);
   }
   return slot;
@@ -68,6 +69,7 @@ void WindowedQuantile::Record(Time at, int64_t value) {
   Slot& slot = SlotFor(k);
   const int b = Bucket(value);
   ++slot.counts[b];
+  ++slot.total;
   slot.max = std::max(slot.max, std::clamp<int64_t>(value, 0, options_.max_value));
   if (k < end_) {
     ++window_[b];
@@ -83,44 +85,80 @@ void WindowedQuantile::Advance(Time t) {
     return;
   }
   if (end <= end_) return;
-  auto held = [this](int64_t i) -> const Slot* {
-    const int64_t n = static_cast<int64_t>(ring_.size());
-    const Slot& s = ring_[((i % n) + n) % n];
-    return s.index == i ? &s : nullptr;
-  };
   if (end - end_ >= window_slots_) {
     std::fill(window_.begin(), window_.end(), 0);
     count_ = 0;
     for (int64_t i = end - window_slots_; i < end; ++i) {
-      if (const Slot* s = held(i)) AddToWindow(*s, +1);
+      if (const Slot* s = Held(i)) AddToWindow(*s, +1);
     }
   } else {
     for (int64_t i = end_; i < end; ++i) {
-      if (const Slot* s = held(i)) AddToWindow(*s, +1);
+      if (const Slot* s = Held(i)) AddToWindow(*s, +1);
     }
     for (int64_t i = end_ - window_slots_; i < end - window_slots_; ++i) {
-      if (const Slot* s = held(i)) AddToWindow(*s, -1);
+      if (const Slot* s = Held(i)) AddToWindow(*s, -1);
     }
   }
   end_ = end;
 }
 
-std::optional<int64_t> WindowedQuantile::Quantile(double q) const {
-  if (count_ == 0) return std::nullopt;
-  int64_t max = 0;
+const WindowedQuantile::Slot* WindowedQuantile::Held(int64_t index) const {
   const int64_t n = static_cast<int64_t>(ring_.size());
-  for (int64_t i = end_ - window_slots_; i < end_; ++i) {
-    const Slot& s = ring_[((i % n) + n) % n];
-    if (s.index == i) max = std::max(max, s.max);
-  }
-  const int64_t rank =
-      std::clamp<int64_t>(static_cast<int64_t>(std::ceil(q * static_cast<double>(count_))), 1, count_);
+  const Slot& s = ring_[((index % n) + n) % n];
+  return s.index == index ? &s : nullptr;
+}
+
+std::optional<int64_t> WindowedQuantile::QuantileOf(const std::vector<int64_t>& counts, int64_t count, int64_t max,
+                                                    double q) const {
+  if (count == 0) return std::nullopt;
+  const int64_t rank = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(q * static_cast<double>(count))), 1, count);
   int64_t seen = 0;
   for (int b = 0; b < buckets_; ++b) {
-    seen += window_[b];
+    seen += counts[b];
     if (seen >= rank) return std::min(UpperBound(b), max);
   }
   return max;
+}
+
+std::optional<int64_t> WindowedQuantile::Quantile(double q) const {
+  int64_t max = 0;
+  for (int64_t i = end_ - window_slots_; i < end_; ++i) {
+    if (const Slot* s = Held(i)) max = std::max(max, s->max);
+  }
+  return QuantileOf(window_, count_, max, q);
+}
+
+int64_t WindowedQuantile::RecentStart(int64_t min_count) const {
+  int64_t seen = 0;
+  int64_t i = end_;
+  while (i > end_ - window_slots_ && seen < min_count) {
+    --i;
+    if (const Slot* s = Held(i)) seen += s->total;
+  }
+  return i;
+}
+
+int64_t WindowedQuantile::RecentCount(int64_t min_count) const {
+  if (min_count <= 0 || count_ <= min_count) return count_;
+  int64_t n = 0;
+  for (int64_t i = RecentStart(min_count); i < end_; ++i) {
+    if (const Slot* s = Held(i)) n += s->total;
+  }
+  return n;
+}
+
+std::optional<int64_t> WindowedQuantile::RecentQuantile(double q, int64_t min_count) const {
+  if (min_count <= 0 || count_ <= min_count) return Quantile(q);
+  std::vector<int64_t> counts(buckets_, 0);
+  int64_t count = 0, max = 0;
+  for (int64_t i = RecentStart(min_count); i < end_; ++i) {
+    const Slot* s = Held(i);
+    if (s == nullptr || s->total == 0) continue;
+    for (int b = 0; b < buckets_; ++b) counts[b] += s->counts[b];
+    count += s->total;
+    max = std::max(max, s->max);
+  }
+  return QuantileOf(counts, count, max, q);
 }
 
 }  // namespace tutti

@@ -60,16 +60,31 @@ class WindowedQuantile {
   // the window's largest value; nullopt when the window is empty.
   std::optional<int64_t> Quantile(double q) const;
 
+  // The same over the window's most recent part: its latest whole slots
+  // that together hold at least `min_count` values (all of the window when
+  // it holds fewer; min_count <= 0: all). The whole window follows a change
+  // only as fast as it slides; its recent part, as soon as enough new values
+  // have come. RecentCount() is the number of values that part holds.
+  int64_t RecentCount(int64_t min_count) const;
+  std::optional<int64_t> RecentQuantile(double q, int64_t min_count) const;
+
  private:
   struct Slot {
     int64_t index = std::numeric_limits<int64_t>::min();  // the slot number it holds; min: none yet
     int64_t max = 0;
+    int64_t total = 0;
     std::vector<uint32_t> counts;  // per bucket
   };
   int Bucket(int64_t value) const;
   int64_t UpperBound(int bucket) const;
   Slot& SlotFor(int64_t index);  // cleared if it held an older slot
   void AddToWindow(const Slot& slot, int sign);
+  // The held slot with this index in the window, or null.
+  const Slot* Held(int64_t index) const;
+  // The first slot of the recent part holding at least `min_count` values.
+  int64_t RecentStart(int64_t min_count) const;
+  // The q-quantile of `counts` (per bucket, `count` in all), clamped to `max`.
+  std::optional<int64_t> QuantileOf(const std::vector<int64_t>& counts, int64_t count, int64_t max, double q) const;
 
   const Options options_;
   const int64_t window_slots_;

@@ -52,6 +52,29 @@ TEST(WindowedQuantileTest, QuantileIsNeverBelowTheTrueOneAndWithinTheBucketWidth
   }
 }
 
+TEST(WindowedQuantileTest, TheRecentPartHoldsAtLeastTheAskedCountInWholeSlots) {
+  WindowedQuantile w(Opts(Seconds(10), Millis(100)));
+  // 5 s of 1 ms values at 1,000/s, then 1 s of 9 ms values at 1,000/s,
+  // recorded as they happen.
+  for (int i = 0; i < 6000; ++i) {
+    const Time at = Millis(1) * i;
+    w.Advance(at);
+    w.Record(at, i < 5000 ? Millis(1) : Millis(9));
+  }
+  w.Advance(Seconds(6));
+  EXPECT_EQ(w.count(), 6000);
+  const auto near_1ms = [](std::optional<int64_t> q) { return q && *q >= Millis(1) && *q <= Millis(1) * 17 / 16; };
+  EXPECT_TRUE(near_1ms(w.Quantile(0.5)));  // the whole window: mostly old values
+  EXPECT_EQ(w.RecentCount(1000), 1000);    // the last 10 slots hold exactly 1,000
+  EXPECT_EQ(w.RecentQuantile(0.5, 1000), Millis(9));
+  EXPECT_EQ(w.RecentCount(1050), 1100);  // whole slots: one more slot of 100
+  EXPECT_TRUE(near_1ms(w.RecentQuantile(0.05, 1050)));
+  // Asking for more than the window holds, or for nothing, is the whole window.
+  EXPECT_EQ(w.RecentCount(100000), 6000);
+  EXPECT_EQ(w.RecentQuantile(0.5, 100000), w.Quantile(0.5));
+  EXPECT_EQ(w.RecentCount(0), 6000);
+}
+
 TEST(WindowedQuantileTest, OnlyValuesStampedBeforeTheWindowEndCount) {
   WindowedQuantile w(Opts());
   w.Record(Millis(50), 10);
