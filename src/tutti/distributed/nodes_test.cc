@@ -1,0 +1,280 @@
+// The distributed nodes — SchedulerNode, RemoteEngine (a frontend's),
+// BackendNode — connected in memory (memory_links.h) on one ManualClock:
+// deterministic tests of the distributed logic, with no processes, sockets
+// or threads. distributed_test.cc runs the same nodes as processes.
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tutti/core/manual_clock.h"
+#include "tutti/distributed/backend_node.h"
+#include "tutti/distributed/memory_links.h"
+#include "tutti/distributed/remote_engine.h"
+#include "tutti/distributed/scheduler_node.h"
+#include "tutti/executors/emulated_executor.h"
+
+namespace tutti {
+namespace {
+
+constexpr int kInput = 16, kOutput = 10;
+
+// Another process's clock: `offset` ahead of the base clock.
+class OffsetClock final : public Clock {
+ public:
+  OffsetClock(Clock* base, Duration offset) : base_(base), offset_(offset) {}
+  Time Now() const override { return base_->Now() + offset_; }
+  TimerId ScheduleAt(Time when, Callback callback) override {
+    return base_->ScheduleAt(when - offset_, std::move(callback));
+  }
+  bool Cancel(TimerId id) override { return base_->Cancel(id); }
+
+ private:
+  Clock* const base_;
+  const Duration offset_;
+};
+
+// A cluster of nodes on one manual clock: schedulers "s0", "s1", …,
+// backends "b0", "b1", …, one frontend "f".
+class Nodes {
+ public:
+  struct Options {
+    int gpus = 3;
+    int backends = 3;
+    int schedulers = 1;
+    Duration latency = Micros(100);
+    Duration frontend_offset = 0;  // its clock against the schedulers'
+    Duration backend_offset = 0;
+  };
+
+  explicit Nodes(const Options& o) : options_(o), network_(&clock_, o.latency) {
+    // ResNet50 on an A100 (Symphony, appendix C): ℓ(b) = 0.268 ms · b + 5.172 ms, SLO 20 ms.
+    spec_.models = {{"resnet50", *LatencyProfile::Linear(Micros(268), Micros(5172), 32), Millis(20)}};
+    spec_.gpus = o.gpus;
+    spec_.delays.resp = Micros(300);  // outputs back to the frontend and out
+    for (int i = 0; i < o.schedulers; ++i) {
+      SchedulerNode::Options so;
+      so.scheduler.frontrun_slack = Micros(500);
+      schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
+      SchedulerNode* node = schedulers_.back().get();
+      network_.Listen(absl::StrCat("s", i),
+                      Acceptors{[node](auto l) { return node->AcceptFrontend(std::move(l)); },
+                                [node](auto l) { return node->AcceptBackend(std::move(l)); },
+                                {}});
+    }
+    frontend_clock_ = std::make_unique<OffsetClock>(&clock_, o.frontend_offset);
+    backend_clock_ = std::make_unique<OffsetClock>(&clock_, o.backend_offset);
+    for (int i = 0; i < o.backends; ++i) AddBackend();
+    frontend_ = std::make_unique<RemoteEngine>(spec_, std::vector<InferenceCore::ModelShape>{{kInput, kOutput}},
+                                               RemoteEngine::Options{"f"}, frontend_clock_.get(),
+                                               network_.ConnectorFor("f"));
+  }
+
+  ~Nodes() {
+    // Every stream ends now (their on_done run), so that the nodes'
+    // destructors find nothing to wait for.
+    network_.Sever("f");
+    for (size_t i = 0; i < schedulers_.size(); ++i) network_.Sever(absl::StrCat("s", i));
+    for (size_t i = 0; i < backends_.size(); ++i) network_.Sever(absl::StrCat("b", i));
+  }
+
+  void AddBackend() {
+    const std::string id = absl::StrCat("b", backends_.size());
+    std::vector<EmulatedExecutor::Model> models = {{spec_.models[0].profile, kOutput}};
+    auto node = std::make_unique<BackendNode>(BackendNode::Options{id, 0},
+                                              std::make_unique<EmulatedExecutor>(backend_clock_.get(), models),
+                                              std::vector<InferenceCore::ModelShape>{{kInput, kOutput}},
+                                              backend_clock_.get(), network_.ConnectorFor(id));
+    node->SetAddress(id);
+    BackendNode* n = node.get();
+    network_.Listen(id, Acceptors{{}, {}, [n](auto l) { return n->AcceptFeed(std::move(l)); }});
+    backends_.push_back(std::move(node));
+  }
+
+  // Makes scheduler i lead and points every frontend and backend at it.
+  void Lead(int i) {
+    ASSERT_TRUE(schedulers_[i]->Lead().ok());
+    SetLeader(absl::StrCat("s", i));
+  }
+  void SetLeader(const std::string& address) {
+    for (auto& b : backends_) b->SetLeader(address);
+    frontend_->SetLeader(address);
+  }
+
+  // Poisson arrivals at `rate` over [from, to), submitted as the clock
+  // reaches them; every outcome lands in outcomes().
+  void Load(double rate, Time from, Time to, uint64_t seed = 1) {
+    std::mt19937_64 rng(seed);
+    std::exponential_distribution<double> gap(rate);
+    for (Time t = from + static_cast<Duration>(gap(rng) * 1e9); t < to; t += static_cast<Duration>(gap(rng) * 1e9)) {
+      clock_.ScheduleAt(t, [this] {
+        const size_t i = outcomes_.size();
+        outcomes_.emplace_back();
+        answered_.push_back(false);
+        absl::Status s = frontend_->Submit(0, std::vector<float>(kInput, 0.5f), 0, [this, i](InferenceOutcome o) {
+          outcomes_[i] = std::move(o);
+          answered_[i] = true;
+        });
+        if (!s.ok()) {  // refused at once: an outcome too
+          outcomes_[i].status = s;
+          outcomes_[i].arrival = frontend_clock_->Now();
+          answered_[i] = true;
+        }
+      });
+    }
+  }
+
+  struct Tally {
+    int total = 0, unanswered = 0, on_time = 0, late = 0, dropped = 0, unavailable = 0, other = 0;
+    int orphaned = 0;  // of dropped: answered by the frontend's watchdog, nothing having come
+  };
+  Tally Count(Time from = 0, Time to = kInfiniteFuture) const {
+    Tally t;
+    for (size_t i = 0; i < outcomes_.size(); ++i) {
+      const InferenceOutcome& o = outcomes_[i];
+      if (answered_[i] && (o.arrival < from || o.arrival >= to)) continue;
+      ++t.total;
+      if (!answered_[i]) {
+        ++t.unanswered;
+      } else if (o.status.ok()) {
+        ++(o.late ? t.late : t.on_time);
+        EXPECT_EQ(o.output.size(), static_cast<size_t>(kOutput));
+        EXPECT_TRUE(o.emulated);
+      } else if (o.status.code() == absl::StatusCode::kDeadlineExceeded) {
+        ++t.dropped;
+        t.orphaned += absl::StrContains(o.status.message(), "no answer came");
+      } else if (o.status.code() == absl::StatusCode::kUnavailable) {
+        ++t.unavailable;
+      } else {
+        ++t.other;
+        ADD_FAILURE() << o.status;
+      }
+    }
+    return t;
+  }
+
+  ManualClock& clock() { return clock_; }
+  MemoryNetwork& network() { return network_; }
+  SchedulerNode& scheduler(int i) { return *schedulers_[i]; }
+  RemoteEngine& frontend() { return *frontend_; }
+
+ private:
+  const Options options_;
+  ManualClock clock_;
+  MemoryNetwork network_;
+  ClusterSpec spec_;
+  std::unique_ptr<OffsetClock> frontend_clock_, backend_clock_;
+  std::vector<std::unique_ptr<SchedulerNode>> schedulers_;
+  std::vector<std::unique_ptr<BackendNode>> backends_;
+  std::unique_ptr<RemoteEngine> frontend_;
+  std::vector<InferenceOutcome> outcomes_;
+  std::vector<bool> answered_;
+};
+
+TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
+  Nodes n({});
+  n.Lead(0);
+  n.Load(400, Millis(100), Seconds(3));
+  n.clock().AdvanceTo(Seconds(4));
+  const Nodes::Tally t = n.Count();
+  EXPECT_GT(t.total, 1000);
+  EXPECT_EQ(t.unanswered, 0);
+  EXPECT_EQ(t.on_time, t.total);
+  const SchedulerNode::Membership m = n.scheduler(0).membership();
+  EXPECT_EQ(m.backends, 3);
+  EXPECT_EQ(m.frontends, 1);
+  // What the batches met on the way to their backend: the plan's trip to
+  // the frontend and the inputs' to the backend, two latencies.
+  const DelayReport d = n.scheduler(0).Delays();
+  ASSERT_TRUE(d.estimates[Delay::kDispatch].value.has_value());
+  EXPECT_GE(*d.estimates[Delay::kDispatch].value, Micros(200));
+  EXPECT_LE(*d.estimates[Delay::kDispatch].value, Micros(220));
+  EXPECT_EQ(n.frontend().Delays().plan.network.ctrl, d.plan.network.ctrl) << "the frontend shows the leader's plan";
+}
+
+TEST(DistributedNodesTest, ClocksOfOtherProcessesNeedNotAgree) {
+  Nodes n({.frontend_offset = Millis(50), .backend_offset = -Millis(30)});
+  n.Lead(0);
+  n.Load(400, Millis(100), Seconds(2));
+  n.clock().AdvanceTo(Seconds(3));
+  const Nodes::Tally t = n.Count();
+  EXPECT_GT(t.total, 600);
+  EXPECT_EQ(t.on_time, t.total);
+}
+
+TEST(DistributedNodesTest, ABackendThatDiesHasItsUnfinishedBatchesRunElsewhere) {
+  Nodes n({});
+  n.Lead(0);
+  n.Load(400, Millis(100), Seconds(3));
+  n.clock().AdvanceTo(Millis(1500) + Micros(17));
+  n.network().Isolate("b0");  // it dies: the busiest, as deferred fills the lowest GPU ids first
+  n.clock().AdvanceTo(Seconds(4));
+  const Nodes::Tally t = n.Count();
+  EXPECT_EQ(t.unanswered, 0);
+  // The lost batches' requests were scheduled again: run elsewhere in time,
+  // or dropped by the scheduler where their deadline no longer allowed —
+  // none left for the frontend's watchdog.
+  EXPECT_EQ(t.orphaned, 0);
+  EXPECT_EQ(t.late, 0);
+  EXPECT_LE(t.dropped, 2);
+  EXPECT_EQ(n.scheduler(0).membership().backends, 2);
+}
+
+TEST(DistributedNodesTest, ASpareBackendTakesTheSlotOfOneThatLeaves) {
+  Nodes n({.gpus = 3, .backends = 4});
+  n.Lead(0);
+  n.clock().AdvanceTo(Millis(100));
+  EXPECT_EQ(n.scheduler(0).membership().backends, 3);
+  EXPECT_EQ(n.scheduler(0).membership().spares, 1);
+  n.network().Isolate("b1");
+  n.scheduler(0).RemoveBackend("b1");  // its lease expired too: nothing changes twice
+  EXPECT_EQ(n.scheduler(0).membership().backends, 3);
+  EXPECT_EQ(n.scheduler(0).membership().spares, 0);
+  n.Load(400, Millis(200), Seconds(2));
+  n.clock().AdvanceTo(Seconds(3));
+  const Nodes::Tally t = n.Count();
+  EXPECT_EQ(t.on_time, t.total);
+}
+
+TEST(DistributedNodesTest, ALeaderChangeAnswersWhatTheOldLeaderHadNotPlannedAsRetryable) {
+  Nodes n({.schedulers = 2});
+  n.Lead(0);
+  n.Load(400, Millis(100), Seconds(4));
+  n.clock().AdvanceTo(Millis(1500));
+  // The leader dies; etcd tells nobody yet (its lease has not expired).
+  n.network().Isolate("s0");
+  n.clock().AdvanceTo(Millis(2500));
+  // The spare leads; etcd tells the others.
+  n.Lead(1);
+  n.clock().AdvanceTo(Seconds(5));
+  const Nodes::Tally t = n.Count();
+  EXPECT_EQ(t.unanswered, 0);
+  EXPECT_GT(t.unavailable, 0) << "requests while none led are refused as retryable";
+  EXPECT_EQ(t.orphaned, 0) << "what the old leader had not planned is answered at once, not by the watchdog";
+  EXPECT_EQ(t.other, 0);
+  // Once the new leader leads, serving is as before.
+  const Nodes::Tally after = n.Count(Millis(2600), Seconds(4));
+  EXPECT_GT(after.total, 500);
+  EXPECT_EQ(after.on_time, after.total) << after.late << " late, " << after.dropped << " dropped, "
+                                       << after.unavailable << " unavailable";
+  EXPECT_EQ(n.scheduler(1).membership().backends, 3);
+}
+
+TEST(DistributedNodesTest, ASpareRefusesStreamsUntilItLeads) {
+  Nodes n({.schedulers = 2});
+  n.SetLeader("s1");  // not leading yet
+  n.clock().AdvanceTo(Millis(50));
+  EXPECT_EQ(n.scheduler(1).membership().frontends, 0);
+  EXPECT_EQ(n.network().open_streams(), 0) << "refused streams end";
+  EXPECT_FALSE(n.frontend().Submit(0, std::vector<float>(kInput), 0, [](InferenceOutcome) {}).ok());
+  n.Lead(1);
+  n.clock().AdvanceTo(Millis(100));
+  EXPECT_EQ(n.scheduler(1).membership().frontends, 1);
+  EXPECT_EQ(n.scheduler(1).membership().backends, 3);
+}
+
+}  // namespace
+}  // namespace tutti
