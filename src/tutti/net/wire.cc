@@ -137,7 +137,8 @@ void WireConnection::Close() {
   socket_->closing = true;
   net::post(socket_->io, [self = shared_from_this()] {
     self->close_when_written_ = true;
-    if (self->writing_.empty() && (self->queued_.empty() || !self->connected_)) self->Shut();
+    // Not connected yet: the connection writes what is queued, then closes.
+    if (self->writing_.empty() && self->queued_.empty()) self->Shut();
   });
 }
 

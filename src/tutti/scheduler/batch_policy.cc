@@ -25,6 +25,19 @@ Batch TakeBatch(RequestQueue* queue, ModelId model, GpuId gpu, Time exec_at, Dur
   return batch;
 }
 
+int EarlyDropWindow(const BatchContext& ctx, Duration objective) {
+  const ModelSpec& spec = *ctx.spec;
+  const int max_batch = spec.EffectiveMaxBatch();
+  if (spec.early_drop_window > 0) return std::min(spec.early_drop_window, max_batch);
+  const double turns = 1 + std::min(1.0, 2 / std::max(1.0, ctx.gpus));
+  auto sustained = [&](int b) {
+    const double busy = turns * static_cast<double>(ctx.compute.Latency(spec.profile, b));
+    return busy + static_cast<double>(ctx.delays.Dispatch(b) + ctx.delays.resp + ctx.frontrun_slack) <=
+           static_cast<double>(objective);
+  };
+  return std::max(1, LargestFitting(max_batch, sustained));
+}
+
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,
                            const DropFn& on_drop) {
   const ModelSpec& spec = *ctx.spec;
@@ -47,7 +60,8 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
     DropReason reason = DropReason::kDeadline;
     bool keep = fits_typical(1);
     if (keep && ctx.drop == DropPolicy::kEarly && kind != BatchPolicyKind::kTimeout) {
-      const int window = std::min<int>(spec.EffectiveEarlyDropWindow(), queue->size());
+      const Request& head = queue->front();
+      const int window = std::min<int>(EarlyDropWindow(ctx, head.deadline - head.arrival), queue->size());
       keep = fits(window);
       reason = DropReason::kEarlyDrop;
     }

@@ -53,14 +53,28 @@ struct BatchContext {
   // these and the compute plan's occupancy — the typical case, not the
   // tail; null: with the plan above. See ComputeCandidate.
   const NetworkDelays* floor_delays = nullptr;
+  // The GPUs this model's batches take turns on: its sub-cluster's, shared
+  // with the sub-cluster's other models. Sets early drop's window when the
+  // model sets none (EarlyDropWindow).
+  double gpus = 1;
 };
+
+// Early drop's window for a head whose objective is `objective`: the
+// model's early_drop_window if it sets one, else the batch its GPUs can
+// sustain while busy — Symphony's staggered bound (§3.3): N GPUs taking
+// turns run batches of b within an objective when (1 + 1/N)·L(b), plus the
+// planned delays and slack, fits in it (N = ctx.gpus; for one GPU this is
+// Nexus's 2ℓ(b) ≤ SLO). A smaller window lets a busy model settle into
+// smaller batches than its GPUs could run, dropping more than it must.
+// At least 1, at most the max batch.
+int EarlyDropWindow(const BatchContext& ctx, Duration objective);
 
 using DropFn = std::function<void(const Request&, DropReason)>;
 
 // Drops hopeless heads of `queue` through `on_drop` — those that cannot meet
 // their deadline even alone in the typical case (floor_delays), plus, with
-// early drop, those without budget for a full window — then returns the
-// candidate:
+// early drop, those without budget for a full window (EarlyDropWindow, or
+// the queue if shorter) — then returns the candidate:
 //   deferred: B = the largest batch meeting the head's deadline d;
 //             exec = max(start(B), min(d − L(B+1) − slack, d − L(1) − guard))
 //             (frontrun, unless B is the max batch, but early enough for

@@ -20,7 +20,10 @@ CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& 
   const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
   ranks_.resize(subs.size());
   for (int r = 0; r < static_cast<int>(subs.size()); ++r) {
-    for (ModelId m : subs[r].models) models_[m].rank = r;
+    for (ModelId m : subs[r].models) {
+      models_[m].rank = r;
+      models_[m].gpus = static_cast<double>(subs[r].num_gpus) / static_cast<double>(subs[r].models.size());
+    }
     for (int i = 0; i < subs[r].num_gpus; ++i) {
       const GpuId g = static_cast<GpuId>(gpus_.size());
       gpus_.push_back(GpuState{r, clock_->Now(), kNoTimer});
@@ -45,6 +48,7 @@ Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
                    plan_.head_guard};
   ctx.head_guard_share = options_.head_guard_share;
   ctx.floor_delays = &spec_.delays;
+  ctx.gpus = models_[m].gpus;
   return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
     --queued_;
     listener_->OnDrop(r, why);

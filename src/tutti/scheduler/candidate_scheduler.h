@@ -53,6 +53,7 @@ class CandidateScheduler final : public Scheduler {
 
   struct ModelState {
     int rank = 0;
+    double gpus = 1;  // its rank's GPUs over the rank's models (BatchContext::gpus)
     RequestQueue queue;
     Candidate candidate;
     TimerId timer = kNoTimer;

@@ -14,11 +14,6 @@ int ModelSpec::EffectiveMaxBatch() const {
   return max_batch > 0 ? std::min(max_batch, profile.max_batch()) : profile.max_batch();
 }
 
-int ModelSpec::EffectiveEarlyDropWindow() const {
-  if (early_drop_window > 0) return std::min(early_drop_window, EffectiveMaxBatch());
-  return std::clamp(profile.MaxBatchWithin(slo / 2), 1, EffectiveMaxBatch());
-}
-
 int ClusterSpec::num_gpus() const {
   if (sub_clusters.empty()) return gpus;
   int n = 0;

@@ -20,10 +20,9 @@ struct ModelSpec {
   Duration slo = 0;             // default latency objective of its requests
   int max_batch = 0;            // 0: profile.max_batch()
   Duration max_queue_delay = kMillisecond;  // `timeout` policy: the batcher's delay
-  int early_drop_window = 0;    // early drop's window; 0: Nexus's B = max b with 2ℓ(b) <= SLO
+  int early_drop_window = 0;    // early drop's window; 0: from its GPUs (batch_policy.h's EarlyDropWindow)
 
   int EffectiveMaxBatch() const;
-  int EffectiveEarlyDropWindow() const;
 };
 
 struct SubCluster {
