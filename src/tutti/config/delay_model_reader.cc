@@ -114,6 +114,8 @@ absl::StatusOr<DelayInjection> ReadDelayInjection(const YAML::Node& node, const 
       TUTTI_ASSIGN_OR_RETURN(*out, ReadDistribution(d, r.FieldPath(key)));
     }
   }
+  TUTTI_ASSIGN_OR_RETURN(auto per_batch, r.OptionalScalar<bool>("response_per_batch", "true or false"));
+  inject.response_per_batch = per_batch.value_or(false);
   if (YAML::Node scales = r.Get("compute_scale"); scales.IsDefined()) {
     if (!scales.IsMap()) return Invalid(r.FieldPath("compute_scale"), "expected {GPU: FACTOR, …}");
     for (const auto& kv : scales) {

@@ -50,11 +50,18 @@ class DelayDistribution {
   std::vector<std::pair<double, Duration>> points_;
 };
 
+// Streams, so that the delays of different kinds drawn with equal keys differ.
+inline constexpr uint64_t kDispatchStream = 1, kResponseStream = 2, kTimerStream = 3;
+
 // What the emulated cluster adds to every batch; absent parts add nothing
 // (the simulator's exact GPUs).
 struct DelayInjection {
   std::optional<DelayDistribution> dispatch;  // decision → the batch at its GPU
   std::optional<DelayDistribution> response;  // a batch's end → each answer written
+  // One response delay for all the answers of a batch (keyed by its
+  // earliest deadline), as a stalled answer path gives; else one per answer
+  // (keyed by its arrival).
+  bool response_per_batch = false;
   std::optional<DelayDistribution> timer;     // how late each scheduler timer fires
   std::map<int, double> compute_scale;        // per GPU: ℓ(b) runs this many times as long
   uint64_t seed = 1;
@@ -63,10 +70,14 @@ struct DelayInjection {
   double ScaleOf(int gpu) const;
   // A sample of `d` for `key`, a pure function of (d, seed, key, stream).
   Duration Sample(const std::optional<DelayDistribution>& d, uint64_t stream, uint64_t key) const;
+  // The response delay of an answer that arrived at `arrival`, in a batch
+  // whose earliest deadline is `batch_deadline`.
+  Duration Response(Time arrival, Time batch_deadline) const {
+    return Sample(response, kResponseStream,
+                  static_cast<uint64_t>(response_per_batch ? batch_deadline : arrival));
+  }
 };
 
-// Streams, so that the delays of different kinds drawn with equal keys differ.
-inline constexpr uint64_t kDispatchStream = 1, kResponseStream = 2, kTimerStream = 3;
 
 // A clock whose timers fire late by the injection's timer delay (keyed by
 // their due instant), over a base clock — the simulator's and the tests'

@@ -11,7 +11,9 @@
 //              trip through the frontends to the backend, inputs included)
 //   response   a batch's end → its answers written to the clients'
 //              connections (in process: the answer path; distributed: the
-//              outputs' trip to the frontend and its write)
+//              outputs' trip to the frontend and its write), one sample
+//              per batch: its worst answer against its own deadline's
+//              budget (response_tracker.h)
 //   timer      how late the scheduler's own timers fire
 //   compute    per GPU and model: how long real batches run against the
 //              profile's ℓ(b) — the median ratio (a drifting profile) and
@@ -133,8 +135,9 @@ class DelayModel {
 
   const DelayModelOptions& options() const { return options_; }
 
-  // A sample of `delay`, stamped at the instant it was measured (for
-  // response: when the answer was written). Ignored without `measure`.
+  // A sample of `delay`, stamped at the instant it was learnt (dispatch:
+  // when its batch ended; response: when the batch's last answer was
+  // written). Ignored without `measure`.
   void Record(Delay delay, Time at, Duration value);
   // A batch of `size` of `model` ran on `gpu`: it could start at `ready`
   // (its inputs at the executor, its start time come, the executor free),

@@ -1,5 +1,6 @@
 #include "tutti/distributed/remote_engine.h"
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -186,6 +187,7 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;  // answered meanwhile: left out
       it->second.state = State::kPlanned;
+      it->second.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
       part->add_ids(id);
       inputs.append(reinterpret_cast<const char*>(it->second.input.data()), it->second.input.size() * sizeof(float));
     }
@@ -210,6 +212,8 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
     const Duration offset = sync_.synced() ? sync_.offset() : 0;
     for (pb::Outputs& o : *up.mutable_outputs()) {
       const absl::Status status(static_cast<absl::StatusCode>(o.code()), o.message());
+      const int delivered = static_cast<int>(
+          std::count_if(o.ids().begin(), o.ids().end(), [this](uint64_t id) { return pending_.contains(id); }));
       for (int i = 0; i < o.ids_size(); ++i) {
         auto it = pending_.find(o.ids(i));
         if (it == pending_.end()) continue;  // answered already (a re-dispatched copy, or the watchdog)
@@ -223,6 +227,9 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         out.finished = o.finished() - offset;
         out.batch_size = o.batch_size();
         if (status.ok()) {
+          out.batch_id = o.batch();
+          out.batch_answers = delivered;
+          out.batch_deadline = p.batch_deadline;
           const int64_t n = shapes_[p.model].output_elements;
           const size_t bytes = static_cast<size_t>(n) * sizeof(float);
           if (o.outputs().size() < (static_cast<size_t>(i) + 1) * bytes) {
@@ -245,14 +252,17 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
   Run(std::move(answers));
 }
 
-void RemoteEngine::OnAnswerWritten(Time finished) {
+void RemoteEngine::OnAnswerWritten(const WrittenAnswer& answer) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (leader_link_ == nullptr || !sync_.synced()) return;
-  const Time now = clock_->Now();
+  std::vector<ResponseTracker::Sample> samples;
+  answers_.Written(answer, clock_->Now(), &samples);
+  if (samples.empty() || leader_link_ == nullptr || !sync_.synced()) return;
   leader_link_->Send([&](pb::FrontendUp* up) {
-    pb::ResponseSample* s = up->add_responses();
-    s->set_at(sync_.ToCluster(now));
-    s->set_delay(now - finished);
+    for (const ResponseTracker::Sample& sample : samples) {
+      pb::ResponseSample* s = up->add_responses();
+      s->set_at(sync_.ToCluster(sample.at));
+      s->set_delay(sample.delay);
+    }
   });
 }
 

@@ -68,7 +68,7 @@ class RemoteEngine final : public InferenceEngine {
   std::vector<ModelCounters> Counters() const override;
   std::vector<double> BusyFractions() const override { return {}; }
   Time Now() const override { return clock_->Now(); }
-  void OnAnswerWritten(Time finished) override;
+  void OnAnswerWritten(const WrittenAnswer& answer) override;
   DelayReport Delays() const override;
 
  private:
@@ -80,6 +80,7 @@ class RemoteEngine final : public InferenceEngine {
     Time arrival;
     Time deadline;  // this clock
     State state = State::kWaiting;
+    Time batch_deadline = 0;  // once planned: its batch's earliest deadline, this clock
   };
   // The answers a locked section decided on, to give once unlocked.
   using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
@@ -115,6 +116,7 @@ class RemoteEngine final : public InferenceEngine {
   ClockSync sync_;                                                  // GUARDED_BY(mu_), to the leader
   absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds_;  // GUARDED_BY(mu_), by backend
   DelayReport report_;                                              // GUARDED_BY(mu_)
+  ResponseTracker answers_;                                         // GUARDED_BY(mu_)
   uint64_t next_id_ = 1;                                            // GUARDED_BY(mu_)
   int64_t answering_ = 0;                                           // GUARDED_BY(mu_): answers taken out, not yet run
   bool accepting_ = true;                                           // GUARDED_BY(mu_)

@@ -142,6 +142,8 @@ void SchedulerNode::OnDispatch(Batch batch) {
     if (frontends_[o.frontend].link) parts[o.frontend].push_back(o.id);
   }
   const Time now = clock_->Now();
+  Time deadline = kInfiniteFuture;
+  for (const Request& r : batch.requests) deadline = std::min(deadline, r.deadline);
   in_flight_[batch_id] = InFlight{batch.gpu, now, std::move(batch.requests)};
   if (parts.empty()) {  // nobody to answer: nothing runs (done from a timer: not inside the scheduler's call)
     locked_clock_.ScheduleAt(now, [this, batch_id] {
@@ -160,6 +162,7 @@ void SchedulerNode::OnDispatch(Batch batch) {
       p->set_exec_at(batch.exec_at);
       p->set_latency(batch.latency);
       p->set_parts(static_cast<int>(parts.size()));
+      p->set_deadline(deadline);
       for (uint64_t id : ids) p->add_ids(id);
     });
   }
@@ -268,7 +271,7 @@ void SchedulerNode::DoneLocked(const pb::Done& done) {
   const InFlight& f = it->second;
   if (done.finished() > 0) {
     const ModelId model = f.requests.front().model;
-    delays_->Record(Delay::kDispatch, done.ready(), done.ready() - f.decided);
+    delays_->Record(Delay::kDispatch, done.finished(), done.ready() - f.decided);
     if (done.ok()) {
       delays_->RecordBatch(f.gpu, model, static_cast<int>(f.requests.size()), done.could_start(), done.started(),
                            done.finished());

@@ -80,7 +80,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
         r.max_queue = std::max(r.max_queue, o.started - o.arrival);
         r.max_compute = std::max(r.max_compute, o.finished - o.started);
         r.arrival = r.arrival == 0 ? o.arrival : std::min(r.arrival, o.arrival);
-        r.finished = std::max(r.finished, o.finished);
+        r.written.push_back(o.Written());
         state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
         state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
         state.batch_size.Observe(o.batch_size);

@@ -39,7 +39,7 @@ class InferenceFrontend {
     int max_batch = 0;           // the largest batch an item ran in
     Duration max_queue = 0, max_compute = 0;
     Time arrival = 0;            // the engine received it (its deadline's start), on the engine's clock
-    Time finished = 0;           // its last item finished executing
+    std::vector<WrittenAnswer> written;  // per item: what to report once the answer is written
   };
   using InferDone = std::function<void(absl::StatusOr<InferResult>)>;
 
@@ -68,10 +68,11 @@ class InferenceFrontend {
   // How long the server has held the request of `result` by now, from
   // receipt: the `tutti_server_us` of its answer.
   Duration ServerTime(const InferResult& result) const { return engine_->Now() - result.arrival; }
-  // The answer of a request whose last item finished at `finished`
-  // (InferResult::finished) was written to its client's connection: the
-  // engine's delay model measures the response path.
-  void AnswerWritten(Time finished) { engine_->OnAnswerWritten(finished); }
+  // The answer of a request (InferResult::written) was written to its
+  // client's connection: the engine learns its response delay.
+  void AnswerWritten(const std::vector<WrittenAnswer>& written) {
+    for (const WrittenAnswer& w : written) engine_->OnAnswerWritten(w);
+  }
 
   // {"model_name", "success", "late", …, "mean_compute_us", "delays": {…}}:
   // counts, mean durations, and what the scheduler plans with for it.

@@ -20,17 +20,17 @@ class InferReactor final : public grpc::ServerUnaryReactor {
  public:
   explicit InferReactor(InferenceFrontend* frontend) : frontend_(frontend) {}
   void Answer(const absl::StatusOr<InferenceFrontend::InferResult>& r) {
-    if (r.ok()) finished_ = r->finished;
+    if (r.ok()) written_ = r->written;
     Finish(ToGrpcStatus(r.status()));
   }
   void OnDone() override {
-    if (finished_) frontend_->AnswerWritten(*finished_);
+    frontend_->AnswerWritten(written_);
     delete this;
   }
 
  private:
   InferenceFrontend* const frontend_;
-  std::optional<Time> finished_;
+  std::vector<WrittenAnswer> written_;
 };
 
 void SetTensorMetadata(const TensorSpec& spec, inference::ModelMetadataResponse::TensorMetadata* out) {

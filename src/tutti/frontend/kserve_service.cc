@@ -92,7 +92,7 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
                respond = std::move(respond)](absl::StatusOr<InferenceFrontend::InferResult> r) {
     if (!r.ok()) return respond(Error(HttpStatusOf(r.status()), r.status().message()));
     HttpResponse response;
-    response.on_written = [frontend, finished = r->finished] { frontend->AnswerWritten(finished); };
+    response.on_written = [frontend, written = r->written] { frontend->AnswerWritten(written); };
     // Serialized on the connection's thread, just before it is written: its
     // tutti_server_us then covers all the time the server held the request.
     response.prepare = [frontend, &served, id, binary, r = *std::move(r)](HttpResponse* out) {

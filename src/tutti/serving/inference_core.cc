@@ -185,7 +185,8 @@ void InferenceCore::OnDispatch(Batch batch) {
 void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Members& members,
                                ParityGroups::BatchKey key, ExecResult result) {
   const int64_t n = static_cast<int64_t>(members->size());
-  delays_->Record(Delay::kDispatch, result.received, result.received - decided);
+  // Learnt now, with the batch's end: stamped so (the simulator's too).
+  delays_->Record(Delay::kDispatch, result.finished, result.received - decided);
   if (result.status.ok()) {
     delays_->RecordBatch(gpu, model, static_cast<int>(n), result.ready, result.started, result.finished);
   }
@@ -201,6 +202,9 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
     std::lock_guard<std::mutex> lock(mu_);
     busy_[gpu] += result.finished - result.started;
     scheduler_->OnBatchDone(gpu);
+    const uint64_t batch_id = next_batch_++;
+    Time batch_deadline = kInfiniteFuture;
+    for (const Pending& p : *members) batch_deadline = std::min(batch_deadline, p.deadline);
     ModelCounters& c = counters_[model];
     Coded* coded = coded_[model].get();
     // Coded models: which originals to deliver (the others were rebuilt, or
@@ -230,6 +234,8 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
       out.finished = result.finished;
       out.batch_size = static_cast<int>(n);
       if (out.status.ok()) {
+        out.batch_id = batch_id;
+        out.batch_deadline = batch_deadline;
         out.output.assign(result.output.begin() + i * per_item, result.output.begin() + (i + 1) * per_item);
         out.late = out.finished > out.deadline;
         ++(out.late ? c.late : c.success);
@@ -240,6 +246,7 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
       ++done;
       answers.push_back({std::move(p.done), std::move(out)});
     }
+    for (auto& [callback, out] : answers) out.batch_answers = static_cast<int>(answers.size());
     if (coded != nullptr) {
       HandleCodingEvents(model, std::move(events), result.emulated, &answers, &done);
       ForgetIfFinished(*coded, key);
@@ -394,9 +401,13 @@ std::vector<ModelCounters> InferenceCore::Counters() const {
   return out;
 }
 
-void InferenceCore::OnAnswerWritten(Time finished) {
-  const Time now = clock_->Now();
-  delays_->Record(Delay::kResponse, now, now - finished);
+void InferenceCore::OnAnswerWritten(const WrittenAnswer& answer) {
+  std::vector<ResponseTracker::Sample> samples;
+  {
+    std::lock_guard<std::mutex> lock(answers_mu_);
+    answers_.Written(answer, clock_->Now(), &samples);
+  }
+  for (const ResponseTracker::Sample& s : samples) delays_->Record(Delay::kResponse, s.at, s.delay);
 }
 
 DelayReport InferenceCore::Delays() const { return {delays_->options(), delays_->estimates(), delays_->plan()}; }

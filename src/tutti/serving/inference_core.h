@@ -108,7 +108,7 @@ class InferenceCore final : public InferenceEngine {
   // batches (finished ones).
   std::vector<double> BusyFractions() const override;
   Time Now() const override { return clock_->Now(); }
-  void OnAnswerWritten(Time finished) override;
+  void OnAnswerWritten(const WrittenAnswer& answer) override;
   DelayReport Delays() const override;
   const ClusterSpec& spec() const { return spec_; }
 
@@ -186,6 +186,9 @@ class InferenceCore final : public InferenceEngine {
   std::vector<ParityQuery> parity_queries_;             // GUARDED_BY(mu_), to submit in Flush()
   const Time created_;
   RequestId next_id_ = 1;                               // GUARDED_BY(mu_)
+  uint64_t next_batch_ = 1;                             // GUARDED_BY(mu_)
+  std::mutex answers_mu_;
+  ResponseTracker answers_;                             // GUARDED_BY(answers_mu_)
   int64_t in_flight_ = 0;                               // GUARDED_BY(mu_)
   bool accepting_ = true;                               // GUARDED_BY(mu_)
   bool flushing_ = false;                               // GUARDED_BY(mu_)

@@ -14,6 +14,7 @@
 #include "tutti/coding/parity_groups.h"
 #include "tutti/core/time.h"
 #include "tutti/delays/delay_model.h"
+#include "tutti/delays/response_tracker.h"
 #include "tutti/scheduler/request.h"
 
 namespace tutti {
@@ -29,6 +30,15 @@ struct InferenceOutcome {
   Time started = 0;           // its batch started executing
   Time finished = 0;
   int batch_size = 0;
+  // Its batch, for the response delay (delays/response_tracker.h): the
+  // engine's id (0: none, e.g. an error or a reconstruction), the answers
+  // of it the engine hands out, and its earliest deadline.
+  uint64_t batch_id = 0;
+  int batch_answers = 0;
+  Time batch_deadline = 0;
+
+  // What the frontend reports once this answer is written.
+  WrittenAnswer Written() const { return {batch_id, batch_answers, finished + (deadline - batch_deadline)}; }
 };
 using InferenceCallback = std::function<void(InferenceOutcome)>;
 
@@ -80,10 +90,10 @@ class InferenceEngine {
 
   // The engine's clock: InferenceOutcome's instants are on it.
   virtual Time Now() const = 0;
-  // The frontend wrote to its client the answer of a request whose last
-  // item finished at `finished` (InferenceOutcome::finished): the engine's
-  // delay model learns how long answers take to leave (its response delay).
-  virtual void OnAnswerWritten(Time finished) = 0;
+  // The frontend wrote to its client an answer (InferenceOutcome::Written()
+  // of each item of a request): the engine's delay model learns how long
+  // answers take to leave, batch by batch (its response delay).
+  virtual void OnAnswerWritten(const WrittenAnswer& answer) = 0;
   // What the scheduler plans with, and why.
   virtual DelayReport Delays() const = 0;
 };

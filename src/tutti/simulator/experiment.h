@@ -13,6 +13,7 @@
 //   head_guard_share: 0     # `deferred`: a lone head ends this share of its objective early
 //   inject:                 # delays the emulated cluster adds (config/delay_model_reader.h)
 //     response_us: {lognormal: {median: 400, p999: 3000}}
+//     response_per_batch: false   # true: one response delay per batch (a stalled answer path)
 //   delay_model: {quantile: 0.999}   # the scheduler plans with measured delays, as `tutti serve`
 //   timeout_delays_ms: [0.5, 1, 2, 4]   # `timeout` is reported at its best delay
 //   early_drop_windows: [8, 12, 16]     # "+early" policies: at their best window

@@ -6,6 +6,7 @@
 #include "tutti/core/manual_clock.h"
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
+#include "tutti/delays/response_tracker.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -59,7 +60,7 @@ class Cluster final : public SchedulerListener {
     }
     const Time end = start + run;
     busy_until = end;
-    delays_->Record(Delay::kDispatch, received, received - decided);
+    delays_->Record(Delay::kDispatch, end, received - decided);  // a server learns it with the batch's end
     delays_->RecordBatch(batch.gpu, batch.model, size, start, start, end);
     const Time lo = std::max<Time>(start, config_.warmup), hi = std::min<Time>(end, config_.duration);
     if (hi > lo) result_->gpu_busy[batch.gpu] += hi - lo;
@@ -68,18 +69,24 @@ class Cluster final : public SchedulerListener {
     }
     ModelMetrics& mm = result_->models[batch.model];
     bool measured_batch = false;
+    Time batch_deadline = kInfiniteFuture;
+    for (const Request& r : batch.requests) batch_deadline = std::min(batch_deadline, r.deadline);
+    // The batch's response delay as a server measures it (ResponseTracker):
+    // over its answers, the largest delay less the answer's extra time.
+    ResponseTracker::Sample sample{0, 0};
     for (const Request& r : batch.requests) {
       // The answer's response delay: injected, or the spec's network delay.
-      const Time response = end + (inject.response ? inject.Sample(inject.response, kResponseStream,
-                                                                   static_cast<uint64_t>(r.arrival))
-                                                   : config_.cluster.delays.resp);
-      delays_->Record(Delay::kResponse, response, response - end);
+      const Time response =
+          end + (inject.response ? inject.Response(r.arrival, batch_deadline) : config_.cluster.delays.resp);
+      sample.at = std::max(sample.at, response);
+      sample.delay = std::max(sample.delay, response - end - (r.deadline - batch_deadline));
       if (!Measured(r)) continue;
       measured_batch = true;
       mm.latency.Record(response - r.arrival);
       mm.queueing.Record(start - r.arrival);
       ++(response <= r.deadline ? mm.good : mm.late);
     }
+    delays_->Record(Delay::kResponse, sample.at, sample.delay);
     if (measured_batch) mm.RecordBatch(static_cast<int>(batch.requests.size()));
   }
 
