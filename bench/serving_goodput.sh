@@ -11,15 +11,22 @@
 # last 20,000 samples, about a second at these rates, and hold a rise for a
 # second).
 #   bench/serving_goodput.sh            (after scripts/build.sh)
+#   HOG=1 bench/serving_goodput.sh      the same beside a background CPU hog
+#                                       (stress-ng --cpu 1 --cpu-load 30)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-8010}
 PROBE_S=${PROBE_S:-6}
 WARMUP_S=${WARMUP_S:-2}
+if [ -n "${HOG:-}" ]; then
+  command -v stress-ng > /dev/null || { echo "HOG=1 needs stress-ng (scripts/setup.sh installs it)"; exit 1; }
+  stress-ng --cpu 1 --cpu-load 30 --quiet &
+  HOG_PID=$!
+fi
 build/bin/tutti serve --repo bench/emulated_repository \
-  --config ${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml} --port "$PORT" --grpc-port 0 > /dev/null &
+  --config ${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml} --port "$PORT" --grpc-port -1 > /dev/null &
 SERVER=$!
-trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
+trap 'kill -TERM $SERVER ${HOG_PID:-} 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
 until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
 
 sim=$(build/bin/tutti sim goodput bench/resnet50_a100_8gpu_slo20.yaml 2>/dev/null | awk '/^goodput:/ {print $2}')

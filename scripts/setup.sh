@@ -14,6 +14,7 @@ PACKAGES=(
   gnuplot-nox curl             # plots from `tutti sim`
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # KServe v2 gRPC, internal RPCs
   etcd-server etcd-client      # the coordination store of distributed Tutti (tests start their own)
+  stress-ng                    # a background CPU hog for the serving benchmarks (HOG=1)
 )
 
 missing=()
