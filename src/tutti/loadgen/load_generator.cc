@@ -92,6 +92,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     result.models[m].metrics.name = targets[m].name;
     result.models[m].metrics.slo = spec.slo;
   }
+  SteadyClock::time_point last_send = SteadyClock::now();  // GUARDED_BY(mu)
   std::vector<int64_t> sent(targets.size(), 0);
   // The sender runs on a transport thread (HTTP: the I/O thread), woken by a
   // timer; it sends
@@ -118,6 +119,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     {
       std::lock_guard<std::mutex> lock(mu);
       ++outstanding;
+      last_send = sent_at;
     }
     const absl::Span<const float> data = t.images ? absl::MakeConstSpan(&pixels[image * 784], 784)
                                                   : absl::MakeConstSpan(zeros.data(), t.input_elements);
@@ -189,10 +191,15 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   }
   all_sent.get_future().wait();
   {
+    // Closed loop: answers send more requests, so the last send is not
+    // known yet; the drain timeout counts from whichever was last.
     std::unique_lock<std::mutex> lock(mu);
-    if (!answered.wait_for(lock, std::chrono::nanoseconds(spec.drain_timeout), [&] { return outstanding == 0; })) {
-      return absl::DeadlineExceededError(absl::StrCat(outstanding, " requests still unanswered ",
-                                                      ToSeconds(spec.drain_timeout), " s after the last send"));
+    const auto drain = std::chrono::nanoseconds(spec.drain_timeout);
+    while (!answered.wait_until(lock, last_send + drain, [&] { return outstanding == 0; })) {
+      if (SteadyClock::now() >= last_send + drain) {
+        return absl::DeadlineExceededError(absl::StrCat(outstanding, " requests still unanswered ",
+                                                        ToSeconds(spec.drain_timeout), " s after the last send"));
+      }
     }
   }
   if (spec.max_per_model > 0 || spec.concurrency > 0) {  // measured over the span it took

@@ -80,6 +80,20 @@ TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
   }
 }
 
+TEST_F(LoadGeneratorTest, AClosedLoopRunsLongerThanTheDrainTimeout) {
+  spec_.concurrency = 2;  // per model, each answer sending the next
+  spec_.duration = Millis(800);
+  spec_.warmup = 0;
+  spec_.drain_timeout = Millis(300);  // shorter than the run: it counts from the last send
+  absl::StatusOr<LoadResult> r = RunLoad(spec_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const LoadModelResult& m : r->models) {
+    // 2 at a time for 0.8 s; deferred answers a lone request near its 50 ms objective.
+    EXPECT_GT(m.metrics.arrived, 20) << m.metrics.name;
+    EXPECT_EQ(m.metrics.good + m.metrics.late + m.metrics.dropped, m.metrics.arrived);
+  }
+}
+
 TEST_F(LoadGeneratorTest, ImpossibleObjectivesAreCountedAsErrors) {
   spec_.slo = Micros(500);  // below ℓ(1) of both models
   absl::StatusOr<LoadResult> r = RunLoad(spec_);
