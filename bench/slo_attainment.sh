@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SLO attainment on the real clock: emulated ResNet50 (A100 profile) on 8
 # emulated GPUs, SLO 20 ms, Poisson arrivals, at fixed shares of the
-# simulator's goodput (19,531 r/s; bench/resnet50_a100_8gpu_slo20.yaml).
+# simulator's goodput (`tutti sim goodput bench/resnet50_a100_8gpu_slo20.yaml`),
+# or of BASE r/s (e.g. the embedded goodput, for distributed mode).
 # One `tutti serve` takes the rates in turn, as a running service would;
 # each run is `tutti load` for DURATION_S seconds (the first not measured).
 # Printed per rate: what the client saw (bad = late + errors, p99.9) and
@@ -17,7 +18,7 @@ DURATION=${2:-20}
 PORT=${PORT:-8050}
 CONFIG=${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml}
 MODE=${MODE:-embedded}
-SIM_GOODPUT=${SIM_GOODPUT:-19531.2}
+BASE=${BASE:-$(build/bin/tutti sim goodput bench/resnet50_a100_8gpu_slo20.yaml 2>/dev/null | awk '/^goodput:/ {print $2}')}
 OUT=${OUT:-/tmp/tutti_slo_attainment}
 mkdir -p "$OUT"
 
@@ -35,7 +36,7 @@ printf "%-6s %8s %9s %9s %9s %9s %9s %10s  %s\n" share rate client-bad p99.9-ms 
   "planned dispatch/response/slack/guard us"
 IFS=, read -r -a shares <<< "$SHARES"
 for s in "${shares[@]}"; do
-  rate=$(awk -v s="$s" -v g="$SIM_GOODPUT" 'BEGIN {printf "%.0f", s * g}')
+  rate=$(awk -v s="$s" -v g="$BASE" 'BEGIN {printf "%.0f", s * g}')
   build/bin/tutti load --models resnet50 --rate "$rate" --slo-ms 20 --duration-s "$DURATION" --warmup-s 1 \
     --port "$PORT" --seed "$RANDOM" > "$OUT/load_$s.txt" 2>&1
   planned=$(curl -s "127.0.0.1:$PORT/metrics" | awk '/^tutti_planned_delay_seconds/ && !/data_per_request/ {
