@@ -32,7 +32,7 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
 
 int ServeCommand(const Args& args) {
   std::string repo_dir = "demo_repository", config_path, address, policy;
-  int port = -1, grpc_port = -2;
+  int port = 8000, grpc_port = 8001;
   double duration_s = 0;
   FlagSet flags("tutti serve --repo DIR [--config FILE] [flags]",
                 "Serves the models of a repository over the KServe v2 protocol, HTTP and gRPC:\n"
@@ -43,8 +43,8 @@ int ServeCommand(const Args& args) {
   flags.String("repo", &repo_dir, "model repository directory");
   flags.String("config", &config_path, "serve config YAML (default: built-in defaults)");
   flags.String("address", &address, "listen address (overrides the config; default 127.0.0.1)");
-  flags.Int("port", &port, "listen port (overrides the config; default 8000; 0: any free port)");
-  flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (overrides the config; default 8001; 0: any free; -1: off)");
+  flags.Int("port", &port, "KServe v2 HTTP port (overrides the config's; 0: any free port)");
+  flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (overrides the config's; 0: any free; -1: off)");
   flags.String("policy", &policy, "scheduling policy (overrides the config; default deferred)");
   flags.Double("duration-s", &duration_s, "stop gracefully after this many seconds (0: run until signalled)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
@@ -54,8 +54,8 @@ int ServeCommand(const Args& args) {
   absl::StatusOr<ServerConfig> config = ReadServerConfigFile(config_path);
   if (!config.ok()) return Fail(config.status());
   if (!address.empty()) config->http.address = address;
-  if (port >= 0) config->http.port = port;
-  if (grpc_port >= -1) config->grpc.port = grpc_port;
+  if (flags.WasSet("port")) config->http.port = port;
+  if (flags.WasSet("grpc-port")) config->grpc.port = grpc_port;
   if (!address.empty()) config->grpc.address = address;
   if (!policy.empty()) config->policy = policy;
   config = ResolveServerConfig(*std::move(config), *repo);

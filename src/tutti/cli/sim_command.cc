@@ -34,7 +34,10 @@ FlagSet MakeFlags(const std::string& action, SimFlags* f) {
                                         "with --goodput, searches each policy's goodput first."
                                       : "Searches the highest offered rate at which every model's p99 latency\n"
                                         "stays within its SLO (drops count as misses).");
-  if (action != "compare") flags.String("policy", &f->policy, "policy (default: the experiment's)");
+  if (action != "compare") {
+    flags.String("policy", &f->policy, "policy, with +early for early drop, e.g. deferred+early (default: the "
+                                       "experiment's)");
+  }
   flags.Int64("seed", &f->seed, "random seed (0: the experiment's)");
   flags.Double("rate", &f->rate, "total offered rate in requests/s (0: the experiment's)");
   flags.Double("duration-s", &f->duration_s, "virtual seconds of arrivals (0: the experiment's)");
@@ -143,7 +146,9 @@ int SimCommand(const Args& args) {
                                            : absl::StrFormat("offered %.0f r/s", e->config.workload.rate));
     PrintComparison(runs, std::cout);
   } else {
-    absl::StatusOr<PolicyRun> run = RunPolicy(e->config, e->config.policy, action == "goodput", f.tolerance);
+    const std::string policy = e->config.policy;
+    absl::StatusOr<PolicyRun> run =
+        RunPolicy(ConfigForPolicy(e->config, policy), policy, action == "goodput", f.tolerance);
     if (!run.ok()) return Fail(run.status());
     runs.push_back(*std::move(run));
     if (action == "goodput") std::cout << absl::StrFormat("goodput: %.1f r/s\n", runs[0].goodput);

@@ -5,7 +5,8 @@
 //     measure: true        # false: plan with network_us and the frontrun slack as configured
 //     quantile: 0.999      # the tail dispatch, response and compute are planned at
 //     timer_quantile: 0.9  # the frontrun slack's quantile of timer lateness
-//     window_s: 10         # estimates cover the last window_s seconds
+//     window_s: 10         # estimates cover at most the last window_s seconds…
+//     min_samples: 20000   # …and only the recent part of it holding this many samples
 //     refresh_ms: 100      # the plan is remade this often
 //     hold_s: 1            # the plan keeps each delay's largest estimate this long
 //     max_share: 0.25      # measured delays stay within this share of the smallest objective
@@ -34,6 +35,7 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
 //     dispatch_us: {constant: 50}
 //     response_us: {lognormal: {median: 400, p999: 3000}}
 //     timer_us: {uniform: [50, 300]}
+//     response_per_batch: false      # true: one response delay for all of a batch's answers
 //     compute_scale: {3: 1.2}        # GPU 3 runs 1.2 times its profile
 //
 // A distribution is one of {constant: X}, {uniform: [LO, HI]},

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tutti/core/file_util.h"
@@ -108,11 +109,10 @@ absl::StatusOr<IdxArray> ParseIdx(absl::string_view bytes) {
 }
 
 absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path) {
-  TUTTI_ASSIGN_OR_RETURN(std::string raw, ReadFile(path));
-  if (raw.size() >= 2 && static_cast<unsigned char>(raw[0]) == 0x1f &&
-      static_cast<unsigned char>(raw[1]) == 0x8b) {
-    return Gunzip(raw, path);
-  }
+  absl::StatusOr<std::string> raw = ReadFile(path);
+  if (!raw.ok()) return raw.status();
+  const absl::string_view bytes = *raw;
+  if (absl::StartsWith(bytes, "\x1f\x8b")) return Gunzip(*raw, path);
   return raw;
 }
 

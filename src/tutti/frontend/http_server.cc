@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -23,14 +24,36 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
+// What the server's sessions share with it.
+struct Shared {
+  std::atomic<int64_t> unanswered{0};  // requests handed to the handler, their responses not yet written
+  std::atomic<int64_t> sessions{0};    // open connections
+  std::atomic<bool> draining{false};   // shutting down: finish what has arrived, then close
+};
+
+// One connection, on one thread of the loop.
+//
+// Draining (graceful shutdown): every request whose bytes have arrived is
+// answered (by the handler, which refuses new work with 503 by then), a
+// response is sent with "Connection: close" unless more request bytes are
+// already waiting, and an idle connection is closed.
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options, HttpHandler* handler,
-          std::atomic<int64_t>* unanswered)
-      : stream_(std::move(socket)), options_(options), handler_(handler), unanswered_(unanswered) {}
+  Session(tcp::socket socket, const HttpServerOptions& options, HttpHandler* handler, Shared* shared)
+      : stream_(std::move(socket)), options_(options), handler_(handler), shared_(shared) {
+    ++shared_->sessions;
+  }
+  ~Session() { --shared_->sessions; }
 
   void Start() {
     net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
+  }
+
+  // Shutdown has begun: an idle connection closes now (on its thread).
+  void Drain() {
+    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      if (self->reading_ && !self->RequestBytesWaiting()) self->Close(/*both=*/true);
+    });
   }
 
  private:
@@ -38,18 +61,28 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->body_limit(options_.max_body_bytes);
     parser_->header_limit(64 * 1024);
-    buffer_.clear();
+    // buffer_ may hold the start of a pipelined request: it stays.
     stream_.expires_after(std::chrono::nanoseconds(options_.read_timeout));
+    reading_ = true;
+    if (shared_->draining && !RequestBytesWaiting()) return Close(/*both=*/true);
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
   }
 
+  // Bytes of a next request have arrived (in the buffer or the socket).
+  bool RequestBytesWaiting() {
+    beast::error_code ec;
+    return buffer_.size() > 0 || (parser_ && parser_->got_some()) || stream_.socket().available(ec) > 0;
+  }
+
   void OnRead(beast::error_code ec, size_t) {
+    reading_ = false;
     if (ec == http::error::body_limit) {
       HttpResponse r{413, WriteError(absl::StrCat("request body exceeds the limit of ",
                                                   options_.max_body_bytes, " bytes"))};
       Write(std::move(r), /*keep_alive=*/false, 11);
       return;
     }
+    if (ec == net::error::operation_aborted || !stream_.socket().is_open()) return;  // closed while idle
     if (ec) {  // end of stream, timeout, reset, malformed HTTP: close quietly
       if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != net::error::connection_reset &&
           ec != net::error::eof) {
@@ -57,10 +90,11 @@ class Session : public std::enable_shared_from_this<Session> {
         Write(std::move(r), false, 11);
         return;
       }
-      Close();
+      Close(/*both=*/false);
       return;
     }
     http::request<http::string_body> req = parser_->release();
+    parser_.reset();  // RequestBytesWaiting() asks about the next request only
     HttpRequest request;
     request.method = std::string(req.method_string());
     request.target = std::string(req.target());
@@ -69,7 +103,7 @@ class Session : public std::enable_shared_from_this<Session> {
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
     stream_.expires_never();
-    ++*unanswered_;
+    ++shared_->unanswered;
     handler_->Handle(std::move(request), [self = shared_from_this(), keep_alive, version](HttpResponse r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version]() mutable {
         self->Write(std::move(r), keep_alive, version, /*answers_handler=*/true);
@@ -83,13 +117,15 @@ class Session : public std::enable_shared_from_this<Session> {
     res->set(http::field::server, "tutti");
     res->set(http::field::content_type, r.content_type);
     for (const auto& [k, v] : r.headers) res->set(k, v);
+    // Draining: the connection stays only for a next request already here.
+    if (shared_->draining && !RequestBytesWaiting()) keep_alive = false;
     res->keep_alive(keep_alive);
     res->body() = std::move(r.body);
     res->prepare_payload();
     http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler](beast::error_code ec, size_t) {
-      if (answers_handler) --*self->unanswered_;
+      if (answers_handler) --self->shared_->unanswered;
       if (ec || !res->keep_alive()) {
-        self->Close();
+        self->Close(/*both=*/false);
         return;
       }
       self->Read();
@@ -100,9 +136,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (r.on_written) r.on_written();
   }
 
-  void Close() {
+  // Ends the connection: its sending side (the client reads to the end of
+  // what was written, then sees the close), or both (an idle connection).
+  void Close(bool both) {
     beast::error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.socket().shutdown(both ? tcp::socket::shutdown_both : tcp::socket::shutdown_send, ec);
+    if (both) stream_.socket().close(ec);
   }
 
   beast::tcp_stream stream_;
@@ -110,7 +149,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
   HttpHandler* handler_;
-  std::atomic<int64_t>* unanswered_;  // the server's: handed to the handler, not yet written
+  Shared* const shared_;
+  bool reading_ = false;  // waiting for a request
 };
 
 class BeastServer final : public HttpServer {
@@ -145,15 +185,20 @@ class BeastServer final : public HttpServer {
   int port() const override { return port_; }
 
   void StopAccepting() override {
+    shared_.draining = true;
     net::post(acceptor_.get_executor(), [this] {
       beast::error_code ec;
       acceptor_.close(ec);
     });
+    std::lock_guard<std::mutex> lock(sessions_mu_);
+    for (const std::weak_ptr<Session>& w : sessions_) {
+      if (std::shared_ptr<Session> s = w.lock()) s->Drain();
+    }
   }
 
   bool Drain(Duration timeout) override {
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
-    while (unanswered_ > 0) {
+    while (shared_.unanswered > 0 || shared_.sessions > 0) {
       if (std::chrono::steady_clock::now() >= until) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
@@ -186,7 +231,15 @@ class BeastServer final : public HttpServer {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
       if (!ec) {
         socket.set_option(tcp::no_delay(true), ec);
-        std::make_shared<Session>(std::move(socket), options_, handler_, &unanswered_)->Start();
+        auto session = std::make_shared<Session>(std::move(socket), options_, handler_, &shared_);
+        {
+          std::lock_guard<std::mutex> lock(sessions_mu_);
+          if (sessions_.size() > 2 * static_cast<size_t>(shared_.sessions) + 64) {  // amortized O(1)
+            std::erase_if(sessions_, [](const std::weak_ptr<Session>& w) { return w.expired(); });
+          }
+          sessions_.push_back(session);
+        }
+        session->Start();
       }
       Accept();
     });
@@ -197,7 +250,9 @@ class BeastServer final : public HttpServer {
   const std::unique_ptr<EventLoop> own_loop_;  // null: serving on a shared loop
   EventLoop* const loop_;
   tcp::acceptor acceptor_;  // on the loop's thread 0; connections are spread over its threads
-  std::atomic<int64_t> unanswered_{0};
+  Shared shared_;
+  std::mutex sessions_mu_;
+  std::vector<std::weak_ptr<Session>> sessions_;  // GUARDED_BY(sessions_mu_)
   std::atomic<bool> stopped_{false};
   int port_ = 0;
 };

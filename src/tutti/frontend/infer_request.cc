@@ -3,7 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tutti/core/user_text.h"
 
 namespace tutti {
 namespace {
@@ -30,11 +32,11 @@ absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_vie
                                      const std::vector<int64_t>& shape) {
   const TensorSpec& spec = config.inputs[0];
   if (name != spec.name) {
-    return Bad(absl::StrCat("unexpected input '", name, "'; model '", config.name, "' takes input '", spec.name,
-                            "'"));
+    return Bad(absl::StrCat("unexpected input ", QuoteUserText(name), "; model '", config.name, "' takes input '",
+                            spec.name, "'"));
   }
   if (datatype != DataTypeName(spec.datatype)) {
-    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", datatype, "; the model expects ",
+    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", UserText(datatype), "; the model expects ",
                             DataTypeName(spec.datatype)));
   }
   for (int64_t d : shape) {
@@ -67,13 +69,16 @@ absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes)
 
 absl::Status CheckOutputName(const ModelConfig& config, absl::string_view name) {
   if (name == config.outputs[0].name) return absl::OkStatus();
-  return Bad(absl::StrCat("unknown output '", name, "'; model '", config.name, "' has output '",
+  return Bad(absl::StrCat("unknown output ", QuoteUserText(name), "; model '", config.name, "' has output '",
                           config.outputs[0].name, "'"));
 }
 
 absl::Status CheckObjective(double objective_ms) {
-  if (objective_ms > 0 && std::isfinite(objective_ms)) return absl::OkStatus();
-  return Bad("parameter 'latency_objective_ms' must be a positive number");
+  // NaN fails both comparisons.
+  if (objective_ms >= kMinObjectiveMs && objective_ms <= kMaxObjectiveMs) return absl::OkStatus();
+  return Bad(absl::StrFormat("parameter 'latency_objective_ms' must be a positive number of milliseconds, from %g "
+                             "(1 us) to %.0f (a day)",
+                             kMinObjectiveMs, kMaxObjectiveMs));
 }
 
 absl::string_view KservePlatformName(const ModelConfig& config) {

@@ -37,7 +37,11 @@ absl::Status CheckValueCount(const ModelConfig& config, int batch, int64_t value
 absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes);
 // A requested output is the model's one output.
 absl::Status CheckOutputName(const ModelConfig& config, absl::string_view name);
-// The "latency_objective_ms" parameter: a positive finite number.
+// The "latency_objective_ms" parameter: a number of milliseconds in
+// [kMinObjectiveMs, kMaxObjectiveMs] (a smaller one would round to no time
+// at all, a larger one overflow the deadline).
+inline constexpr double kMinObjectiveMs = 0.001;
+inline constexpr double kMaxObjectiveMs = 86'400'000;
 absl::Status CheckObjective(double objective_ms);
 
 // Metadata both protocols report.

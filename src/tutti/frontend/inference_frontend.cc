@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/core/user_text.h"
 #include "tutti/frontend/delay_metrics.h"
 #include "tutti/frontend/prometheus.h"
 
@@ -48,12 +49,12 @@ absl::StatusOr<int> InferenceFrontend::FindModel(absl::string_view name, absl::s
     if (m.config.name != name) continue;
     int64_t v = 0;
     if (!version.empty() && (!absl::SimpleAtoi(version, &v) || v != m.version)) {
-      return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version, "' (serving version ",
-                                              m.version, ")"));
+      return absl::NotFoundError(absl::StrCat("model '", name, "' has no version ", QuoteUserText(version),
+                                              " (serving version ", m.version, ")"));
     }
     return static_cast<int>(i);
   }
-  return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  return absl::NotFoundError(absl::StrCat("unknown model ", QuoteUserText(name)));
 }
 
 const InferenceFrontend::ServedModel& InferenceFrontend::served(int model) const { return models_[model]->served; }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/core/user_text.h"
 #include "tutti/frontend/grpc_util.h"
 
 namespace tutti {
@@ -14,15 +15,20 @@ using inference::InferParameter;
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
 
-// ModelInfer's reactor: once an answer has gone out (OnDone), the frontend
-// learns how long it took to leave (its response delay).
+// ModelInfer's reactor: answers into the raw response; once the answer has
+// gone out (OnDone), the frontend learns how long it took to leave (its
+// response delay).
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit InferReactor(InferenceFrontend* frontend) : frontend_(frontend) {}
-  void Answer(const absl::StatusOr<InferenceFrontend::InferResult>& r) {
-    if (r.ok()) written_ = r->written;
-    Finish(ToGrpcStatus(r.status()));
+  InferReactor(InferenceFrontend* frontend, grpc::ByteBuffer* response) : frontend_(frontend), response_(response) {}
+  void Answer(const absl::StatusOr<InferenceFrontend::InferResult>& r, const inference::ModelInferResponse& out) {
+    if (!r.ok()) return Finish(ToGrpcStatus(r.status()));
+    written_ = r->written;
+    bool own = false;
+    const grpc::Status s = grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(out, response_, &own);
+    Finish(s);
   }
+  void Fail(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
   void OnDone() override {
     frontend_->AnswerWritten(written_);
     delete this;
@@ -30,6 +36,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
 
  private:
   InferenceFrontend* const frontend_;
+  grpc::ByteBuffer* const response_;
   std::vector<WrittenAnswer> written_;
 };
 
@@ -62,14 +69,14 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
   const bool other_contents = c.bool_contents_size() || c.int_contents_size() || c.int64_contents_size() ||
                               c.uint_contents_size() || c.uint64_contents_size() || c.fp64_contents_size() ||
                               c.bytes_contents_size();
-  if (other_contents) return Bad(absl::StrCat("input '", in.name(), "' is FP32: its data goes in fp32_contents"));
+  if (other_contents) return Bad(absl::StrCat("input '", config.inputs[0].name, "' is FP32: its data goes in fp32_contents"));
   if (request.raw_input_contents_size() > 0) {
     if (request.raw_input_contents_size() != 1) {
       return Bad(absl::StrCat("raw_input_contents has ", request.raw_input_contents_size(),
                               " entries for 1 input"));
     }
     if (c.fp32_contents_size() > 0) {
-      return Bad(absl::StrCat("input '", in.name(), "' has both contents and raw_input_contents"));
+      return Bad(absl::StrCat("input '", config.inputs[0].name, "' has both contents and raw_input_contents"));
     }
     const std::string& raw = request.raw_input_contents(0);
     TUTTI_RETURN_IF_ERROR(CheckByteCount(config, out.batch, static_cast<int64_t>(raw.size())));
@@ -87,7 +94,7 @@ void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::st
   const TensorSpec& spec = served.config.outputs[0];
   response->set_model_name(served.config.name);
   response->set_model_version(std::to_string(served.version));
-  response->set_id(id);
+  response->set_id(ValidUtf8(id));
   auto& params = *response->mutable_parameters();
   params["reconstructed"].set_bool_param(result.reconstructed);
   params["tutti_emulated"].set_bool_param(result.emulated);
@@ -135,6 +142,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServer
                                                             inference::ServerMetadataResponse* response) {
   response->set_name(std::string(kServerName));
   response->set_version(std::string(kServerVersion));
+  response->add_extensions("binary_tensor_data");
   return FinishUnary(context);
 }
 
@@ -153,26 +161,36 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelMetadata(grpc::CallbackServerC
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerContext* context,
-                                                        const inference::ModelInferRequest* request,
-                                                        inference::ModelInferResponse* response) {
-  absl::StatusOr<int> model = frontend_->FindModel(request->model_name(), request->model_version());
-  if (!model.ok()) return FinishUnary(context, model.status());
+                                                        const grpc::ByteBuffer* raw, grpc::ByteBuffer* response) {
+  auto* reactor = new InferReactor(frontend_, response);
+  inference::ModelInferRequest request;
+  grpc::ByteBuffer bytes(*raw);  // shares the slices
+  if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&bytes, &request).ok()) {
+    reactor->Fail(Bad("the request is not a well-formed inference.ModelInferRequest message"));
+    return reactor;
+  }
+  absl::StatusOr<int> model = frontend_->FindModel(request.model_name(), request.model_version());
+  if (!model.ok()) {
+    reactor->Fail(model.status());
+    return reactor;
+  }
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
-  absl::StatusOr<InferRequest> parsed = ParseModelInfer(*request, served.config);
+  absl::StatusOr<InferRequest> parsed = ParseModelInfer(request, served.config);
   if (!parsed.ok()) {
     frontend_->CountRejected(*model);
-    return FinishUnary(context, parsed.status());
+    reactor->Fail(parsed.status());
+    return reactor;
   }
-  auto* reactor = new InferReactor(frontend_);
   const std::string id = parsed->id;
   frontend_->Infer(*model, *std::move(parsed),
-                   [this, reactor, response, &served, id](absl::StatusOr<InferenceFrontend::InferResult> r) {
+                   [this, reactor, &served, id](absl::StatusOr<InferenceFrontend::InferResult> r) {
+                     inference::ModelInferResponse out;
                      if (r.ok()) {
-                       WriteModelInfer(served, id, *r, response);
-                       (*response->mutable_parameters())["tutti_server_us"].set_double_param(
+                       WriteModelInfer(served, id, *r, &out);
+                       (*out.mutable_parameters())["tutti_server_us"].set_double_param(
                            ToMicros(frontend_->ServerTime(*r)));
                      }
-                     reactor->Answer(r);
+                     reactor->Answer(r, out);
                    });
   return reactor;
 }

@@ -14,7 +14,8 @@
 // does) and Tutti's markers as response parameters: "reconstructed",
 // "tutti_emulated", "tutti_late", "tutti_batch_size", "tutti_queue_us",
 // "tutti_compute_us", "tutti_server_us" (receipt to answer, on the server).
-// Errors are gRPC codes: INVALID_ARGUMENT (bad request),
+// Errors are gRPC codes: INVALID_ARGUMENT (bad request, or bytes that are
+// not a ModelInferRequest),
 // NOT_FOUND (unknown model or version), DEADLINE_EXCEEDED (the objective
 // cannot be met), UNAVAILABLE (shutting down; retry elsewhere), INTERNAL or
 // the executor's code for execution failures.
@@ -27,7 +28,11 @@
 
 namespace tutti {
 
-class KserveGrpcService final : public inference::GRPCInferenceService::CallbackService {
+// ModelInfer is served raw (its request bytes parsed here), so that a
+// request that is not a ModelInferRequest gets INVALID_ARGUMENT saying so.
+class KserveGrpcService final
+    : public inference::GRPCInferenceService::WithRawCallbackMethod_ModelInfer<
+          inference::GRPCInferenceService::CallbackService> {
  public:
   // `frontend` must outlive this.
   explicit KserveGrpcService(InferenceFrontend* frontend) : frontend_(frontend) {}
@@ -45,9 +50,8 @@ class KserveGrpcService final : public inference::GRPCInferenceService::Callback
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override;
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const inference::ModelInferRequest* request,
-                                       inference::ModelInferResponse* response) override;
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+                                       grpc::ByteBuffer* response) override;
 
  private:
   InferenceFrontend* const frontend_;

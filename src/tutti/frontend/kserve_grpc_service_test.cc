@@ -1,8 +1,10 @@
 #include "tutti/frontend/kserve_grpc_service.h"
 
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
 #include <cstring>
+#include <future>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -208,6 +210,49 @@ TEST_F(KserveGrpcServiceTest, AfterShutdownBeginsInferIsUnavailableSoClientsRetr
   grpc::Status s = InferError(Request(1));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(s.error_message(), HasSubstr("shutting down"));
+}
+
+// Hostile input (issue 15): each a regression test.
+
+TEST_F(KserveGrpcServiceTest, BytesThatAreNotAModelInferRequestAreInvalidArgument) {
+  grpc::GenericStub generic(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials()));
+  const std::string garbage = "\xff\xff\xff\xff not a protobuf";
+  grpc::Slice slice(garbage.data(), garbage.size());
+  grpc::ByteBuffer request(&slice, 1), response;
+  grpc::ClientContext context;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(&context, "/inference.GRPCInferenceService/ModelInfer", grpc::StubOptions(), &request, &response,
+                    [&](grpc::Status s) { done.set_value(s); });
+  const grpc::Status s = done.get_future().get();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("not a well-formed inference.ModelInferRequest"));
+  inference::ModelInferResponse ok;
+  EXPECT_TRUE(Infer(Request(1), &ok).ok()) << "and the server keeps serving";
+}
+
+TEST_F(KserveGrpcServiceTest, AHugeModelNameIsNotEchoedWhole) {
+  inference::ModelInferRequest request = Request(1);
+  request.set_model_name(std::string(10000, 'm'));
+  const grpc::Status s = InferError(request);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("unknown model 'mmm"));
+  EXPECT_THAT(s.error_message(), HasSubstr("(+9872 bytes)"));
+  EXPECT_LT(s.error_message().size(), 200u);
+}
+
+TEST_F(KserveGrpcServiceTest, ObjectivesThatRoundToNothingOrOverflowAreRefused) {
+  for (double ms : {1e-300, 1e15}) {
+    inference::ModelInferRequest request = Request(1);
+    (*request.mutable_parameters())["latency_objective_ms"].set_double_param(ms);
+    const grpc::Status s = InferError(request);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << ms;
+    EXPECT_THAT(s.error_message(), HasSubstr("from 0.001 (1 us) to 86400000 (a day)")) << ms;
+  }
+  grpc::ClientContext c;
+  inference::ServerMetadataResponse meta;
+  ASSERT_TRUE(stub_->ServerMetadata(&c, {}, &meta).ok());
+  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data"));
 }
 
 }  // namespace

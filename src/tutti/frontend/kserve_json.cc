@@ -8,6 +8,7 @@
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/core/user_text.h"
 
 namespace tutti {
 namespace {
@@ -15,6 +16,34 @@ namespace {
 using rapidjson::Value;
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+// RapidJSON reads NaN, Infinity and -Infinity too (what the writer below writes).
+constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag;
+
+// RapidJSON's parser recurses once per level of nesting: a body nested
+// 200,000 levels deep would exhaust the stack. Checked before parsing.
+absl::Status CheckJsonDepth(absl::string_view json) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : json) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return Bad(absl::StrCat("JSON nested deeper than ", kMaxJsonDepth, " levels"));
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return absl::OkStatus();
+}
 
 // Appends the numbers of a (possibly nested) array; false on a non-number.
 bool Flatten(const Value& v, std::vector<float>* out) {
@@ -82,8 +111,9 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
     binary = body.substr(*json_length);
     body = body.substr(0, *json_length);
   }
+  TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body));
   rapidjson::Document doc;
-  doc.Parse(body.data(), body.size());
+  doc.Parse<kParseFlags>(body.data(), body.size());
   if (doc.HasParseError()) {
     return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
                             rapidjson::GetParseError_En(doc.GetParseError())));
@@ -151,7 +181,11 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
 
 namespace {
 
-using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
+// NaN and ±Inf outputs are written as NaN, Infinity and -Infinity, as
+// Triton does (triton-inference-server/server#3870); its clients and
+// Python's json read them.
+using Writer = rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>,
+                                 rapidjson::CrtAllocator, rapidjson::kWriteNanAndInfFlag>;
 
 void WriteTensorSpec(Writer& w, const TensorSpec& t) {
   w.StartObject();
@@ -181,8 +215,9 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
   w.Key("model_version");
   w.String(std::to_string(version).c_str());
   if (!id.empty()) {
+    const std::string valid = ValidUtf8(id);
     w.Key("id");
-    w.String(id.c_str());
+    w.String(valid.data(), static_cast<rapidjson::SizeType>(valid.size()));
   }
   w.Key("parameters");
   w.RawValue(parameters_json.c_str(), parameters_json.size(), rapidjson::kObjectType);
@@ -282,8 +317,9 @@ EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector
 
 absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::optional<size_t> json_length) {
   const size_t header = std::min(json_length.value_or(body.size()), body.size());
+  TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body.substr(0, header)));
   rapidjson::Document d;
-  d.Parse(body.data(), header);
+  d.Parse<kParseFlags>(body.data(), header);
   if (d.HasParseError() || !d.IsObject()) return Bad("the response is not a JSON object");
   InferResponse out;
   if (d.HasMember("parameters") && d["parameters"].IsObject()) {
@@ -334,15 +370,17 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
 }
 
 std::string WriteServerMetadata() {
-  return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion, R"(","extensions":[]})");
+  return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion,
+                      R"(","extensions":["binary_tensor_data"]})");
 }
 
 std::string WriteError(absl::string_view message) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
+  const std::string valid = ValidUtf8(message);
   w.StartObject();
   w.Key("error");
-  w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
+  w.String(valid.data(), static_cast<rapidjson::SizeType>(valid.size()));
   w.EndObject();
   return buf.GetString();
 }

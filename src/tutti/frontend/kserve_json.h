@@ -14,6 +14,11 @@
 // (FP32, little-endian, row-major). Outputs come back binary when the
 // request asks ("binary_data_output": true, or "binary_data": true on the
 // output); the response then has the same layout.
+//
+// Limits: JSON nested deeper than kMaxJsonDepth is refused before parsing.
+// Output values that are NaN or ±Inf are written NaN, Infinity and
+// -Infinity, as Triton writes them; requests may use them too. Text from
+// the request (its id) goes back as valid UTF-8 (core/user_text.h).
 #ifndef TUTTI_FRONTEND_KSERVE_JSON_H_
 #define TUTTI_FRONTEND_KSERVE_JSON_H_
 
@@ -78,7 +83,10 @@ absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::op
 // {"name", "versions": [...], "platform", "inputs": [...], "outputs": [...]}
 std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions);
 
-// {"name": "tutti", "version", "extensions": [...]}
+inline constexpr int kMaxJsonDepth = 64;
+
+// {"name": "tutti", "version", "extensions": [...]}: the protocol
+// extensions Tutti serves (binary_tensor_data).
 std::string WriteServerMetadata();
 
 // {"error": message}, with the message JSON-escaped.

@@ -1,6 +1,8 @@
 #include "tutti/frontend/kserve_json.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -196,6 +198,71 @@ TEST(KserveJsonTest, ResponseAndMetadataAreValidJson) {
   EXPECT_STREQ(d["error"].GetString(), "bad \"quote\"\n");
   d.Parse(WriteServerMetadata().c_str());
   EXPECT_STREQ(d["name"].GetString(), "tutti");
+}
+
+// Hostile input (issue 15): each a regression test.
+
+TEST(KserveJsonErrorTest, DeeplyNestedJsonIsRefusedNotRecursedInto) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  EXPECT_THAT(ErrorOf(deep), HasSubstr("JSON nested deeper than 64 levels"));
+  EXPECT_THAT(ErrorOf(R"({"inputs":)" + std::string(100, '[')), HasSubstr("nested deeper"));
+  // Brackets inside strings are not nesting.
+  absl::StatusOr<InferRequest> r =
+      ParseInferRequest(Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", R"("x":")" + std::string(100, '[') + R"(",)"),
+                        Mlp());
+  EXPECT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(ParseInferResponse(std::string(100000, '['), std::nullopt).status().message(),
+              HasSubstr("nested deeper"));
+}
+
+TEST(KserveJsonTest, NanAndInfinityOutputsAreWrittenAsTritonDoes) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const InferResponseBody body = WriteInferResponse(Mlp(), 1, "", {{nan, inf, -inf}}, "{}");
+  EXPECT_THAT(body.body, HasSubstr(R"("data":[NaN,Infinity,-Infinity])"));
+  // Read back (as Triton's clients and Python's json read them).
+  absl::StatusOr<InferResponse> back = ParseInferResponse(body.body, std::nullopt);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_EQ(back->output.size(), 3u);
+  EXPECT_TRUE(std::isnan(back->output[0]));
+  EXPECT_EQ(back->output[1], inf);
+  EXPECT_EQ(back->output[2], -inf);
+  // And requests may send them.
+  absl::StatusOr<InferRequest> r = ParseInferRequest(Request("[1,1,2,2]", "[NaN,Infinity,-Infinity,1]"), Mlp());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(std::isnan(r->data[0]));
+}
+
+TEST(KserveJsonTest, TextFromTheRequestGoesBackAsValidUtf8) {
+  const std::string id = "bad\xFF\xC0id";
+  const InferResponseBody body = WriteInferResponse(Mlp(), 1, id, {{1, 2, 3}}, "{}");
+  rapidjson::Document d;
+  d.Parse<rapidjson::kParseValidateEncodingFlag>(body.body.c_str());
+  ASSERT_FALSE(d.HasParseError()) << body.body;
+  EXPECT_STREQ(d["id"].GetString(), "bad\xEF\xBF\xBD\xEF\xBF\xBDid");
+  const std::string error = WriteError("unknown model 'x\xFE'");
+  d.Parse<rapidjson::kParseValidateEncodingFlag>(error.c_str());
+  ASSERT_FALSE(d.HasParseError()) << error;
+}
+
+TEST(KserveJsonErrorTest, ObjectivesOutsideOneMicrosecondToADayAreRefused) {
+  auto with = [](const std::string& ms) {
+    return Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image",
+                   absl::StrCat(R"("parameters":{"latency_objective_ms":)", ms, "},"));
+  };
+  for (const char* bad : {"1e-300", "0.0009", "0", "1e15", "86400001", "-5", "\"7\""}) {
+    EXPECT_THAT(ErrorOf(with(bad)), HasSubstr("must be a positive number of milliseconds, from 0.001")) << bad;
+  }
+  for (const char* good : {"0.001", "86400000", "20"}) {
+    EXPECT_TRUE(ParseInferRequest(with(good), Mlp()).ok()) << good;
+  }
+}
+
+TEST(KserveJsonTest, ServerMetadataListsTheBinaryTensorExtension) {
+  rapidjson::Document d;
+  d.Parse(WriteServerMetadata().c_str());
+  ASSERT_TRUE(d["extensions"].IsArray());
+  ASSERT_EQ(d["extensions"].Size(), 1u);
+  EXPECT_STREQ(d["extensions"][0].GetString(), "binary_tensor_data");
 }
 
 }  // namespace

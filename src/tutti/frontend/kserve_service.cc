@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "tutti/core/user_text.h"
 #include "tutti/frontend/kserve_json.h"
 
 namespace tutti {
@@ -39,7 +40,7 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
     return respond(HttpResponse{200, frontend_->PrometheusText(), "text/plain; version=0.0.4"});
   }
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
-  if (parts.empty() || parts[0] != "v2") return respond(Error(404, absl::StrCat("unknown path ", path)));
+  if (parts.empty() || parts[0] != "v2") return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
   const bool get = request.method == "GET";
   const int ready = frontend_->ready() ? 200 : 400;
   if (parts.size() == 1) return respond(get ? Json(200, WriteServerMetadata()) : Error(405, "use GET"));
@@ -48,7 +49,7 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
     if (parts[2] == "live") return respond(HttpResponse{200, ""});
     if (parts[2] == "ready") return respond(HttpResponse{ready, ""});
   }
-  if (parts[1] != "models" || parts.size() < 3) return respond(Error(404, absl::StrCat("unknown path ", path)));
+  if (parts[1] != "models" || parts.size() < 3) return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
   size_t next = 3;
   std::string version;
   if (parts.size() >= 5 && parts[3] == "versions") {
@@ -59,7 +60,7 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
   if (!model.ok()) return respond(Error(404, model.status().message()));
   const std::string action = next < parts.size() ? parts[next] : "";
   if (next + 1 < parts.size() || (action != "" && action != "ready" && action != "infer" && action != "stats")) {
-    return respond(Error(404, absl::StrCat("unknown path ", path)));
+    return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
   }
   if (action == "infer") {
     if (request.method != "POST") return respond(Error(405, "use POST for inference"));
@@ -79,7 +80,7 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
     int64_t n = 0;
     if (!absl::SimpleAtoi(h, &n)) {
       frontend_->CountRejected(model);
-      return respond(Error(400, absl::StrCat("Inference-Header-Content-Length '", h, "' is not a number")));
+      return respond(Error(400, absl::StrCat("Inference-Header-Content-Length ", QuoteUserText(h), " is not a number")));
     }
     json_length = n;
   }

@@ -165,23 +165,37 @@ void WireConnection::ReadSome() {
                                   });
 }
 
+FrameSplit SplitFrames(const char* data, size_t size, const std::function<bool(const char*, size_t)>& on_frame,
+                       const std::atomic<bool>* stop) {
+  FrameSplit out;
+  while (size - out.consumed >= 4 && !(stop && *stop)) {
+    const unsigned char* p = reinterpret_cast<const unsigned char*>(data + out.consumed);
+    const size_t n = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<size_t>(p[3]) << 24);
+    if (n > kMaxWireFrame) {
+      out.bad = true;
+      return out;
+    }
+    if (size - out.consumed - 4 < n) {
+      out.need = n + 4;
+      return out;
+    }
+    if (!on_frame(data + out.consumed + 4, n)) {
+      out.bad = true;
+      return out;
+    }
+    out.consumed += 4 + n;
+  }
+  return out;
+}
+
 void WireConnection::OnRead(size_t n) {
   in_end_ += n;
-  size_t at = 0;
-  while (in_end_ - at >= 4 && !socket_->closing) {
-    const unsigned char* p = reinterpret_cast<const unsigned char*>(in_.data() + at);
-    const size_t size = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<size_t>(p[3]) << 24);
-    if (size > kMaxWireFrame) return Shut();
-    if (in_end_ - at - 4 < size) {
-      if (in_.size() < size + 4) in_.resize(size + 4 + 65536);  // room for the whole frame
-      break;
-    }
-    if (!on_frame_(in_.data() + at + 4, size)) return Shut();
-    at += 4 + size;
-  }
+  const FrameSplit split = SplitFrames(in_.data(), in_end_, on_frame_, &socket_->closing);
+  if (split.bad) return Shut();
   if (closed_) return;
-  std::memmove(in_.data(), in_.data() + at, in_end_ - at);
-  in_end_ -= at;
+  std::memmove(in_.data(), in_.data() + split.consumed, in_end_ - split.consumed);
+  in_end_ -= split.consumed;
+  if (in_.size() < split.need) in_.resize(split.need + 65536);  // room for the whole frame
   ReadSome();
 }
 

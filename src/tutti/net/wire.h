@@ -13,6 +13,7 @@
 #ifndef TUTTI_NET_WIRE_H_
 #define TUTTI_NET_WIRE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -29,6 +30,21 @@ namespace tutti {
 
 // Payloads above this are refused (the connection is closed).
 inline constexpr size_t kMaxWireFrame = 256u << 20;
+
+// The frames at the start of `data` (size bytes): calls `on_frame` with each
+// whole frame's payload, in order, while it returns true and `stop` (if
+// given) is not set. `consumed` says how many bytes the delivered frames
+// took; `need` how many a frame cut short needs in all (0: none cut
+// short); `bad` that a frame claims more than kMaxWireFrame or on_frame
+// refused one. Pure: what the connection runs on its reads (and what the
+// fuzzer runs).
+struct FrameSplit {
+  size_t consumed = 0;
+  size_t need = 0;
+  bool bad = false;
+};
+FrameSplit SplitFrames(const char* data, size_t size, const std::function<bool(const char*, size_t)>& on_frame,
+                       const std::atomic<bool>* stop = nullptr);
 
 // One connection carrying frames both ways.
 //

@@ -174,5 +174,59 @@ TEST_F(ServerTest, ShutdownAnswersEverythingInFlightThenRefuses) {
   EXPECT_THROW(HttpTestClient refused(port), boost::system::system_error);
 }
 
+// A raw HTTP/1.1 request for resnet50 (over 100 ms on its emulated GPU).
+std::string RawInfer() {
+  const std::string body = R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]})";
+  return absl::StrCat("POST /v2/models/resnet50/infer HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                      "Content-Type: application/json\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
+}
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Graceful shutdown (SIGTERM) under keep-alive: a request whose bytes have
+// arrived is answered — here the second of two pipelined requests, read
+// only once the first has been answered, after the drain began — and
+// connections end cleanly: the last response says "Connection: close",
+// an idle connection is closed without a word.
+TEST_F(ServerTest, ShutdownAnswersEveryRequestThatArrivedAndClosesConnectionsCleanly) {
+  std::unique_ptr<Server> server = Start("http: {port: 0}\ngrpc: {port: -1}\n");
+  ASSERT_NE(server, nullptr);
+  HttpTestClient pipelined(server->port());
+  pipelined.SendRaw(RawInfer() + RawInfer());
+  HttpTestClient idle(server->port());
+  EXPECT_EQ(idle.Request("GET", "/v2/health/live").status, 200);
+  while (server->core().in_flight() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  server->Shutdown();
+  const std::string got = pipelined.ReadUntilClosed();
+  EXPECT_EQ(Count(got, "HTTP/1.1 "), 2) << got;
+  EXPECT_EQ(Count(got, "HTTP/1.1 200"), 1) << got;
+  EXPECT_EQ(Count(got, "HTTP/1.1 503"), 1) << got;  // the server was shutting down by then
+  EXPECT_THAT(got, HasSubstr("shutting down"));
+  EXPECT_EQ(Count(got, "Connection: close"), 1) << got;
+  EXPECT_EQ(idle.ReadUntilClosed(), "");
+}
+
+TEST_F(ServerTest, HostileBodiesAndNamesGetClearErrorsAndTheServerKeepsServing) {
+  std::unique_ptr<Server> server = Start("http: {port: 0}\ngrpc: {port: -1}\n");
+  ASSERT_NE(server, nullptr);
+  HttpTestClient c(server->port());
+  // 200,000 levels of nesting used to overflow the parser's stack.
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  testing::ClientResponse r = c.Request("POST", "/v2/models/resnet50/infer", deep);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("nested deeper than 64 levels"));
+  // Invalid UTF-8 in a model name does not reach the answer.
+  r = c.Request("GET", "/v2/models/bad\xff\xfename");
+  EXPECT_EQ(r.status, 404);
+  rapidjson::Document d;
+  d.Parse<rapidjson::kParseValidateEncodingFlag>(r.body.c_str());
+  EXPECT_FALSE(d.HasParseError()) << r.body;
+  EXPECT_EQ(c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1)).status, 200);
+}
+
 }  // namespace
 }  // namespace tutti

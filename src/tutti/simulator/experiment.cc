@@ -185,15 +185,20 @@ absl::StatusOr<Experiment> LoadExperiment(const std::string& path) {
   return e;
 }
 
-std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& e,
-                                                              const std::string& entry) {
-  SimConfig c = e.config;
+SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry) {
+  SimConfig c = base;
   c.policy = entry;
-  const bool early = absl::EndsWith(entry, "+early");
-  if (early) {
+  if (absl::EndsWith(entry, "+early")) {
     c.policy = entry.substr(0, entry.size() - 6);
     c.options.drop = DropPolicy::kEarly;
   }
+  return c;
+}
+
+std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& e,
+                                                              const std::string& entry) {
+  SimConfig c = ConfigForPolicy(e.config, entry);
+  const bool early = absl::EndsWith(entry, "+early");
   std::vector<std::pair<std::string, SimConfig>> out;
   if (c.policy == "timeout" && !e.timeout_delays.empty()) {
     for (Duration d : e.timeout_delays) {

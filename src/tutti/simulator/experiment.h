@@ -63,6 +63,10 @@ absl::StatusOr<Experiment> LoadExperiment(const std::string& path);
 // The workload with every rate (initial and phases) multiplied by `factor`.
 WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor);
 
+// `base` for a policy entry: its name, and early drop for a "+early" suffix
+// ("deferred+early"), as `policies` and `--policy` take it.
+SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry);
+
 // The configs a policy entry of `policies` stands for, with their labels:
 // one per timeout delay for "timeout", one per early-drop window for a
 // "+early" policy, else just the entry. Compare reports each family's best.
