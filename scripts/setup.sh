@@ -7,6 +7,7 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libabsl-dev libyaml-cpp-dev zlib1g-dev
   libboost-dev rapidjson-dev   # HTTP (Boost.Beast) and JSON for the KServe v2 frontend
+  libssl-dev openssl           # TLS on the listeners (openssl: making certificates by hand)
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev            # models, training, profiling (CPU libtorch 1.13)
   libopenblas0-pthread    # fast BLAS for libtorch (Debian defaults to the reference BLAS)

@@ -2,6 +2,8 @@
 #ifndef TUTTI_CLI_COMMAND_UTIL_H_
 #define TUTTI_CLI_COMMAND_UTIL_H_
 
+#include <sys/resource.h>
+
 #include <iostream>
 #include <string>
 #include <vector>
@@ -31,6 +33,16 @@ inline int ParseOrExit(FlagSet& flags, const Args& args, const std::vector<std::
 // A KServe v2 request with one Fashion-MNIST test image, which `tutti demo`
 // writes at the root of its repository and `tutti serve` offers in a curl.
 inline constexpr char kExampleRequestFile[] = "example_request.json";
+
+// Raises the soft limit on open files to the hard one: a server holds one
+// descriptor per connection (the default soft limit is often 1,024).
+inline void RaiseFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
 
 // Prints the error and returns exit code 1.
 inline int Fail(const absl::Status& s) {

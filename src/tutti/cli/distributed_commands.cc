@@ -68,6 +68,7 @@ int SchedulerCommand(const Args& args) {
   common.AddFlags(flags);
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
+  RaiseFileLimit();
   if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
   ServerConfig& config = common.config;
   ClusterLayout& layout = common.layout;
@@ -98,6 +99,7 @@ int FrontendCommand(const Args& args) {
   flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (default 8001; 0: any free port; -1: off)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
+  RaiseFileLimit();
   if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
   ServerConfig& config = common.config;
   ClusterLayout& layout = common.layout;
@@ -141,6 +143,7 @@ int BackendCommand(const Args& args) {
   flags.String("id", &id, "backend id in etcd (default: <pid>-g<group>)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
+  RaiseFileLimit();
   if (absl::Status s = common.Load(); !s.ok()) return Fail(s);
   ServerConfig& config = common.config;
   ClusterLayout& layout = common.layout;
@@ -200,6 +203,7 @@ int ClusterCommand(const Args& args) {
     options.backends.push_back(count);
   }
   StopSignals signals;
+  RaiseFileLimit();
   char self[4096];
   const ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) return Fail(absl::InternalError("cannot find the tutti binary (/proc/self/exe)"));

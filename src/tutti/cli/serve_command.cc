@@ -1,5 +1,8 @@
 // tutti serve: one serving process over a model repository.
 
+#include <signal.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -26,13 +29,19 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
                            host, model, example);
   }
   out << absl::StrFormat("  curl -s %s/metrics\n", host);
+  if (config.http.tls.enabled() || !config.auth.inference_tokens_file.empty() || !config.auth.admin_tokens_file.empty()) {
+    out << "  (with TLS: https:// and --cacert <the CA of the certificate>; with tokens: -H 'Authorization: Bearer "
+           "<token>', an admin token for /metrics)\n";
+  }
 }
 
 }  // namespace
 
 int ServeCommand(const Args& args) {
   std::string repo_dir = "demo_repository", config_path, address, policy;
+  std::string tls_cert, tls_key, tls_client_ca, inference_tokens, admin_tokens;
   int port = 8000, grpc_port = 8001;
+  int64_t max_queue_size = 16384;
   double duration_s = 0;
   FlagSet flags("tutti serve --repo DIR [--config FILE] [flags]",
                 "Serves the models of a repository over the KServe v2 protocol, HTTP and gRPC:\n"
@@ -47,6 +56,16 @@ int ServeCommand(const Args& args) {
   flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (overrides the config's; 0: any free; -1: off)");
   flags.String("policy", &policy, "scheduling policy (overrides the config; default deferred)");
   flags.Double("duration-s", &duration_s, "stop gracefully after this many seconds (0: run until signalled)");
+  flags.String("tls-cert", &tls_cert, "PEM certificate chain: TLS on both listeners (overrides the config's tls)");
+  flags.String("tls-key", &tls_key, "PEM private key of --tls-cert");
+  flags.String("tls-client-ca", &tls_client_ca, "PEM CA certificates: clients must present a certificate from one");
+  flags.String("inference-tokens-file", &inference_tokens,
+               "bearer tokens for inference and metadata, one per line (overrides the config's auth)");
+  flags.String("admin-tokens-file", &admin_tokens,
+               "bearer tokens for statistics, /metrics, the repository index and POST /v2/tutti/shutdown");
+  flags.Int64("max-queue-size", &max_queue_size,
+              "per model: items waiting or running before requests are refused (503 / RESOURCE_EXHAUSTED); 0: no "
+              "limit (overrides the config's)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
 
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
@@ -58,14 +77,28 @@ int ServeCommand(const Args& args) {
   if (flags.WasSet("grpc-port")) config->grpc.port = grpc_port;
   if (!address.empty()) config->grpc.address = address;
   if (!policy.empty()) config->policy = policy;
+  if (!tls_cert.empty() || !tls_key.empty() || !tls_client_ca.empty()) {
+    config->http.tls = TlsOptions{tls_cert, tls_key, tls_client_ca};
+    config->grpc.tls = config->http.tls;
+  }
+  if (!inference_tokens.empty()) config->auth.inference_tokens_file = inference_tokens;
+  if (!admin_tokens.empty()) config->auth.admin_tokens_file = admin_tokens;
+  if (flags.WasSet("max-queue-size")) {
+    if (max_queue_size < 0) return Fail(absl::InvalidArgumentError("--max-queue-size must not be negative"));
+    config->max_queue_size = max_queue_size;
+  }
   config = ResolveServerConfig(*std::move(config), *repo);
   if (!config.ok()) return Fail(config.status());
 
   StopSignals signals;  // before any thread starts
+  RaiseFileLimit();     // one descriptor per connection
   std::cerr << "loading models…\n";
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config);
+  // An admin's POST /v2/tutti/shutdown stops the server as SIGTERM does.
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      Server::Start(*repo, *config, /*clock=*/nullptr, [] { kill(getpid(), SIGTERM); });
   if (!server.ok()) return Fail(server.status());
-  std::cout << absl::StrFormat("Tutti is serving %s on http://%s:%d — %s", repo_dir, config->http.address,
+  const char* scheme = config->http.tls.enabled() ? "https" : "http";
+  std::cout << absl::StrFormat("Tutti is serving %s on %s://%s:%d — %s", repo_dir, scheme, config->http.address,
                                (*server)->port(), (*server)->Describe());
   if ((*server)->grpc_port() >= 0) {
     std::cout << absl::StrFormat("KServe v2 gRPC (inference.GRPCInferenceService) on %s:%d\n", config->grpc.address,

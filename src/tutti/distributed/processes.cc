@@ -155,8 +155,9 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                                                  [engine = p->engine_.get()](const std::string& a) {
                                                    engine->SetLeader(a);
                                                  }));
-  TUTTI_ASSIGN_OR_RETURN(p->listeners_, FrontendServer::Start(p->engine_.get(), std::move(layout.served),
-                                                              config.http, config.grpc, p->loop_.get()));
+  TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
+  TUTTI_ASSIGN_OR_RETURN(p->listeners_, FrontendServer::Start(p->engine_.get(), std::move(layout.served), frontend,
+                                                              p->loop_.get()));
   return p;
 }
 

@@ -7,16 +7,16 @@
 namespace tutti {
 
 absl::StatusOr<std::unique_ptr<FrontendServer>> FrontendServer::Start(
-    InferenceEngine* engine, std::vector<InferenceFrontend::ServedModel> models, const HttpServerOptions& http,
-    const GrpcServerOptions& grpc, EventLoop* loop) {
+    InferenceEngine* engine, std::vector<InferenceFrontend::ServedModel> models, const FrontendOptions& options,
+    EventLoop* loop) {
   std::unique_ptr<FrontendServer> s(new FrontendServer());
   s->engine_ = engine;
-  s->frontend_ = std::make_unique<InferenceFrontend>(engine, std::move(models));
+  s->frontend_ = std::make_unique<InferenceFrontend>(engine, std::move(models), options.frontend);
   s->service_ = std::make_unique<KserveService>(s->frontend_.get());
-  TUTTI_ASSIGN_OR_RETURN(s->http_, HttpServer::Start(http, s->service_.get(), loop));
-  if (grpc.port >= 0) {
+  TUTTI_ASSIGN_OR_RETURN(s->http_, HttpServer::Start(options.http, s->service_.get(), loop));
+  if (options.grpc.port >= 0) {
     s->grpc_service_ = std::make_unique<KserveGrpcService>(s->frontend_.get());
-    TUTTI_ASSIGN_OR_RETURN(s->grpc_, GrpcServer::Start(grpc, {s->grpc_service_.get()}));
+    TUTTI_ASSIGN_OR_RETURN(s->grpc_, GrpcServer::Start(options.grpc, {s->grpc_service_.get()}));
   }
   return s;
 }

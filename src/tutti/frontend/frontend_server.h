@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/frontend/frontend_options.h"
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
 #include "tutti/frontend/inference_frontend.h"
@@ -21,11 +22,11 @@ class FrontendServer {
  public:
   // Starts listening; gRPC only if grpc.port >= 0. HTTP is served on `loop`
   // (see HttpServer::Start), or a loop of its own when null. `engine` must
-  // outlive the server. Errors: an address that cannot be bound.
+  // outlive the server. Errors: an address that cannot be bound, TLS files
+  // that are missing or wrong.
   static absl::StatusOr<std::unique_ptr<FrontendServer>> Start(InferenceEngine* engine,
                                                               std::vector<InferenceFrontend::ServedModel> models,
-                                                              const HttpServerOptions& http,
-                                                              const GrpcServerOptions& grpc,
+                                                              const FrontendOptions& options,
                                                               EventLoop* loop = nullptr);
   ~FrontendServer();  // Shutdown() if not done yet
 

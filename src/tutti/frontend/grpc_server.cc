@@ -14,8 +14,19 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Start(const GrpcServerOp
   }
   std::unique_ptr<GrpcServer> out(new GrpcServer());
   const std::string target = absl::StrCat(options.address, ":", options.port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (options.tls.enabled()) {
+    absl::StatusOr<TlsPem> pem = ReadTlsFiles(options.tls);
+    if (!pem.ok()) return pem.status();
+    grpc::SslServerCredentialsOptions ssl(pem->client_ca.empty()
+                                              ? GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE
+                                              : GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
+    ssl.pem_root_certs = pem->client_ca;
+    ssl.pem_key_cert_pairs.push_back({pem->private_key, pem->cert_chain});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(target, grpc::InsecureServerCredentials(), &out->port_);
+  builder.AddListeningPort(target, credentials, &out->port_);
   builder.SetMaxReceiveMessageSize(options.max_message_mb << 20);
   builder.SetMaxSendMessageSize(options.max_message_mb << 20);
   for (grpc::Service* s : services) builder.RegisterService(s);

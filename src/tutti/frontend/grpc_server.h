@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
+#include "tutti/net/tls.h"
 
 namespace grpc {
 class Server;
@@ -21,12 +22,13 @@ struct GrpcServerOptions {
   std::string address = "127.0.0.1";
   int port = 8001;  // 0: any free port (see port()); -1: no gRPC listener
   int max_message_mb = 64;
+  TlsOptions tls;  // cert set: TLS only (client_ca_file: clients must present a certificate)
 };
 
 class GrpcServer {
  public:
   // Binds and starts serving `services` (which must outlive the server).
-  // Errors: the address cannot be bound.
+  // Errors: the address cannot be bound; the TLS files are missing or wrong.
   static absl::StatusOr<std::unique_ptr<GrpcServer>> Start(const GrpcServerOptions& options,
                                                           const std::vector<grpc::Service*>& services);
   ~GrpcServer();  // Shutdown(0) if not done yet

@@ -1,9 +1,13 @@
 #include "tutti/frontend/http_server.h"
 
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/strand.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -15,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/core/thread_name.h"
 #include "tutti/frontend/kserve_json.h"
+#include "tutti/net/tls.h"
 
 namespace tutti {
 namespace {
@@ -23,6 +28,7 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // What the server's sessions share with it.
 struct Shared {
@@ -31,47 +37,70 @@ struct Shared {
   std::atomic<bool> draining{false};   // shutting down: finish what has arrived, then close
 };
 
-// One connection, on one thread of the loop.
+class Draining {
+ public:
+  virtual ~Draining() = default;
+  // Shutdown has begun: an idle connection closes now (on its thread).
+  virtual void Drain() = 0;
+};
+
+// One connection, on one thread of the loop: plain TCP (Stream =
+// beast::tcp_stream) or TLS (TlsStream), which first does its handshake.
 //
 // Draining (graceful shutdown): every request whose bytes have arrived is
 // answered (by the handler, which refuses new work with 503 by then), a
 // response is sent with "Connection: close" unless more request bytes are
 // already waiting, and an idle connection is closed.
-class Session : public std::enable_shared_from_this<Session> {
+template <class Stream>
+class Session final : public Draining, public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
  public:
-  Session(tcp::socket socket, const HttpServerOptions& options, HttpHandler* handler, Shared* shared)
-      : stream_(std::move(socket)), options_(options), handler_(handler), shared_(shared) {
+  Session(Stream stream, const HttpServerOptions& options, HttpHandler* handler, Shared* shared)
+      : stream_(std::move(stream)), options_(options), handler_(handler), shared_(shared) {
     ++shared_->sessions;
   }
-  ~Session() { --shared_->sessions; }
+  ~Session() override { --shared_->sessions; }
 
   void Start() {
-    net::dispatch(stream_.get_executor(), beast::bind_front_handler(&Session::Read, shared_from_this()));
+    auto self = this->shared_from_this();
+    net::dispatch(stream_.get_executor(), [self] {
+      if constexpr (kTls) {
+        self->Lowest().expires_after(std::chrono::nanoseconds(self->options_.read_timeout));
+        self->stream_.async_handshake(net::ssl::stream_base::server, [self](beast::error_code ec) {
+          if (ec) return self->Lowest().close();  // not TLS, or a certificate refused: nothing to answer
+          self->Read();
+        });
+      } else {
+        self->Read();
+      }
+    });
   }
 
-  // Shutdown has begun: an idle connection closes now (on its thread).
-  void Drain() {
-    net::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+  void Drain() override {
+    net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if (self->reading_ && !self->RequestBytesWaiting()) self->Close(/*both=*/true);
     });
   }
 
  private:
+  beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
+
   void Read() {
     parser_.emplace();
     parser_->body_limit(options_.max_body_bytes);
-    parser_->header_limit(64 * 1024);
+    parser_->header_limit(options_.max_header_bytes);
     // buffer_ may hold the start of a pipelined request: it stays.
-    stream_.expires_after(std::chrono::nanoseconds(options_.read_timeout));
+    Lowest().expires_after(std::chrono::nanoseconds(options_.read_timeout));
     reading_ = true;
     if (shared_->draining && !RequestBytesWaiting()) return Close(/*both=*/true);
-    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, shared_from_this()));
+    http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, this->shared_from_this()));
   }
 
   // Bytes of a next request have arrived (in the buffer or the socket).
   bool RequestBytesWaiting() {
     beast::error_code ec;
-    return buffer_.size() > 0 || (parser_ && parser_->got_some()) || stream_.socket().available(ec) > 0;
+    return buffer_.size() > 0 || (parser_ && parser_->got_some()) || Lowest().socket().available(ec) > 0;
   }
 
   void OnRead(beast::error_code ec, size_t) {
@@ -82,10 +111,16 @@ class Session : public std::enable_shared_from_this<Session> {
       Write(std::move(r), /*keep_alive=*/false, 11);
       return;
     }
-    if (ec == net::error::operation_aborted || !stream_.socket().is_open()) return;  // closed while idle
+    if (ec == http::error::header_limit) {
+      HttpResponse r{431, WriteError(absl::StrCat("request headers exceed the limit of ", options_.max_header_bytes,
+                                                  " bytes"))};
+      Write(std::move(r), /*keep_alive=*/false, 11);
+      return;
+    }
+    if (ec == net::error::operation_aborted || !Lowest().socket().is_open()) return;  // closed while idle
     if (ec) {  // end of stream, timeout, reset, malformed HTTP: close quietly
       if (ec != http::error::end_of_stream && ec != beast::error::timeout && ec != net::error::connection_reset &&
-          ec != net::error::eof) {
+          ec != net::error::eof && ec != net::ssl::error::stream_truncated) {
         HttpResponse r{400, WriteError(absl::StrCat("malformed HTTP request: ", ec.message()))};
         Write(std::move(r), false, 11);
         return;
@@ -102,9 +137,9 @@ class Session : public std::enable_shared_from_this<Session> {
     for (const auto& field : req) request.headers.emplace_back(field.name_string(), field.value());
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
-    stream_.expires_never();
+    Lowest().expires_never();
     ++shared_->unanswered;
-    handler_->Handle(std::move(request), [self = shared_from_this(), keep_alive, version](HttpResponse r) {
+    handler_->Handle(std::move(request), [self = this->shared_from_this(), keep_alive, version](HttpResponse r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version]() mutable {
         self->Write(std::move(r), keep_alive, version, /*answers_handler=*/true);
       });
@@ -122,7 +157,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res->keep_alive(keep_alive);
     res->body() = std::move(r.body);
     res->prepare_payload();
-    http::async_write(stream_, *res, [self = shared_from_this(), res, answers_handler](beast::error_code ec, size_t) {
+    http::async_write(stream_, *res, [self = this->shared_from_this(), res, answers_handler](beast::error_code ec,
+                                                                                             size_t) {
       if (answers_handler) --self->shared_->unanswered;
       if (ec || !res->keep_alive()) {
         self->Close(/*both=*/false);
@@ -138,20 +174,45 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // Ends the connection: its sending side (the client reads to the end of
   // what was written, then sees the close), or both (an idle connection).
+  // TLS first says so (close_notify), waiting up to a second for the
+  // client's.
   void Close(bool both) {
-    beast::error_code ec;
-    stream_.socket().shutdown(both ? tcp::socket::shutdown_both : tcp::socket::shutdown_send, ec);
-    if (both) stream_.socket().close(ec);
+    if constexpr (kTls) {
+      if (closing_) return;
+      closing_ = true;
+      Lowest().expires_after(std::chrono::seconds(1));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) { self->Lowest().close(); });
+    } else {
+      beast::error_code ec;
+      Lowest().socket().shutdown(both ? tcp::socket::shutdown_both : tcp::socket::shutdown_send, ec);
+      if (both) Lowest().socket().close(ec);
+    }
   }
 
-  beast::tcp_stream stream_;
+  Stream stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
   HttpHandler* handler_;
   Shared* const shared_;
   bool reading_ = false;  // waiting for a request
+  bool closing_ = false;  // TLS: shutting down
 };
+
+// Refuses a connection over HttpServerOptions::max_connections: a 503 if
+// the socket takes it at once, then the close.
+void RefuseConnection(tcp::socket socket) {
+  static const std::string kResponse = [] {
+    const std::string body = WriteError("too many connections: retry later");
+    return absl::StrCat("HTTP/1.1 503 Service Unavailable\r\nServer: tutti\r\nContent-Type: application/json\r\n",
+                        "Connection: close\r\nRetry-After: 1\r\nContent-Length: ", body.size(), "\r\n\r\n", body);
+  }();
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  socket.write_some(net::buffer(kResponse), ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
 
 class BeastServer final : public HttpServer {
  public:
@@ -160,11 +221,19 @@ class BeastServer final : public HttpServer {
         handler_(handler),
         own_loop_(loop ? nullptr : std::make_unique<EventLoop>(options.threads, "tutti-http")),
         loop_(loop ? loop : own_loop_.get()),
-        acceptor_(loop_->context(0)) {}
+        acceptor_(loop_->context(0)),
+        retry_(loop_->context(0)) {}
 
   ~BeastServer() override { Stop(); }
 
   absl::Status Listen() {
+    if (options_.tls.enabled()) {
+      absl::StatusOr<TlsPem> pem = ReadTlsFiles(options_.tls);
+      if (!pem.ok()) return pem.status();
+      absl::StatusOr<std::shared_ptr<net::ssl::context>> tls = ServerTlsContext(*pem);
+      if (!tls.ok()) return tls.status();
+      tls_ = *std::move(tls);
+    }
     beast::error_code ec;
     const net::ip::address address = net::ip::make_address(options_.address, ec);
     if (ec) return absl::InvalidArgumentError(absl::StrCat("bad listen address '", options_.address, "'"));
@@ -191,8 +260,8 @@ class BeastServer final : public HttpServer {
       acceptor_.close(ec);
     });
     std::lock_guard<std::mutex> lock(sessions_mu_);
-    for (const std::weak_ptr<Session>& w : sessions_) {
-      if (std::shared_ptr<Session> s = w.lock()) s->Drain();
+    for (const std::weak_ptr<Draining>& w : sessions_) {
+      if (std::shared_ptr<Draining> s = w.lock()) s->Drain();
     }
   }
 
@@ -210,6 +279,7 @@ class BeastServer final : public HttpServer {
     auto close = [this] {
       beast::error_code ec;
       acceptor_.close(ec);
+      retry_.cancel();
     };
     if (loop_->context(0).stopped()) {
       close();
@@ -229,20 +299,38 @@ class BeastServer final : public HttpServer {
     // A connection lives on one thread of the loop: its handlers need no strand.
     acceptor_.async_accept(loop_->NextContext(), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
-      if (!ec) {
+      if (ec) {  // e.g. out of file descriptors: try again shortly rather than spin
+        retry_.expires_after(std::chrono::milliseconds(10));
+        retry_.async_wait([this](beast::error_code e) {
+          if (!e && acceptor_.is_open()) Accept();
+        });
+        return;
+      }
+      if (shared_.sessions >= options_.max_connections) {
+        RefuseConnection(std::move(socket));
+      } else {
         socket.set_option(tcp::no_delay(true), ec);
-        auto session = std::make_shared<Session>(std::move(socket), options_, handler_, &shared_);
-        {
-          std::lock_guard<std::mutex> lock(sessions_mu_);
-          if (sessions_.size() > 2 * static_cast<size_t>(shared_.sessions) + 64) {  // amortized O(1)
-            std::erase_if(sessions_, [](const std::weak_ptr<Session>& w) { return w.expired(); });
-          }
-          sessions_.push_back(session);
+        if (tls_) {
+          Open(std::make_shared<Session<TlsStream>>(TlsStream(std::move(socket), *tls_), options_, handler_, &shared_));
+        } else {
+          Open(std::make_shared<Session<beast::tcp_stream>>(beast::tcp_stream(std::move(socket)), options_, handler_,
+                                                            &shared_));
         }
-        session->Start();
       }
       Accept();
     });
+  }
+
+  template <class S>
+  void Open(std::shared_ptr<S> session) {
+    {
+      std::lock_guard<std::mutex> lock(sessions_mu_);
+      if (sessions_.size() > 2 * static_cast<size_t>(shared_.sessions) + 64) {  // amortized O(1)
+        std::erase_if(sessions_, [](const std::weak_ptr<Draining>& w) { return w.expired(); });
+      }
+      sessions_.push_back(session);
+    }
+    session->Start();
   }
 
   const HttpServerOptions options_;
@@ -250,9 +338,11 @@ class BeastServer final : public HttpServer {
   const std::unique_ptr<EventLoop> own_loop_;  // null: serving on a shared loop
   EventLoop* const loop_;
   tcp::acceptor acceptor_;  // on the loop's thread 0; connections are spread over its threads
+  net::steady_timer retry_;  // accepting again after a failed accept
+  std::shared_ptr<net::ssl::context> tls_;  // null: plain HTTP
   Shared shared_;
   std::mutex sessions_mu_;
-  std::vector<std::weak_ptr<Session>> sessions_;  // GUARDED_BY(sessions_mu_)
+  std::vector<std::weak_ptr<Draining>> sessions_;  // GUARDED_BY(sessions_mu_)
   std::atomic<bool> stopped_{false};
   int port_ = 0;
 };

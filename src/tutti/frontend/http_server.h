@@ -1,5 +1,6 @@
 // HttpServer: a small asynchronous HTTP/1.1 server (Boost.Beast) with
-// keep-alive, a request-body limit, and a read timeout so that slow or
+// keep-alive, optional TLS (HTTPS, and client certificates), limits on
+// connections, header and body sizes, and a read timeout so that slow or
 // half-sent requests cannot hold a connection (or anyone else) up.
 //
 // Requests go to an HttpHandler, which answers through a callback — possibly
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
 #include "tutti/net/event_loop.h"
+#include "tutti/net/tls.h"
 
 namespace tutti {
 
@@ -62,14 +64,19 @@ struct HttpServerOptions {
   int port = 8000;                             // 0: any free port (see port())
   int threads = 2;                             // I/O threads (of the server's own loop)
   size_t max_body_bytes = 64 << 20;            // larger bodies get 413
-  Duration read_timeout = 10 * kSecond;        // to receive a whole request
+  size_t max_header_bytes = 64 << 10;          // larger headers get 431
+  Duration read_timeout = 10 * kSecond;        // to receive a whole request (and a TLS handshake);
+                                               // also how long a kept-alive connection may idle
+  int max_connections = 16384;                 // beyond: 503 and close at once
+  TlsOptions tls;                              // cert set: HTTPS only
 };
 
 class HttpServer {
  public:
   // Binds and starts serving on `loop` (which must outlive the server), or,
   // when null, on a loop of its own with options.threads threads. `handler`
-  // must outlive the server. Errors: the address cannot be parsed or bound.
+  // must outlive the server. Errors: the address cannot be parsed or bound;
+  // the TLS files are missing or wrong (ReadTlsFiles).
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options, HttpHandler* handler,
                                                           EventLoop* loop = nullptr);
   virtual ~HttpServer() = default;

@@ -13,7 +13,9 @@ namespace tutti {
 
 struct InferenceFrontend::ModelState {
   ServedModel served;
-  std::atomic<int64_t> rejected{0};  // refused before scheduling (bad input)
+  std::atomic<int64_t> rejected{0};    // refused before scheduling (bad input)
+  std::atomic<int64_t> overloaded{0};  // refused by admission control (queue full)
+  std::atomic<int64_t> queued{0};      // items accepted and not yet answered
   // Over answered items: arrival → batch start, batch start → finish, and
   // the size of the batch each ran in.
   PromHistogram queue_seconds{PromHistogram::SecondsBounds()};
@@ -33,7 +35,8 @@ struct PendingInfer {
 
 }  // namespace
 
-InferenceFrontend::InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models) : engine_(engine) {
+InferenceFrontend::InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models, Options options)
+    : engine_(engine), options_(std::move(options)), access_(options_.access) {
   for (ServedModel& m : models) {
     auto state = std::make_unique<ModelState>();
     state->served = std::move(m);
@@ -61,14 +64,28 @@ const InferenceFrontend::ServedModel& InferenceFrontend::served(int model) const
 
 void InferenceFrontend::CountRejected(int model) { ++models_[model]->rejected; }
 
+absl::Status InferenceFrontend::RequestShutdown() {
+  if (!options_.shutdown) return absl::UnimplementedError("this server does not take shutdown requests");
+  options_.shutdown();
+  return absl::OkStatus();
+}
+
 void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
   ModelState& state = *models_[model];
   const int64_t per_item = state.served.config.inputs[0].ElementCount();
   const Duration objective = Millis(request.objective_ms);
+  const int64_t queued = state.queued.fetch_add(request.batch) + request.batch;
+  if (options_.max_queue_size > 0 && queued > options_.max_queue_size) {
+    state.queued -= request.batch;
+    ++state.overloaded;
+    return done(absl::ResourceExhaustedError(absl::StrCat(
+        "model '", state.served.config.name, "' has ", queued - request.batch,
+        " requests queued, at its limit of ", options_.max_queue_size, " (max_queue_size): retry later")));
+  }
   auto pending = std::make_shared<PendingInfer>();
   pending->result.outputs.resize(request.batch);
   pending->remaining = request.batch;
-  auto finish = [&state, pending, done = std::move(done)](int item, InferenceOutcome o) {
+  auto finish = [&state, pending, batch = request.batch, done = std::move(done)](int item, InferenceOutcome o) {
     {
       std::lock_guard<std::mutex> lock(pending->mu);
       InferResult& r = pending->result;
@@ -90,6 +107,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
       }
       if (--pending->remaining > 0) return;
     }
+    state.queued -= batch;
     if (!pending->first_error.ok()) return done(pending->first_error);
     done(std::move(pending->result));
   };
@@ -107,9 +125,10 @@ std::string InferenceFrontend::StatsJson(int model) const {
   const double timed = static_cast<double>(std::max<int64_t>(1, s.queue_seconds.count()));
   return absl::StrFormat(
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
-      R"("rejected":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
+      R"("rejected":%d,"overloaded":%d,"queued":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
       R"("mean_compute_us":%.1f,"delays":%s})",
-      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), c.reconstructed,
+      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), s.overloaded.load(),
+      s.queued.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6,
       DelayStatsJson(engine_->Delays(), model));
@@ -146,7 +165,7 @@ std::string InferenceFrontend::PrometheusText() const {
     const std::string label = absl::StrFormat("model=\"%s\"", s.served.config.name);
     for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.success}, {"late", c.late},
                                      {"dropped", c.dropped}, {"error", c.error},
-                                     {"rejected", s.rejected.load()}}) {
+                                     {"rejected", s.rejected.load()}, {"overloaded", s.overloaded.load()}}) {
       absl::StrAppendFormat(&out, "tutti_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
     }
     absl::StrAppendFormat(&batches, "tutti_batches_total{%s} %d\n", label, c.batches);

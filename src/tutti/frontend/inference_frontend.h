@@ -4,7 +4,10 @@
 // inference of a parsed request, and per-model statistics.
 //
 // A request's N items are scheduled individually; its answer waits for all
-// of them and is the first item's error if any failed.
+// of them and is the first item's error if any failed. Admission control:
+// a request that would take a model's items waiting or running beyond
+// Options::max_queue_size is refused at once (ResourceExhausted), as
+// Triton's max_queue_size does, instead of queueing without bound.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_FRONTEND_INFERENCE_FRONTEND_H_
@@ -18,11 +21,20 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "tutti/frontend/access.h"
 #include "tutti/frontend/infer_request.h"
 #include "tutti/repository/model_config.h"
 #include "tutti/serving/inference_engine.h"
 
 namespace tutti {
+
+struct InferenceFrontendOptions {
+  AccessOptions access;        // who may call what (see access.h)
+  int64_t max_queue_size = 0;  // per model: items waiting or running; 0: no limit
+  // Runs on an admin's shutdown request (POST /v2/tutti/shutdown); null:
+  // remote shutdown is not offered.
+  std::function<void()> shutdown;
+};
 
 class InferenceFrontend {
  public:
@@ -42,15 +54,23 @@ class InferenceFrontend {
     std::vector<WrittenAnswer> written;  // per item: what to report once the answer is written
   };
   using InferDone = std::function<void(absl::StatusOr<InferResult>)>;
+  using Options = InferenceFrontendOptions;
 
   // models[i] is the engine's model i. `engine` must outlive this.
-  InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models);
+  InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models, Options options = {});
   ~InferenceFrontend();
 
   // The model called `name`; `version` is "" or the served version's number.
   // NotFound naming the model or version otherwise.
   absl::StatusOr<int> FindModel(absl::string_view name, absl::string_view version = "") const;
   const ServedModel& served(int model) const;
+  int num_models() const { return static_cast<int>(models_.size()); }
+
+  // Whether a call to `api` with this Authorization value may run (see
+  // AccessPolicy::Check).
+  absl::Status Authorize(Api api, absl::string_view authorization) const { return access_.Check(api, authorization); }
+  // Starts a graceful shutdown (Options::shutdown); Unimplemented without one.
+  absl::Status RequestShutdown();
 
   // Ready until StopAccepting().
   bool ready() const { return ready_; }
@@ -62,7 +82,8 @@ class InferenceFrontend {
   // Schedules the request's items; `done` is called exactly once, on any
   // thread, possibly before Infer returns: with the outputs, or with the
   // error of the first failed item (DeadlineExceeded: the objective cannot
-  // be met; Unavailable: shutting down; others: execution failures).
+  // be met; Unavailable: shutting down; ResourceExhausted: the model's
+  // queue is full; others: execution failures).
   void Infer(int model, InferRequest request, InferDone done);
 
   // How long the server has held the request of `result` by now, from
@@ -84,6 +105,8 @@ class InferenceFrontend {
   struct ModelState;
 
   InferenceEngine* const engine_;
+  const Options options_;
+  const AccessPolicy access_;
   std::vector<std::unique_ptr<ModelState>> models_;
   std::atomic<bool> ready_{true};
 };

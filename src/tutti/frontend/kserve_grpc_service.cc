@@ -114,6 +114,14 @@ void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::st
   }
 }
 
+absl::Status KserveGrpcService::Authorize(grpc::CallbackServerContext* context, Api api) const {
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("authorization");
+  const absl::string_view value = it == metadata.end() ? absl::string_view()
+                                                       : absl::string_view(it->second.data(), it->second.size());
+  return frontend_->Authorize(api, value);
+}
+
 grpc::ServerUnaryReactor* KserveGrpcService::ServerLive(grpc::CallbackServerContext* context,
                                                         const inference::ServerLiveRequest*,
                                                         inference::ServerLiveResponse* response) {
@@ -140,6 +148,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelReady(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServerContext* context,
                                                             const inference::ServerMetadataRequest*,
                                                             inference::ServerMetadataResponse* response) {
+  if (absl::Status s = Authorize(context, Api::kMetadata); !s.ok()) return FinishUnary(context, s);
   response->set_name(std::string(kServerName));
   response->set_version(std::string(kServerVersion));
   response->add_extensions("binary_tensor_data");
@@ -149,6 +158,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServer
 grpc::ServerUnaryReactor* KserveGrpcService::ModelMetadata(grpc::CallbackServerContext* context,
                                                            const inference::ModelMetadataRequest* request,
                                                            inference::ModelMetadataResponse* response) {
+  if (absl::Status s = Authorize(context, Api::kMetadata); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
   if (!model.ok()) return FinishUnary(context, model.status());
   const InferenceFrontend::ServedModel& m = frontend_->served(*model);
@@ -163,6 +173,10 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelMetadata(grpc::CallbackServerC
 grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerContext* context,
                                                         const grpc::ByteBuffer* raw, grpc::ByteBuffer* response) {
   auto* reactor = new InferReactor(frontend_, response);
+  if (absl::Status s = Authorize(context, Api::kInference); !s.ok()) {
+    reactor->Fail(s);
+    return reactor;
+  }
   inference::ModelInferRequest request;
   grpc::ByteBuffer bytes(*raw);  // shares the slices
   if (!grpc::SerializationTraits<inference::ModelInferRequest>::Deserialize(&bytes, &request).ok()) {
@@ -193,6 +207,20 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
                      reactor->Answer(r, out);
                    });
   return reactor;
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::RepositoryIndex(grpc::CallbackServerContext* context,
+                                                             const inference::RepositoryIndexRequest* request,
+                                                             inference::RepositoryIndexResponse* response) {
+  if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
+  if (request->ready() && !frontend_->ready()) return FinishUnary(context);
+  for (int m = 0; m < frontend_->num_models(); ++m) {
+    inference::RepositoryIndexResponse::ModelIndex* index = response->add_models();
+    index->set_name(frontend_->served(m).config.name);
+    index->set_version(std::to_string(frontend_->served(m).version));
+    index->set_state(frontend_->ready() ? "READY" : "UNAVAILABLE");
+  }
+  return FinishUnary(context);
 }
 
 }  // namespace tutti

@@ -6,6 +6,11 @@
 //   ServerLive, ServerReady, ModelReady    health (ready follows the frontend)
 //   ServerMetadata, ModelMetadata          metadata (NOT_FOUND: unknown model/version)
 //   ModelInfer                             inference
+//   RepositoryIndex                        the served models (Triton's, admin)
+//
+// Access (access.h) as on HTTP, from the `authorization` metadata:
+// UNAUTHENTICATED without a valid token, PERMISSION_DENIED for an admin
+// call with an inference token; health calls are open.
 //
 // ModelInfer takes the model's one FP32 input either in `contents.fp32_contents`
 // or as raw little-endian bytes in `raw_input_contents`, with the
@@ -15,7 +20,7 @@
 // "tutti_emulated", "tutti_late", "tutti_batch_size", "tutti_queue_us",
 // "tutti_compute_us", "tutti_server_us" (receipt to answer, on the server).
 // Errors are gRPC codes: INVALID_ARGUMENT (bad request, or bytes that are
-// not a ModelInferRequest),
+// not a ModelInferRequest), RESOURCE_EXHAUSTED (the model's queue is full),
 // NOT_FOUND (unknown model or version), DEADLINE_EXCEEDED (the objective
 // cannot be met), UNAVAILABLE (shutting down; retry elsewhere), INTERNAL or
 // the executor's code for execution failures.
@@ -52,8 +57,15 @@ class KserveGrpcService final
                                           inference::ModelMetadataResponse* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
+                                            const inference::RepositoryIndexRequest* request,
+                                            inference::RepositoryIndexResponse* response) override;
 
  private:
+  // Whether the call may run (InferenceFrontend::Authorize on its
+  // `authorization` metadata).
+  absl::Status Authorize(grpc::CallbackServerContext* context, Api api) const;
+
   InferenceFrontend* const frontend_;
 };
 

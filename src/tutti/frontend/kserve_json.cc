@@ -374,6 +374,25 @@ std::string WriteServerMetadata() {
                       R"(","extensions":["binary_tensor_data"]})");
 }
 
+std::string WriteRepositoryIndex(const std::vector<std::pair<std::string, int64_t>>& models, bool ready) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartArray();
+  for (const auto& [name, version] : models) {
+    const std::string v = std::to_string(version);
+    w.StartObject();
+    w.Key("name");
+    w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+    w.Key("version");
+    w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+    w.Key("state");
+    w.String(ready ? "READY" : "UNAVAILABLE");
+    w.EndObject();
+  }
+  w.EndArray();
+  return buf.GetString();
+}
+
 std::string WriteError(absl::string_view message) {
   rapidjson::StringBuffer buf;
   Writer w(buf);

@@ -24,6 +24,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -88,6 +89,10 @@ inline constexpr int kMaxJsonDepth = 64;
 // {"name": "tutti", "version", "extensions": [...]}: the protocol
 // extensions Tutti serves (binary_tensor_data).
 std::string WriteServerMetadata();
+
+// [{"name", "version", "state": "READY"|"UNAVAILABLE"}, …]: Triton's
+// repository index (POST /v2/repository/index) of the served models.
+std::string WriteRepositoryIndex(const std::vector<std::pair<std::string, int64_t>>& models, bool ready);
 
 // {"error": message}, with the message JSON-escaped.
 std::string WriteError(absl::string_view message);

@@ -19,14 +19,42 @@ int HttpStatusOf(const absl::Status& s) {
   switch (s.code()) {
     case absl::StatusCode::kInvalidArgument:
       return 400;
+    case absl::StatusCode::kUnauthenticated:
+      return 401;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
     case absl::StatusCode::kNotFound:
       return 404;
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kResourceExhausted:
       return 503;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
     default:
       return 500;
   }
+}
+
+HttpResponse StatusError(const absl::Status& s) {
+  HttpResponse r = Error(HttpStatusOf(s), s.message());
+  if (s.code() == absl::StatusCode::kUnauthenticated) r.headers.push_back({"WWW-Authenticate", "Bearer"});
+  return r;
+}
+
+// Which access an HTTP route needs (access.h); paths that match no route
+// need inference access, so that a client without a token learns nothing of
+// the models.
+Api ApiOf(const std::vector<std::string>& parts) {
+  if (parts.size() == 1 && parts[0] == "metrics") return Api::kAdmin;
+  if (parts.size() >= 2 && parts[1] == "health") return Api::kHealth;
+  if (parts.size() >= 2 && parts[1] == "repository") return Api::kAdmin;
+  if (parts.size() >= 2 && parts[1] == "tutti") return parts.size() == 3 && parts[2] == "shutdown" ? Api::kShutdown : Api::kAdmin;
+  if (parts.size() >= 4 && parts[1] == "models" && (parts.back() == "ready" || parts.back() == "stats")) {
+    return parts.back() == "ready" ? Api::kHealth : Api::kAdmin;
+  }
+  if (parts.size() >= 2 && parts[1] == "models") return parts.back() == "infer" ? Api::kInference : Api::kMetadata;
+  return Api::kMetadata;
 }
 
 }  // namespace
@@ -35,19 +63,35 @@ KserveService::KserveService(InferenceFrontend* frontend) : frontend_(frontend) 
 
 void KserveService::Handle(HttpRequest request, Respond respond) {
   std::string path = request.target.substr(0, request.target.find('?'));
+  std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
+  if (absl::Status s = frontend_->Authorize(ApiOf(parts), request.Header("Authorization")); !s.ok()) {
+    return respond(StatusError(s));
+  }
+  const bool get = request.method == "GET";
   if (path == "/metrics") {
-    if (request.method != "GET") return respond(Error(405, "use GET"));
+    if (!get) return respond(Error(405, "use GET"));
     return respond(HttpResponse{200, frontend_->PrometheusText(), "text/plain; version=0.0.4"});
   }
-  std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
   if (parts.empty() || parts[0] != "v2") return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
-  const bool get = request.method == "GET";
   const int ready = frontend_->ready() ? 200 : 400;
   if (parts.size() == 1) return respond(get ? Json(200, WriteServerMetadata()) : Error(405, "use GET"));
   if (parts[1] == "health" && parts.size() == 3) {
     if (!get) return respond(Error(405, "use GET"));
     if (parts[2] == "live") return respond(HttpResponse{200, ""});
     if (parts[2] == "ready") return respond(HttpResponse{ready, ""});
+  }
+  if (path == "/v2/repository/index") {  // Triton's model repository extension (read only)
+    if (request.method != "POST") return respond(Error(405, "use POST"));
+    std::vector<std::pair<std::string, int64_t>> index;
+    for (int m = 0; m < frontend_->num_models(); ++m) {
+      index.emplace_back(frontend_->served(m).config.name, frontend_->served(m).version);
+    }
+    return respond(Json(200, WriteRepositoryIndex(index, frontend_->ready())));
+  }
+  if (path == "/v2/tutti/shutdown") {
+    if (request.method != "POST") return respond(Error(405, "use POST"));
+    if (absl::Status s = frontend_->RequestShutdown(); !s.ok()) return respond(StatusError(s));
+    return respond(Json(200, R"({"shutting_down":true})"));
   }
   if (parts[1] != "models" || parts.size() < 3) return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
   size_t next = 3;
@@ -91,7 +135,7 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
   }
   auto done = [frontend = frontend_, &served, id = parsed->id, binary = parsed->binary_output,
                respond = std::move(respond)](absl::StatusOr<InferenceFrontend::InferResult> r) {
-    if (!r.ok()) return respond(Error(HttpStatusOf(r.status()), r.status().message()));
+    if (!r.ok()) return respond(StatusError(r.status()));
     HttpResponse response;
     response.on_written = [frontend, written = r->written] { frontend->AnswerWritten(written); };
     // Serialized on the connection's thread, just before it is written: its

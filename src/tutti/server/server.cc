@@ -12,7 +12,8 @@
 namespace tutti {
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& repo, const ServerConfig& config,
-                                                      Clock* clock) {
+                                                      Clock* clock,
+                                                      std::function<void()> on_shutdown_request) {
   std::unique_ptr<Server> server(new Server());
   if (clock == nullptr) {
     server->loop_ = std::make_unique<EventLoop>(config.http.threads, "tutti-loop");
@@ -47,8 +48,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   }
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(layout.shapes),
                                                               std::move(executors), options, clock));
+  TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
+  frontend.frontend.shutdown = std::move(on_shutdown_request);
   TUTTI_ASSIGN_OR_RETURN(server->listeners_, FrontendServer::Start(server->core_.get(), std::move(layout.served),
-                                                                    config.http, config.grpc, server->loop_.get()));
+                                                                    frontend, server->loop_.get()));
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);
   return server;
 }

@@ -5,6 +5,7 @@
 #ifndef TUTTI_SERVER_SERVER_H_
 #define TUTTI_SERVER_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -24,10 +25,13 @@ class Server {
   // one event loop (config.http.threads threads) serves the connections and
   // is the clock of the scheduler and the executors (see EventLoop); a
   // `clock` given instead must advance by itself (torch executors run in
-  // real time) and outlive the server. Errors: weights that fail to load, a
-  // port in use, ….
+  // real time) and outlive the server. `on_shutdown_request` runs when an
+  // admin asks for a shutdown (POST /v2/tutti/shutdown); null: not offered.
+  // Errors: weights that fail to load, a port in use, token or TLS files
+  // missing or wrong, ….
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ModelRepository& repo, const ServerConfig& config,
-                                                      Clock* clock = nullptr);
+                                                      Clock* clock = nullptr,
+                                                      std::function<void()> on_shutdown_request = nullptr);
   ~Server();  // Shutdown() if not done yet
 
   int port() const { return listeners_->port(); }

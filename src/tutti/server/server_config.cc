@@ -35,16 +35,22 @@ absl::Status ParseHttp(const YAML::Node& node, HttpServerOptions* http) {
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto body_mb, r.OptionalScalar<double>("max_body_mb", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto timeout_s, r.OptionalScalar<double>("read_timeout_s", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto header_kb, r.OptionalScalar<double>("max_header_kb", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto connections, r.OptionalScalar<int>("max_connections", "an integer"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (port && (*port < 0 || *port > 65535)) return Invalid("http.port", "must be in [0, 65535]");
   if (threads && *threads < 1) return Invalid("http.threads", "must be at least 1");
   if (body_mb && !(*body_mb > 0)) return Invalid("http.max_body_mb", "must be positive");
   if (timeout_s && !(*timeout_s > 0)) return Invalid("http.read_timeout_s", "must be positive");
+  if (header_kb && !(*header_kb >= 1)) return Invalid("http.max_header_kb", "must be at least 1");
+  if (connections && *connections < 1) return Invalid("http.max_connections", "must be at least 1");
   if (address) http->address = *address;
   if (port) http->port = *port;
   if (threads) http->threads = *threads;
   if (body_mb) http->max_body_bytes = static_cast<size_t>(*body_mb * (1 << 20));
   if (timeout_s) http->read_timeout = Seconds(*timeout_s);
+  if (header_kb) http->max_header_bytes = static_cast<size_t>(*header_kb * 1024);
+  if (connections) http->max_connections = *connections;
   return absl::OkStatus();
 }
 
@@ -60,6 +66,32 @@ absl::Status ParseGrpc(const YAML::Node& node, GrpcServerOptions* grpc) {
   if (address) grpc->address = *address;
   if (port) grpc->port = *port;
   if (message_mb) grpc->max_message_mb = *message_mb;
+  return absl::OkStatus();
+}
+
+absl::Status ParseTls(const YAML::Node& node, TlsOptions* tls) {
+  MapReader r(node, "tls");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto cert, r.OptionalScalar<std::string>("cert", "a file path"));
+  TUTTI_ASSIGN_OR_RETURN(auto key, r.OptionalScalar<std::string>("key", "a file path"));
+  TUTTI_ASSIGN_OR_RETURN(auto client_ca, r.OptionalScalar<std::string>("client_ca", "a file path"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  tls->cert_file = cert.value_or("");
+  tls->key_file = key.value_or("");
+  tls->client_ca_file = client_ca.value_or("");
+  if (tls->cert_file.empty() != tls->key_file.empty()) return Invalid("tls", "set both cert and key");
+  if (tls->cert_file.empty() && !tls->client_ca_file.empty()) return Invalid("tls.client_ca", "needs cert and key");
+  return absl::OkStatus();
+}
+
+absl::Status ParseAuth(const YAML::Node& node, AuthConfig* auth) {
+  MapReader r(node, "auth");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto inference, r.OptionalScalar<std::string>("inference_tokens_file", "a file path"));
+  TUTTI_ASSIGN_OR_RETURN(auto admin, r.OptionalScalar<std::string>("admin_tokens_file", "a file path"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  auth->inference_tokens_file = inference.value_or("");
+  auth->admin_tokens_file = admin.value_or("");
   return absl::OkStatus();
 }
 
@@ -107,7 +139,15 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
+  TUTTI_ASSIGN_OR_RETURN(auto queue_size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));
   c.scheduler.await_completion = await.value_or(false);
+  if (queue_size && *queue_size < 0) return Invalid("max_queue_size", "must not be negative (0: no limit)");
+  if (queue_size) c.max_queue_size = *queue_size;
+  if (YAML::Node tls = r.Get("tls"); tls.IsDefined()) {
+    TUTTI_RETURN_IF_ERROR(ParseTls(tls, &c.http.tls));
+    c.grpc.tls = c.http.tls;
+  }
+  if (YAML::Node auth = r.Get("auth"); auth.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseAuth(auth, &c.auth));
   if (YAML::Node http = r.Get("http"); http.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseHttp(http, &c.http));
   if (YAML::Node grpc = r.Get("grpc"); grpc.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseGrpc(grpc, &c.grpc));
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
@@ -231,6 +271,17 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     }
   }
   return config;
+}
+
+absl::StatusOr<FrontendOptions> ReadFrontendOptions(const ServerConfig& config) {
+  FrontendOptions out{config.http, config.grpc, {.max_queue_size = config.max_queue_size}};
+  if (!config.auth.inference_tokens_file.empty()) {
+    TUTTI_ASSIGN_OR_RETURN(out.frontend.access.inference_tokens, ReadTokenFile(config.auth.inference_tokens_file));
+  }
+  if (!config.auth.admin_tokens_file.empty()) {
+    TUTTI_ASSIGN_OR_RETURN(out.frontend.access.admin_tokens, ReadTokenFile(config.auth.admin_tokens_file));
+  }
+  return out;
 }
 
 absl::StatusOr<ServerConfig> ReadServerConfigFile(const std::string& path) {

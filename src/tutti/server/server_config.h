@@ -18,9 +18,16 @@
 //   default_objective_ms: 100        # for models without latency_objective_ms
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
-//          max_body_mb: 64, read_timeout_s: 10}
+//          max_body_mb: 64, max_header_kb: 64, read_timeout_s: 10,
+//          max_connections: 16384}
 //   grpc: {address: 127.0.0.1, port: 8001,   # KServe v2 gRPC; port -1: off
 //          max_message_mb: 64}
+//   tls: {cert: server.pem, key: server.key, # TLS on both listeners
+//         client_ca: ca.pem}                 # optional: clients need a certificate from it
+//   auth: {inference_tokens_file: FILE,      # bearer tokens, one per line (frontend/access.h)
+//          admin_tokens_file: FILE}
+//   max_queue_size: 16384                    # per model: items waiting or running; more are
+//                                            # refused at once (503 / RESOURCE_EXHAUSTED); 0: no limit
 //   executors:                       # each group is one sub-cluster
 //     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
 //     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
@@ -48,8 +55,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/delays/delay_model.h"
-#include "tutti/frontend/grpc_server.h"
-#include "tutti/frontend/http_server.h"
+#include "tutti/frontend/frontend_options.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/scheduler.h"
@@ -69,6 +75,10 @@ struct CodingConfig {
   Duration reconstruct_delay = 0;
 };
 
+struct AuthConfig {
+  std::string inference_tokens_file, admin_tokens_file;  // "": none
+};
+
 struct ServerConfig {
   std::string policy = "deferred";
   SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1};
@@ -76,8 +86,10 @@ struct ServerConfig {
   DelayModelOptions delays;
   Duration default_objective = 100 * kMillisecond;
   int torch_threads = 1;
-  HttpServerOptions http;
+  HttpServerOptions http;  // tls: set on both listeners by `tls:`
   GrpcServerOptions grpc;
+  AuthConfig auth;
+  int64_t max_queue_size = 16384;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
 };
@@ -88,6 +100,10 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text);
 // The serve config in the file at `path` ("" : the built-in defaults), not
 // yet resolved. Errors name the file.
 absl::StatusOr<ServerConfig> ReadServerConfigFile(const std::string& path);
+
+// The frontend's options from `config`, its token files read. Errors: a
+// token file is missing or malformed.
+absl::StatusOr<FrontendOptions> ReadFrontendOptions(const ServerConfig& config);
 
 // Fills in the default executors from `repo` and checks the config against
 // it: every model exists, is in one group only, has the group's profile, and

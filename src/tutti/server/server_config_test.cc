@@ -26,8 +26,12 @@ network_us: {ctrl: 50, data_per_request: 2, resp: 800}
 await_completion: true
 default_objective_ms: 40
 torch_threads: 2
-http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2}
+http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2, max_header_kb: 8,
+       max_connections: 100}
 grpc: {address: 0.0.0.0, port: 9001, max_message_mb: 8}
+tls: {cert: s.pem, key: s.key, client_ca: ca.pem}
+auth: {inference_tokens_file: i.txt, admin_tokens_file: a.txt}
+max_queue_size: 64
 executors:
   - {kind: torch, models: [mlp, lenet5]}
   - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
@@ -52,6 +56,16 @@ coding:
   EXPECT_EQ(c->grpc.address, "0.0.0.0");
   EXPECT_EQ(c->grpc.port, 9001);
   EXPECT_EQ(c->grpc.max_message_mb, 8);
+  EXPECT_EQ(c->http.max_header_bytes, 8u << 10);
+  EXPECT_EQ(c->http.max_connections, 100);
+  for (const TlsOptions* tls : {&c->http.tls, &c->grpc.tls}) {  // both listeners
+    EXPECT_EQ(tls->cert_file, "s.pem");
+    EXPECT_EQ(tls->key_file, "s.key");
+    EXPECT_EQ(tls->client_ca_file, "ca.pem");
+  }
+  EXPECT_EQ(c->auth.inference_tokens_file, "i.txt");
+  EXPECT_EQ(c->auth.admin_tokens_file, "a.txt");
+  EXPECT_EQ(c->max_queue_size, 64);
   ASSERT_EQ(c->executors.size(), 2u);
   EXPECT_EQ(c->executors[0].kind, "torch");
   EXPECT_EQ(c->executors[0].count, 1);
@@ -74,6 +88,26 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   EXPECT_EQ(c->http.port, 8000);
   EXPECT_EQ(c->grpc.port, 8001);
   EXPECT_TRUE(c->executors.empty());
+  EXPECT_FALSE(c->http.tls.enabled());
+  EXPECT_EQ(c->max_queue_size, 16384);
+  absl::StatusOr<FrontendOptions> frontend = ReadFrontendOptions(*c);
+  ASSERT_TRUE(frontend.ok());
+  EXPECT_TRUE(frontend->frontend.access.inference_tokens.empty());  // open, as before
+}
+
+TEST(ServerConfigTest, FrontendOptionsReadTheTokenFiles) {
+  TempDir dir;
+  ServerConfig c;
+  c.auth.inference_tokens_file = dir.WriteFile("i.txt", "inference-token-0123456789\n");
+  c.auth.admin_tokens_file = dir.path() + "/missing.txt";
+  EXPECT_THAT(ReadFrontendOptions(c).status().message(), HasSubstr("missing.txt"));
+  c.auth.admin_tokens_file = dir.WriteFile("a.txt", "admin-token-0123456789abcdef\n");
+  c.max_queue_size = 7;
+  absl::StatusOr<FrontendOptions> frontend = ReadFrontendOptions(c);
+  ASSERT_TRUE(frontend.ok()) << frontend.status();
+  EXPECT_EQ(frontend->frontend.access.inference_tokens, std::vector<std::string>{"inference-token-0123456789"});
+  EXPECT_EQ(frontend->frontend.access.admin_tokens, std::vector<std::string>{"admin-token-0123456789abcdef"});
+  EXPECT_EQ(frontend->frontend.max_queue_size, 7);
 }
 
 TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
@@ -95,6 +129,11 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("torch_threads: many"), HasSubstr("field 'torch_threads': expected an integer"));
   EXPECT_THAT(ParseError("await_completion: maybe"), HasSubstr("field 'await_completion': expected true or false"));
   EXPECT_THAT(ParseError("executors: [oops"), HasSubstr("line"));
+  EXPECT_THAT(ParseError("tls: {cert: s.pem}"), HasSubstr("field 'tls': set both cert and key"));
+  EXPECT_THAT(ParseError("tls: {client_ca: ca.pem}"), HasSubstr("field 'tls.client_ca': needs cert and key"));
+  EXPECT_THAT(ParseError("auth: {tokens: x}"), HasSubstr("unknown field 'auth.tokens'"));
+  EXPECT_THAT(ParseError("max_queue_size: -1"), HasSubstr("field 'max_queue_size': must not be negative"));
+  EXPECT_THAT(ParseError("http: {max_connections: 0}"), HasSubstr("field 'http.max_connections'"));
   EXPECT_THAT(ParseError("coding: [{model: a}]"), HasSubstr("missing required field 'coding[0].parity_model'"));
   EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),
               HasSubstr("field 'coding[0].reconstruct_delay_ms': must not be negative"));

@@ -1,0 +1,98 @@
+#include "tutti/frontend/inference_frontend.h"
+
+#include <mutex>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+
+// An engine that holds every request until the test answers it.
+class HoldingEngine final : public InferenceEngine {
+ public:
+  absl::Status Submit(ModelId, std::vector<float>, Duration, InferenceCallback done) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_.push_back(std::move(done));
+    return absl::OkStatus();
+  }
+  void StopAccepting() override {}
+  void WaitIdle() override {}
+  int64_t in_flight() const override { return static_cast<int64_t>(held_.size()); }
+  std::vector<ModelCounters> Counters() const override { return {ModelCounters{}}; }
+  std::vector<double> BusyFractions() const override { return {}; }
+  Time Now() const override { return 0; }
+  void OnAnswerWritten(const WrittenAnswer&) override {}
+  DelayReport Delays() const override { return {}; }
+
+  // Answers the oldest held request.
+  void AnswerOne() {
+    InferenceCallback done;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done = std::move(held_.front());
+      held_.erase(held_.begin());
+    }
+    InferenceOutcome o;
+    o.output = {1, 2, 3};
+    done(std::move(o));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<InferenceCallback> held_;
+};
+
+class AdmissionTest : public ::testing::Test {
+ protected:
+  AdmissionTest() {
+    ModelConfig config;
+    config.name = "mlp";
+    config.inputs = {{"image", DataType::kFp32, {2}}};
+    config.outputs = {{"logits", DataType::kFp32, {3}}};
+    frontend_ = std::make_unique<InferenceFrontend>(&engine_, std::vector<InferenceFrontend::ServedModel>{{config, 1}},
+                                                    InferenceFrontend::Options{.max_queue_size = 4});
+  }
+  // Infers `batch` items; the answer lands in *out.
+  void Infer(int batch, std::optional<absl::Status>* out) {
+    InferRequest r;
+    r.batch = batch;
+    r.data.assign(2 * batch, 0.5f);
+    frontend_->Infer(0, std::move(r), [out](absl::StatusOr<InferenceFrontend::InferResult> result) {
+      *out = result.status();
+    });
+  }
+
+  HoldingEngine engine_;
+  std::unique_ptr<InferenceFrontend> frontend_;
+};
+
+TEST_F(AdmissionTest, RequestsBeyondTheQueueLimitAreRefusedAtOnceAndPlacesFreeAsAnswersGo) {
+  std::optional<absl::Status> a, b, refused, later;
+  Infer(3, &a);
+  Infer(1, &b);  // 4 items: the limit
+  Infer(1, &refused);
+  ASSERT_TRUE(refused.has_value());  // at once, not queued
+  EXPECT_EQ(refused->code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused->message(), HasSubstr("max_queue_size"));
+  EXPECT_EQ(engine_.in_flight(), 4);  // the refused request never reached the engine
+  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("overloaded":1,"queued":4)"));
+  EXPECT_THAT(frontend_->PrometheusText(), HasSubstr(R"(tutti_requests_total{model="mlp",outcome="overloaded"} 1)"));
+  engine_.AnswerOne();  // one item of `a`: its request still holds its 3 places
+  Infer(1, &later);
+  ASSERT_TRUE(later.has_value());
+  EXPECT_EQ(later->code(), absl::StatusCode::kResourceExhausted);
+  engine_.AnswerOne();
+  engine_.AnswerOne();  // `a` answered: 3 places free
+  ASSERT_TRUE(a.has_value());
+  EXPECT_TRUE(a->ok());
+  later.reset();
+  Infer(3, &later);
+  EXPECT_FALSE(later.has_value());  // accepted, held
+  EXPECT_EQ(engine_.in_flight(), 4);
+}
+
+}  // namespace
+}  // namespace tutti
