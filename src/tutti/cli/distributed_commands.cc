@@ -18,6 +18,15 @@
 namespace tutti::cli {
 namespace {
 
+// Mutual TLS among a cluster's processes and to etcd.
+void AddClusterTlsFlags(FlagSet& flags, TlsOptions* tls) {
+  flags.String("tls-cert", &tls->cert_file, "PEM certificate of this process, from the cluster's CA: mutual TLS on "
+                                            "the internal streams and to etcd");
+  flags.String("tls-key", &tls->key_file, "PEM private key of --tls-cert");
+  flags.String("tls-ca", &tls->client_ca_file, "PEM CA of the cluster: peers (and etcd) must hold a certificate "
+                                               "from it");
+}
+
 // Flags every distributed process takes, and the cluster they describe.
 struct Common {
   std::string repo_dir = "demo_repository";
@@ -34,6 +43,7 @@ struct Common {
     flags.Int("internal-port", &process.port, "port of the internal listener (default 0: any free port)");
     flags.Int("lease-ttl-s", &process.lease_ttl_s, "etcd lease TTL in seconds: a dead process is noticed this fast "
                                                    "(default 1)");
+    AddClusterTlsFlags(flags, &process.tls);
   }
 
   // Filled by Load(): the repository, the resolved config and the cluster
@@ -190,6 +200,7 @@ int ClusterCommand(const Args& args) {
   flags.String("transport", &transport, "internal streams between the processes: unix (Unix sockets; they share "
                                         "this host) or tcp (127.0.0.1, as between hosts) (default unix)");
   flags.Double("duration-s", &duration_s, "stop after this many seconds (0: run until signalled)");
+  AddClusterTlsFlags(flags, &options.tls);
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   if (transport != "unix" && transport != "tcp") {
     return Fail(absl::InvalidArgumentError(absl::StrCat("--transport: '", transport, "' is not unix or tcp")));

@@ -98,10 +98,17 @@ std::string PrefixRangeEnd(const std::string& prefix) {
 EtcdClient::EtcdClient(std::string endpoint) : endpoint_(std::move(endpoint)), stubs_(std::make_unique<Stubs>()) {}
 EtcdClient::~EtcdClient() = default;
 
-absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const std::string& endpoint, Duration timeout) {
+absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const std::string& endpoint, Duration timeout,
+                                                                const TlsOptions& tls) {
   std::unique_ptr<EtcdClient> client(new EtcdClient(endpoint));
   Stubs& s = *client->stubs_;
-  s.channel = grpc::CreateChannel(endpoint, grpc::InsecureChannelCredentials());
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (tls.enabled()) {
+    absl::StatusOr<TlsPem> pem = ReadTlsFiles(tls);
+    if (!pem.ok()) return pem.status();
+    credentials = grpc::SslCredentials({pem->client_ca, pem->private_key, pem->cert_chain});
+  }
+  s.channel = grpc::CreateChannel(endpoint, credentials);
   if (!s.channel->WaitForConnected(GrpcDeadline(timeout))) {
     return absl::UnavailableError(absl::StrCat("cannot reach etcd at ", endpoint, " (is it running? "
                                                "start one with `etcd --listen-client-urls http://", endpoint,

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
+#include "tutti/net/tls.h"
 
 namespace tutti {
 
@@ -47,10 +48,14 @@ class EtcdClient {
     virtual ~Background() = default;
   };
 
-  // `endpoint` is host:port of etcd's client URL (plain HTTP/2). Waits up to
-  // `timeout` for a first answer; Unavailable if none comes.
+  // `endpoint` is host:port of etcd's client URL: plain HTTP/2, or, when
+  // `tls` is enabled, TLS with its certificate as the client's (etcd's
+  // --client-cert-auth) and its client_ca_file as the CA of etcd's server
+  // certificate. Waits up to `timeout` for a first answer; Unavailable if
+  // none comes; InvalidArgument for TLS files that are missing or wrong.
   static absl::StatusOr<std::unique_ptr<EtcdClient>> Connect(const std::string& endpoint,
-                                                            Duration timeout = 5 * kSecond);
+                                                            Duration timeout = 5 * kSecond,
+                                                            const TlsOptions& tls = {});
   ~EtcdClient();
 
   const std::string& endpoint() const { return endpoint_; }

@@ -10,6 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "tutti/distributed/local_etcd.h"
+#include "tutti/testing/temp_dir.h"
+#include "tutti/testing/test_certs.h"
 
 namespace tutti {
 namespace {
@@ -110,6 +112,27 @@ TEST(EtcdConnectTest, UnreachableEtcdIsAClearError) {
   ASSERT_FALSE(client.ok());
   EXPECT_EQ(client.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(client.status().message().find("cannot reach etcd"), std::string::npos);
+}
+
+TEST(EtcdTlsTest, EtcdWithClientCertificatesTakesOnlyTheClustersMembers) {
+  testing::TempDir dir;
+  const testing::TestPki pki = testing::MakeTestPki(dir.path());
+  const TlsOptions member{pki.client_cert, pki.client_key, pki.ca_cert};
+  absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start("/usr/bin/etcd", member);
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect((*etcd)->endpoint(), 5 * kSecond, member);
+  ASSERT_TRUE(client.ok()) << client.status();
+  EXPECT_TRUE((*client)->Put("/tutti/t/backends/b1", "0 127.0.0.1:1").ok());
+  // Without a certificate from the cluster's CA, or without TLS, nobody
+  // reaches etcd: a backend cannot register.
+  const TlsOptions stranger{pki.stranger_cert, pki.stranger_key, pki.ca_cert};
+  for (const TlsOptions& tls : {stranger, TlsOptions{}}) {
+    absl::StatusOr<std::unique_ptr<EtcdClient>> refused = EtcdClient::Connect((*etcd)->endpoint(), Millis(1500), tls);
+    EXPECT_FALSE(refused.ok());
+  }
+  absl::StatusOr<EtcdClient::Snapshot> snap = (*client)->GetPrefix("/tutti/t/backends/");
+  ASSERT_TRUE(snap.ok());
+  EXPECT_EQ(snap->kvs.size(), 1u);
 }
 
 TEST(PrefixRangeEndTest, IncrementsTheLastByte) {

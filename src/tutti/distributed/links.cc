@@ -26,9 +26,9 @@ class EndedLink final : public Link<Out> {
 };
 
 template <typename In, typename Out>
-std::shared_ptr<Link<Out>> Open(boost::asio::io_context& io, const std::string& address, Kind kind,
-                                StreamHandlers<In, Out> handlers) {
-  absl::StatusOr<std::shared_ptr<WireConnection>> c = WireConnection::Dial(io, address, kind);
+std::shared_ptr<Link<Out>> Open(boost::asio::io_context& io, const std::shared_ptr<PeerTls>& tls,
+                                const std::string& address, Kind kind, StreamHandlers<In, Out> handlers) {
+  absl::StatusOr<std::shared_ptr<WireConnection>> c = WireConnection::Dial(io, address, kind, tls);
   if (!c.ok()) {
     std::cerr << "cannot open a stream: " << c.status().message() << std::endl;
     if (handlers.on_done) boost::asio::post(io, std::move(handlers.on_done));
@@ -51,19 +51,19 @@ void Accept(std::shared_ptr<WireConnection> c, const Acceptor& acceptor) {
 }  // namespace
 
 std::shared_ptr<FrontendLink> WireConnector::OpenFrontend(const std::string& scheduler, FrontendHandlers handlers) {
-  return Open(io_, scheduler, kFrontend, std::move(handlers));
+  return Open(io_, tls_, scheduler, kFrontend, std::move(handlers));
 }
 
 std::shared_ptr<BackendLink> WireConnector::OpenBackend(const std::string& scheduler, BackendHandlers handlers) {
-  return Open(io_, scheduler, kBackend, std::move(handlers));
+  return Open(io_, tls_, scheduler, kBackend, std::move(handlers));
 }
 
 std::shared_ptr<FeedLink> WireConnector::OpenFeed(const std::string& backend, FeedHandlers handlers) {
-  return Open(io_, backend, kFeed, std::move(handlers));
+  return Open(io_, tls_, backend, kFeed, std::move(handlers));
 }
 
 absl::StatusOr<std::unique_ptr<WireListener>> ServeWire(boost::asio::io_context& io, const std::string& address,
-                                                       Acceptors acceptors) {
+                                                       Acceptors acceptors, std::shared_ptr<PeerTls> tls) {
   return WireListener::Start(io, address, [acceptors = std::move(acceptors)](uint8_t kind,
                                                                              std::shared_ptr<WireConnection> c) {
     switch (kind) {
@@ -76,7 +76,7 @@ absl::StatusOr<std::unique_ptr<WireListener>> ServeWire(boost::asio::io_context&
       default:
         c->Close();
     }
-  });
+  }, std::move(tls));
 }
 
 }  // namespace tutti

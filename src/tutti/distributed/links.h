@@ -27,6 +27,8 @@ class io_context;
 
 namespace tutti {
 
+class PeerTls;
+
 using FrontendLink = Link<internal::FrontendUp>;        // a frontend's, to the scheduler
 using FrontendPeer = Link<internal::FrontendDown>;      // the scheduler's, to a frontend
 using BackendLink = Link<internal::BackendUp>;          // a backend's, to the scheduler
@@ -64,20 +66,25 @@ struct Acceptors {
 // EventLoop thread 0: its timers and its streams on one thread).
 class WireConnector final : public Connector {
  public:
-  explicit WireConnector(boost::asio::io_context& io) : io_(io) {}
+  // Streams are mutual TLS under `tls` unless null.
+  explicit WireConnector(boost::asio::io_context& io, std::shared_ptr<PeerTls> tls = nullptr)
+      : io_(io), tls_(std::move(tls)) {}
   std::shared_ptr<FrontendLink> OpenFrontend(const std::string& scheduler, FrontendHandlers handlers) override;
   std::shared_ptr<BackendLink> OpenBackend(const std::string& scheduler, BackendHandlers handlers) override;
   std::shared_ptr<FeedLink> OpenFeed(const std::string& backend, FeedHandlers handlers) override;
 
  private:
   boost::asio::io_context& io_;
+  const std::shared_ptr<PeerTls> tls_;
 };
 
 class WireListener;
 // Listens on `address` (net/wire.h) on `io` and hands each stream to the
 // acceptor of its kind; streams of a kind without an acceptor are closed.
+// Under `tls` (unless null), peers without the cluster's certificate are
+// refused before any stream is handed over.
 absl::StatusOr<std::unique_ptr<WireListener>> ServeWire(boost::asio::io_context& io, const std::string& address,
-                                                       Acceptors acceptors);
+                                                       Acceptors acceptors, std::shared_ptr<PeerTls> tls = nullptr);
 
 }  // namespace tutti
 

@@ -34,6 +34,12 @@ std::vector<std::string> LocalCluster::CommonArgs(const std::string& command, co
     args.push_back("--config");
     args.push_back(options_.config);
   }
+  if (options_.tls.enabled()) {
+    for (const std::string& a : {std::string("--tls-cert"), options_.tls.cert_file, std::string("--tls-key"),
+                                 options_.tls.key_file, std::string("--tls-ca"), options_.tls.client_ca_file}) {
+      args.push_back(a);
+    }
+  }
   return args;
 }
 
@@ -41,7 +47,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
   std::unique_ptr<LocalCluster> c(new LocalCluster());
   c->options_ = options;
   if (options.etcd.empty()) {
-    TUTTI_ASSIGN_OR_RETURN(c->etcd_, LocalEtcd::Start());
+    TUTTI_ASSIGN_OR_RETURN(c->etcd_, LocalEtcd::Start("/usr/bin/etcd", options.tls));
     c->etcd_endpoint_ = c->etcd_->endpoint();
   } else {
     c->etcd_endpoint_ = options.etcd;

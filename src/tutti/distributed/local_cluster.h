@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/distributed/child_process.h"
 #include "tutti/distributed/local_etcd.h"
+#include "tutti/net/tls.h"
 
 namespace tutti {
 
@@ -35,6 +36,9 @@ struct LocalClusterOptions {
   // The internal streams between the processes: over Unix sockets (they
   // share this host) or TCP on 127.0.0.1 (as between hosts).
   bool unix_sockets = true;
+  // Mutual TLS among the processes and to the started etcd (one identity
+  // for all of them; ProcessOptions::tls). cert "": plain.
+  TlsOptions tls;
   bool echo = false;                    // copy the processes' output to stderr, prefixed
 };
 

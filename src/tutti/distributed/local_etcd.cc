@@ -10,7 +10,7 @@
 
 namespace tutti {
 
-absl::StatusOr<std::unique_ptr<LocalEtcd>> LocalEtcd::Start(const std::string& binary) {
+absl::StatusOr<std::unique_ptr<LocalEtcd>> LocalEtcd::Start(const std::string& binary, const TlsOptions& tls) {
   if (!std::filesystem::exists(binary)) {
     return absl::NotFoundError(absl::StrCat(binary, " not found: install etcd (apt-get install etcd-server; "
                                             "scripts/setup.sh does)"));
@@ -22,16 +22,23 @@ absl::StatusOr<std::unique_ptr<LocalEtcd>> LocalEtcd::Start(const std::string& b
   TUTTI_ASSIGN_OR_RETURN(int client_port, PickFreePort());
   TUTTI_ASSIGN_OR_RETURN(int peer_port, PickFreePort());
   etcd->endpoint_ = absl::StrCat("127.0.0.1:", client_port);
-  const std::string client_url = absl::StrCat("http://", etcd->endpoint_);
+  const std::string client_url = absl::StrCat(tls.enabled() ? "https://" : "http://", etcd->endpoint_);
   const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
-  TUTTI_ASSIGN_OR_RETURN(etcd->process_,
-                         ChildProcess::Start({binary, "--name", "tutti", "--data-dir", etcd->data_dir_,
-                                              "--listen-client-urls", client_url, "--advertise-client-urls",
-                                              client_url, "--listen-peer-urls", peer_url,
-                                              "--initial-advertise-peer-urls", peer_url, "--initial-cluster",
-                                              absl::StrCat("tutti=", peer_url), "--heartbeat-interval", "50",
-                                              "--election-timeout", "500", "--log-level", "error"}));
-  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect(etcd->endpoint_, 20 * kSecond);
+  std::vector<std::string> argv = {binary, "--name", "tutti", "--data-dir", etcd->data_dir_,
+                                   "--listen-client-urls", client_url, "--advertise-client-urls",
+                                   client_url, "--listen-peer-urls", peer_url,
+                                   "--initial-advertise-peer-urls", peer_url, "--initial-cluster",
+                                   absl::StrCat("tutti=", peer_url), "--heartbeat-interval", "50",
+                                   "--election-timeout", "500", "--log-level", "error"};
+  if (tls.enabled()) {
+    if (tls.client_ca_file.empty()) return absl::InvalidArgumentError("etcd with TLS needs the clients' CA");
+    for (const std::string& a : {"--cert-file", tls.cert_file.c_str(), "--key-file", tls.key_file.c_str(),
+                                 "--client-cert-auth", "--trusted-ca-file", tls.client_ca_file.c_str()}) {
+      argv.push_back(a);
+    }
+  }
+  TUTTI_ASSIGN_OR_RETURN(etcd->process_, ChildProcess::Start(argv));
+  absl::StatusOr<std::unique_ptr<EtcdClient>> client = EtcdClient::Connect(etcd->endpoint_, 20 * kSecond, tls);
   if (!client.ok()) {
     return absl::UnavailableError(absl::StrCat("etcd did not come up: ", client.status().message(), "\n",
                                                etcd->process_->output()));

@@ -10,15 +10,20 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/distributed/child_process.h"
+#include "tutti/net/tls.h"
 
 namespace tutti {
 
 class LocalEtcd {
  public:
-  // Starts etcd on free loopback ports and waits until it answers.
+  // Starts etcd on free loopback ports and waits until it answers. With
+  // `tls` enabled, its client URL is HTTPS with tls's certificate and it
+  // takes only clients with a certificate from tls.client_ca_file
+  // (--client-cert-auth); connect with the same options.
   // Errors: no etcd binary (install etcd-server; scripts/setup.sh does), or
   // it does not come up within 20 s (its output is in the message).
-  static absl::StatusOr<std::unique_ptr<LocalEtcd>> Start(const std::string& binary = "/usr/bin/etcd");
+  static absl::StatusOr<std::unique_ptr<LocalEtcd>> Start(const std::string& binary = "/usr/bin/etcd",
+                                                         const TlsOptions& tls = {});
   ~LocalEtcd();  // stops etcd and removes its data directory
 
   // host:port of its client URL.

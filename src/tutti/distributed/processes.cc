@@ -14,13 +14,20 @@
 namespace tutti {
 namespace {
 
+// The cluster's mutual TLS for this process's streams; null without.
+absl::StatusOr<std::shared_ptr<PeerTls>> ClusterTls(const ProcessOptions& options) {
+  if (!options.tls.enabled()) return std::shared_ptr<PeerTls>();
+  return PeerTls::Create(options.tls);
+}
+
 // Listens on the process's internal address; `address` is what peers use.
 absl::StatusOr<std::unique_ptr<WireListener>> Listen(EventLoop& loop, const ProcessOptions& options,
                                                      Acceptors acceptors, std::string* address) {
   const std::string where =
       absl::StartsWith(options.address, "unix:") ? options.address : absl::StrCat(options.address, ":", options.port);
+  TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<WireListener> listener,
-                         ServeWire(loop.context(), where, std::move(acceptors)));
+                         ServeWire(loop.context(), where, std::move(acceptors), std::move(tls)));
   *address = listener->address();
   return listener;
 }
@@ -80,7 +87,7 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   }
   std::unique_ptr<SchedulerProcess> p(new SchedulerProcess());
   p->loop_ = std::make_unique<EventLoop>(1, "tutti-sched");
-  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
+  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   p->node_ = std::make_unique<SchedulerNode>(
       layout.spec, SchedulerNode::Options{config.policy, config.scheduler, config.delays}, p->loop_.get());
   SchedulerNode* node = p->node_.get();
@@ -146,9 +153,10 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                                                                         const ProcessOptions& options) {
   std::unique_ptr<FrontendProcess> p(new FrontendProcess());
   p->loop_ = std::make_unique<EventLoop>(config.http.threads, "tutti-front");
-  p->connector_ = std::make_unique<WireConnector>(p->loop_->context());
+  TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
+  p->connector_ = std::make_unique<WireConnector>(p->loop_->context(), std::move(tls));
   p->name_ = HostPid();
-  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
+  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{p->name_},
                                               p->loop_.get(), p->connector_.get());
   TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, ClusterKeys(options.cluster),
@@ -186,8 +194,9 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   std::unique_ptr<BackendProcess> p(new BackendProcess());
   p->id_ = id.empty() ? absl::StrCat(absl::StrFormat("%d", getpid()), "-g", group) : std::move(id);
   p->loop_ = std::make_unique<EventLoop>(1, "tutti-backend");
-  p->connector_ = std::make_unique<WireConnector>(p->loop_->context());
-  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd));
+  TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
+  p->connector_ = std::make_unique<WireConnector>(p->loop_->context(), std::move(tls));
+  TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                          MakeGroupExecutor(layout, config, group, p->loop_.get()));
   std::vector<InferenceCore::ModelShape> shapes;

@@ -34,6 +34,7 @@
 #include "tutti/distributed/scheduler_node.h"
 #include "tutti/frontend/frontend_server.h"
 #include "tutti/net/event_loop.h"
+#include "tutti/net/tls.h"
 #include "tutti/net/wire.h"
 #include "tutti/server/cluster_layout.h"
 #include "tutti/server/server_config.h"
@@ -60,6 +61,13 @@ struct ProcessOptions {
   std::string address = "127.0.0.1";
   int port = 0;
   int lease_ttl_s = 1;                  // etcd lease: how fast a dead process is noticed
+  Duration etcd_timeout = 5 * kSecond;  // for etcd's first answer
+  // Mutual TLS among the cluster's processes and to etcd: this process's
+  // certificate and key, and the cluster's CA (client_ca_file), which
+  // signed every process's certificate and etcd's. A process without one
+  // is refused by the others (and by etcd with --client-cert-auth): it can
+  // neither register nor take or send plans. cert "": plain.
+  TlsOptions tls;
 };
 
 class SchedulerProcess {

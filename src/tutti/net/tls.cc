@@ -89,4 +89,28 @@ absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> ServerTlsContext(cons
   return ctx;
 }
 
+absl::StatusOr<std::shared_ptr<PeerTls>> PeerTls::Create(const TlsOptions& options) {
+  if (!options.enabled() || options.client_ca_file.empty()) {
+    return absl::InvalidArgumentError("mutual TLS among peers needs a certificate, its key and the cluster's CA");
+  }
+  absl::StatusOr<TlsPem> pem = ReadTlsFiles(options);
+  if (!pem.ok()) return pem.status();
+  auto out = std::make_shared<PeerTls>();
+  absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> accepting = ServerTlsContext(*pem);
+  if (!accepting.ok()) return accepting.status();
+  out->accepting_ = *std::move(accepting);
+  namespace ssl = boost::asio::ssl;
+  out->dialing_ = std::make_shared<ssl::context>(ssl::context::tls_client);
+  boost::system::error_code ec;
+  out->dialing_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                                 ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
+                             ec);
+  if (!ec) out->dialing_->use_certificate_chain(boost::asio::buffer(pem->cert_chain), ec);
+  if (!ec) out->dialing_->use_private_key(boost::asio::buffer(pem->private_key), ssl::context::pem, ec);
+  if (!ec) out->dialing_->add_certificate_authority(boost::asio::buffer(pem->client_ca), ec);
+  if (!ec) out->dialing_->set_verify_mode(ssl::verify_peer, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("TLS setup: ", ec.message()));
+  return out;
+}
+
 }  // namespace tutti

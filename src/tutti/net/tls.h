@@ -37,6 +37,22 @@ absl::StatusOr<TlsPem> ReadTlsFiles(const TlsOptions& options);
 // A server-side Boost.Asio TLS context (TLS 1.2 or later) from checked files.
 absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> ServerTlsContext(const TlsPem& pem);
 
+// Mutual TLS among peers — the processes of a distributed cluster on Tutti's
+// wire: each presents its certificate (cert_file, key_file) and accepts
+// only peers whose certificate the cluster's CA (client_ca_file) signed, in
+// both directions. Peers are known by their CA, not by host name.
+class PeerTls {
+ public:
+  // Errors: as ReadTlsFiles; InvalidArgument without all three files.
+  static absl::StatusOr<std::shared_ptr<PeerTls>> Create(const TlsOptions& options);
+
+  boost::asio::ssl::context& accepting() const { return *accepting_; }
+  boost::asio::ssl::context& dialing() const { return *dialing_; }
+
+ private:
+  std::shared_ptr<boost::asio::ssl::context> accepting_, dialing_;
+};
+
 }  // namespace tutti
 
 #endif  // TUTTI_NET_TLS_H_

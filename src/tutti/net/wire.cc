@@ -14,6 +14,7 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
 #include <utility>
@@ -21,6 +22,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tutti/net/tls.h"
 
 namespace tutti {
 
@@ -76,11 +78,38 @@ void SetNoDelay(Proto::socket& socket) {
 
 }  // namespace
 
+// A connection's socket, plain or under TLS (PeerTls: the handshake comes
+// first, then every byte goes through the TLS stream).
 class WireConnection::Socket {
  public:
-  explicit Socket(net::io_context& io) : io(io), socket(io) {}
+  Socket(net::io_context& io, net::ssl::context* tls) : io(io), socket(io) {
+    if (tls) this->tls = std::make_unique<net::ssl::stream<Proto::socket&>>(socket, *tls);
+  }
+  template <typename Buffers, typename Handler>
+  void ReadSome(const Buffers& buffers, Handler&& handler) {
+    if (tls) return tls->async_read_some(buffers, std::forward<Handler>(handler));
+    socket.async_read_some(buffers, std::forward<Handler>(handler));
+  }
+  template <typename Buffers, typename Handler>
+  void Read(const Buffers& buffers, Handler&& handler) {
+    if (tls) return net::async_read(*tls, buffers, std::forward<Handler>(handler));
+    net::async_read(socket, buffers, std::forward<Handler>(handler));
+  }
+  template <typename Buffers, typename Handler>
+  void Write(const Buffers& buffers, Handler&& handler) {
+    if (tls) return net::async_write(*tls, buffers, std::forward<Handler>(handler));
+    net::async_write(socket, buffers, std::forward<Handler>(handler));
+  }
+  // Without TLS, `handler` runs at once.
+  template <typename Handler>
+  void Handshake(net::ssl::stream_base::handshake_type type, Handler&& handler) {
+    if (tls) return tls->async_handshake(type, std::forward<Handler>(handler));
+    handler(boost::system::error_code());
+  }
+
   net::io_context& io;
   Proto::socket socket;
+  std::unique_ptr<net::ssl::stream<Proto::socket&>> tls;  // null: plain
   std::atomic<bool> closing{false};
 };
 
@@ -90,18 +119,23 @@ WireConnection::~WireConnection() = default;
 net::io_context& WireConnection::context() { return socket_->io; }
 
 absl::StatusOr<std::shared_ptr<WireConnection>> WireConnection::Dial(net::io_context& io, const std::string& address,
-                                                                      uint8_t kind) {
+                                                                      uint8_t kind, std::shared_ptr<PeerTls> tls) {
   absl::StatusOr<Endpoint> e = ParseAddress(address);
   if (!e.ok()) return e.status();
-  std::shared_ptr<WireConnection> c(new WireConnection(std::make_unique<Socket>(io)));
+  std::shared_ptr<WireConnection> c(
+      new WireConnection(std::make_unique<Socket>(io, tls ? &tls->dialing() : nullptr)));
+  c->tls_ = std::move(tls);
   c->queued_.push_back(std::string(1, static_cast<char>(kind)));
   net::dispatch(io, [c, endpoint = e->endpoint] {
     c->socket_->socket.async_connect(endpoint, [c](const boost::system::error_code& ec) {
       if (ec || c->closed_) return c->Shut();
-      c->connected_ = true;
       SetNoDelay(c->socket_->socket);
-      if (c->started_) c->ReadSome();
-      if (c->writing_.empty() && !c->queued_.empty()) c->WriteQueued();
+      c->socket_->Handshake(net::ssl::stream_base::client, [c](const boost::system::error_code& ec) {
+        if (ec || c->closed_) return c->Shut();  // e.g. a peer without the cluster's certificate
+        c->connected_ = true;
+        if (c->started_) c->ReadSome();
+        if (c->writing_.empty() && !c->queued_.empty()) c->WriteQueued();
+      });
     });
   });
   return c;
@@ -147,7 +181,7 @@ void WireConnection::WriteQueued() {
   std::vector<net::const_buffer> buffers;
   buffers.reserve(writing_.size());
   for (const std::string& f : writing_) buffers.emplace_back(f.data(), f.size());
-  net::async_write(socket_->socket, buffers, [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
+  socket_->Write(buffers, [self = shared_from_this()](const boost::system::error_code& ec, size_t) {
     self->writing_.clear();
     if (ec) return self->Shut();
     if (self->closed_) return;
@@ -158,11 +192,11 @@ void WireConnection::WriteQueued() {
 
 void WireConnection::ReadSome() {
   if (in_.size() - in_end_ < 16384) in_.resize(std::max(in_.size() * 2, in_end_ + 65536));
-  socket_->socket.async_read_some(net::buffer(in_.data() + in_end_, in_.size() - in_end_),
-                                  [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
-                                    if (ec) return self->Shut();
-                                    self->OnRead(n);
-                                  });
+  socket_->ReadSome(net::buffer(in_.data() + in_end_, in_.size() - in_end_),
+                    [self = shared_from_this()](const boost::system::error_code& ec, size_t n) {
+                      if (ec) return self->Shut();
+                      self->OnRead(n);
+                    });
 }
 
 FrameSplit SplitFrames(const char* data, size_t size, const std::function<bool(const char*, size_t)>& on_frame,
@@ -216,7 +250,8 @@ void WireConnection::Shut() {
 
 class WireListener::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(net::io_context& io, OnAccept on_accept) : io_(io), acceptor_(io), on_accept_(std::move(on_accept)) {}
+  Impl(net::io_context& io, OnAccept on_accept, std::shared_ptr<PeerTls> tls)
+      : io_(io), acceptor_(io), on_accept_(std::move(on_accept)), tls_(std::move(tls)) {}
 
   absl::Status Bind(const Endpoint& e) {
     boost::system::error_code ec;
@@ -243,7 +278,7 @@ class WireListener::Impl : public std::enable_shared_from_this<Impl> {
   }
 
   void Accept() {
-    auto socket = std::make_unique<WireConnection::Socket>(io_);
+    auto socket = std::make_unique<WireConnection::Socket>(io_, tls_ ? &tls_->accepting() : nullptr);
     Proto::socket& s = socket->socket;
     acceptor_.async_accept(s, [self = shared_from_this(), socket = std::move(socket)](
                                   const boost::system::error_code& ec) mutable {
@@ -256,13 +291,19 @@ class WireListener::Impl : public std::enable_shared_from_this<Impl> {
   void ReadKind(std::unique_ptr<WireConnection::Socket> socket) {
     SetNoDelay(socket->socket);
     std::shared_ptr<WireConnection> c(new WireConnection(std::move(socket)));
+    c->tls_ = tls_;
     c->connected_ = true;
-    auto kind = std::make_shared<uint8_t>(0);
-    net::async_read(c->socket_->socket, net::buffer(kind.get(), 1),
-                    [self = shared_from_this(), c, kind](const boost::system::error_code& ec, size_t) {
-                      if (ec || !self->acceptor_.is_open()) return;
-                      self->on_accept_(*kind, c);
-                    });
+    // A peer without the cluster's certificate fails the handshake: it is
+    // never handed over.
+    c->socket_->Handshake(net::ssl::stream_base::server, [self = shared_from_this(), c](
+                                                             const boost::system::error_code& ec) {
+      if (ec || !self->acceptor_.is_open()) return;
+      auto kind = std::make_shared<uint8_t>(0);
+      c->socket_->Read(net::buffer(kind.get(), 1), [self, c, kind](const boost::system::error_code& ec, size_t) {
+        if (ec || !self->acceptor_.is_open()) return;
+        self->on_accept_(*kind, c);
+      });
+    });
   }
 
   void Stop() {
@@ -279,15 +320,16 @@ class WireListener::Impl : public std::enable_shared_from_this<Impl> {
   net::io_context& io_;
   net::basic_socket_acceptor<Proto> acceptor_;
   const OnAccept on_accept_;
+  const std::shared_ptr<PeerTls> tls_;  // null: plain
   std::string address_;
   std::string path_;
 };
 
 absl::StatusOr<std::unique_ptr<WireListener>> WireListener::Start(net::io_context& io, const std::string& address,
-                                                                  OnAccept on_accept) {
+                                                                  OnAccept on_accept, std::shared_ptr<PeerTls> tls) {
   absl::StatusOr<Endpoint> e = ParseAddress(address);
   if (!e.ok()) return e.status();
-  auto impl = std::make_shared<Impl>(io, std::move(on_accept));
+  auto impl = std::make_shared<Impl>(io, std::move(on_accept), std::move(tls));
   if (absl::Status s = impl->Bind(*e); !s.ok()) return s;
   net::dispatch(io, [impl] { impl->Accept(); });
   return std::unique_ptr<WireListener>(new WireListener(std::move(impl)));

@@ -10,6 +10,10 @@
 //
 // Addresses: "host:port" (an IPv4/IPv6 literal or "localhost") is TCP;
 // "unix:/path" is a Unix domain socket.
+//
+// Security: with a PeerTls (net/tls.h), connections are mutual TLS — a
+// peer without a certificate from the cluster's CA is refused in the
+// handshake, before its first byte reaches the owner.
 #ifndef TUTTI_NET_WIRE_H_
 #define TUTTI_NET_WIRE_H_
 
@@ -27,6 +31,8 @@ class io_context;
 }  // namespace boost::asio
 
 namespace tutti {
+
+class PeerTls;
 
 // Payloads above this are refused (the connection is closed).
 inline constexpr size_t kMaxWireFrame = 256u << 20;
@@ -58,11 +64,13 @@ class WireConnection : public std::enable_shared_from_this<WireConnection> {
   using OnFrame = std::function<bool(const char* data, size_t size)>;
   using OnClose = std::function<void()>;
 
-  // Connects to `address`, sending `kind` first. Returns at once; frames
-  // written before the connection is up wait for it. A connection that
-  // fails closes (on_close). Errors: an address that cannot be parsed.
+  // Connects to `address` (under `tls` unless null), sending `kind` first.
+  // Returns at once; frames written before the connection is up wait for
+  // it. A connection that fails (or fails its handshake) closes (on_close).
+  // Errors: an address that cannot be parsed.
   static absl::StatusOr<std::shared_ptr<WireConnection>> Dial(boost::asio::io_context& io,
-                                                               const std::string& address, uint8_t kind);
+                                                               const std::string& address, uint8_t kind,
+                                                               std::shared_ptr<PeerTls> tls = nullptr);
   ~WireConnection();
 
   // Starts delivering frames. Call once.
@@ -86,6 +94,7 @@ class WireConnection : public std::enable_shared_from_this<WireConnection> {
   void WriteQueued();
   void Shut();  // on the io thread
 
+  std::shared_ptr<PeerTls> tls_;  // keeps the socket's TLS context alive (outlives socket_)
   std::unique_ptr<Socket> socket_;
   OnFrame on_frame_;
   OnClose on_close_;
@@ -105,10 +114,10 @@ class WireListener {
  public:
   using OnAccept = std::function<void(uint8_t kind, std::shared_ptr<WireConnection> connection)>;
   // Binds `address` ("host:0" picks a free port; a Unix socket's old file
-  // is removed) and accepts on `io`. `on_accept` runs on `io`'s thread.
-  // Errors: an address that cannot be parsed or bound.
+  // is removed) and accepts on `io`, under `tls` unless null. `on_accept`
+  // runs on `io`'s thread. Errors: an address that cannot be parsed or bound.
   static absl::StatusOr<std::unique_ptr<WireListener>> Start(boost::asio::io_context& io, const std::string& address,
-                                                            OnAccept on_accept);
+                                                            OnAccept on_accept, std::shared_ptr<PeerTls> tls = nullptr);
   ~WireListener();  // Stop()
 
   // The bound address, as peers reach it ("127.0.0.1:41234", "unix:/p").

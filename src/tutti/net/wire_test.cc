@@ -14,8 +14,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/net/event_loop.h"
+#include "tutti/net/tls.h"
 #include "tutti/net/wire_stream.h"
 #include "tutti/proto/tutti_internal.pb.h"
+#include "tutti/testing/temp_dir.h"
+#include "tutti/testing/test_certs.h"
 
 namespace tutti {
 namespace {
@@ -53,9 +56,10 @@ struct Server {
   int ended = 0;                               // guarded by w
   std::unique_ptr<WireListener> listener;
 
-  void Listen(boost::asio::io_context& io, const std::string& address) {
-    absl::StatusOr<std::unique_ptr<WireListener>> l =
-        WireListener::Start(io, address, [this](uint8_t kind, std::shared_ptr<WireConnection> c) {
+  void Listen(boost::asio::io_context& io, const std::string& address, std::shared_ptr<PeerTls> tls = nullptr) {
+    absl::StatusOr<std::unique_ptr<WireListener>> l = WireListener::Start(
+        io, address,
+        [this](uint8_t kind, std::shared_ptr<WireConnection> c) {
           auto stream = std::make_shared<Down>(std::move(c));
           w.Update([&] {
             kinds.push_back(kind);
@@ -64,7 +68,8 @@ struct Server {
           stream->Start({[this](pb::FrontendUp& up) { w.Update([&] { received.push_back(up); }); },
                          [this] { w.Update([&] { ++ended; }); },
                          {}});
-        });
+        },
+        std::move(tls));
     ASSERT_TRUE(l.ok()) << l.status();
     listener = *std::move(l);
   }
@@ -77,8 +82,9 @@ struct Client {
   bool ended = false;
   std::shared_ptr<Up> stream;
 
-  void Dial(boost::asio::io_context& io, const std::string& address, uint8_t kind = 7) {
-    absl::StatusOr<std::shared_ptr<WireConnection>> c = WireConnection::Dial(io, address, kind);
+  void Dial(boost::asio::io_context& io, const std::string& address, uint8_t kind = 7,
+            std::shared_ptr<PeerTls> tls = nullptr) {
+    absl::StatusOr<std::shared_ptr<WireConnection>> c = WireConnection::Dial(io, address, kind, std::move(tls));
     ASSERT_TRUE(c.ok()) << c.status();
     stream = std::make_shared<Up>(*c);
     stream->Start({[this](pb::FrontendDown& d) { w.Update([&] { received.push_back(d); }); },
@@ -119,6 +125,52 @@ TEST(WireTest, MessagesTravelBothWaysOverTcp) {
   ASSERT_TRUE(server.w.Until([&] { return server.ended == 1; }));
   EXPECT_FALSE(client.stream->Send([](pb::FrontendUp*) {})) << "a closed stream refuses sends";
   server.listener->Stop();
+}
+
+TEST(WireTest, MutualTlsCarriesStreamsAndRefusesPeersWithoutTheClustersCertificate) {
+  testing::TempDir dir;
+  const testing::TestPki pki = testing::MakeTestPki(dir.path());
+  absl::StatusOr<std::shared_ptr<PeerTls>> member = PeerTls::Create({pki.client_cert, pki.client_key, pki.ca_cert});
+  ASSERT_TRUE(member.ok()) << member.status();
+  // Trusts the cluster's CA, but its own certificate is from another.
+  absl::StatusOr<std::shared_ptr<PeerTls>> stranger =
+      PeerTls::Create({pki.stranger_cert, pki.stranger_key, pki.ca_cert});
+  ASSERT_TRUE(stranger.ok()) << stranger.status();
+  EXPECT_FALSE(PeerTls::Create({pki.client_cert, pki.client_key, ""}).ok()) << "peers need the cluster's CA";
+
+  EventLoop loop(1, "wire-test");
+  Server server;
+  server.Listen(loop.context(), "127.0.0.1:0", *member);
+  Client ok;
+  ok.Dial(loop.context(), server.listener->address(), 7, *member);
+  ASSERT_TRUE(ok.stream->Send([](pb::FrontendUp* up) { up->set_name("member"); }));
+  ASSERT_TRUE(server.w.Until([&] { return server.received.size() == 1; }));
+  EXPECT_EQ(server.received[0].name(), "member");
+  server.links[0]->Send([](pb::FrontendDown* d) { d->add_dropped(9); });
+  ASSERT_TRUE(ok.w.Until([&] { return !ok.received.empty(); }));
+
+  for (std::shared_ptr<PeerTls> tls : {*stranger, std::shared_ptr<PeerTls>()}) {  // a stranger, then plaintext
+    Client refused;
+    refused.Dial(loop.context(), server.listener->address(), 7, tls);
+    refused.stream->Send([](pb::FrontendUp* up) { up->set_name("intruder"); });
+    ASSERT_TRUE(refused.w.Until([&] { return refused.ended; }));
+    EXPECT_TRUE(refused.received.empty());
+  }
+  // A member does not talk to a listener without the cluster's certificate either.
+  Server impostor;
+  impostor.Listen(loop.context(), "127.0.0.1:0", *stranger);
+  Client careful;
+  careful.Dial(loop.context(), impostor.listener->address(), 7, *member);
+  careful.stream->Send([](pb::FrontendUp* up) { up->set_name("secret"); });
+  ASSERT_TRUE(careful.w.Until([&] { return careful.ended; }));
+
+  // Each refused client ended because the listener dropped it in the handshake.
+  EXPECT_EQ(server.kinds.size(), 1u) << "only the member's stream was handed over";
+  EXPECT_EQ(server.received.size(), 1u);
+  EXPECT_TRUE(impostor.kinds.empty());
+  ok.stream->Close();
+  server.listener->Stop();
+  impostor.listener->Stop();
 }
 
 TEST(WireTest, SendsFromOneHandlerLeaveAsOneMessage) {

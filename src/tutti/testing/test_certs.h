@@ -1,7 +1,7 @@
 // Certificates made at run time for TLS tests (OpenSSL, P-256 keys): a CA,
-// a server certificate from it for localhost / 127.0.0.1, a client
-// certificate from it, and a client certificate from another CA (which the
-// first does not trust). Files are written as PEM under a directory.
+// a server certificate from it for localhost / 127.0.0.1, a client (or
+// cluster peer) certificate from it, and a certificate from another CA
+// (which the first does not trust). Files are written as PEM under a directory.
 #ifndef TUTTI_TESTING_TEST_CERTS_H_
 #define TUTTI_TESTING_TEST_CERTS_H_
 
@@ -20,7 +20,8 @@ namespace tutti::testing {
 struct TestPki {
   std::string ca_cert;                                    // the CA the server and clients trust
   std::string server_cert, server_key;                    // from the CA: DNS localhost, IP 127.0.0.1
-  std::string client_cert, client_key;                    // from the CA: a client
+  std::string client_cert, client_key;                    // from the CA: a client, or a peer of a cluster
+                                                          // (server and client; localhost, 127.0.0.1)
   std::string stranger_ca_cert, stranger_cert, stranger_key;  // from another CA
 };
 
@@ -95,8 +96,8 @@ inline TestPki MakeTestPki(const std::string& dir) {
   Cert ca = NewCert("tutti test CA", ca_key.get(), nullptr, nullptr, 1, true, nullptr, nullptr);
   Cert server = NewCert("localhost", server_key.get(), ca.get(), ca_key.get(), 2, false,
                         "DNS:localhost,IP:127.0.0.1", "serverAuth");
-  Cert client = NewCert("tutti test client", client_key.get(), ca.get(), ca_key.get(), 3, false, nullptr,
-                        "clientAuth");
+  Cert client = NewCert("tutti test client", client_key.get(), ca.get(), ca_key.get(), 3, false,
+                        "DNS:localhost,IP:127.0.0.1", "clientAuth,serverAuth");
   Cert stranger_ca = NewCert("stranger CA", stranger_ca_key.get(), nullptr, nullptr, 4, true, nullptr, nullptr);
   Cert stranger = NewCert("stranger", stranger_key.get(), stranger_ca.get(), stranger_ca_key.get(), 5, false,
                           "DNS:localhost,IP:127.0.0.1", "clientAuth,serverAuth");

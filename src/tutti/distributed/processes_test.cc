@@ -1,0 +1,70 @@
+// A scheduler, a backend and a frontend process (in this test's process)
+// under the cluster's mutual TLS, with an etcd that takes only client
+// certificates from the cluster's CA.
+#include "tutti/distributed/processes.h"
+
+#include <chrono>
+#include <thread>
+
+#include "gtest/gtest.h"
+#include "tutti/distributed/local_etcd.h"
+#include "tutti/testing/http_test_client.h"
+#include "tutti/testing/temp_dir.h"
+#include "tutti/testing/test_certs.h"
+
+namespace tutti {
+namespace {
+
+TEST(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCertificateCannotJoin) {
+  testing::TempDir dir;
+  const testing::TestPki pki = testing::MakeTestPki(dir.path());
+  const TlsOptions member{pki.client_cert, pki.client_key, pki.ca_cert};
+  absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start("/usr/bin/etcd", member);
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open("bench/emulated_repository");
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  absl::StatusOr<ServerConfig> config = ParseServerConfig(R"(
+executors: [{kind: emulated, count: 1, profile: a100, models: [zero_cost]}]
+http: {port: 0}
+grpc: {port: -1}
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  config = ResolveServerConfig(*std::move(config), *repo);
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(*repo, *config);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+
+  ProcessOptions options{.etcd = (*etcd)->endpoint(), .cluster = "tls", .tls = member};
+  auto scheduler = SchedulerProcess::Start(*layout, *config, options);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  auto backend = BackendProcess::Start(*layout, *config, 0, "member", options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  auto frontend = FrontendProcess::Start(*layout, *config, options);
+  ASSERT_TRUE(frontend.ok()) << frontend.status();
+
+  std::string inputs = "[";
+  for (int i = 0; i < 16; ++i) inputs += i ? ",0.5" : "0.5";
+  const std::string body = R"({"inputs":[{"name":"input","shape":[1,16],"datatype":"FP32","data":)" + inputs + "]}]}";
+  testing::HttpTestClient client((*frontend)->http_port());
+  int status = 0;
+  // Until the scheduler leads and the backend has joined it.
+  for (int attempt = 0; attempt < 200 && status != 200; ++attempt) {
+    status = client.Request("POST", "/v2/models/zero_cost/infer", body).status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(status, 200) << "a request served across the processes under mutual TLS";
+
+  options.etcd_timeout = Millis(1500);
+  ProcessOptions stranger = options;
+  stranger.tls = TlsOptions{pki.stranger_cert, pki.stranger_key, pki.ca_cert};
+  EXPECT_FALSE(BackendProcess::Start(*layout, *config, 0, "stranger", stranger).ok())
+      << "etcd refuses it: it cannot register";
+  ProcessOptions plain = options;
+  plain.tls = {};
+  EXPECT_FALSE(BackendProcess::Start(*layout, *config, 0, "plain", plain).ok());
+  (*frontend)->Shutdown();
+}
+
+}  // namespace
+}  // namespace tutti
