@@ -1,6 +1,7 @@
 // The HTTP request path into the KServe codec: KserveService::Handle — the
-// routes, headers (the binary extension's Inference-Header-Content-Length)
-// and bodies — over an engine that answers at once.
+// routes, headers (the binary extension's Inference-Header-Content-Length,
+// Authorization) and bodies — over an engine that answers at once, on an
+// open server and on one guarded by tokens.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -43,6 +44,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static tutti::fuzz::InstantEngine engine;
   static tutti::InferenceFrontend frontend(&engine, {{tutti::fuzz::Model(), 1}});
   static tutti::KserveService service(&frontend);
+  static tutti::InferenceFrontend guarded_frontend(
+      &engine, {{tutti::fuzz::Model(), 1}},
+      tutti::InferenceFrontend::Options{.access = {{"inference-token-0123456789"}, {"admin-token-0123456789abcdef"}},
+                                        .max_queue_size = 8,
+                                        .shutdown = [] {}});
+  static tutti::KserveService guarded(&guarded_frontend);
   const std::string text(reinterpret_cast<const char*>(data), size);
   const size_t head_end = text.find("\n\n");
   const std::string head = text.substr(0, head_end);
@@ -56,8 +63,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::vector<std::string> kv = absl::StrSplit(lines[i], absl::MaxSplits(": ", 1));
     request.headers.emplace_back(kv[0], kv.size() > 1 ? kv[1] : "");
   }
-  service.Handle(std::move(request), [](tutti::HttpResponse r) {
+  auto respond = [](tutti::HttpResponse r) {
     if (r.prepare) r.prepare(&r);
-  });
+  };
+  guarded.Handle(request, respond);
+  service.Handle(std::move(request), respond);
   return 0;
 }
