@@ -7,7 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "tutti/cli/command_util.h"
 #include "tutti/core/file_util.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 #include "tutti/experiments/parm_tail.h"
 #include "tutti/simulator/report.h"
 

@@ -8,7 +8,7 @@
 #include "tutti/core/real_clock.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 
 namespace tutti::cli {
 namespace {

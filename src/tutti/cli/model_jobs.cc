@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 #include "tutti/models/evaluate.h"
 
 namespace tutti::cli {

@@ -17,7 +17,7 @@
 
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 
 namespace tutti {
 

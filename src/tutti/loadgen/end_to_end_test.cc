@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/core/real_clock.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 #include "tutti/loadgen/load_generator.h"
 #include "tutti/models/evaluate.h"
 #include "tutti/models/trainer.h"

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/datasets/fashion_mnist.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 
 namespace tutti {
 

@@ -22,7 +22,7 @@
 #include "tutti/coding/parity_codec.h"
 #include "tutti/core/clock.h"
 #include "tutti/datasets/fashion_mnist.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 #include "tutti/models/trainer.h"
 
 namespace tutti {

@@ -5,7 +5,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 #include "tutti/models/architectures.h"
 #include "tutti/models/evaluate.h"
 #include "tutti/testing/temp_dir.h"

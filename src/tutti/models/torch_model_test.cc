@@ -1,4 +1,4 @@
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 
 #include <filesystem>
 #include <fstream>

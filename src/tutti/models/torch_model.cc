@@ -1,4 +1,4 @@
-#include "tutti/executors/torch_model.h"
+#include "tutti/models/torch_model.h"
 
 #include <torch/script.h>
 #include <torch/torch.h>

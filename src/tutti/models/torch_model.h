@@ -13,8 +13,8 @@
 // Thread-safety: Run() may be called from several threads at once (inference
 // only, no autograd). The number of intra-op threads is a process-wide
 // libtorch setting: see SetTorchThreads().
-#ifndef TUTTI_EXECUTORS_TORCH_MODEL_H_
-#define TUTTI_EXECUTORS_TORCH_MODEL_H_
+#ifndef TUTTI_MODELS_TORCH_MODEL_H_
+#define TUTTI_MODELS_TORCH_MODEL_H_
 
 #include <cstdint>
 #include <memory>
@@ -55,4 +55,4 @@ void SetTorchThreads(int threads);
 
 }  // namespace tutti
 
-#endif  // TUTTI_EXECUTORS_TORCH_MODEL_H_
+#endif  // TUTTI_MODELS_TORCH_MODEL_H_
