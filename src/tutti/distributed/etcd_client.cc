@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/frontend/grpc_util.h"
+#include "tutti/grpc/grpc_util.h"
 #include "tutti/proto/etcd_rpc.grpc.pb.h"
 
 namespace tutti {

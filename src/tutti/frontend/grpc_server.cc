@@ -3,7 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
-#include "tutti/frontend/grpc_util.h"
+#include "tutti/grpc/grpc_util.h"
 
 namespace tutti {
 

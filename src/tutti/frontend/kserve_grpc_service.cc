@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
-#include "tutti/frontend/grpc_util.h"
+#include "tutti/grpc/grpc_util.h"
 
 namespace tutti {
 namespace {

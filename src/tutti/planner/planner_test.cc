@@ -1,6 +1,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/planner/batching_bounds.h"
+#include "tutti/planner/scaling.h"
 #include "tutti/planner/squishy_bin_packing.h"
 
 namespace tutti {
@@ -105,6 +106,16 @@ TEST(SquishyBinPackingTest, SessionWithoutAGuaranteedBatchGetsWholeGpusAtBatchOn
     EXPECT_EQ(n.sessions[0].batch, 1);
     EXPECT_EQ(n.duty_cycle, p.Latency(1));
   }
+}
+
+TEST(ScalingTest, AddsForTheBadRateAndRemovesTheIdleShare) {
+  // 10% bad on 9 GPUs: 9 · 0.1 / 0.9 = 1 more.
+  EXPECT_EQ(AdviseScaling(9, 0.1, 0.5).add, 1);
+  EXPECT_EQ(AdviseScaling(9, 0.1, 0.5).remove, 0);
+  // Within the threshold: remove the idle share, rounded down.
+  EXPECT_EQ(AdviseScaling(8, 0.005, 0.3).remove, 2);
+  EXPECT_EQ(AdviseScaling(8, 0.005, 0.3).add, 0);
+  EXPECT_EQ(AdviseScaling(8, 0.0, 1.5).remove, 8);  // fractions are clamped
 }
 
 }  // namespace

@@ -27,6 +27,7 @@
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/scheduler/scheduler.h"
+#include "tutti/planner/scaling.h"
 #include "tutti/simulator/metrics.h"
 #include "tutti/simulator/workload.h"
 

@@ -1,8 +1,8 @@
 // Small gRPC helpers shared by every Tutti gRPC service and client (KServe
-// v2, the internal protocol, etcd): status conversions — absl and gRPC use
+// v2, etcd): status conversions — absl and gRPC use
 // the same code numbers — deadlines, and finishing a unary callback RPC.
-#ifndef TUTTI_FRONTEND_GRPC_UTIL_H_
-#define TUTTI_FRONTEND_GRPC_UTIL_H_
+#ifndef TUTTI_GRPC_GRPC_UTIL_H_
+#define TUTTI_GRPC_GRPC_UTIL_H_
 
 #include <grpcpp/grpcpp.h>
 
@@ -38,4 +38,4 @@ inline grpc::ServerUnaryReactor* FinishUnary(grpc::CallbackServerContext* contex
 
 }  // namespace tutti
 
-#endif  // TUTTI_FRONTEND_GRPC_UTIL_H_
+#endif  // TUTTI_GRPC_GRPC_UTIL_H_
