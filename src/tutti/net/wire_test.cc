@@ -169,6 +169,7 @@ TEST(WireTest, MutualTlsCarriesStreamsAndRefusesPeersWithoutTheClustersCertifica
   EXPECT_EQ(server.received.size(), 1u);
   EXPECT_TRUE(impostor.kinds.empty());
   ok.stream->Close();
+  ASSERT_TRUE(server.w.Until([&] { return server.ended == 1; }));
   server.listener->Stop();
   impostor.listener->Stop();
 }
