@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Idle connections: do 10,000 open, idle keep-alive connections slow the
 # answers of other clients? Emulated ResNet50 on 8 emulated A100s, SLO
-# 20 ms, `tutti load` at RATE r/s (Poisson) for DURATION_S, first without,
+# 20 ms, deferred scheduling (answers come near the objective), or with
+# MODEL=zero_cost the zero-cost model under eager scheduling (answers come
+# at once: any delay shows), `tutti load` at RATE r/s (Poisson) for
+# DURATION_S, first without,
 # then beside IDLE idle connections (a Python holder opens them and keeps
 # them silent; the server's read timeout is raised to 10 minutes so that
 # it keeps them), then without again. Printed per run: the client's p50 /
@@ -16,9 +19,15 @@ DURATION=${3:-10}
 PORT=${PORT:-8070}
 OUT=${OUT:-/tmp/tutti_idle}
 mkdir -p "$OUT"
+MODEL=${MODEL:-resnet50}
+case "$MODEL" in
+  resnet50) CONFIG=bench/serve_resnet50_a100_8gpu.yaml ;;
+  zero_cost) CONFIG=bench/serve_zero_cost.yaml ;;
+  *) echo "MODEL is resnet50 or zero_cost" >&2; exit 2 ;;
+esac
 # The bench config, keeping idle connections for 10 minutes.
-sed 's/^http: {port: 8000, threads: 1}$/http: {port: 8000, threads: 1, read_timeout_s: 600}/' \
-  bench/serve_resnet50_a100_8gpu.yaml > "$OUT/serve.yaml"
+sed 's/^http: {port: 8000, threads: 1}$/http: {port: 8000, threads: 1, read_timeout_s: 600}/' "$CONFIG" \
+  > "$OUT/serve.yaml"
 grep -q read_timeout_s "$OUT/serve.yaml" || { echo "bench config changed: cannot set read_timeout_s" >&2; exit 1; }
 
 build/bin/tutti serve --repo bench/emulated_repository --config "$OUT/serve.yaml" --port "$PORT" --grpc-port -1 \
@@ -29,7 +38,7 @@ trap 'kill -TERM $SERVER $HOLDER 2>/dev/null; wait $SERVER 2>/dev/null || true' 
 until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
 
 run() {  # run NAME: one load run; prints its line
-  build/bin/tutti load --models resnet50 --rate "$RATE" --slo-ms 20 --duration-s "$DURATION" --warmup-s 2 \
+  build/bin/tutti load --models "$MODEL" --rate "$RATE" --slo-ms 20 --duration-s "$DURATION" --warmup-s 2 \
     --port "$PORT" --seed 7 > "$OUT/load_$1.txt" 2>&1
   local rss
   rss=$(ps -o rss= -p $SERVER)

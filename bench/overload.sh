@@ -7,7 +7,8 @@
 # bounded by the GPUs). Per rate: what the client saw (goodput, bad = late +
 # errors + refused), the bad rate that pure excess would cause,
 # (o − p)/o with p the highest goodput of the run, and the server's
-# resident memory (largest sample, every 0.5 s, during the rate).
+# resident memory (largest sample, every 0.5 s, during the rate), and the
+# CPU cores the server and the client used during it.
 # A flat top: goodput at 2× within 10% of the peak, bad within 5 points of
 # (o − p)/o, memory flat. Client and server share this machine's cores.
 #   bench/overload.sh [SHARES] [DURATION_S]   (defaults: 0.75,1,1.5,2 and 10)
@@ -37,14 +38,18 @@ for s in "${shares[@]}"; do
   rate=$(awk -v s="$s" -v g="$BASE" 'BEGIN {printf "%.0f", s * g}')
   (while kill -0 $SERVER 2> /dev/null; do ps -o rss= -p $SERVER; sleep 0.5; done) > "$OUT/rss_$s.txt" &
   SAMPLER=$!
-  build/bin/tutti load --models resnet50 --rate "$rate" --slo-ms "$SLO" --duration-s "$DURATION" --warmup-s 2 \
-    --port "$PORT" --seed "$RANDOM" > "$OUT/load_$s.txt" 2>&1 || true
+  before=$(awk '{print $14 + $15}' /proc/$SERVER/stat)
+  start=$(date +%s.%N)
+  /usr/bin/time -f "%U %S" -o "$OUT/client_cpu_$s.txt" build/bin/tutti load --models resnet50 --rate "$rate" \
+    --slo-ms "$SLO" --duration-s "$DURATION" --warmup-s 2 --port "$PORT" --seed "$RANDOM" > "$OUT/load_$s.txt" 2>&1 || true
+  awk -v b="$before" -v t0="$start" -v t1="$(date +%s.%N)" -v hz="$(getconf CLK_TCK)" \
+    '{printf "%.2f\n", ($14 + $15 - b) / hz / (t1 - t0)}' /proc/$SERVER/stat > "$OUT/server_cores_$s.txt"
   kill $SAMPLER 2> /dev/null || true
   wait $SAMPLER 2> /dev/null || true
 done
 
-printf "%-6s %8s %10s %10s %8s %14s %12s %s\n" share offered sent/s goodput/s bad "excess (o-p)/o" max-RSS-MiB \
-  "sender lag"
+printf "%-6s %8s %10s %10s %8s %14s %12s %7s %7s  %s\n" share offered sent/s goodput/s bad "excess (o-p)/o" \
+  max-RSS-MiB server client "sender lag"
 peak=0
 for s in "${shares[@]}"; do
   g=$(awk '/^total/ {print $4}' "$OUT/load_$s.txt")
@@ -53,11 +58,14 @@ done
 for s in "${shares[@]}"; do
   rate=$(awk -v s="$s" -v g="$BASE" 'BEGIN {printf "%.0f", s * g}')
   rss=$(sort -n "$OUT/rss_$s.txt" | tail -1)
-  awk -v s="$s" -v r="$rate" -v p="$peak" -v rss="${rss:-0}" '
+  server=$(cat "$OUT/server_cores_$s.txt")
+  client=$(awk -v d="$DURATION" 'END {printf "%.2f", ($1 + $2) / d}' "$OUT/client_cpu_$s.txt")
+  awk -v s="$s" -v r="$rate" -v p="$peak" -v rss="${rss:-0}" -v sc="$server" -v cc="$client" '
     /^total/ {sent = $2; good = $4; bad = $5}
     /sender lag/ {split($0, a, "sender lag "); lag = a[2]}
     END {excess = r > p ? 100 * (r - p) / r : 0
-         printf "%-6s %8d %10.0f %10.0f %8s %13.1f%% %12.0f %s\n", s, r, sent, good, bad, excess, rss / 1024, lag}
+         printf "%-6s %8d %10.0f %10.0f %8s %13.1f%% %12.0f %7s %7s  %s\n", s, r, sent, good, bad, excess, rss / 1024,
+                sc, cc, lag}
   ' "$OUT/load_$s.txt"
 done
 echo "$PROFILE: peak goodput $peak r/s; BASE $BASE r/s (simulated goodput unless set); logs in $OUT"

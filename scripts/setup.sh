@@ -16,6 +16,7 @@ PACKAGES=(
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # KServe v2 gRPC, internal RPCs
   etcd-server etcd-client      # the coordination store of distributed Tutti (tests start their own)
   stress-ng                    # a background CPU hog for the serving benchmarks (HOG=1)
+  time                         # /usr/bin/time: the client's CPU in bench/overload.sh
   clang libclang-rt-dev        # libFuzzer and the sanitizers (scripts/fuzz.sh, scripts/sanitize.sh)
 )
 
