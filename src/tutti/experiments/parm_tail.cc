@@ -12,7 +12,7 @@
 #include "tutti/executors/torch_executor.h"
 #include "tutti/models/evaluate.h"
 #include "tutti/serving/inference_core.h"
-#include "tutti/simulator/workload.h"
+#include "tutti/workload/workload.h"
 
 namespace tutti {
 namespace {

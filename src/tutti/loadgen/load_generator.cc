@@ -12,9 +12,7 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
 #include "tutti/loadgen/load_transport.h"
-#include "tutti/simulator/experiment.h"
-#include "tutti/simulator/goodput.h"
-#include "tutti/simulator/report.h"
+#include "tutti/workload/rate_search.h"
 
 namespace tutti {
 namespace {

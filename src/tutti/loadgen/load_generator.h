@@ -21,8 +21,8 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
 #include "tutti/loadgen/load_transport.h"
-#include "tutti/simulator/metrics.h"
-#include "tutti/simulator/workload.h"
+#include "tutti/workload/metrics.h"
+#include "tutti/workload/workload.h"
 
 namespace tutti {
 

@@ -15,7 +15,7 @@
 #include "tutti/executors/emulated_executor.h"
 #include "tutti/serving/inference_core.h"
 #include "tutti/simulator/simulator.h"
-#include "tutti/simulator/workload.h"
+#include "tutti/workload/workload.h"
 
 namespace tutti {
 namespace {

@@ -216,17 +216,4 @@ std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& 
   return out;
 }
 
-WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor) {
-  WorkloadSpec out = spec;
-  out.rate *= factor;
-  for (RatePhase& p : out.phases) p.rate *= factor;
-  return out;
-}
-
-std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models) {
-  std::vector<double> rates = ModelShares(spec, num_models);
-  for (double& r : rates) r *= spec.rate;
-  return rates;
-}
-
 }  // namespace tutti

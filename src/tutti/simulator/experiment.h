@@ -60,9 +60,6 @@ absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const s
 // Reads and parses a file; errors are prefixed with its path.
 absl::StatusOr<Experiment> LoadExperiment(const std::string& path);
 
-// The workload with every rate (initial and phases) multiplied by `factor`.
-WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor);
-
 // `base` for a policy entry: its name, and early drop for a "+early" suffix
 // ("deferred+early"), as `policies` and `--policy` take it.
 SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry);
@@ -72,9 +69,6 @@ SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry);
 // "+early" policy, else just the entry. Compare reports each family's best.
 std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& e,
                                                               const std::string& entry);
-
-// The expected per-model rates of a workload at time 0 (Nexus's first plan).
-std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models);
 
 }  // namespace tutti
 

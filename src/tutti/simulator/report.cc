@@ -24,9 +24,6 @@ std::string Quote(const std::string& s) { return absl::StrCat("\"", s, "\""); }
 
 }  // namespace
 
-std::string FormatMillis(Duration d) {
-  return d == kInfiniteFuture ? "inf" : absl::StrFormat("%.2f", ToMillis(d));
-}
 
 void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
   const double w = ToSeconds(r.window);

@@ -37,9 +37,6 @@ absl::Status WriteCsv(const std::vector<PolicyRun>& runs, const std::string& pat
 // if gnuplot is not installed.
 absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& dir);
 
-// "12.3" for milliseconds, "inf" for kInfiniteFuture.
-std::string FormatMillis(Duration d);
-
 }  // namespace tutti
 
 #endif  // TUTTI_SIMULATOR_REPORT_H_

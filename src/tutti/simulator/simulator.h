@@ -28,8 +28,8 @@
 #include "tutti/delays/delay_model.h"
 #include "tutti/scheduler/scheduler.h"
 #include "tutti/planner/scaling.h"
-#include "tutti/simulator/metrics.h"
-#include "tutti/simulator/workload.h"
+#include "tutti/workload/metrics.h"
+#include "tutti/workload/workload.h"
 
 namespace tutti {
 

@@ -1,4 +1,4 @@
-#include "tutti/simulator/workload.h"
+#include "tutti/workload/workload.h"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // What a simulation (or a load test) measured, per model and in total.
-#ifndef TUTTI_SIMULATOR_METRICS_H_
-#define TUTTI_SIMULATOR_METRICS_H_
+#ifndef TUTTI_WORKLOAD_METRICS_H_
+#define TUTTI_WORKLOAD_METRICS_H_
 
 #include <cstdint>
 #include <string>
@@ -32,6 +32,9 @@ struct ModelMetrics {
   Duration QuantileWithDrops(double q) const;
 };
 
+// "12.34" for milliseconds, "inf" for kInfiniteFuture.
+std::string FormatMillis(Duration d);
+
 }  // namespace tutti
 
-#endif  // TUTTI_SIMULATOR_METRICS_H_
+#endif  // TUTTI_WORKLOAD_METRICS_H_

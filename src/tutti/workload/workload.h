@@ -1,4 +1,4 @@
-// Workloads for the simulator (and later the load generator): when requests
+// Workloads for the simulator and the load generator: when requests
 // arrive and for which model.
 //
 // Each model gets its own arrival stream with rate total_rate × share, where
@@ -8,8 +8,8 @@
 // rate may change piecewise over time. A trace file replays recorded
 // arrivals instead. Every stream has its own seeded generator, so a workload
 // is a deterministic function of its spec and seed.
-#ifndef TUTTI_SIMULATOR_WORKLOAD_H_
-#define TUTTI_SIMULATOR_WORKLOAD_H_
+#ifndef TUTTI_WORKLOAD_WORKLOAD_H_
+#define TUTTI_WORKLOAD_WORKLOAD_H_
 
 #include <cstdint>
 #include <memory>
@@ -64,6 +64,12 @@ absl::StatusOr<std::unique_ptr<ArrivalSource>> MakeArrivalSource(const WorkloadS
                                                                  int num_models, Time end,
                                                                  uint64_t seed);
 
+// The workload with every rate (initial and phases) multiplied by `factor`.
+WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor);
+
+// The expected per-model rates of a workload at time 0 (Nexus's first plan).
+std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models);
+
 }  // namespace tutti
 
-#endif  // TUTTI_SIMULATOR_WORKLOAD_H_
+#endif  // TUTTI_WORKLOAD_WORKLOAD_H_

@@ -1,7 +1,9 @@
-#include "tutti/simulator/metrics.h"
+#include "tutti/workload/metrics.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "absl/strings/str_format.h"
 
 namespace tutti {
 
@@ -43,6 +45,10 @@ Duration ModelMetrics::QuantileWithDrops(double q) const {
   const int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * total)));
   if (rank > completed) return kInfiniteFuture;
   return latency.Quantile(static_cast<double>(rank) / static_cast<double>(completed));
+}
+
+std::string FormatMillis(Duration d) {
+  return d == kInfiniteFuture ? "inf" : absl::StrFormat("%.2f", ToMillis(d));
 }
 
 }  // namespace tutti

@@ -1,4 +1,4 @@
-#include "tutti/simulator/workload.h"
+#include "tutti/workload/workload.h"
 
 #include <cmath>
 #include <queue>
@@ -182,6 +182,19 @@ absl::StatusOr<std::unique_ptr<ArrivalSource>> MakeArrivalSource(const WorkloadS
                                                    " weights for ", num_models, " models"));
   }
   return std::unique_ptr<ArrivalSource>(std::make_unique<SyntheticSource>(spec, num_models, end, seed));
+}
+
+WorkloadSpec ScaleWorkload(const WorkloadSpec& spec, double factor) {
+  WorkloadSpec out = spec;
+  out.rate *= factor;
+  for (RatePhase& p : out.phases) p.rate *= factor;
+  return out;
+}
+
+std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models) {
+  std::vector<double> rates = ModelShares(spec, num_models);
+  for (double& r : rates) r *= spec.rate;
+  return rates;
 }
 
 }  // namespace tutti
