@@ -1,7 +1,7 @@
 // LocalEtcd: a single-member etcd (Debian's etcd-server, /usr/bin/etcd) on
 // loopback with a temporary data directory, for tests, benchmarks and
-// `tutti cluster`. Its heartbeat and election timeouts are short (20 ms /
-// 200 ms), so that etcd honours leases of one second.
+// `tutti cluster`. Its heartbeat and election timeouts are short (50 ms /
+// 500 ms), so that etcd honours leases of one second.
 #ifndef TUTTI_DISTRIBUTED_LOCAL_ETCD_H_
 #define TUTTI_DISTRIBUTED_LOCAL_ETCD_H_
 

@@ -23,66 +23,14 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "tutti/core/thread_name.h"
+#include "tutti/loadgen/http1_codec.h"
 
 namespace tutti {
 namespace {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
-
-// One parsed HTTP/1.1 response head; `body_length` bytes of body follow it.
-struct ResponseHead {
-  int status = 0;
-  size_t head_length = 0;  // through the blank line
-  size_t body_length = 0;
-  bool keep_alive = true;
-  std::string json_length;  // Inference-Header-Content-Length
-};
-
-// Parses the head at the start of `in`. nullopt while it is incomplete;
-// an error for what this client does not read (no Content-Length, chunked).
-absl::StatusOr<std::optional<ResponseHead>> ParseHead(const std::string& in) {
-  const size_t end = in.find("\r\n\r\n");
-  if (end == std::string::npos) {
-    if (in.size() > (64 << 10)) return absl::InvalidArgumentError("HTTP response head over 64 KiB");
-    return std::optional<ResponseHead>();
-  }
-  ResponseHead head;
-  head.head_length = end + 4;
-  // "HTTP/1.1 200 OK", then one header per line; split lazily (a hot path).
-  const absl::string_view text = absl::string_view(in).substr(0, end);
-  const absl::string_view status_line = text.substr(0, text.find("\r\n"));
-  const absl::string_view version = status_line.substr(0, status_line.find(' '));
-  const absl::string_view code = status_line.substr(std::min(status_line.size(), version.size() + 1), 3);
-  if (!absl::StartsWith(version, "HTTP/1.") || !absl::SimpleAtoi(code, &head.status)) {
-    return absl::InvalidArgumentError(absl::StrCat("bad HTTP status line '", status_line, "'"));
-  }
-  head.keep_alive = version == "HTTP/1.1";
-  bool has_length = false;
-  for (absl::string_view line : absl::StrSplit(text.substr(status_line.size()), "\r\n", absl::SkipEmpty())) {
-    const size_t colon = line.find(':');
-    if (colon == absl::string_view::npos) continue;
-    const absl::string_view name = line.substr(0, colon);
-    const absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
-    if (absl::EqualsIgnoreCase(name, "Content-Length")) {
-      has_length = absl::SimpleAtoi(value, &head.body_length);
-    } else if (absl::EqualsIgnoreCase(name, "Inference-Header-Content-Length")) {
-      head.json_length = std::string(value);
-    } else if (absl::EqualsIgnoreCase(name, "Connection")) {
-      if (absl::EqualsIgnoreCase(value, "close")) head.keep_alive = false;
-      if (absl::EqualsIgnoreCase(value, "keep-alive")) head.keep_alive = true;
-    } else if (absl::EqualsIgnoreCase(name, "Transfer-Encoding")) {
-      return absl::InvalidArgumentError("chunked HTTP responses are not supported by the load generator");
-    }
-  }
-  if (!has_length) return absl::InvalidArgumentError("HTTP response without Content-Length");
-  return std::optional<ResponseHead>(head);
-}
 
 }  // namespace
 
@@ -324,10 +272,7 @@ class HttpClientPool::Impl {
     c->state = State::kBusy;
     const ClientRequest& r = c->job->request;
     c->out.clear();
-    absl::StrAppend(&c->out, r.method, " ", r.target, " HTTP/1.1\r\nHost: ", host_,
-                    "\r\nContent-Type: application/json\r\n");
-    for (const auto& [k, v] : r.headers) absl::StrAppend(&c->out, k, ": ", v, "\r\n");
-    absl::StrAppend(&c->out, "Content-Length: ", r.body.size(), "\r\n\r\n", r.body);
+    AppendHttpRequest(r.method, r.target, host_, r.headers, r.body, &c->out);
     c->written = 0;
     Flush(c);
   }
@@ -372,7 +317,7 @@ class HttpClientPool::Impl {
       if (eof) Close(c);
       return;
     }
-    absl::StatusOr<std::optional<ResponseHead>> head = ParseHead(c->in);
+    absl::StatusOr<std::optional<ResponseHead>> head = ParseResponseHead(c->in);
     if (!head.ok()) return Failed(c, std::string(head.status().message()));
     if (*head && c->in.size() >= (*head)->head_length + (*head)->body_length) {
       return Answered(c, **head);
