@@ -1,7 +1,10 @@
 #include "tutti/server/server.h"
 
+#include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 
@@ -21,6 +24,15 @@ namespace {
 using ::testing::HasSubstr;
 using ::tutti::testing::HttpTestClient;
 using ::tutti::testing::TempDir;
+
+// Waits (polling every millisecond) until `done` holds; false after 10 s.
+bool WaitUntil(const std::function<bool()>& done) {
+  for (int i = 0; i < 10000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
 
 // A repository with the TorchScript fixture "linear" (given a cpu profile)
 // and an emulated "resnet50" whose batches take 100 ms + 10 ms per item.
@@ -167,7 +179,7 @@ TEST_F(ServerTest, ShutdownAnswersEverythingInFlightThenRefuses) {
       return c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1)).status;
     }));
   }
-  while (server->core().in_flight() < 12) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(WaitUntil([&] { return server->core().in_flight() >= 12; }));
   server->Shutdown();
   for (auto& f : clients) EXPECT_EQ(f.get(), 200);
   EXPECT_EQ(server->core().in_flight(), 0);
@@ -199,7 +211,7 @@ TEST_F(ServerTest, ShutdownAnswersEveryRequestThatArrivedAndClosesConnectionsCle
   pipelined.SendRaw(RawInfer() + RawInfer());
   HttpTestClient idle(server->port());
   EXPECT_EQ(idle.Request("GET", "/v2/health/live").status, 200);
-  while (server->core().in_flight() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_TRUE(WaitUntil([&] { return server->core().in_flight() >= 1; }));
   server->Shutdown();
   const std::string got = pipelined.ReadUntilClosed();
   EXPECT_EQ(Count(got, "HTTP/1.1 "), 2) << got;
