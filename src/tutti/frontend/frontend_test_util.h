@@ -1,7 +1,9 @@
 // Test support for the frontends: a model "mlp" (input "image" [1, 2, 2] →
 // output "logits" [3], max batch 8) on two emulated GPUs with
-// ℓ(b) = 0.1 ms · b + 1 ms and a default objective of 50 ms, on the real
-// clock, behind an InferenceFrontend.
+// ℓ(b) = 0.1 ms · b + 1 ms and a default objective of one second, on the
+// real clock, behind an InferenceFrontend. The eager policy runs a request
+// as soon as a GPU is free, so that only a hiccup of most of a second — not
+// a timer a few milliseconds late on a busy machine — could make one late.
 #ifndef TUTTI_FRONTEND_FRONTEND_TEST_UTIL_H_
 #define TUTTI_FRONTEND_FRONTEND_TEST_UTIL_H_
 
@@ -25,7 +27,7 @@ class EmulatedFrontendTest : public ::testing::Test {
     config_.inputs = {{"image", DataType::kFp32, {1, 2, 2}}};
     config_.outputs = {{"logits", DataType::kFp32, {3}}};
     ClusterSpec spec;
-    spec.models = {{"mlp", *LatencyProfile::Linear(Micros(100), Millis(1), 8), Millis(50)}};
+    spec.models = {{"mlp", *LatencyProfile::Linear(Micros(100), Millis(1), 8), kSecond}};
     spec.gpus = 2;
     std::vector<std::unique_ptr<Executor>> executors;
     for (int g = 0; g < 2; ++g) {
@@ -33,7 +35,7 @@ class EmulatedFrontendTest : public ::testing::Test {
           &clock_, std::vector<EmulatedExecutor::Model>{{spec.models[0].profile, 3}}));
     }
     InferenceCore::Options options;
-    options.scheduler.frontrun_slack = Millis(5);  // real timers wake late
+    options.policy = "eager";
     core_ = *InferenceCore::Create(spec, {{4, 3}}, std::move(executors), options, &clock_);
     frontend_ = std::make_unique<InferenceFrontend>(core_.get(),
                                                     std::vector<InferenceFrontend::ServedModel>{{config_, 1}});
