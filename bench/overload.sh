@@ -12,6 +12,7 @@
 # A flat top: goodput at 2× within 10% of the peak, bad within 5 points of
 # (o − p)/o, memory flat. Client and server share this machine's cores.
 #   bench/overload.sh [SHARES] [DURATION_S]   (defaults: 0.75,1,1.5,2 and 10)
+# CONFIG=… serves another config of the profile's workload.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARES=${1:-0.75,1,1.5,2}
@@ -19,8 +20,8 @@ DURATION=${2:-10}
 PORT=${PORT:-8060}
 PROFILE=${PROFILE:-1080ti}
 case "$PROFILE" in
-  a100) CONFIG=bench/serve_resnet50_a100_8gpu.yaml SIM=bench/resnet50_a100_8gpu_slo20.yaml SLO=20 ;;
-  1080ti) CONFIG=bench/serve_resnet50_1080ti_8gpu.yaml SIM=bench/resnet50_1080ti_8gpu_slo27.yaml SLO=27 ;;
+  a100) CONFIG=${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml} SIM=bench/resnet50_a100_8gpu_slo20.yaml SLO=20 ;;
+  1080ti) CONFIG=${CONFIG:-bench/serve_resnet50_1080ti_8gpu.yaml} SIM=bench/resnet50_1080ti_8gpu_slo27.yaml SLO=27 ;;
   *) echo "PROFILE is a100 or 1080ti" >&2; exit 2 ;;
 esac
 BASE=${BASE:-$(build/bin/tutti sim goodput "$SIM" 2>/dev/null | awk '/^goodput:/ {print $2}')}

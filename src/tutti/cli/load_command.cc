@@ -5,6 +5,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tutti/cli/command_util.h"
+#include "tutti/frontend/access.h"
 #include "tutti/loadgen/load_generator.h"
 
 namespace tutti::cli {
@@ -57,6 +58,9 @@ int LoadCommand(const Args& args) {
   flags.Double("slo-ms", &slo_ms, "latency objective sent with every request and judged");
   flags.Int("connections", &spec.connections, "most keep-alive connections (http)");
   flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension (http)");
+  std::string token_file;
+  flags.String("token-file", &token_file, "send the first token of this file as Authorization: Bearer (both "
+                                          "protocols; see tutti serve --inference-tokens-file)");
   flags.Int64("max-per-model", &spec.max_per_model, "stop each model after this many requests (0: no limit)");
   flags.Int("concurrency", &spec.concurrency,
             "closed loop: keep this many requests in flight per model, each answer sending the next (0: open "
@@ -67,6 +71,11 @@ int LoadCommand(const Args& args) {
   flags.Bool("find-goodput", &find_goodput, "search the highest rate meeting p99 <= SLO");
   flags.Double("tolerance", &tolerance, "relative precision of the goodput search");
   if (int rc = ParseOrExit(flags, args, {"models"}); rc >= 0) return rc;
+  if (!token_file.empty()) {
+    absl::StatusOr<std::vector<std::string>> tokens = ReadTokenFile(token_file);
+    if (!tokens.ok()) return Fail(tokens.status());
+    spec.token = tokens->front();
+  }
 
   spec.models = absl::StrSplit(models, ',', absl::SkipEmpty());
   spec.workload.rate = rate;

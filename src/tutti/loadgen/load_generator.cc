@@ -58,8 +58,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   int64_t outstanding = 0;
   Histogram lag;
   std::unique_ptr<LoadTransport> transport =
-      spec.protocol == LoadProtocol::kGrpc ? MakeGrpcTransport(spec.host, spec.port)
-                                           : MakeHttpTransport(spec.host, spec.port, spec.connections, spec.binary);
+      spec.protocol == LoadProtocol::kGrpc
+          ? MakeGrpcTransport(spec.host, spec.port, spec.token)
+          : MakeHttpTransport(spec.host, spec.port, spec.connections, spec.binary, spec.token);
   std::vector<LoadTarget> targets;
   for (const std::string& m : spec.models) {
     TUTTI_ASSIGN_OR_RETURN(LoadTarget t, transport->Describe(m));

@@ -41,6 +41,7 @@ struct LoadSpec {
   int connections = 1024;
   LoadProtocol protocol = LoadProtocol::kHttp;
   bool binary = true;                    // HTTP: binary tensor extension (else JSON data)
+  std::string token;                     // sent as "Authorization: Bearer <token>" ("" : none)
   int64_t max_per_model = 0;             // stop a model's stream after this many (0: no limit)
   // Closed loop (perf_analyzer's concurrency mode): keep this many requests
   // in flight per model, each answer sending the next; the workload's

@@ -38,12 +38,14 @@ void SetInputDims(const std::vector<int64_t>& dims, LoadTarget* t) {
 
 class HttpTransport final : public LoadTransport {
  public:
-  HttpTransport(const std::string& host, int port, int connections, bool binary)
-      : host_(host), port_(port), binary_(binary), pool_(host, port, connections) {}
+  HttpTransport(const std::string& host, int port, int connections, bool binary, const std::string& token)
+      : host_(host), port_(port), binary_(binary), pool_(host, port, connections) {
+    if (!token.empty()) auth_ = {{"Authorization", "Bearer " + token}};
+  }
 
   absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
     std::promise<ClientResponse> p;
-    pool_.Send({"GET", absl::StrCat("/v2/models/", model), "", {}},
+    pool_.Send({"GET", absl::StrCat("/v2/models/", model), "", auth_},
                [&p](ClientResponse r) { p.set_value(std::move(r)); });
     ClientResponse r = p.get_future().get();
     if (!r.transport.ok()) return r.transport;
@@ -70,7 +72,7 @@ class HttpTransport final : public LoadTransport {
 
   void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
     EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, objective_ms, binary_);
-    ClientRequest r{"POST", absl::StrCat("/v2/models/", t.name, "/infer"), std::move(encoded.body), {}};
+    ClientRequest r{"POST", absl::StrCat("/v2/models/", t.name, "/infer"), std::move(encoded.body), auth_};
     if (encoded.json_length) {
       r.headers.push_back({"Inference-Header-Content-Length", std::to_string(*encoded.json_length)});
     }
@@ -104,13 +106,15 @@ class HttpTransport final : public LoadTransport {
   const std::string host_;
   const int port_;
   const bool binary_;
+  std::vector<std::pair<std::string, std::string>> auth_;  // the Authorization header, if any
   HttpClientPool pool_;
 };
 
 class GrpcTransport final : public LoadTransport {
  public:
-  GrpcTransport(const std::string& host, int port)
+  GrpcTransport(const std::string& host, int port, const std::string& token)
       : target_(absl::StrCat(host, ":", port)),
+        authorization_(token.empty() ? "" : "Bearer " + token),
         channel_(grpc::CreateChannel(target_, grpc::InsecureChannelCredentials())),
         stub_(inference::GRPCInferenceService::NewStub(channel_)),
         work_(boost::asio::make_work_guard(timers_)),
@@ -132,6 +136,7 @@ class GrpcTransport final : public LoadTransport {
   absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    if (!authorization_.empty()) context.AddMetadata("authorization", authorization_);
     inference::ModelMetadataRequest request;
     request.set_name(model);
     inference::ModelMetadataResponse response;
@@ -154,6 +159,7 @@ class GrpcTransport final : public LoadTransport {
 
   void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
     auto call = std::make_shared<Call>();
+    if (!authorization_.empty()) call->context.AddMetadata("authorization", authorization_);
     inference::ModelInferRequest& r = call->request;
     r.set_model_name(t.name);
     (*r.mutable_parameters())["latency_objective_ms"].set_double_param(objective_ms);
@@ -224,6 +230,7 @@ class GrpcTransport final : public LoadTransport {
   }
 
   const std::string target_;
+  const std::string authorization_;  // "Bearer <token>", or "" for none
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::mutex mu_;
@@ -236,12 +243,13 @@ class GrpcTransport final : public LoadTransport {
 
 }  // namespace
 
-std::unique_ptr<LoadTransport> MakeHttpTransport(const std::string& host, int port, int connections, bool binary) {
-  return std::make_unique<HttpTransport>(host, port, connections, binary);
+std::unique_ptr<LoadTransport> MakeHttpTransport(const std::string& host, int port, int connections, bool binary,
+                                                 const std::string& token) {
+  return std::make_unique<HttpTransport>(host, port, connections, binary, token);
 }
 
-std::unique_ptr<LoadTransport> MakeGrpcTransport(const std::string& host, int port) {
-  return std::make_unique<GrpcTransport>(host, port);
+std::unique_ptr<LoadTransport> MakeGrpcTransport(const std::string& host, int port, const std::string& token) {
+  return std::make_unique<GrpcTransport>(host, port, token);
 }
 
 }  // namespace tutti

@@ -63,8 +63,11 @@ class LoadTransport {
 
 // `connections`: most keep-alive connections (HTTP); `binary`: the binary
 // tensor extension instead of JSON data (HTTP).
-std::unique_ptr<LoadTransport> MakeHttpTransport(const std::string& host, int port, int connections, bool binary);
-std::unique_ptr<LoadTransport> MakeGrpcTransport(const std::string& host, int port);
+// `token` ("" : none) goes with every call as "Authorization: Bearer <token>"
+// (gRPC: the `authorization` metadata).
+std::unique_ptr<LoadTransport> MakeHttpTransport(const std::string& host, int port, int connections, bool binary,
+                                                 const std::string& token = "");
+std::unique_ptr<LoadTransport> MakeGrpcTransport(const std::string& host, int port, const std::string& token = "");
 
 }  // namespace tutti
 
