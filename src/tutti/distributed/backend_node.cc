@@ -116,7 +116,7 @@ void BackendNode::Run(uint64_t batch, Assembly assembly) {
     }
     const size_t at = exec.input.size();
     exec.input.resize(at + p.inputs.size() / sizeof(float));
-    std::memcpy(exec.input.data() + at, p.inputs.data(), p.inputs.size());
+    if (!p.inputs.empty()) std::memcpy(exec.input.data() + at, p.inputs.data(), p.inputs.size());
     std::string().swap(p.inputs);
     exec.size += static_cast<int>(p.ids.size());
   }

@@ -236,7 +236,7 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
             out.status = absl::InternalError("the backend returned too few output values");
           } else {
             out.output.resize(n);
-            std::memcpy(out.output.data(), o.outputs().data() + i * bytes, bytes);
+            if (bytes > 0) std::memcpy(out.output.data(), o.outputs().data() + i * bytes, bytes);
             out.late = now > out.deadline;
           }
         }

@@ -81,7 +81,8 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
     const std::string& raw = request.raw_input_contents(0);
     TUTTI_RETURN_IF_ERROR(CheckByteCount(config, out.batch, static_cast<int64_t>(raw.size())));
     out.data.resize(raw.size() / sizeof(float));
-    std::memcpy(out.data.data(), raw.data(), raw.size());  // little-endian FP32, as the protocol says
+    // Little-endian FP32, as the protocol says (memcpy takes no null pointer, even for 0 bytes).
+    if (!raw.empty()) std::memcpy(out.data.data(), raw.data(), raw.size());
     return out;
   }
   TUTTI_RETURN_IF_ERROR(CheckValueCount(config, out.batch, c.fp32_contents_size()));

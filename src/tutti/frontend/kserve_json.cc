@@ -164,7 +164,8 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
     }
     if (absl::Status s = CheckByteCount(config, out.batch, *binary_size); !s.ok()) return s;
     out.data.resize(out.batch * spec.ElementCount());
-    std::memcpy(out.data.data(), binary.data(), binary.size());  // little-endian FP32, as the extension says
+    // Little-endian FP32, as the extension says (memcpy takes no null pointer, even for 0 bytes).
+    if (!binary.empty()) std::memcpy(out.data.data(), binary.data(), binary.size());
     return out;
   }
   if (!binary.empty()) {
@@ -340,7 +341,7 @@ absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::op
   const absl::string_view binary = body.substr(header);
   if (binary.size() % sizeof(float) != 0) return Bad("binary output is not a whole number of FP32 values");
   out.output.resize(binary.size() / sizeof(float));
-  std::memcpy(out.output.data(), binary.data(), binary.size());
+  if (!binary.empty()) std::memcpy(out.output.data(), binary.data(), binary.size());  // no null pointers
   return out;
 }
 

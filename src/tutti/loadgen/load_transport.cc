@@ -221,7 +221,7 @@ class GrpcTransport final : public LoadTransport {
     if (r.raw_output_contents_size() > 0) {
       const std::string& raw = r.raw_output_contents(0);
       a.output.resize(raw.size() / sizeof(float));
-      std::memcpy(a.output.data(), raw.data(), a.output.size() * sizeof(float));
+      if (!a.output.empty()) std::memcpy(a.output.data(), raw.data(), a.output.size() * sizeof(float));
     } else if (r.outputs_size() > 0) {
       const auto& values = r.outputs(0).contents().fp32_contents();
       a.output.assign(values.begin(), values.end());
