@@ -167,6 +167,12 @@ TEST(KserveJsonTest, ClientSideRoundTripsThroughTheServerSide) {
   }
   EXPECT_FALSE((*ParseInferResponse(R"({"outputs":[{"data":[1]}]})", std::nullopt)).server_time.has_value());
   EXPECT_THAT(ParseInferResponse("{}", std::nullopt).status().message(), HasSubstr("no outputs"));
+  // A binary output of no values (UndefinedBehaviorSanitizer once caught a
+  // memcpy from a null pointer here).
+  const std::string empty = R"({"outputs":[{"name":"logits","parameters":{"binary_data_size":0}}]})";
+  absl::StatusOr<InferResponse> none = ParseInferResponse(empty, empty.size());
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_TRUE(none->output.empty());
   EXPECT_THAT(ParseInferResponse("nope", std::nullopt).status().message(), HasSubstr("not a JSON object"));
 }
 
