@@ -27,8 +27,10 @@ case "$KIND" in
   tsan)
     FLAGS="-fsanitize=thread"
     SELECT='InferenceCore|CodedServing|MeasuredDelays|Kserve|Server|Wire|DistributedNodes|Distributed|Etcd|LoadGenerator|DelayModel|SerializedClock|Clock'
-    # gRPC and libtorch are not instrumented: what they do inside is not checked.
-    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0}
+    # gRPC, Abseil and libtorch are not instrumented: what they do inside is
+    # not checked, and races reported wholly inside them are suppressed
+    # (scripts/tsan.supp says which).
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:suppressions=$PWD/scripts/tsan.supp}
     ;;
   *)
     echo "usage: scripts/sanitize.sh asan|ubsan|tsan [TEST_REGEX]" >&2
