@@ -26,7 +26,7 @@ case "$KIND" in
     ;;
   tsan)
     FLAGS="-fsanitize=thread"
-    SELECT='InferenceCore|CodedServing|MeasuredDelays|Kserve|Server|Wire|DistributedNodes|Distributed|Etcd|LoadGenerator|DelayModel|SerializedClock|Clock'
+    SELECT='InferenceCore|CodedServing|MeasuredDelays|Kserve|Server|Security|Admission|Wire|DistributedNodes|Distributed|ClusterTls|Etcd|LoadGenerator|DelayModel|SerializedClock|Clock'
     # gRPC, Abseil and libtorch are not instrumented: what they do inside is
     # not checked, and races reported wholly inside them are suppressed
     # (scripts/tsan.supp says which).
