@@ -32,8 +32,9 @@ case "$KIND" in
     # calls they make (memmove, epoll, close, …) are not checked
     # (ignore_noninstrumented_modules); without it, it reported races between
     # gRPC's own threads and inside Abseil's deadlock detector, and nothing
-    # else.
-    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:ignore_noninstrumented_modules=1}
+    # else. gRPC's inline half still reports its own hand-offs:
+    # scripts/tsan.supp suppresses those (see there).
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:report_signal_unsafe=0:ignore_noninstrumented_modules=1:suppressions=$PWD/scripts/tsan.supp}
     ;;
   *)
     echo "usage: scripts/sanitize.sh asan|ubsan|tsan [TEST_REGEX]" >&2
