@@ -8,8 +8,8 @@
 #                                        and processes, the delay model, the load generator
 # REGEX (a CTest -R pattern) picks the tests instead. The first build takes a while
 # (every translation unit, libtorch ones included); later ones are incremental.
-# libtorch itself is not instrumented: TSan runs no test that trains or runs
-# torch models (their thread pools would report from uninstrumented code).
+# Debian's libraries (gRPC, Abseil, protobuf, libtorch) are not instrumented;
+# see the tsan case below for how ThreadSanitizer treats them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KIND=${1:-}
