@@ -1,6 +1,7 @@
 // Distributed mode: tutti scheduler | frontend | backend (one process each,
 // coordinated through etcd), and tutti cluster (all of them, and an etcd,
 // on this machine).
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -118,6 +119,8 @@ int FrontendCommand(const Args& args) {
   config.grpc.port = grpc_port;
   std::vector<std::string> names;
   for (const ModelSpec& m : layout.spec.models) names.push_back(m.name);
+  // An admin's POST /v2/tutti/shutdown stops this frontend as SIGTERM does.
+  common.process.on_shutdown_request = [] { kill(getpid(), SIGTERM); };
   absl::StatusOr<std::unique_ptr<FrontendProcess>> p =
       FrontendProcess::Start(std::move(layout), config, common.process);
   if (!p.ok()) return Fail(p.status());

@@ -164,6 +164,7 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                                                    engine->SetLeader(a);
                                                  }));
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
+  frontend.frontend.shutdown = options.on_shutdown_request;
   TUTTI_ASSIGN_OR_RETURN(p->listeners_, FrontendServer::Start(p->engine_.get(), std::move(layout.served), frontend,
                                                               p->loop_.get()));
   return p;

@@ -21,6 +21,7 @@
 #define TUTTI_DISTRIBUTED_PROCESSES_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -62,6 +63,9 @@ struct ProcessOptions {
   int port = 0;
   int lease_ttl_s = 1;                  // etcd lease: how fast a dead process is noticed
   Duration etcd_timeout = 5 * kSecond;  // for etcd's first answer
+  // A frontend's: runs when an admin asks for a shutdown (POST
+  // /v2/tutti/shutdown); null: not offered.
+  std::function<void()> on_shutdown_request;
   // Mutual TLS among the cluster's processes and to etcd: this process's
   // certificate and key, and the cluster's CA (client_ca_file), which
   // signed every process's certificate and etcd's. A process without one
