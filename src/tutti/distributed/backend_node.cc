@@ -11,7 +11,7 @@ namespace tutti {
 namespace pb = ::tutti::internal;
 
 BackendNode::BackendNode(Options options, std::unique_ptr<Executor> executor,
-                         std::vector<InferenceCore::ModelShape> shapes, Clock* clock, Connector* connector)
+                         std::vector<ModelShape> shapes, Clock* clock, Connector* connector)
     : options_(std::move(options)),
       executor_(std::move(executor)),
       shapes_(std::move(shapes)),

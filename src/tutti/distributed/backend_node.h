@@ -35,7 +35,7 @@
 #include "tutti/distributed/clock_sync.h"
 #include "tutti/distributed/links.h"
 #include "tutti/executors/executor.h"
-#include "tutti/serving/inference_core.h"
+#include "tutti/serving/inference_engine.h"
 
 namespace tutti {
 
@@ -50,7 +50,7 @@ class BackendNode {
   };
   // `shapes[i]` is the size of the executor's model i. `clock` and
   // `connector` must outlive the node.
-  BackendNode(Options options, std::unique_ptr<Executor> executor, std::vector<InferenceCore::ModelShape> shapes,
+  BackendNode(Options options, std::unique_ptr<Executor> executor, std::vector<ModelShape> shapes,
               Clock* clock, Connector* connector);
   // WaitIdle(), then closes its streams and waits for their handlers' last
   // call (their transport must still be running).
@@ -96,7 +96,7 @@ class BackendNode {
 
   const Options options_;
   const std::unique_ptr<Executor> executor_;
-  const std::vector<InferenceCore::ModelShape> shapes_;
+  const std::vector<ModelShape> shapes_;
   Clock* const clock_;
   Connector* const connector_;
   StreamTracker streams_;

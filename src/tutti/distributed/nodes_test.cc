@@ -68,7 +68,7 @@ class Nodes {
     frontend_clock_ = std::make_unique<OffsetClock>(&clock_, o.frontend_offset);
     backend_clock_ = std::make_unique<OffsetClock>(&clock_, o.backend_offset);
     for (int i = 0; i < o.backends; ++i) AddBackend();
-    frontend_ = std::make_unique<RemoteEngine>(spec_, std::vector<InferenceCore::ModelShape>{{kInput, kOutput}},
+    frontend_ = std::make_unique<RemoteEngine>(spec_, std::vector<ModelShape>{{kInput, kOutput}},
                                                RemoteEngine::Options{"f"}, frontend_clock_.get(),
                                                network_.ConnectorFor("f"));
   }
@@ -86,7 +86,7 @@ class Nodes {
     std::vector<EmulatedExecutor::Model> models = {{spec_.models[0].profile, kOutput}};
     auto node = std::make_unique<BackendNode>(BackendNode::Options{id, 0},
                                               std::make_unique<EmulatedExecutor>(backend_clock_.get(), models),
-                                              std::vector<InferenceCore::ModelShape>{{kInput, kOutput}},
+                                              std::vector<ModelShape>{{kInput, kOutput}},
                                               backend_clock_.get(), network_.ConnectorFor(id));
     node->SetAddress(id);
     BackendNode* n = node.get();

@@ -200,7 +200,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                          MakeGroupExecutor(layout, config, group, p->loop_.get()));
-  std::vector<InferenceCore::ModelShape> shapes;
+  std::vector<ModelShape> shapes;
   for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
   BackendNode::Options node_options{p->id_, group};
   if (config.scheduler.await_completion) node_options.report_delay = 0;  // the scheduler waits for them

@@ -11,7 +11,7 @@ namespace tutti {
 
 namespace pb = ::tutti::internal;
 
-RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options,
+RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Options options,
                            Clock* clock, Connector* connector)
     : spec_(std::move(spec)),
       shapes_(std::move(shapes)),
@@ -145,7 +145,7 @@ void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Answers* answers
 
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
-  TUTTI_RETURN_IF_ERROR(InferenceCore::CheckSubmit(spec_, shapes_, model, input.size(), objective));
+  TUTTI_RETURN_IF_ERROR(CheckSubmission(spec_, shapes_, model, input.size(), objective));
   std::lock_guard<std::mutex> lock(mu_);
   if (!accepting_) return absl::UnavailableError("the server is shutting down");
   if (leader_link_ == nullptr) {
@@ -154,7 +154,7 @@ absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Durat
   const uint64_t id = next_id_++;
   const Time now = clock_->Now();
   pending_.emplace(id, Pending{model, std::move(input), std::move(done), now,
-                               now + (objective > 0 ? objective : spec_.models[model].slo)});
+                               DeadlineOf(spec_, model, now, objective)});
   if (sync_.synced()) SubmitLocked({id});
   return absl::OkStatus();
 }

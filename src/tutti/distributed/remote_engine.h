@@ -34,7 +34,6 @@
 #include "tutti/distributed/delay_report_proto.h"
 #include "tutti/distributed/links.h"
 #include "tutti/scheduler/cluster_spec.h"
-#include "tutti/serving/inference_core.h"
 #include "tutti/serving/inference_engine.h"
 
 namespace tutti {
@@ -49,7 +48,7 @@ class RemoteEngine final : public InferenceEngine {
   // `spec` gives the models' objectives (the layout every process shares);
   // `shapes` their sizes. Streams are opened through `connector`. `clock`
   // and `connector` must outlive the engine.
-  RemoteEngine(ClusterSpec spec, std::vector<InferenceCore::ModelShape> shapes, Options options, Clock* clock,
+  RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Options options, Clock* clock,
                Connector* connector);
   // REQUIRES: idle (WaitIdle()). Closes the streams and waits for their
   // handlers' last call, so their transport must still be running.
@@ -100,7 +99,7 @@ class RemoteEngine final : public InferenceEngine {
   void Tick();  // pings the leader, sweeps orphans
 
   const ClusterSpec spec_;
-  const std::vector<InferenceCore::ModelShape> shapes_;
+  const std::vector<ModelShape> shapes_;
   const Options options_;
   Clock* const clock_;
   Connector* const connector_;

@@ -34,7 +34,7 @@ absl::StatusOr<Experiment> Build(const ParmTailSetup& setup, const LatencyProfil
   ClusterSpec spec;
   spec.models = {{"deployed", profile, setup.objective}};
   const int64_t input_elements = TensorSpec{"", DataType::kFp32, item_shape}.ElementCount();
-  std::vector<InferenceCore::ModelShape> shapes = {{input_elements, output_elements}};
+  std::vector<ModelShape> shapes = {{input_elements, output_elements}};
   if (parm) {
     spec.models.push_back({"parity", profile, setup.objective});
     shapes.push_back(shapes[0]);

@@ -18,13 +18,13 @@
 #include "tutti/frontend/inference_frontend.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
-#include "tutti/serving/inference_core.h"
+#include "tutti/serving/inference_engine.h"
 
 namespace tutti {
 
 struct ClusterLayout {
   ClusterSpec spec;
-  std::vector<InferenceCore::ModelShape> shapes;       // by model id
+  std::vector<ModelShape> shapes;                      // by model id
   std::vector<InferenceFrontend::ServedModel> served;  // by model id
   std::vector<std::vector<const ModelVersion*>> group_models;  // by executor group
   std::string description;  // a few lines: the groups and their models

@@ -177,7 +177,7 @@ TEST(CodedServingTest, CreateChecksTheCodingEntries) {
   const LatencyProfile one = *LatencyProfile::Linear(0, Millis(1), 1);
   spec.models = {{"a", one, Millis(100)}, {"b", one, Millis(100)}};
   spec.gpus = 1;
-  auto create = [&](std::vector<InferenceCore::ModelShape> shapes, std::vector<InferenceCore::Coding> coding) {
+  auto create = [&](std::vector<ModelShape> shapes, std::vector<InferenceCore::Coding> coding) {
     std::vector<std::unique_ptr<Executor>> executors;
     executors.push_back(std::make_unique<LinearExecutor>(&clock, Millis(1), false));
     InferenceCore::Options options;

@@ -89,27 +89,14 @@ InferenceCore::~InferenceCore() {
   delays_->Stop();
 }
 
-absl::Status InferenceCore::CheckSubmit(const ClusterSpec& spec, const std::vector<ModelShape>& shapes,
-                                        ModelId model, size_t input_size, Duration objective) {
-  if (model < 0 || model >= static_cast<ModelId>(spec.models.size())) {
-    return absl::NotFoundError(absl::StrCat("unknown model id ", model));
-  }
-  if (static_cast<int64_t>(input_size) != shapes[model].input_elements) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", spec.models[model].name, "' takes ",
-                                                   shapes[model].input_elements, " input values, got ", input_size));
-  }
-  if (objective < 0) return absl::InvalidArgumentError("the latency objective must not be negative");
-  return absl::OkStatus();
-}
-
 absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
                                    InferenceCallback done) {
-  TUTTI_RETURN_IF_ERROR(CheckSubmit(spec_, shapes_, model, input.size(), objective));
+  TUTTI_RETURN_IF_ERROR(CheckSubmission(spec_, shapes_, model, input.size(), objective));
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return absl::UnavailableError("the server is shutting down");
     const Time now = clock_->Now();
-    SubmitLocked(model, std::move(input), now + (objective > 0 ? objective : spec_.models[model].slo),
+    SubmitLocked(model, std::move(input), DeadlineOf(spec_, model, now, objective),
                  std::move(done));
   }
   Flush();

@@ -52,10 +52,7 @@ namespace tutti {
 
 class InferenceCore final : public InferenceEngine {
  public:
-  struct ModelShape {
-    int64_t input_elements = 0;   // FP32 values per item
-    int64_t output_elements = 0;
-  };
+  using ModelShape = tutti::ModelShape;
   // ParM for one model: its batches are protected by `parity_model`, whose
   // queries `codec` encodes (input sizes must match both models').
   struct Coding {
@@ -79,12 +76,6 @@ class InferenceCore final : public InferenceEngine {
   // the core.
   // Errors: an invalid spec or policy, counts that do not match, or a coding
   // entry whose models are unknown, coded twice, or of the wrong sizes.
-  // The checks Submit() makes before accepting, shared with other engines
-  // over the same cluster: a known model, its input size, a non-negative
-  // objective.
-  static absl::Status CheckSubmit(const ClusterSpec& spec, const std::vector<ModelShape>& shapes, ModelId model,
-                                  size_t input_size, Duration objective);
-
   static absl::StatusOr<std::unique_ptr<InferenceCore>> Create(
       ClusterSpec spec, std::vector<ModelShape> shapes,
       std::vector<std::unique_ptr<Executor>> executors, const Options& options, Clock* clock);

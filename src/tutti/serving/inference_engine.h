@@ -15,6 +15,7 @@
 #include "tutti/core/time.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/delays/response_tracker.h"
+#include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/request.h"
 
 namespace tutti {
@@ -61,6 +62,24 @@ struct DelayReport {
   DelayEstimates estimates;  // over options.window, at options.quantile
   DelayPlan plan;            // what the scheduler plans with now
 };
+
+// What one item of a model takes and gives.
+struct ModelShape {
+  int64_t input_elements = 0;  // FP32 values per item
+  int64_t output_elements = 0;
+};
+
+// The checks an engine over `spec` makes before accepting a request: a
+// known model, its input size (`shapes` by model id), a non-negative
+// objective. NotFound or InvalidArgument naming what is wrong.
+absl::Status CheckSubmission(const ClusterSpec& spec, const std::vector<ModelShape>& shapes, ModelId model,
+                             size_t input_size, Duration objective);
+
+// A request's deadline: `objective` after `now`, or the model's SLO after
+// it when `objective` is 0.
+inline Time DeadlineOf(const ClusterSpec& spec, ModelId model, Time now, Duration objective) {
+  return now + (objective > 0 ? objective : spec.models[model].slo);
+}
 
 // Thread-safety: every method may be called from any thread.
 class InferenceEngine {
