@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tutti/config/delay_model_reader.h"
+#include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
@@ -133,7 +134,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   ServerConfig c;
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
-  TUTTI_ASSIGN_OR_RETURN(auto drop, r.OptionalScalar<std::string>("drop", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
   TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
@@ -179,8 +180,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     }
     c.policy = *policy;
   }
-  if (drop && *drop != "lazy" && *drop != "early") return Invalid("drop", "expected lazy or early");
-  if (drop) c.scheduler.drop = *drop == "early" ? DropPolicy::kEarly : DropPolicy::kLazy;
+  if (drop) c.scheduler.drop = *drop;
   if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
   if (slack) c.scheduler.frontrun_slack = Millis(*slack);
   if (guard_share && !(*guard_share >= 0 && *guard_share < 1)) return Invalid("head_guard_share", "must be in [0, 1)");

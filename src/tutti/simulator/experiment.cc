@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/config/delay_model_reader.h"
+#include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
@@ -111,7 +112,7 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   TUTTI_ASSIGN_OR_RETURN(auto warmup, r.OptionalScalar<double>("warmup_s", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto gpus, r.RequireScalar<int>("gpus", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
-  TUTTI_ASSIGN_OR_RETURN(auto drop, r.OptionalScalar<std::string>("drop", "lazy or early"));
+  TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
   TUTTI_ASSIGN_OR_RETURN(auto jitter, r.OptionalScalar<double>("jitter", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto epoch, r.OptionalScalar<double>("nexus_epoch_s", "a number"));
   c.seed = seed.value_or(1);
@@ -121,8 +122,7 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   c.policy = policy.value_or("deferred");
   c.jitter = jitter.value_or(0);
   if (epoch) c.options.nexus_epoch = Seconds(*epoch);
-  if (drop && *drop != "lazy" && *drop != "early") return Invalid("drop", "expected lazy or early");
-  c.options.drop = drop.value_or("lazy") == "early" ? DropPolicy::kEarly : DropPolicy::kLazy;
+  c.options.drop = drop.value_or(DropPolicy::kLazy);
   if (YAML::Node ps = r.Get("policies"); ps.IsSequence()) {
     for (const auto& p : ps) e.policies.push_back(p.as<std::string>());
   }
