@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,9 +29,13 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const std::vec
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
   if (pid == 0) {
+    // Dies with its launcher (see the header); if the launcher is already
+    // gone, at once.
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent) _exit(127);
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     setpgid(0, 0);  // a terminal's Ctrl-C goes to the launcher, which stops children in order

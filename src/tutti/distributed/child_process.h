@@ -1,6 +1,11 @@
 // ChildProcess: a program started by Tutti (etcd, or a `tutti` process of a
 // local cluster) whose output is captured, so that the launcher can wait for
-// its "ready" line and show it on failure.
+// its "ready" line and show it on failure. A child never outlives its
+// launcher: it gets SIGTERM when the thread that started it ends — the
+// process exiting or crashing included (Linux's PR_SET_PDEATHSIG) — so a
+// killed `tutti cluster` or a crashed test leaves no etcd or `tutti`
+// processes behind. Start children from a thread that lives as long as
+// they should.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_DISTRIBUTED_CHILD_PROCESS_H_
