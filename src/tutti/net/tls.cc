@@ -72,9 +72,14 @@ absl::StatusOr<TlsPem> ReadTlsFiles(const TlsOptions& options) {
   return pem;
 }
 
-absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> ServerTlsContext(const TlsPem& pem) {
+namespace {
+
+// A TLS 1.2+ context of `method` presenting pem's certificate; with a CA in
+// pem, it trusts that CA and checks peers with `verify`.
+absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> MakeTlsContext(boost::asio::ssl::context::method method,
+                                                                         const TlsPem& pem, int verify) {
   namespace ssl = boost::asio::ssl;
-  auto ctx = std::make_shared<ssl::context>(ssl::context::tls_server);
+  auto ctx = std::make_shared<ssl::context>(method);
   boost::system::error_code ec;
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
                        ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::single_dh_use,
@@ -83,10 +88,17 @@ absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> ServerTlsContext(cons
   if (!ec) ctx->use_private_key(boost::asio::buffer(pem.private_key), ssl::context::pem, ec);
   if (!ec && !pem.client_ca.empty()) {
     ctx->add_certificate_authority(boost::asio::buffer(pem.client_ca), ec);
-    if (!ec) ctx->set_verify_mode(ssl::verify_peer | ssl::verify_fail_if_no_peer_cert, ec);
+    if (!ec) ctx->set_verify_mode(verify, ec);
   }
   if (ec) return absl::InvalidArgumentError(absl::StrCat("TLS setup: ", ec.message()));
   return ctx;
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> ServerTlsContext(const TlsPem& pem) {
+  namespace ssl = boost::asio::ssl;
+  return MakeTlsContext(ssl::context::tls_server, pem, ssl::verify_peer | ssl::verify_fail_if_no_peer_cert);
 }
 
 absl::StatusOr<std::shared_ptr<PeerTls>> PeerTls::Create(const TlsOptions& options) {
@@ -95,21 +107,15 @@ absl::StatusOr<std::shared_ptr<PeerTls>> PeerTls::Create(const TlsOptions& optio
   }
   absl::StatusOr<TlsPem> pem = ReadTlsFiles(options);
   if (!pem.ok()) return pem.status();
-  auto out = std::make_shared<PeerTls>();
-  absl::StatusOr<std::shared_ptr<boost::asio::ssl::context>> accepting = ServerTlsContext(*pem);
-  if (!accepting.ok()) return accepting.status();
-  out->accepting_ = *std::move(accepting);
   namespace ssl = boost::asio::ssl;
-  out->dialing_ = std::make_shared<ssl::context>(ssl::context::tls_client);
-  boost::system::error_code ec;
-  out->dialing_->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
-                                 ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1,
-                             ec);
-  if (!ec) out->dialing_->use_certificate_chain(boost::asio::buffer(pem->cert_chain), ec);
-  if (!ec) out->dialing_->use_private_key(boost::asio::buffer(pem->private_key), ssl::context::pem, ec);
-  if (!ec) out->dialing_->add_certificate_authority(boost::asio::buffer(pem->client_ca), ec);
-  if (!ec) out->dialing_->set_verify_mode(ssl::verify_peer, ec);
-  if (ec) return absl::InvalidArgumentError(absl::StrCat("TLS setup: ", ec.message()));
+  absl::StatusOr<std::shared_ptr<ssl::context>> accepting = ServerTlsContext(*pem);
+  if (!accepting.ok()) return accepting.status();
+  absl::StatusOr<std::shared_ptr<ssl::context>> dialing = MakeTlsContext(ssl::context::tls_client, *pem,
+                                                                         ssl::verify_peer);
+  if (!dialing.ok()) return dialing.status();
+  auto out = std::make_shared<PeerTls>();
+  out->accepting_ = *std::move(accepting);
+  out->dialing_ = *std::move(dialing);
   return out;
 }
 
