@@ -20,12 +20,13 @@ absl::StatusOr<std::shared_ptr<PeerTls>> ClusterTls(const ProcessOptions& option
   return PeerTls::Create(options.tls);
 }
 
-// Listens on the process's internal address; `address` is what peers use.
+// Listens on the process's internal address (under `tls` unless null);
+// `address` is what peers use.
 absl::StatusOr<std::unique_ptr<WireListener>> Listen(EventLoop& loop, const ProcessOptions& options,
-                                                     Acceptors acceptors, std::string* address) {
+                                                     std::shared_ptr<PeerTls> tls, Acceptors acceptors,
+                                                     std::string* address) {
   const std::string where =
       absl::StartsWith(options.address, "unix:") ? options.address : absl::StrCat(options.address, ":", options.port);
-  TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<WireListener> listener,
                          ServeWire(loop.context(), where, std::move(acceptors), std::move(tls)));
   *address = listener->address();
@@ -88,12 +89,13 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   std::unique_ptr<SchedulerProcess> p(new SchedulerProcess());
   p->loop_ = std::make_unique<EventLoop>(1, "tutti-sched");
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
+  TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
   p->node_ = std::make_unique<SchedulerNode>(
       layout.spec, SchedulerNode::Options{config.policy, config.scheduler, config.delays}, p->loop_.get());
   SchedulerNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(
       p->listener_,
-      Listen(*p->loop_, options,
+      Listen(*p->loop_, options, std::move(tls),
              Acceptors{[node](std::shared_ptr<FrontendPeer> l) { return node->AcceptFrontend(std::move(l)); },
                        [node](std::shared_ptr<BackendPeer> l) { return node->AcceptBackend(std::move(l)); },
                        {}},
@@ -196,7 +198,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   p->id_ = id.empty() ? absl::StrCat(absl::StrFormat("%d", getpid()), "-g", group) : std::move(id);
   p->loop_ = std::make_unique<EventLoop>(1, "tutti-backend");
   TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
-  p->connector_ = std::make_unique<WireConnector>(p->loop_->context(), std::move(tls));
+  p->connector_ = std::make_unique<WireConnector>(p->loop_->context(), tls);
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
                          MakeGroupExecutor(layout, config, group, p->loop_.get()));
@@ -209,7 +211,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   BackendNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(
       p->listener_,
-      Listen(*p->loop_, options,
+      Listen(*p->loop_, options, std::move(tls),
              Acceptors{{}, {}, [node](std::shared_ptr<FeedPeer> l) { return node->AcceptFeed(std::move(l)); }},
              &p->address_));
   p->node_->SetAddress(p->address_);
