@@ -80,7 +80,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
     ++state.overloaded;
     return done(absl::ResourceExhaustedError(absl::StrCat(
         "model '", state.served.config.name, "' has ", queued - request.batch,
-        " requests queued, at its limit of ", options_.max_queue_size, " (max_queue_size): retry later")));
+        " items queued, at its limit of ", options_.max_queue_size, " (max_queue_size): retry later")));
   }
   auto pending = std::make_shared<PendingInfer>();
   pending->result.outputs.resize(request.batch);
