@@ -74,6 +74,7 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
   TUTTI_ASSIGN_OR_RETURN(auto max_share, r.OptionalScalar<double>("max_share", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto outliers, r.OptionalScalar<int>("outliers", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto min_samples, r.OptionalScalar<int64_t>("min_samples", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto overload_margins, r.OptionalScalar<bool>("overload_margins", "true or false"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   for (auto [key, q] : {std::pair<const char*, std::optional<double>>{"quantile", quantile},
                         {"timer_quantile", timer_quantile}}) {
@@ -94,6 +95,7 @@ absl::StatusOr<DelayModelOptions> ReadDelayModelOptions(const YAML::Node& node, 
   o.max_share = max_share.value_or(o.max_share);
   o.outliers = outliers.value_or(o.outliers);
   o.min_samples = min_samples.value_or(o.min_samples);
+  o.overload_margins = overload_margins.value_or(o.overload_margins);
   if (o.refresh > o.window) return Invalid(r.FieldPath("refresh_ms"), "must not exceed the window");
   if (o.window / o.refresh > 1000) {
     return Invalid(r.FieldPath("window_s"), "may hold at most 1000 refresh periods (raise refresh_ms)");

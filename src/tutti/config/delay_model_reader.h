@@ -11,6 +11,8 @@
 //     hold_s: 1            # the plan keeps each delay's largest estimate this long
 //     max_share: 0.25      # measured delays stay within this share of the smallest objective
 //     outliers: 3          # a window's largest samples that a quantile ignores
+//     overload_margins: true  # overloaded: cover dispatch + response at a lower quantile
+//                          #   (down to 0.95) when that answers more requests on time
 #ifndef TUTTI_CONFIG_DELAY_MODEL_READER_H_
 #define TUTTI_CONFIG_DELAY_MODEL_READER_H_
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <utility>
 
+#include "tutti/scheduler/batch_policy.h"
+
 namespace tutti {
 namespace {
 
@@ -26,6 +28,15 @@ WindowedQuantile::Options RatioOptions(const DelayModelOptions& o) {
   w.max_value = kRatioOne << 8;       // up to 256 times the profile
   return w;
 }
+
+// The quantiles below the model's that overload may plan at.
+constexpr double kLowerQuantiles[] = {0.995, 0.99, 0.98, 0.95};
+// Arrival rates are counted over this much of the recent past.
+constexpr Duration kRateWindow = kSecond;
+// A lower quantile must serve this much more to be chosen.
+constexpr double kMinGain = 0.01;
+
+int RateSlots(const DelayModelOptions& o) { return static_cast<int>(std::max<Duration>(1, kRateWindow / o.refresh)); }
 
 Duration Cap(const ClusterSpec& spec, const DelayModelOptions& o) {
   Duration slo = kInfiniteFuture;
@@ -66,9 +77,48 @@ DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, in
   return plan;
 }
 
+size_t ChooseMargin(const ClusterSpec& spec, const std::vector<double>& rates, const DelayPlan& fixed,
+                    const DelayEstimates& estimates, Duration cap) {
+  const int models = static_cast<int>(spec.models.size());
+  const std::vector<SubCluster> subs = spec.EffectiveSubClusters();
+  size_t best = 0;
+  double best_served = -1;
+  for (size_t i = 0; i < estimates.margins.size(); ++i) {
+    const DelayEstimates::Margin& margin = estimates.margins[i];
+    DelayEstimates e = estimates;
+    e.delays[static_cast<int>(Delay::kDispatch)].value = margin.dispatch;
+    e.delays[static_cast<int>(Delay::kResponse)].value = margin.response;
+    const DelayPlan plan = PlanDelays(fixed, e, spec.num_gpus(), models, cap);
+    double served = 0;
+    GpuId first_gpu = 0;
+    for (const SubCluster& sub : subs) {
+      double arrivals = 0, busy = 0;  // requests/s, GPU-seconds/s
+      for (ModelId m : sub.models) {
+        const double rate = m < static_cast<ModelId>(rates.size()) ? rates[m] : 0;
+        if (rate <= 0) continue;
+        const ModelSpec& model = spec.models[m];
+        const ComputePlan& compute = plan.Compute(first_gpu, m, models);
+        const int b = SustainedBatch(model, sub.num_gpus, model.slo, compute, plan.network, plan.frontrun_slack);
+        arrivals += rate;
+        busy += rate * static_cast<double>(compute.Occupancy(model.profile, b)) / b / static_cast<double>(kSecond);
+      }
+      const double share = busy / std::max(1, sub.num_gpus);
+      served += share > 1 ? arrivals / share : arrivals;
+      first_gpu += sub.num_gpus;
+    }
+    served *= margin.quantile;
+    if (served > best_served * (1 + kMinGain)) {
+      best = i;
+      best_served = served;
+    }
+  }
+  return best;
+}
+
 DelayModel::DelayModel(const ClusterSpec& spec, const DelayModelOptions& options, const DelayPlan& fixed)
     : spec_(spec), options_(options), fixed_(fixed), cap_(Cap(spec, options)), plan_(fixed) {
   for (int d = 0; d < kDelayKinds; ++d) delays_.emplace_back(DurationOptions(options_));
+  arrivals_.assign(spec_.models.size(), std::vector<std::pair<int64_t, int64_t>>(RateSlots(options_), {-1, 0}));
 }
 
 DelayModel::~DelayModel() { Stop(); }
@@ -101,6 +151,21 @@ void DelayModel::RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Tim
   stats.late_start.Record(finished, started - ready);
 }
 
+void DelayModel::RecordArrival(ModelId model, Time at) {
+  if (!options_.measure || !options_.overload_margins) return;
+  if (model < 0 || model >= static_cast<ModelId>(arrivals_.size())) return;
+  const int64_t slot = at / options_.refresh;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::pair<int64_t, int64_t>>& ring = arrivals_[model];
+  auto& [id, count] = ring[static_cast<size_t>(slot % static_cast<int64_t>(ring.size()))];
+  if (id != slot) {
+    if (id > slot) return;  // older than the ring holds
+    id = slot;
+    count = 0;
+  }
+  ++count;
+}
+
 DelayPlan DelayModel::Refresh(Time t) {
   std::lock_guard<std::mutex> lock(mu_);
   DelayEstimates e;
@@ -117,6 +182,22 @@ DelayPlan DelayModel::Refresh(Time t) {
                                      w.RecentCount(options_.min_samples)};
   }
   e.timer_tail = at(delays_[static_cast<int>(Delay::kTimer)], options_.quantile);
+  const WindowedQuantile& dispatch = delays_[static_cast<int>(Delay::kDispatch)];
+  const WindowedQuantile& response = delays_[static_cast<int>(Delay::kResponse)];
+  e.margins.push_back({options_.quantile, e[Delay::kDispatch].value, e[Delay::kResponse].value});
+  if (options_.overload_margins) {
+    for (double q : kLowerQuantiles) {
+      if (q < options_.quantile) e.margins.push_back({q, at(dispatch, q), at(response, q)});
+    }
+  }
+  // Rates over the whole slots of the last second, before t's slot.
+  const int64_t now_slot = t / options_.refresh;
+  for (const auto& ring : arrivals_) {
+    int64_t n = 0;
+    for (const auto& [id, count] : ring) n += (id < now_slot && id >= now_slot - static_cast<int64_t>(ring.size())) ? count : 0;
+    e.arrival_rates.push_back(static_cast<double>(n) /
+                              ToSeconds(static_cast<Duration>(ring.size()) * options_.refresh));
+  }
   const int models = static_cast<int>(spec_.models.size());
   for (auto& [key, stats] : compute_) {
     stats->ratio.Advance(t);
@@ -146,6 +227,10 @@ DelayPlan DelayModel::Refresh(Time t) {
   absl::flat_hash_map<int64_t, DelayEstimates::Compute> compute;  // by gpu·models + model
   for (const auto& [at, h] : held_) {
     for (int d = 0; d < kDelayKinds; ++d) larger(planned.delays[d].value, h.delays[d].value);
+    for (size_t i = 0; i < planned.margins.size() && i < h.margins.size(); ++i) {
+      larger(planned.margins[i].dispatch, h.margins[i].dispatch);
+      larger(planned.margins[i].response, h.margins[i].response);
+    }
     larger(planned.timer_tail, h.timer_tail);
     for (const DelayEstimates::Compute& c : h.compute) {
       auto [it, added] = compute.emplace(static_cast<int64_t>(c.gpu) * models + c.model, c);
@@ -156,7 +241,11 @@ DelayPlan DelayModel::Refresh(Time t) {
   }
   planned.compute.clear();
   for (const auto& [key, c] : compute) planned.compute.push_back(c);
+  const size_t chosen = ChooseMargin(spec_, planned.arrival_rates, fixed_, planned, cap_);
+  planned.delays[static_cast<int>(Delay::kDispatch)].value = planned.margins[chosen].dispatch;
+  planned.delays[static_cast<int>(Delay::kResponse)].value = planned.margins[chosen].response;
   estimates_ = held_.back().second;
+  estimates_.planned_quantile = planned.margins[chosen].quantile;
   plan_ = PlanDelays(fixed_, planned, spec_.num_gpus(), models, cap_);
   return plan_;
 }

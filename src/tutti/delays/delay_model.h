@@ -89,6 +89,15 @@ struct DelayModelOptions {
   // so never see the delays come down. Past the cap answers are late, which
   // the measured (unplanned) delays in /metrics show.
   double max_share = 0.25;
+  // Overload: the plan covers dispatch and response at `quantile`, or at a
+  // lower quantile (down to 0.95) when that answers more requests on time.
+  // When more requests arrive than the GPUs sustain with the high
+  // quantile's margin, a smaller margin lets them run larger batches, and
+  // the answers it makes late are fewer than those the larger batches serve
+  // (ChooseMargin). Below capacity the plan stays at `quantile`. A plan
+  // that covered the tail of delays made by the overload itself would run
+  // ever smaller batches, serve fewer, and drop ever more.
+  bool overload_margins = true;
   // A quantile ignores the largest `outliers` samples of its window (so a
   // few samples cannot set it when the window holds few): over n samples
   // it is taken at min(quantile, 1 − outliers / n).
@@ -113,6 +122,16 @@ struct DelayEstimates {
     Duration late_start = 0;  // started − could have, at the quantile
   };
   std::vector<Compute> compute;  // the (GPU, model) pairs that ran batches in the window
+  // Dispatch and response at the quantiles a plan may cover
+  // (DelayModelOptions::overload_margins): the model's quantile first, then
+  // lower ones.
+  struct Margin {
+    double quantile = 0;
+    std::optional<Duration> dispatch, response;
+  };
+  std::vector<Margin> margins;
+  double planned_quantile = 0;  // the one the plan covers (0: no plan made yet)
+  std::vector<double> arrival_rates;  // per model: requests per second over the last second
 
   const Measured& operator[](Delay d) const { return delays[static_cast<int>(d)]; }
 };
@@ -125,6 +144,17 @@ struct DelayEstimates {
 // and the slack, each at most `cap` (never below what `fixed` says). Pure.
 DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models,
                      Duration cap = kInfiniteFuture);
+
+// Of `estimates.margins`, the one whose plan (PlanDelays with its dispatch
+// and response) answers the most requests on time as the profiles tell:
+// its quantile × Σ over sub-clusters of the requests they serve, all of
+// their arrivals (`rates`, per model) while U ≤ 1, else a 1/U share, where
+// U = Σ_m rate_m · ℓ_m(b_m) / b_m / GPUs is the share of the sub-cluster's
+// GPU time its models need at the batches b_m they sustain with that plan
+// (SustainedBatch). A lower quantile must serve over 1% more than every
+// higher one. Pure.
+size_t ChooseMargin(const ClusterSpec& spec, const std::vector<double>& rates, const DelayPlan& fixed,
+                    const DelayEstimates& estimates, Duration cap = kInfiniteFuture);
 
 class DelayModel {
  public:
@@ -143,6 +173,9 @@ class DelayModel {
   // (its inputs at the executor, its start time come, the executor free),
   // started at `started` and finished at `finished`. Stamped `finished`.
   void RecordBatch(GpuId gpu, ModelId model, int size, Time ready, Time started, Time finished);
+  // A request of `model` arrived at `at` (for the arrival rates that
+  // overload_margins weighs).
+  void RecordArrival(ModelId model, Time at);
 
   // Moves the window to end at `t` and remakes the plan. REQUIRES: t no
   // earlier than a previous Refresh's.
@@ -175,6 +208,9 @@ class DelayModel {
   mutable std::mutex mu_;
   std::vector<WindowedQuantile> delays_;                          // GUARDED_BY(mu_), by Delay
   absl::flat_hash_map<int64_t, std::unique_ptr<ComputeStats>> compute_;  // GUARDED_BY(mu_), by gpu·models + model
+  // Per model, arrivals counted by refresh slot over the last second:
+  // (slot, count) in a ring.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> arrivals_;  // GUARDED_BY(mu_)
   DelayEstimates estimates_;                                      // GUARDED_BY(mu_)
   std::deque<std::pair<Time, DelayEstimates>> held_;              // GUARDED_BY(mu_): those of the last `hold`
   DelayPlan plan_;                                                // GUARDED_BY(mu_)

@@ -85,6 +85,65 @@ TEST(PlanDelaysTest, ComputePlansGoToTheirGpuAndModel) {
   EXPECT_EQ(plan.Compute(1, 1, 2), ComputePlan{});
 }
 
+// One model on 2 GPUs, ℓ(b) = 0.25 ms · b + 5 ms up to 64, objective 30 ms.
+// With Fixed() and a 6.5 ms response margin its GPUs sustain batches of 23
+// (2·ℓ(b) + the delays within 30 ms): 4,279 requests/s; with the 1.5 ms
+// floor, batches of 33: 4,981/s.
+ClusterSpec OneModel() {
+  ClusterSpec spec;
+  spec.models = {{"r", *LatencyProfile::Linear(Micros(250), Millis(5), 64), Millis(30)}};
+  spec.gpus = 2;
+  return spec;
+}
+
+DelayEstimates TwoMargins() {
+  DelayEstimates e;
+  e.margins = {{0.999, std::nullopt, Millis(10)}, {0.995, std::nullopt, Millis(1)}};
+  return e;
+}
+
+TEST(ChooseMarginTest, BelowCapacityTheHighQuantile) {
+  EXPECT_EQ(ChooseMargin(OneModel(), {3000}, Fixed(), TwoMargins(), Micros(7500)), 0u);
+  EXPECT_EQ(ChooseMargin(OneModel(), {0}, Fixed(), TwoMargins()), 0u);
+}
+
+TEST(ChooseMarginTest, OverloadedTheMarginThatServesMoreOnTime) {
+  // 8,000/s offered: 4,279 × 0.999 on time with the high quantile's margin,
+  // 4,981 × 0.995 with the lower one.
+  EXPECT_EQ(ChooseMargin(OneModel(), {8000}, Fixed(), TwoMargins(), Micros(7500)), 1u);
+  // Not when the lower quantile's margin runs no larger batches.
+  DelayEstimates same = TwoMargins();
+  same.margins[1].response = Millis(10);
+  EXPECT_EQ(ChooseMargin(OneModel(), {8000}, Fixed(), same, Micros(7500)), 0u);
+  // Nor when it makes more late than it serves: 4,981 × 0.85 < 4,279 × 0.999.
+  DelayEstimates costly = TwoMargins();
+  costly.margins[1].quantile = 0.85;
+  EXPECT_EQ(ChooseMargin(OneModel(), {8000}, Fixed(), costly, Micros(7500)), 0u);
+}
+
+TEST(DelayModelTest, OverloadPlansTheResponseDelayAtALowerQuantile) {
+  // 20,000 answers over a second: 0.3% take 10 ms, the rest 1 ms — p99.9 is
+  // 10 ms, p99.5 1 ms.
+  auto run = [](int arrivals_per_second, bool overload_margins) {
+    DelayModelOptions o = Options();
+    o.overload_margins = overload_margins;
+    DelayModel model(OneModel(), o, Fixed());
+    for (int i = 0; i < 20000; ++i) {
+      model.Record(Delay::kResponse, Micros(50) * i, i % 1000 < 3 ? Millis(10) : Millis(1));
+    }
+    for (int i = 0; i < arrivals_per_second; ++i) {
+      model.RecordArrival(0, static_cast<Duration>(static_cast<double>(kSecond) * i / arrivals_per_second));
+    }
+    const DelayPlan plan = model.Refresh(Seconds(1));
+    return std::pair(plan.network.resp, model.estimates().planned_quantile);
+  };
+  // Below capacity: p99.9, up to the cap (25% of 30 ms, less the 1 ms dispatch floor).
+  EXPECT_EQ(run(3000, true), std::pair(Micros(6500), 0.999));
+  // Twice what the GPUs sustain with that margin: p99.5's, at the floor.
+  EXPECT_EQ(run(8000, true), std::pair(Micros(1500), 0.995));
+  EXPECT_EQ(run(8000, false), std::pair(Micros(6500), 0.999));
+}
+
 TEST(DelayModelTest, PlansWithTheQuantileOfTheResponseDelays) {
   DelayModel model(Spec(), Options(), Fixed());
   // 10,000 answers over a second: 0.2% take 3 ms, the rest 0.5 ms — p99.9 is 3 ms.

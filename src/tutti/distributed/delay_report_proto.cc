@@ -22,6 +22,7 @@ void ToProto(const DelayReport& r, pb::DelayReport* out) {
   out->set_samples_dispatch(r.estimates[Delay::kDispatch].samples);
   out->set_samples_response(r.estimates[Delay::kResponse].samples);
   out->set_samples_timer(r.estimates[Delay::kTimer].samples);
+  out->set_planned_quantile(r.estimates.planned_quantile);
   for (const DelayEstimates::Compute& c : r.estimates.compute) {
     pb::DelayReport::Compute* x = out->add_compute();
     x->set_gpu(c.gpu);
@@ -48,6 +49,7 @@ DelayReport FromProto(const pb::DelayReport& p) {
   r.estimates.delays[static_cast<int>(Delay::kResponse)] = {value(p.measured_response()), p.samples_response()};
   r.estimates.delays[static_cast<int>(Delay::kTimer)] = {value(p.measured_timer()), p.samples_timer()};
   r.estimates.timer_tail = value(p.measured_timer_tail());
+  r.estimates.planned_quantile = p.planned_quantile();
   for (const pb::DelayReport::Compute& c : p.compute()) {
     r.estimates.compute.push_back({c.gpu(), c.model(), c.batches(), c.ratio(), c.scale(), c.tail_scale(),
                                    c.late_start()});

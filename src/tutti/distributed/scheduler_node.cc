@@ -109,6 +109,7 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
     }
     const Request r{next_request_++, m.model(), now, m.deadline()};
     origins_[r.id] = Origin{frontend, m.id()};
+    if (delays_) delays_->RecordArrival(r.model, now);
     scheduler_->Submit(r);
   }
   if (!refused.empty()) {

@@ -10,6 +10,11 @@ namespace tutti {
 namespace {
 
 // The planned delays by name, in the order both outputs list them.
+// Before the first plan (or without measuring): the configured quantile.
+double PlannedQuantile(const DelayReport& r) {
+  return r.estimates.planned_quantile > 0 ? r.estimates.planned_quantile : r.options.quantile;
+}
+
 std::vector<std::pair<const char*, Duration>> Planned(const DelayPlan& p) {
   return {{"dispatch", p.network.ctrl},
           {"data_per_request", p.network.data_per_request},
@@ -36,9 +41,10 @@ std::string DelayStatsJson(const DelayReport& r, ModelId model) {
         R"({"executor":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"tail_scale":%.4f,"late_start_us":%.1f})", c.gpu,
         c.batches, c.ratio, c.scale, c.tail_scale, ToMicros(c.late_start)));
   }
-  return absl::StrFormat(R"({"measured":%s,"quantile":%g,"window_s":%g,"planned_us":{%s},"measured_us":{%s},)"
-                         R"("compute":[%s]})",
-                         r.options.measure ? "true" : "false", r.options.quantile, ToSeconds(r.options.window),
+  return absl::StrFormat(R"({"measured":%s,"quantile":%g,"planned_quantile":%g,"window_s":%g,"planned_us":{%s},)"
+                         R"("measured_us":{%s},"compute":[%s]})",
+                         r.options.measure ? "true" : "false", r.options.quantile, PlannedQuantile(r),
+                         ToSeconds(r.options.window),
                          absl::StrJoin(planned, ","), absl::StrJoin(measured, ","), absl::StrJoin(compute, ","));
 }
 
@@ -50,6 +56,11 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
   for (const auto& [name, d] : Planned(r.plan)) {
     absl::StrAppendFormat(&out, "tutti_planned_delay_seconds{delay=\"%s\"} %.9f\n", name, ToSeconds(d));
   }
+  absl::StrAppendFormat(&out,
+                        "# HELP tutti_planned_delay_quantile The quantile of the measured dispatch and response "
+                        "delays the plan covers: the configured one, or a lower one under overload.\n"
+                        "# TYPE tutti_planned_delay_quantile gauge\ntutti_planned_delay_quantile %g\n",
+                        PlannedQuantile(r));
   absl::StrAppend(&out,
                   "# HELP tutti_measured_delay_seconds Measured delays at the planning quantile over the window "
                   "(absent before any sample).\n"

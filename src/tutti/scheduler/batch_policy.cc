@@ -27,15 +27,18 @@ Batch TakeBatch(RequestQueue* queue, ModelId model, GpuId gpu, Time exec_at, Dur
 
 int EarlyDropWindow(const BatchContext& ctx, Duration objective) {
   const ModelSpec& spec = *ctx.spec;
-  const int max_batch = spec.EffectiveMaxBatch();
-  if (spec.early_drop_window > 0) return std::min(spec.early_drop_window, max_batch);
-  const double turns = 1 + std::min(1.0, 2 / std::max(1.0, ctx.gpus));
+  if (spec.early_drop_window > 0) return std::min(spec.early_drop_window, spec.EffectiveMaxBatch());
+  return SustainedBatch(spec, ctx.gpus, objective, ctx.compute, ctx.delays, ctx.frontrun_slack);
+}
+
+int SustainedBatch(const ModelSpec& spec, double gpus, Duration objective, const ComputePlan& compute,
+                   const NetworkDelays& delays, Duration slack) {
+  const double turns = 1 + std::min(1.0, 2 / std::max(1.0, gpus));
   auto sustained = [&](int b) {
-    const double busy = turns * static_cast<double>(ctx.compute.Latency(spec.profile, b));
-    return busy + static_cast<double>(ctx.delays.Dispatch(b) + ctx.delays.resp + ctx.frontrun_slack) <=
-           static_cast<double>(objective);
+    const double busy = turns * static_cast<double>(compute.Latency(spec.profile, b));
+    return busy + static_cast<double>(delays.Dispatch(b) + delays.resp + slack) <= static_cast<double>(objective);
   };
-  return std::max(1, LargestFitting(max_batch, sustained));
+  return std::max(1, LargestFitting(spec.EffectiveMaxBatch(), sustained));
 }
 
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,

@@ -68,6 +68,13 @@ struct BatchContext {
 // smaller batches than its GPUs could run, dropping more than it must.
 // At least 1, at most the max batch.
 int EarlyDropWindow(const BatchContext& ctx, Duration objective);
+// That bound alone: the largest batch b (at least 1, at most the max batch)
+// of `spec` that `gpus` GPUs taking turns sustain within `objective`, each
+// batch running as `compute` plans it and needing `delays` and `slack`
+// besides. Pure; EarlyDropWindow without a model's own window, and what the
+// delay model weighs margins with (delays/delay_model.h).
+int SustainedBatch(const ModelSpec& spec, double gpus, Duration objective, const ComputePlan& compute,
+                   const NetworkDelays& delays, Duration slack);
 
 using DropFn = std::function<void(const Request&, DropReason)>;
 

@@ -11,7 +11,8 @@
 //                                    # appendix D): to the executor, and from a
 //                                    # batch's end to the client's receipt; floors
 //                                    # of the measured ones
-//   delay_model: {measure: true, quantile: 0.999, timer_quantile: 0.9, window_s: 10}
+//   delay_model: {measure: true, quantile: 0.999, timer_quantile: 0.9, window_s: 10,
+//                 overload_margins: true}
 //                                    # how they are measured (config/delay_model_reader.h)
 //   await_completion: false          # give an executor work only once it is free
 //                                    # (not just predicted free): see SchedulerOptions

@@ -95,6 +95,19 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   EXPECT_TRUE(frontend->frontend.access.inference_tokens.empty());  // open, as before
 }
 
+TEST(ServerConfigTest, TheDelayModelIsConfigurable) {
+  absl::StatusOr<ServerConfig> c = ParseServerConfig("{}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->delays.overload_margins);
+  EXPECT_EQ(c->delays.quantile, 0.999);
+  c = ParseServerConfig("delay_model: {quantile: 0.99, overload_margins: false, max_share: 0.2}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_FALSE(c->delays.overload_margins);
+  EXPECT_EQ(c->delays.quantile, 0.99);
+  EXPECT_EQ(c->delays.max_share, 0.2);
+  EXPECT_THAT(ParseError("delay_model: {overload_margins: 3}"), HasSubstr("overload_margins"));
+}
+
 TEST(ServerConfigTest, FrontendOptionsReadTheTokenFiles) {
   TempDir dir;
   ServerConfig c;

@@ -107,6 +107,7 @@ void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time d
   const Request r{next_id_++, model, clock_->Now(), deadline};
   pending_.emplace(r.id, Pending{model, std::move(input), std::move(done), r.arrival, r.deadline});
   ++in_flight_;
+  delays_->RecordArrival(model, r.arrival);
   scheduler_->Submit(r);
 }
 

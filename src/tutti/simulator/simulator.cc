@@ -148,6 +148,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     clock.AdvanceTo(a.time);  // timers due first, in (time, insertion) order
     const Request r{next_id++, a.model, a.time, a.time + config.cluster.models[a.model].slo};
     if (r.arrival >= config.warmup) ++result.models[a.model].arrived;
+    delays.RecordArrival(r.model, r.arrival);
     scheduler->Submit(r);
   }
   while (scheduler->queued() > 0 && clock.RunNextTimer()) {
