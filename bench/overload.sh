@@ -13,6 +13,9 @@
 # (o − p)/o, memory flat. Client and server share this machine's cores.
 #   bench/overload.sh [SHARES] [DURATION_S]   (defaults: 0.75,1,1.5,2 and 10)
 # CONFIG=… serves another config of the profile's workload.
+# PIN=1 (the default, on 2 or more CPUs): the server runs on CPU 0 and the
+# load generator on CPU 1, as if the clients were on another machine — they
+# do not take turns on a core; PIN=0: both share every core.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SHARES=${1:-0.75,1,1.5,2}
@@ -26,9 +29,12 @@ case "$PROFILE" in
 esac
 BASE=${BASE:-$(build/bin/tutti sim goodput "$SIM" 2>/dev/null | awk '/^goodput:/ {print $2}')}
 OUT=${OUT:-/tmp/tutti_overload}
+PIN=${PIN:-1}
+SERVER_CPUS=() CLIENT_CPUS=()
+if [ "$PIN" = 1 ] && [ "$(nproc)" -ge 2 ]; then SERVER_CPUS=(taskset -c 0) CLIENT_CPUS=(taskset -c 1); else PIN=0; fi
 mkdir -p "$OUT"
 
-build/bin/tutti serve --repo bench/emulated_repository --config "$CONFIG" --port "$PORT" --grpc-port -1 \
+"${SERVER_CPUS[@]}" build/bin/tutti serve --repo bench/emulated_repository --config "$CONFIG" --port "$PORT" --grpc-port -1 \
   > "$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
@@ -41,7 +47,7 @@ for s in "${shares[@]}"; do
   SAMPLER=$!
   before=$(awk '{print $14 + $15}' /proc/$SERVER/stat)
   start=$(date +%s.%N)
-  /usr/bin/time -f "%U %S" -o "$OUT/client_cpu_$s.txt" build/bin/tutti load --models resnet50 --rate "$rate" \
+  /usr/bin/time -f "%U %S" -o "$OUT/client_cpu_$s.txt" "${CLIENT_CPUS[@]}" build/bin/tutti load --models resnet50 --rate "$rate" \
     --slo-ms "$SLO" --duration-s "$DURATION" --warmup-s 2 --port "$PORT" --seed "$RANDOM" > "$OUT/load_$s.txt" 2>&1 || true
   awk -v b="$before" -v t0="$start" -v t1="$(date +%s.%N)" -v hz="$(getconf CLK_TCK)" \
     '{printf "%.2f\n", ($14 + $15 - b) / hz / (t1 - t0)}' /proc/$SERVER/stat > "$OUT/server_cores_$s.txt"
@@ -69,4 +75,4 @@ for s in "${shares[@]}"; do
                 sc, cc, lag}
   ' "$OUT/load_$s.txt"
 done
-echo "$PROFILE: peak goodput $peak r/s; BASE $BASE r/s (simulated goodput unless set); logs in $OUT"
+echo "$PROFILE: peak goodput $peak r/s; BASE $BASE r/s (simulated goodput unless set); PIN=$PIN; logs in $OUT"
