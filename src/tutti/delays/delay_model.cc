@@ -77,8 +77,8 @@ DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, in
   return plan;
 }
 
-size_t ChooseMargin(const ClusterSpec& spec, const std::vector<double>& rates, const DelayPlan& fixed,
-                    const DelayEstimates& estimates, Duration cap) {
+size_t ChooseMargin(const ClusterSpec& spec, const DelayPlan& fixed, const DelayEstimates& estimates, Duration cap) {
+  const std::vector<double>& rates = estimates.arrival_rates;
   const int models = static_cast<int>(spec.models.size());
   const std::vector<SubCluster> subs = spec.EffectiveSubClusters();
   size_t best = 0;
@@ -193,8 +193,9 @@ DelayPlan DelayModel::Refresh(Time t) {
   // Rates over the whole slots of the last second, before t's slot.
   const int64_t now_slot = t / options_.refresh;
   for (const auto& ring : arrivals_) {
+    const int64_t first_slot = now_slot - static_cast<int64_t>(ring.size());
     int64_t n = 0;
-    for (const auto& [id, count] : ring) n += (id < now_slot && id >= now_slot - static_cast<int64_t>(ring.size())) ? count : 0;
+    for (const auto& [id, count] : ring) n += id >= first_slot && id < now_slot ? count : 0;
     e.arrival_rates.push_back(static_cast<double>(n) /
                               ToSeconds(static_cast<Duration>(ring.size()) * options_.refresh));
   }
@@ -241,7 +242,7 @@ DelayPlan DelayModel::Refresh(Time t) {
   }
   planned.compute.clear();
   for (const auto& [key, c] : compute) planned.compute.push_back(c);
-  const size_t chosen = ChooseMargin(spec_, planned.arrival_rates, fixed_, planned, cap_);
+  const size_t chosen = ChooseMargin(spec_, fixed_, planned, cap_);
   planned.delays[static_cast<int>(Delay::kDispatch)].value = planned.margins[chosen].dispatch;
   planned.delays[static_cast<int>(Delay::kResponse)].value = planned.margins[chosen].response;
   estimates_ = held_.back().second;

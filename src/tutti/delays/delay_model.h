@@ -45,6 +45,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "tutti/core/clock.h"
@@ -148,13 +149,13 @@ DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, in
 // Of `estimates.margins`, the one whose plan (PlanDelays with its dispatch
 // and response) answers the most requests on time as the profiles tell:
 // its quantile × Σ over sub-clusters of the requests they serve, all of
-// their arrivals (`rates`, per model) while U ≤ 1, else a 1/U share, where
+// their arrivals (`estimates.arrival_rates`) while U ≤ 1, else a 1/U share, where
 // U = Σ_m rate_m · ℓ_m(b_m) / b_m / GPUs is the share of the sub-cluster's
 // GPU time its models need at the batches b_m they sustain with that plan
 // (SustainedBatch). A lower quantile must serve over 1% more than every
 // higher one. Pure.
-size_t ChooseMargin(const ClusterSpec& spec, const std::vector<double>& rates, const DelayPlan& fixed,
-                    const DelayEstimates& estimates, Duration cap = kInfiniteFuture);
+size_t ChooseMargin(const ClusterSpec& spec, const DelayPlan& fixed, const DelayEstimates& estimates,
+                    Duration cap = kInfiniteFuture);
 
 class DelayModel {
  public:
@@ -206,17 +207,17 @@ class DelayModel {
   const Duration cap_;  // of the measured delays; see DelayModelOptions::max_share
 
   mutable std::mutex mu_;
-  std::vector<WindowedQuantile> delays_;                          // GUARDED_BY(mu_), by Delay
-  absl::flat_hash_map<int64_t, std::unique_ptr<ComputeStats>> compute_;  // GUARDED_BY(mu_), by gpu·models + model
+  std::vector<WindowedQuantile> delays_ ABSL_GUARDED_BY(mu_);  // by Delay
+  absl::flat_hash_map<int64_t, std::unique_ptr<ComputeStats>> compute_ ABSL_GUARDED_BY(mu_);  // by gpu·models + model
   // Per model, arrivals counted by refresh slot over the last second:
   // (slot, count) in a ring.
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> arrivals_;  // GUARDED_BY(mu_)
-  DelayEstimates estimates_;                                      // GUARDED_BY(mu_)
-  std::deque<std::pair<Time, DelayEstimates>> held_;              // GUARDED_BY(mu_): those of the last `hold`
-  DelayPlan plan_;                                                // GUARDED_BY(mu_)
-  Clock* clock_ = nullptr;                                        // GUARDED_BY(mu_)
-  TimerId timer_ = kNoTimer;                                      // GUARDED_BY(mu_)
-  std::function<void(const DelayPlan&)> apply_;                   // GUARDED_BY(mu_)
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> arrivals_ ABSL_GUARDED_BY(mu_);
+  DelayEstimates estimates_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::pair<Time, DelayEstimates>> held_ ABSL_GUARDED_BY(mu_);  // those of the last `hold`
+  DelayPlan plan_ ABSL_GUARDED_BY(mu_);
+  Clock* clock_ ABSL_GUARDED_BY(mu_) = nullptr;
+  TimerId timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  std::function<void(const DelayPlan&)> apply_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tutti

@@ -96,29 +96,30 @@ ClusterSpec OneModel() {
   return spec;
 }
 
-DelayEstimates TwoMargins() {
+DelayEstimates TwoMargins(double rate) {
   DelayEstimates e;
   e.margins = {{0.999, std::nullopt, Millis(10)}, {0.995, std::nullopt, Millis(1)}};
+  e.arrival_rates = {rate};
   return e;
 }
 
 TEST(ChooseMarginTest, BelowCapacityTheHighQuantile) {
-  EXPECT_EQ(ChooseMargin(OneModel(), {3000}, Fixed(), TwoMargins(), Micros(7500)), 0u);
-  EXPECT_EQ(ChooseMargin(OneModel(), {0}, Fixed(), TwoMargins()), 0u);
+  EXPECT_EQ(ChooseMargin(OneModel(), Fixed(), TwoMargins(3000), Micros(7500)), 0u);
+  EXPECT_EQ(ChooseMargin(OneModel(), Fixed(), TwoMargins(0)), 0u);
 }
 
 TEST(ChooseMarginTest, OverloadedTheMarginThatServesMoreOnTime) {
   // 8,000/s offered: 4,279 × 0.999 on time with the high quantile's margin,
   // 4,981 × 0.995 with the lower one.
-  EXPECT_EQ(ChooseMargin(OneModel(), {8000}, Fixed(), TwoMargins(), Micros(7500)), 1u);
+  EXPECT_EQ(ChooseMargin(OneModel(), Fixed(), TwoMargins(8000), Micros(7500)), 1u);
   // Not when the lower quantile's margin runs no larger batches.
-  DelayEstimates same = TwoMargins();
+  DelayEstimates same = TwoMargins(8000);
   same.margins[1].response = Millis(10);
-  EXPECT_EQ(ChooseMargin(OneModel(), {8000}, Fixed(), same, Micros(7500)), 0u);
+  EXPECT_EQ(ChooseMargin(OneModel(), Fixed(), same, Micros(7500)), 0u);
   // Nor when it makes more late than it serves: 4,981 × 0.85 < 4,279 × 0.999.
-  DelayEstimates costly = TwoMargins();
+  DelayEstimates costly = TwoMargins(8000);
   costly.margins[1].quantile = 0.85;
-  EXPECT_EQ(ChooseMargin(OneModel(), {8000}, Fixed(), costly, Micros(7500)), 0u);
+  EXPECT_EQ(ChooseMargin(OneModel(), Fixed(), costly, Micros(7500)), 0u);
 }
 
 TEST(DelayModelTest, OverloadPlansTheResponseDelayAtALowerQuantile) {
