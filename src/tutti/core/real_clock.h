@@ -17,6 +17,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/timer_queue.h"
 
@@ -38,12 +39,12 @@ class RealClock final : public Clock {
 
   std::mutex mu_;
   std::condition_variable wake_;
-  TimerQueue timers_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  TimerQueue timers_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // The instant the timer thread sleeps until; the lowest Time while it is
   // awake. A new timer wakes it only if due earlier: most timers are not,
   // and each needless wake-up is a context switch.
-  Time sleeping_until_ = std::numeric_limits<Time>::min();  // GUARDED_BY(mu_)
+  Time sleeping_until_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<Time>::min();
   std::thread thread_;
 };
 

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
@@ -103,19 +104,19 @@ class BackendNode {
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
-  absl::flat_hash_map<uint64_t, Assembly> assembling_;  // GUARDED_BY(mu_), by batch id
-  Time busy_until_ = 0;                                 // GUARDED_BY(mu_): when what it holds is predicted done
-  int held_ = 0;                                        // GUARDED_BY(mu_): batches received, not yet reported
-  std::string address_;                                 // GUARDED_BY(mu_)
-  std::string leader_;                                  // GUARDED_BY(mu_)
-  std::shared_ptr<BackendLink> leader_link_;            // GUARDED_BY(mu_)
-  std::vector<internal::Done> reports_;                 // GUARDED_BY(mu_): held for report_delay
-  TimerId report_timer_ = kNoTimer;                     // GUARDED_BY(mu_)
-  uint64_t epoch_ = 0;                                  // GUARDED_BY(mu_)
-  ClockSync sync_;                                      // GUARDED_BY(mu_)
-  bool said_hello_ = false;                             // GUARDED_BY(mu_)
-  bool stopping_ = false;                               // GUARDED_BY(mu_)
-  TimerId tick_timer_ = kNoTimer;                       // GUARDED_BY(mu_)
+  absl::flat_hash_map<uint64_t, Assembly> assembling_ ABSL_GUARDED_BY(mu_);  // by batch id
+  Time busy_until_ ABSL_GUARDED_BY(mu_) = 0;  // when what it holds is predicted done
+  int held_ ABSL_GUARDED_BY(mu_) = 0;  // batches received, not yet reported
+  std::string address_ ABSL_GUARDED_BY(mu_);
+  std::string leader_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<BackendLink> leader_link_ ABSL_GUARDED_BY(mu_);
+  std::vector<internal::Done> reports_ ABSL_GUARDED_BY(mu_);  // held for report_delay
+  TimerId report_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  ClockSync sync_ ABSL_GUARDED_BY(mu_);
+  bool said_hello_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
 };
 
 }  // namespace tutti

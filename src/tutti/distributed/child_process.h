@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
 
@@ -55,10 +56,10 @@ class ChildProcess {
   std::string echo_prefix_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
-  std::string output_;   // GUARDED_BY(mu_)
-  bool eof_ = false;     // GUARDED_BY(mu_)
-  bool reaped_ = false;  // GUARDED_BY(mu_)
-  int wait_status_ = 0;  // GUARDED_BY(mu_)
+  std::string output_ ABSL_GUARDED_BY(mu_);
+  bool eof_ ABSL_GUARDED_BY(mu_) = false;
+  bool reaped_ ABSL_GUARDED_BY(mu_) = false;
+  int wait_status_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread reader_;
 };
 

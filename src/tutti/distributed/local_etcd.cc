@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<LocalEtcd>> LocalEtcd::Start(const std::string& b
                                    "--election-timeout", "500", "--log-level", "error"};
   if (tls.enabled()) {
     if (tls.client_ca_file.empty()) return absl::InvalidArgumentError("etcd with TLS needs the clients' CA");
-    for (const std::string& a : {"--cert-file", tls.cert_file.c_str(), "--key-file", tls.key_file.c_str(),
+    for (const char* a : {"--cert-file", tls.cert_file.c_str(), "--key-file", tls.key_file.c_str(),
                                  "--client-cert-auth", "--trusted-ca-file", tls.client_ca_file.c_str()}) {
       argv.push_back(a);
     }

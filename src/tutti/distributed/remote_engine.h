@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
@@ -107,21 +108,21 @@ class RemoteEngine final : public InferenceEngine {
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
-  absl::flat_hash_map<uint64_t, Pending> pending_;                  // GUARDED_BY(mu_)
-  std::vector<ModelCounters> counters_;                             // GUARDED_BY(mu_)
-  std::string leader_;                                              // GUARDED_BY(mu_)
-  std::shared_ptr<FrontendLink> leader_link_;                       // GUARDED_BY(mu_); null: none
-  uint64_t epoch_ = 0;                                              // GUARDED_BY(mu_): +1 per leader stream
-  ClockSync sync_;                                                  // GUARDED_BY(mu_), to the leader
-  absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds_;  // GUARDED_BY(mu_), by backend
-  DelayReport report_;                                              // GUARDED_BY(mu_)
-  ResponseTracker answers_;                                         // GUARDED_BY(mu_)
-  uint64_t next_id_ = 1;                                            // GUARDED_BY(mu_)
-  int64_t answering_ = 0;                                           // GUARDED_BY(mu_): answers taken out, not yet run
-  bool accepting_ = true;                                           // GUARDED_BY(mu_)
-  bool stopping_ = false;                                           // GUARDED_BY(mu_)
-  Time reconnect_at_ = 0;                                           // GUARDED_BY(mu_): leader stream broken
-  TimerId tick_timer_ = kNoTimer;                                   // GUARDED_BY(mu_)
+  absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);
+  std::string leader_ ABSL_GUARDED_BY(mu_);
+  std::shared_ptr<FrontendLink> leader_link_ ABSL_GUARDED_BY(mu_);  // null: none
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // +1 per leader stream
+  ClockSync sync_ ABSL_GUARDED_BY(mu_);  // to the leader
+  absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds_ ABSL_GUARDED_BY(mu_);  // by backend
+  DelayReport report_ ABSL_GUARDED_BY(mu_);
+  ResponseTracker answers_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  int64_t answering_ ABSL_GUARDED_BY(mu_) = 0;  // answers taken out, not yet run
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  Time reconnect_at_ ABSL_GUARDED_BY(mu_) = 0;  // leader stream broken
+  TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
 };
 
 }  // namespace tutti

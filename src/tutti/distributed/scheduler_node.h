@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "tutti/core/clock.h"
@@ -139,17 +140,17 @@ class SchedulerNode {
   std::mutex& mu_;
   CallbackListener listener_;
 
-  std::unique_ptr<Scheduler> scheduler_;                  // GUARDED_BY(mu_); set by Lead()
-  std::unique_ptr<DelayModel> delays_;                    // GUARDED_BY(mu_); set by Lead()
-  std::vector<Slot> slots_;                               // GUARDED_BY(mu_), by GPU id
-  absl::flat_hash_map<std::string, Member> members_;      // GUARDED_BY(mu_), by backend id
-  std::vector<FrontendState> frontends_;                  // GUARDED_BY(mu_)
-  absl::flat_hash_map<std::string, int> frontend_index_;  // GUARDED_BY(mu_), by name
-  absl::flat_hash_map<RequestId, Origin> origins_;        // GUARDED_BY(mu_)
-  absl::flat_hash_map<uint64_t, InFlight> in_flight_;     // GUARDED_BY(mu_), by batch id
-  RequestId next_request_ = 1;                            // GUARDED_BY(mu_)
-  uint64_t next_batch_;                                   // GUARDED_BY(mu_)
-  TimerId report_timer_ = kNoTimer;                       // GUARDED_BY(mu_)
+  std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);  // set by Lead()
+  std::unique_ptr<DelayModel> delays_ ABSL_GUARDED_BY(mu_);  // set by Lead()
+  std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);  // by GPU id
+  absl::flat_hash_map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);  // by backend id
+  std::vector<FrontendState> frontends_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, int> frontend_index_ ABSL_GUARDED_BY(mu_);  // by name
+  absl::flat_hash_map<RequestId, Origin> origins_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);  // by batch id
+  RequestId next_request_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_batch_ ABSL_GUARDED_BY(mu_);
+  TimerId report_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   StreamTracker streams_;  // last: destroyed first, once every stream has ended
 };
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/latency_profile.h"
 #include "tutti/executors/executor.h"
@@ -33,7 +34,7 @@ class EmulatedExecutor final : public Executor {
   Clock* const clock_;
   const std::vector<Model> models_;
   std::mutex mu_;
-  Time busy_until_ = 0;  // GUARDED_BY(mu_)
+  Time busy_until_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tutti

@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
 
@@ -70,9 +71,9 @@ class SlowdownExecutor final : public Executor {
   const std::unique_ptr<Executor> inner_;
   const std::vector<SlowdownEpisode> episodes_;  // sorted by start
   std::mutex mu_;
-  std::deque<std::pair<ExecBatch, DoneFn>> queue_;  // GUARDED_BY(mu_)
-  std::mt19937_64 rng_;                             // GUARDED_BY(mu_)
-  bool running_ = false;                            // GUARDED_BY(mu_)
+  std::deque<std::pair<ExecBatch, DoneFn>> queue_ ABSL_GUARDED_BY(mu_);
+  std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);
+  bool running_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tutti

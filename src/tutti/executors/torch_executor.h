@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
 #include "tutti/models/torch_model.h"
@@ -46,8 +47,8 @@ class TorchExecutor final : public Executor {
     DoneFn done;
     Time received;
   };
-  std::deque<Job> queue_;                           // GUARDED_BY(mu_)
-  bool stopping_ = false;                           // GUARDED_BY(mu_)
+  std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread worker_;
 };
 

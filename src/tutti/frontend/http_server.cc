@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/core/thread_name.h"
@@ -342,7 +343,7 @@ class BeastServer final : public HttpServer {
   std::shared_ptr<net::ssl::context> tls_;  // null: plain HTTP
   Shared shared_;
   std::mutex sessions_mu_;
-  std::vector<std::weak_ptr<Draining>> sessions_;  // GUARDED_BY(sessions_mu_)
+  std::vector<std::weak_ptr<Draining>> sessions_ ABSL_GUARDED_BY(sessions_mu_);
   std::atomic<bool> stopped_{false};
   int port_ = 0;
 };

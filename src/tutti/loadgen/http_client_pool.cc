@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -384,7 +385,7 @@ class HttpClientPool::Impl {
   int epoll_ = -1, wake_ = -1, timer_ = -1;
   std::thread thread_;
   std::mutex mu_;
-  std::vector<std::function<void()>> posted_;  // GUARDED_BY(mu_)
+  std::vector<std::function<void()>> posted_ ABSL_GUARDED_BY(mu_);
 
   bool stopping_ = false;
   int open_ = 0;  // connections open or opening

@@ -6,6 +6,7 @@
 #include <future>
 #include <mutex>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/file_util.h"
@@ -91,7 +92,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     result.models[m].metrics.name = targets[m].name;
     result.models[m].metrics.slo = spec.slo;
   }
-  SteadyClock::time_point last_send = SteadyClock::now();  // GUARDED_BY(mu)
+  SteadyClock::time_point last_send ABSL_GUARDED_BY(mu) = SteadyClock::now();
   std::vector<int64_t> sent(targets.size(), 0);
   // The sender runs on a transport thread (HTTP: the I/O thread), woken by a
   // timer; it sends

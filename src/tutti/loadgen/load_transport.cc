@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -235,7 +236,7 @@ class GrpcTransport final : public LoadTransport {
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::mutex mu_;
   std::condition_variable idle_;
-  absl::flat_hash_set<grpc::ClientContext*> in_flight_;  // GUARDED_BY(mu_)
+  absl::flat_hash_set<grpc::ClientContext*> in_flight_ ABSL_GUARDED_BY(mu_);
   boost::asio::io_context timers_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::thread timer_thread_;

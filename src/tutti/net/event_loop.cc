@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/core/thread_name.h"
 #include "tutti/core/timer_queue.h"
@@ -116,8 +117,8 @@ class EventLoop::Impl {
   std::atomic<size_t> next_{0};
   std::unique_ptr<net::steady_timer> timer_;  // on thread 0
   std::mutex mu_;
-  TimerQueue timers_;                  // GUARDED_BY(mu_)
-  Time armed_for_ = kInfiniteFuture;   // GUARDED_BY(mu_): what timer_ waits for, or is about to
+  TimerQueue timers_ ABSL_GUARDED_BY(mu_);
+  Time armed_for_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // what timer_ waits for, or is about to
   std::vector<std::thread> threads_;   // last: they start once the rest is built
 };
 

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
+
 namespace tutti {
 
 // What every stream's sending side can do, whatever its messages.
@@ -103,8 +105,8 @@ class StreamTracker {
  private:
   std::mutex mu_;
   std::condition_variable idle_;
-  std::unordered_map<uint64_t, std::weak_ptr<Closable>> live_;  // GUARDED_BY(mu_)
-  uint64_t next_ = 0;                                            // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, std::weak_ptr<Closable>> live_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace tutti

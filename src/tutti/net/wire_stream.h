@@ -18,6 +18,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "tutti/net/stream.h"
 #include "tutti/net/wire.h"
 
@@ -96,11 +97,11 @@ class WireStream final : public Link<Out>, public std::enable_shared_from_this<W
 
   const std::shared_ptr<WireConnection> connection_;
   mutable std::mutex mu_;
-  Out pending_;                              // GUARDED_BY(mu_)
-  std::function<void(Out*)> stamp_;          // GUARDED_BY(mu_)
-  bool flush_posted_ = false;                // GUARDED_BY(mu_)
-  bool closing_ = false;                     // GUARDED_BY(mu_)
-  bool done_ = false;                        // GUARDED_BY(mu_)
+  Out pending_ ABSL_GUARDED_BY(mu_);
+  std::function<void(Out*)> stamp_ ABSL_GUARDED_BY(mu_);
+  bool flush_posted_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tutti

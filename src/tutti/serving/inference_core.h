@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -168,21 +169,21 @@ class InferenceCore final : public InferenceEngine {
 
   std::mutex& mu_;
   std::condition_variable idle_;
-  std::unique_ptr<Scheduler> scheduler_;                // GUARDED_BY(mu_)
-  absl::flat_hash_map<RequestId, Pending> pending_;     // GUARDED_BY(mu_)
-  std::vector<std::function<void()>> outbox_;           // GUARDED_BY(mu_)
-  std::vector<ModelCounters> counters_;                 // GUARDED_BY(mu_)
-  std::vector<Duration> busy_;                          // GUARDED_BY(mu_), per executor
-  std::vector<std::unique_ptr<Coded>> coded_;           // GUARDED_BY(mu_), per model; null: not coded
-  std::vector<ParityQuery> parity_queries_;             // GUARDED_BY(mu_), to submit in Flush()
+  std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<RequestId, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
+  std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);
+  std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
+  std::vector<std::unique_ptr<Coded>> coded_ ABSL_GUARDED_BY(mu_);  // per model; null: not coded
+  std::vector<ParityQuery> parity_queries_ ABSL_GUARDED_BY(mu_);  // to submit in Flush()
   const Time created_;
-  RequestId next_id_ = 1;                               // GUARDED_BY(mu_)
-  uint64_t next_batch_ = 1;                             // GUARDED_BY(mu_)
+  RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t next_batch_ ABSL_GUARDED_BY(mu_) = 1;
   std::mutex answers_mu_;
-  ResponseTracker answers_;                             // GUARDED_BY(answers_mu_)
-  int64_t in_flight_ = 0;                               // GUARDED_BY(mu_)
-  bool accepting_ = true;                               // GUARDED_BY(mu_)
-  bool flushing_ = false;                               // GUARDED_BY(mu_)
+  ResponseTracker answers_ ABSL_GUARDED_BY(answers_mu_);
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
+  bool flushing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace tutti
