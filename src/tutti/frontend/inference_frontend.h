@@ -38,10 +38,7 @@ struct InferenceFrontendOptions {
 
 class InferenceFrontend {
  public:
-  struct ServedModel {
-    ModelConfig config;
-    int64_t version = 1;
-  };
+  using ServedModel = ::tutti::ServedModel;
   // An answered request: its outputs and how it was served.
   struct InferResult {
     std::vector<std::vector<float>> outputs;  // one per item

@@ -81,6 +81,12 @@ struct ModelConfig {
   std::optional<ParitySpec> parity;                // set for parity models only
 };
 
+// A model as it is served: its config, at the version served.
+struct ServedModel {
+  ModelConfig config;
+  int64_t version = 1;
+};
+
 absl::string_view PlatformName(Platform platform);
 
 // Parses and validates config.yaml text. Errors are InvalidArgument and name

@@ -15,7 +15,6 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
-#include "tutti/frontend/inference_frontend.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
 #include "tutti/serving/inference_engine.h"
@@ -25,7 +24,7 @@ namespace tutti {
 struct ClusterLayout {
   ClusterSpec spec;
   std::vector<ModelShape> shapes;                      // by model id
-  std::vector<InferenceFrontend::ServedModel> served;  // by model id
+  std::vector<ServedModel> served;                     // by model id
   std::vector<std::vector<const ModelVersion*>> group_models;  // by executor group
   std::string description;  // a few lines: the groups and their models
 };
