@@ -9,12 +9,13 @@
 namespace tutti {
 namespace {
 
-// The planned delays by name, in the order both outputs list them.
-// Before the first plan (or without measuring): the configured quantile.
+// The quantile the plan covers; before the first plan (or without
+// measuring): the configured one.
 double PlannedQuantile(const DelayReport& r) {
   return r.estimates.planned_quantile > 0 ? r.estimates.planned_quantile : r.options.quantile;
 }
 
+// The planned delays by name, in the order both outputs list them.
 std::vector<std::pair<const char*, Duration>> Planned(const DelayPlan& p) {
   return {{"dispatch", p.network.ctrl},
           {"data_per_request", p.network.data_per_request},
