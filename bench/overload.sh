@@ -2,15 +2,15 @@
 # Overload: emulated ResNet50 on 8 emulated GPUs, Poisson arrivals offered
 # at shares of BASE r/s (default: the simulator's goodput for the workload)
 # up to twice it, one `tutti serve` taking the rates in turn. PROFILE=a100
-# (SLO 20 ms, ~20,000 r/s: twice it is beyond what client and server can
-# push through 2 shared cores) or 1080ti (the default; SLO 27 ms, ~2,700 r/s,
-# bounded by the GPUs). Per rate: what the client saw (goodput, bad = late +
+# (SLO 20 ms, ~20,000 r/s: at twice it the server's one I/O loop, not the
+# GPUs, is the limit on this machine) or 1080ti (the default; SLO 27 ms,
+# ~2,700 r/s, bounded by the GPUs). Per rate: what the client saw (goodput, bad = late +
 # errors + refused), the bad rate that pure excess would cause,
 # (o − p)/o with p the highest goodput of the run, and the server's
 # resident memory (largest sample, every 0.5 s, during the rate), and the
 # CPU cores the server and the client used during it.
 # A flat top: goodput at 2× within 10% of the peak, bad within 5 points of
-# (o − p)/o, memory flat. Client and server share this machine's cores.
+# (o − p)/o, memory flat.
 #   bench/overload.sh [SHARES] [DURATION_S]   (defaults: 0.75,1,1.5,2 and 10)
 # CONFIG=… serves another config of the profile's workload.
 # PIN=1 (the default, on 2 or more CPUs): the server runs on CPU 0 and the
