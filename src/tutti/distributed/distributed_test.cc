@@ -13,12 +13,16 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tutti/distributed/child_process.h"
 #include "tutti/distributed/local_cluster.h"
 #include "tutti/loadgen/load_generator.h"
+#include "tutti/testing/http_test_client.h"
 #include "tutti/testing/source_dir.h"
 #include "tutti/testing/temp_dir.h"
 
@@ -67,6 +71,27 @@ class DistributedTest : public ::testing::Test {
     spec.connections = 64;
     spec.drain_timeout = 10 * kSecond;  // RunLoad fails if any request is left unanswered
     return spec;
+  }
+
+  // Waits until the frontend listening on `http_port` has answered `n`
+  // requests (its /metrics) — a load is under way — or `timeout` passed.
+  static bool WaitForAnswers(int http_port, int64_t n, Duration timeout) {
+    const Clock::time_point until = Clock::now() + std::chrono::nanoseconds(timeout);
+    testing::HttpTestClient client(http_port);
+    for (;;) {
+      const std::string metrics = client.Request("GET", "/metrics").body;
+      int64_t answered = 0;
+      for (absl::string_view line : absl::StrSplit(metrics, '\n')) {
+        if (!absl::StartsWith(line, "tutti_requests_total{") || !absl::StrContains(line, "outcome=\"success\"")) {
+          continue;
+        }
+        int64_t v = 0;
+        if (absl::SimpleAtoi(line.substr(line.rfind(' ') + 1), &v)) answered += v;
+      }
+      if (answered >= n) return true;
+      if (Clock::now() >= until) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
 
   // Runs the loads at once; each must have every request answered.
@@ -146,7 +171,7 @@ TEST_F(DistributedTest, KilledBackendIsRemovedAndNoRequestIsLeftUnanswered) {
   auto load = std::async(std::launch::async, [&] {
     return RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 800, 6 * kSecond, 3)});
   });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(WaitForAnswers(cluster->frontends()[0].http_port, 800, 20 * kSecond));  // a second of load
   ChildProcess& victim = *cluster->backends()[0].process;  // GPU 0: the busiest under deferred scheduling
   const Clock::time_point killed = Clock::now();
   victim.Signal(SIGKILL);
@@ -177,7 +202,7 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
   auto load = std::async(std::launch::async, [&] {
     return RunLoads({Load(cluster->frontends()[0].grpc_port, LoadProtocol::kGrpc, 500, 7 * kSecond, 5)});
   });
-  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(WaitForAnswers(cluster->frontends()[0].http_port, 500, 20 * kSecond));  // a second of load
   const Clock::time_point killed = Clock::now();
   cluster->schedulers()[0]->Signal(SIGKILL);
   absl::StatusOr<std::string> leads = cluster->schedulers()[1]->WaitForOutput(": leading", 10 * kSecond);
