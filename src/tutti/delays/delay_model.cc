@@ -83,9 +83,9 @@ size_t ChooseMargin(const ClusterSpec& spec, const DelayPlan& fixed, const Delay
   const std::vector<SubCluster> subs = spec.EffectiveSubClusters();
   size_t best = 0;
   double best_served = -1;
+  DelayEstimates e = estimates;  // with each margin's dispatch and response in turn
   for (size_t i = 0; i < estimates.margins.size(); ++i) {
     const DelayEstimates::Margin& margin = estimates.margins[i];
-    DelayEstimates e = estimates;
     e.delays[static_cast<int>(Delay::kDispatch)].value = margin.dispatch;
     e.delays[static_cast<int>(Delay::kResponse)].value = margin.response;
     const DelayPlan plan = PlanDelays(fixed, e, spec.num_gpus(), models, cap);
