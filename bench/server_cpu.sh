@@ -8,7 +8,8 @@
 # answered in it (from /metrics). The load generator is not counted; it
 # shares the machine's cores, so what it saw is printed separately.
 #   bench/server_cpu.sh [embedded|distributed|both] [RATE] [DURATION_S]
-# (after scripts/build.sh; defaults: both, 2000 r/s, 10 s)
+# (after scripts/build.sh; defaults: both, 2000 r/s, 10 s; CLUSTER_FLAGS: more
+# `tutti cluster` flags, e.g. --batch-cpu-policy=false)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-both}
@@ -57,7 +58,7 @@ if [ "$MODE" = embedded ] || [ "$MODE" = both ]; then
   kill -TERM $PID; wait $PID || true
 fi
 if [ "$MODE" = distributed ] || [ "$MODE" = both ]; then
-  build/bin/tutti cluster --repo bench/emulated_repository --config "$CONFIG" --port "$PORT" \
+  build/bin/tutti cluster --repo bench/emulated_repository --config "$CONFIG" --port "$PORT" ${CLUSTER_FLAGS:-} \
     > /tmp/tutti_server_cpu_cluster.log 2>&1 &
   PID=$!
   trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null || true' EXIT

@@ -202,6 +202,9 @@ int ClusterCommand(const Args& args) {
   std::string transport = "unix";
   flags.String("transport", &transport, "internal streams between the processes: unix (Unix sockets; they share "
                                         "this host) or tcp (127.0.0.1, as between hosts) (default unix)");
+  flags.Bool("batch-cpu-policy", &options.batch_cpu_policy,
+             "run schedulers and backends under SCHED_BATCH, so that on cores they share with the frontends "
+             "a message does not preempt its sender");
   flags.Double("duration-s", &duration_s, "stop after this many seconds (0: run until signalled)");
   AddClusterTlsFlags(flags, &options.tls);
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -19,7 +20,8 @@
 namespace tutti {
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const std::vector<std::string>& argv,
-                                                                  const std::string& echo_prefix) {
+                                                                  const std::string& echo_prefix,
+                                                                  CpuPolicy policy) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to start");
   if (access(argv[0].c_str(), X_OK) != 0) {
     return absl::NotFoundError(absl::StrCat("cannot run ", argv[0], ": ", strerror(errno)));
@@ -39,6 +41,10 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Start(const std::vec
     dup2(fds[1], STDOUT_FILENO);
     dup2(fds[1], STDERR_FILENO);
     setpgid(0, 0);  // a terminal's Ctrl-C goes to the launcher, which stops children in order
+    if (policy == CpuPolicy::kBatch) {
+      const sched_param param{};
+      sched_setscheduler(0, SCHED_BATCH, &param);  // kept across exec; best effort
+    }
     execv(args[0], args.data());
     _exit(127);
   }

@@ -28,11 +28,22 @@ namespace tutti {
 
 class ChildProcess {
  public:
+  // How the kernel schedules the child's threads (sched(7)).
+  enum class CpuPolicy {
+    kNormal,  // SCHED_OTHER
+    // SCHED_BATCH: the child, woken by a message, does not preempt the
+    // process that sent it (which is about to wait anyway); it runs on an
+    // idle core or when the sender yields. For processes that share a few
+    // cores and wake each other many times a millisecond (a local
+    // cluster's schedulers and backends): fewer context switches.
+    kBatch,
+  };
   // Starts argv[0] (a path) with `argv`; stdout and stderr are captured,
   // and copied to `echo_prefix`-prefixed lines on stderr unless it is empty.
   // Errors: the program cannot be started.
   static absl::StatusOr<std::unique_ptr<ChildProcess>> Start(const std::vector<std::string>& argv,
-                                                            const std::string& echo_prefix = "");
+                                                            const std::string& echo_prefix = "",
+                                                            CpuPolicy policy = CpuPolicy::kNormal);
   // Terminate(): SIGTERM, then SIGKILL if it has not exited within 10 s.
   ~ChildProcess();
 

@@ -75,7 +75,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
 absl::Status LocalCluster::AddScheduler() {
   const int n = static_cast<int>(schedulers_.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
-                         ChildProcess::Start(CommonArgs("scheduler", absl::StrCat("scheduler-", n)), options_.echo ? absl::StrCat("[scheduler ", n, "] ") : ""));
+                         ChildProcess::Start(CommonArgs("scheduler", absl::StrCat("scheduler-", n)),
+                                             options_.echo ? absl::StrCat("[scheduler ", n, "] ") : "", InternalPolicy()));
   absl::StatusOr<std::string> ready = p->WaitForOutput(schedulers_.empty() ? ": leading" : ": standing by", kReadyTimeout);
   if (!ready.ok()) return Explain(ready.status(), absl::StrCat("scheduler ", n));
   schedulers_.push_back(std::move(p));
@@ -87,7 +88,7 @@ absl::Status LocalCluster::AddBackend(int group) {
   std::vector<std::string> args = CommonArgs("backend", absl::StrCat("backend-", n));
   args.insert(args.end(), {"--group", absl::StrCat(group), "--id", absl::StrCat("b", n)});
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
-                         ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : ""));
+                         ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : "", InternalPolicy()));
   absl::StatusOr<std::string> ready = p->WaitForOutput(": registered", kReadyTimeout);
   if (!ready.ok()) return Explain(ready.status(), absl::StrCat("backend ", n));
   backends_.push_back({std::move(p), group});

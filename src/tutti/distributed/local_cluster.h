@@ -36,6 +36,10 @@ struct LocalClusterOptions {
   // The internal streams between the processes: over Unix sockets (they
   // share this host) or TCP on 127.0.0.1 (as between hosts).
   bool unix_sockets = true;
+  // Schedulers and backends run under SCHED_BATCH (ChildProcess::CpuPolicy):
+  // on a host whose cores they share with the frontends, a message no
+  // longer preempts its sender. Measured with bench/server_cpu.sh.
+  bool batch_cpu_policy = true;
   // Mutual TLS among the processes and to the started etcd (one identity
   // for all of them; ProcessOptions::tls). cert "": plain.
   TlsOptions tls;
@@ -73,6 +77,10 @@ class LocalCluster {
   LocalCluster() = default;
   // The arguments of every process; `name` names its internal Unix socket.
   std::vector<std::string> CommonArgs(const std::string& command, const std::string& name) const;
+  // Schedulers' and backends' (options_.batch_cpu_policy).
+  ChildProcess::CpuPolicy InternalPolicy() const {
+    return options_.batch_cpu_policy ? ChildProcess::CpuPolicy::kBatch : ChildProcess::CpuPolicy::kNormal;
+  }
 
   LocalClusterOptions options_;
   std::unique_ptr<LocalEtcd> etcd_;
