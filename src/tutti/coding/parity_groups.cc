@@ -9,12 +9,16 @@ ParityGroups::ParityGroups(ParityCodec codec, int64_t output_elements)
     : codec_(std::move(codec)), output_elements_(output_elements) {}
 
 ParityGroups::Dispatched ParityGroups::AddBatch(int size, absl::Span<const float> inputs) {
+  return AddBatch(next_batch_++, size, inputs);
+}
+
+ParityGroups::Dispatched ParityGroups::AddBatch(BatchKey batch, int size, absl::Span<const float> inputs) {
   if (open_group_ == 0) {
     open_group_ = next_group_++;
     groups_[open_group_];
   }
   Dispatched d;
-  d.batch = next_batch_++;
+  d.batch = batch;
   d.group = open_group_;
   Group& g = groups_[open_group_];
   g.batches.push_back(d.batch);

@@ -72,6 +72,9 @@ class ParityGroups {
   // A batch of `size` (>= 1) queries was dispatched; `inputs` holds size ×
   // item_elements() values.
   Dispatched AddBatch(int size, absl::Span<const float> inputs);
+  // The same under the owner's key for the batch (unique; the owner keys
+  // every batch itself or none).
+  Dispatched AddBatch(BatchKey batch, int size, absl::Span<const float> inputs);
 
   // The batch's outputs (size × output_elements values) arrived. Returns, per
   // position, whether to deliver the original (false: a reconstruction

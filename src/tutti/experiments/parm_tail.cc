@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/stages/parm_stage.h"
 #include "tutti/core/histogram.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/core/real_clock.h"
@@ -56,7 +57,7 @@ absl::StatusOr<Experiment> Build(const ParmTailSetup& setup, const LatencyProfil
   options.scheduler.await_completion = true;
   if (parm) {
     TUTTI_ASSIGN_OR_RETURN(ParityCodec codec, ParityCodec::Create(ParityEncoder::kSum, setup.k, item_shape));
-    options.coding = {{0, 1, std::move(codec), 0}};
+    TUTTI_ASSIGN_OR_RETURN(options.stages, MakeParmStages(spec, shapes, {{0, 1, std::move(codec), 0}}));
   }
   Experiment x;
   x.instances = total;

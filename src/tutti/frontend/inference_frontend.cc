@@ -176,11 +176,8 @@ std::string InferenceFrontend::PrometheusText() const {
     s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
     s.batch_size.AppendTo(&sizes, "tutti_request_batch_size", label);
     absl::StrAppendFormat(&coding, "tutti_reconstructions_total{%s} %d\n", label, c.reconstructed);
-    if (c.coding.groups == 0) continue;
-    for (const auto& [event, n] : {std::pair<const char*, int64_t>{"group", c.coding.groups},
-                                   {"discarded_original", c.coding.discarded_originals},
-                                   {"dropped_parity", c.coding.dropped_parities},
-                                   {"lost_parity", c.coding.lost_parities}}) {
+    // The model's batch stage's events (ParM's is the only stage so far).
+    for (const auto& [event, n] : c.stage_events) {
       absl::StrAppendFormat(&parity, "tutti_parity_events_total{%s,event=\"%s\"} %d\n", label, event, n);
     }
   }

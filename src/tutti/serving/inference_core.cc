@@ -8,6 +8,55 @@
 
 namespace tutti {
 
+// What the stages see of the core; every call comes from a stage's call or
+// callback, under mu_.
+class InferenceCore::Host final : public StageHost {
+ public:
+  explicit Host(InferenceCore* core) : core_(core) {}
+
+  void SubmitInternal(ModelId model, std::vector<float> input, Time deadline,
+                      std::function<void(InferenceOutcome)> done) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    core_->internal_.push_back({model, std::move(input), deadline, std::move(done)});
+  }
+
+  void Answer(uint64_t batch, int position, InferenceOutcome out) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const Members members = core_->staged_batches_.at(batch);
+    Pending& p = (*members)[position];
+    out.arrival = p.arrival;
+    out.deadline = p.deadline;
+    out.batch_size = static_cast<int>(members->size());
+    ModelCounters& c = core_->counters_[p.model];
+    if (out.status.ok()) {
+      out.late = out.finished > out.deadline;
+      ++(out.late ? c.late : c.success);
+      c.reconstructed += out.reconstructed;
+    } else {
+      ++c.error;
+    }
+    p.answered = true;
+    core_->stage_done_ += p.executed;
+    core_->stage_answers_.push_back({std::move(p.done), std::move(out)});
+    core_->ForgetIfFinished(batch);
+  }
+
+  void ScheduleAfter(Duration delay, std::function<void()> fn) override {
+    // The clock runs it under mu_, then Flush() delivers what it answered.
+    core_->locked_clock_->ScheduleAfter(delay, [core = core_, fn = std::move(fn)]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      fn();
+      Answers answers;
+      int64_t done = 0;
+      core->TakeStageAnswers(&answers, &done);
+      if (answers.empty() && done == 0) return;
+      core->outbox_.push_back([core, a = std::move(answers), done]() mutable { core->Answer(std::move(a), done); });
+    });
+  }
+
+  Time Now() const override { return core_->clock_->Now(); }
+
+ private:
+  InferenceCore* const core_;
+};
+
 InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
                              std::vector<std::unique_ptr<Executor>> executors, Clock* clock)
     : spec_(std::move(spec)),
@@ -30,6 +79,7 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
   }
   listener_ = std::make_unique<CallbackListener>([this](Batch b) { OnDispatch(std::move(b)); },
                                                  [this](const Request& r) { OnDrop(r); });
+  host_ = std::make_unique<Host>(this);
 }
 
 absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
@@ -45,33 +95,19 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
                                                    spec.num_gpus(), " GPUs"));
   }
   const int models = static_cast<int>(spec.models.size());
-  std::vector<bool> coded(models, false), parity(models, false);
-  for (const Coding& c : options.coding) {
-    if (c.model < 0 || c.model >= models || c.parity_model < 0 || c.parity_model >= models ||
-        c.model == c.parity_model) {
-      return absl::InvalidArgumentError(absl::StrCat("coding: bad model ids ", c.model, " and ", c.parity_model));
+  std::vector<std::shared_ptr<BatchStage>> stages(models);
+  for (const auto& [model, stage] : options.stages) {
+    if (model < 0 || model >= models || stage == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("a batch stage for unknown model ", model));
     }
-    const std::string& name = spec.models[c.model].name;
-    if (coded[c.model] || parity[c.model] || coded[c.parity_model]) {
-      return absl::InvalidArgumentError(absl::StrCat("coding: model '", name, "' is coded twice or is a parity model"));
+    if (stages[model] != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("two batch stages for model '", spec.models[model].name, "'"));
     }
-    coded[c.model] = true;
-    parity[c.parity_model] = true;
-    if (c.codec.item_elements() != shapes[c.model].input_elements ||
-        shapes[c.parity_model].input_elements != shapes[c.model].input_elements ||
-        shapes[c.parity_model].output_elements != shapes[c.model].output_elements) {
-      return absl::InvalidArgumentError(absl::StrCat("coding: parity model '", spec.models[c.parity_model].name,
-                                                     "' and its codec must match the sizes of '", name, "'"));
-    }
+    stages[model] = stage;
   }
   std::unique_ptr<InferenceCore> core(
       new InferenceCore(std::move(spec), std::move(shapes), std::move(executors), clock));
-  core->coded_.resize(models);
-  for (const Coding& c : options.coding) {
-    core->coded_[c.model] = std::make_unique<Coded>(
-        Coded{c.parity_model, ParityGroups(c.codec, core->shapes_[c.model].output_elements), c.reconstruct_delay,
-              kInfiniteFuture, {}});
-  }
+  core->stages_ = std::move(stages);
   core->delays_ = std::make_unique<DelayModel>(
       core->spec_, options.delays, DelayPlan{core->spec_.delays, options.scheduler.frontrun_slack, {}});
   TUTTI_ASSIGN_OR_RETURN(core->scheduler_,
@@ -147,31 +183,24 @@ void InferenceCore::OnDispatch(Batch batch) {
   }
   ++counters_[batch.model].batches;
   counters_[batch.model].batched_requests += exec.size;
-  ParityGroups::BatchKey key = 0;
-  if (Coded* coded = coded_[batch.model].get()) {
-    ParityGroups::Dispatched d = coded->groups.AddBatch(exec.size, exec.input);
-    key = d.batch;
-    coded->batches[key].members = members;
-    coded->open_group_deadline = std::min(coded->open_group_deadline, earliest);
-    for (size_t p = 0; p < d.parity_queries.size(); ++p) {
-      parity_queries_.push_back({batch.model, d.group, static_cast<int>(p), std::move(d.parity_queries[p]),
-                                 coded->open_group_deadline});
-    }
-    if (!d.parity_queries.empty()) coded->open_group_deadline = kInfiniteFuture;
+  const uint64_t id = next_batch_++;
+  if (BatchStage* stage = stages_[batch.model].get()) {
+    staged_batches_[id] = members;
+    stage->OnDispatch({id, exec.size, exec.input, earliest}, *host_);
   }
   Executor* executor = executors_[batch.gpu].get();
   const ModelId model = batch.model;
   const int gpu = batch.gpu;
   const Time decided = clock_->Now();
-  outbox_.push_back([this, executor, model, gpu, decided, members, key, exec = std::move(exec)]() mutable {
-    executor->Run(std::move(exec), [this, model, gpu, decided, members, key](ExecResult result) {
-      OnExecuted(model, gpu, decided, members, key, std::move(result));
+  outbox_.push_back([this, executor, model, gpu, decided, id, members, exec = std::move(exec)]() mutable {
+    executor->Run(std::move(exec), [this, model, gpu, decided, id, members](ExecResult result) {
+      OnExecuted(model, gpu, decided, id, members, std::move(result));
     });
   });
 }
 
-void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Members& members,
-                               ParityGroups::BatchKey key, ExecResult result) {
+void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, uint64_t batch, const Members& members,
+                               ExecResult result) {
   const int64_t n = static_cast<int64_t>(members->size());
   // Learnt now, with the batch's end: stamped so (the simulator's too).
   delays_->Record(Delay::kDispatch, result.finished, result.received - decided);
@@ -190,27 +219,18 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
     std::lock_guard<std::mutex> lock(mu_);
     busy_[gpu] += result.finished - result.started;
     scheduler_->OnBatchDone(gpu);
-    const uint64_t batch_id = next_batch_++;
     Time batch_deadline = kInfiniteFuture;
     for (const Pending& p : *members) batch_deadline = std::min(batch_deadline, p.deadline);
     ModelCounters& c = counters_[model];
-    Coded* coded = coded_[model].get();
-    // Coded models: which originals to deliver (the others were rebuilt, or
-    // belong to a failed batch, whose requests the coding events answer).
-    std::vector<bool> deliver;
-    ParityGroups::Events events;
-    if (coded != nullptr && result.status.ok()) {
-      deliver = coded->groups.OnBatchDone(key, result.output, &events);
-    } else if (coded != nullptr) {
-      coded->batches[key].error = result.status;
-      coded->groups.OnBatchFailed(key, &events);
-      deliver.assign(n, false);
-    }
+    BatchStage* stage = stages_[model].get();
+    // The items the stage keeps, it answers (some maybe already).
+    const std::vector<bool> deliver =
+        stage != nullptr ? stage->OnExecuted(batch, static_cast<int>(n), result, *host_) : std::vector<bool>(n, true);
     for (int64_t i = 0; i < n; ++i) {
       Pending& p = (*members)[i];
       p.executed = true;
-      if (coded != nullptr && !deliver[i]) {
-        done += p.answered;  // a reconstruction answered it before
+      if (!deliver[i]) {
+        done += p.answered;
         continue;
       }
       InferenceOutcome out;
@@ -222,7 +242,7 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
       out.finished = result.finished;
       out.batch_size = static_cast<int>(n);
       if (out.status.ok()) {
-        out.batch_id = batch_id;
+        out.batch_id = batch;
         out.batch_deadline = batch_deadline;
         out.output.assign(result.output.begin() + i * per_item, result.output.begin() + (i + 1) * per_item);
         out.late = out.finished > out.deadline;
@@ -235,11 +255,11 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
       answers.push_back({std::move(p.done), std::move(out)});
     }
     for (auto& [callback, out] : answers) out.batch_answers = static_cast<int>(answers.size());
-    if (coded != nullptr) {
-      HandleCodingEvents(model, std::move(events), result.emulated, &answers, &done);
-      ForgetIfFinished(*coded, key);
+    if (stage != nullptr) {
+      ForgetIfFinished(batch);
+      TakeStageAnswers(&answers, &done);
     }
-    queued_work = !outbox_.empty() || !parity_queries_.empty();
+    queued_work = !outbox_.empty() || !internal_.empty();
   }
   // Batches the freed GPU was given (await_completion); before Answer, which
   // may let the core be destroyed.
@@ -247,89 +267,20 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, const Membe
   Answer(std::move(answers), done);
 }
 
-void InferenceCore::OnParityOutcome(ModelId deployed, ParityGroups::GroupId group, int position,
-                                    InferenceOutcome outcome) {
-  Answers answers;
-  int64_t done = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ParityGroups::Events events;
-    Coded& coded = *coded_[deployed];
-    if (outcome.status.ok()) {
-      coded.groups.OnParityDone(group, position, outcome.output, &events);
-    } else {
-      coded.groups.OnParityLost(group, position, &events);
-    }
-    HandleCodingEvents(deployed, std::move(events), outcome.emulated, &answers, &done);
-  }
-  Answer(std::move(answers), done);
+void InferenceCore::TakeStageAnswers(Answers* answers, int64_t* done) {
+  for (auto& a : stage_answers_) answers->push_back(std::move(a));
+  stage_answers_.clear();
+  *done += stage_done_;
+  stage_done_ = 0;
 }
 
-void InferenceCore::HandleCodingEvents(ModelId model, ParityGroups::Events events, bool emulated, Answers* answers,
-                                       int64_t* done) {
-  Coded& coded = *coded_[model];
-  for (ParityGroups::Reconstruction& r : events.reconstructions) {
-    // A failed batch has no original coming: rebuild its requests at once.
-    const bool failed = !coded.batches[r.batch].error.ok();
-    if (coded.reconstruct_delay <= 0 || failed) {
-      AnswerReconstruction(model, r, emulated, answers, done);
-      continue;
-    }
-    locked_clock_->ScheduleAfter(coded.reconstruct_delay, [this, model, r = std::move(r), emulated] {
-      Answers late_answers;
-      int64_t late_done = 0;
-      AnswerReconstruction(model, r, emulated, &late_answers, &late_done);
-      if (late_answers.empty() && late_done == 0) return;
-      outbox_.push_back([this, a = std::move(late_answers), late_done]() mutable { Answer(std::move(a), late_done); });
-    });
-  }
-  for (const ParityGroups::Position& f : events.failures) {
-    Coded::BatchInfo& info = coded.batches[f.batch];
-    Pending& p = (*info.members)[f.position];
-    InferenceOutcome out;
-    out.status = info.error;
-    out.arrival = p.arrival;
-    out.deadline = p.deadline;
-    out.finished = clock_->Now();
-    ++counters_[model].error;
-    p.answered = true;
-    *done += p.executed;
-    answers->push_back({std::move(p.done), std::move(out)});
-    ForgetIfFinished(coded, f.batch);
-  }
-}
-
-void InferenceCore::AnswerReconstruction(ModelId model, const ParityGroups::Reconstruction& r, bool emulated,
-                                         Answers* answers, int64_t* done) {
-  Coded& coded = *coded_[model];
-  if (!coded.groups.Claim(r.batch, r.position)) return;  // the original came first
-  Coded::BatchInfo& info = coded.batches[r.batch];
-  Pending& p = (*info.members)[r.position];
-  InferenceOutcome out;
-  out.output = r.output;
-  out.reconstructed = true;
-  out.emulated = emulated;
-  out.arrival = p.arrival;
-  out.deadline = p.deadline;
-  out.started = out.finished = clock_->Now();
-  out.late = out.finished > out.deadline;
-  out.batch_size = static_cast<int>(info.members->size());
-  ModelCounters& c = counters_[model];
-  ++(out.late ? c.late : c.success);
-  ++c.reconstructed;
-  p.answered = true;
-  *done += p.executed;
-  answers->push_back({std::move(p.done), std::move(out)});
-  ForgetIfFinished(coded, r.batch);
-}
-
-void InferenceCore::ForgetIfFinished(Coded& coded, ParityGroups::BatchKey key) {
-  auto it = coded.batches.find(key);
-  if (it == coded.batches.end()) return;
-  for (const Pending& p : *it->second.members) {
+void InferenceCore::ForgetIfFinished(uint64_t batch) {
+  auto it = staged_batches_.find(batch);
+  if (it == staged_batches_.end()) return;
+  for (const Pending& p : *it->second) {
     if (!p.answered || !p.executed) return;
   }
-  coded.batches.erase(it);
+  staged_batches_.erase(it);
 }
 
 void InferenceCore::Answer(Answers answers, int64_t count) {
@@ -345,16 +296,25 @@ void InferenceCore::Flush() {
   std::unique_lock<std::mutex> lock(mu_);
   if (flushing_) return;
   flushing_ = true;
-  while (!outbox_.empty() || !parity_queries_.empty()) {
-    // Parity queries wait here because a scheduler listener must not call
-    // back into the scheduler.
-    std::vector<ParityQuery> queries;
-    queries.swap(parity_queries_);
-    for (ParityQuery& q : queries) {
-      SubmitLocked(coded_[q.deployed]->parity_model, std::move(q.input), q.deadline,
-                   [this, deployed = q.deployed, group = q.group, position = q.position](InferenceOutcome o) {
-                     OnParityOutcome(deployed, group, position, std::move(o));
-                   });
+  while (!outbox_.empty() || !internal_.empty()) {
+    // Stages' internal requests wait here because a scheduler listener
+    // must not call back into the scheduler.
+    std::vector<InternalRequest> internal;
+    internal.swap(internal_);
+    for (InternalRequest& q : internal) {
+      SubmitLocked(q.model, std::move(q.input), q.deadline, [this, done = std::move(q.done)](InferenceOutcome o) {
+        Answers answers;
+        int64_t count = 0;
+        bool queued_work = false;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          done(std::move(o));
+          TakeStageAnswers(&answers, &count);
+          queued_work = !outbox_.empty() || !internal_.empty();
+        }
+        if (queued_work) Flush();
+        Answer(std::move(answers), count);
+      });
     }
     std::vector<std::function<void()>> work;
     work.swap(outbox_);
@@ -384,7 +344,7 @@ std::vector<ModelCounters> InferenceCore::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<ModelCounters> out = counters_;
   for (size_t m = 0; m < out.size(); ++m) {
-    if (coded_[m]) out[m].coding = coded_[m]->groups.stats();
+    if (stages_[m]) out[m].stage_events = stages_[m]->EventCounts();
   }
   return out;
 }

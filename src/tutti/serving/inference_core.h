@@ -6,15 +6,12 @@
 // error (DeadlineExceeded when the scheduler drops it because its objective
 // cannot be met, or the executor's error).
 //
-// ParM coded serving (papers/parm.txt), per model when Options::coding names
-// it: the core puts that model's dispatched batches into coding groups of k
-// (coding/parity_groups.h), submits each group's parity queries to the same
-// scheduler as requests of the parity model, and answers a request whose
-// batch is slow (or failed) with a reconstruction, F_P(P) − Σ others, marked
-// `reconstructed`, as soon as the other k−1 outputs and the parity output are
-// in (or `reconstruct_delay` later, if the original has not come by then).
-// The late original is then discarded; a parity output nobody needs is
-// dropped. Parity requests are internal: they are not answered to anyone.
+// Batch stages (serving/batch_stage.h), per model when Options::stages
+// names one: the core shows the stage each dispatched and each executed batch
+// of its model, submits the internal requests it asks for to the same
+// scheduler (ParM's parity queries, stages/parm_stage.h), and lets it answer
+// the items it keeps. Internal requests are answered to no one but their
+// stage. Stage calls run under the core's lock.
 //
 // Delays (delays/delay_model.h): the core measures the hand-off of each
 // batch to its executor (dispatch), how each batch ran against its profile
@@ -36,16 +33,17 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "tutti/coding/parity_groups.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/serialized_clock.h"
 #include "tutti/executors/executor.h"
+#include "tutti/serving/batch_stage.h"
 #include "tutti/scheduler/scheduler.h"
 #include "tutti/serving/inference_engine.h"
 
@@ -54,29 +52,22 @@ namespace tutti {
 class InferenceCore final : public InferenceEngine {
  public:
   using ModelShape = tutti::ModelShape;
-  // ParM for one model: its batches are protected by `parity_model`, whose
-  // queries `codec` encodes (input sizes must match both models').
-  struct Coding {
-    ModelId model = 0;
-    ModelId parity_model = 0;
-    ParityCodec codec;
-    Duration reconstruct_delay = 0;  // wait this long for the original first
-  };
   struct Options {
     std::string policy = "deferred";
     SchedulerOptions scheduler;
     // How the scheduler's delays are measured; the spec's network delays
     // and scheduler.frontrun_slack are their floors.
     DelayModelOptions delays;
-    std::vector<Coding> coding;
+    // At most one per model (e.g. MakeParmStages, stages/parm_stage.h).
+    std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>> stages;
   };
 
   // `shapes[m]` describes cluster model m; `executors[g]` runs GPU g and
   // holds the models of g's sub-cluster in that sub-cluster's order
   // (ExecBatch::model is a model's position there). `clock` must outlive
   // the core.
-  // Errors: an invalid spec or policy, counts that do not match, or a coding
-  // entry whose models are unknown, coded twice, or of the wrong sizes.
+  // Errors: an invalid spec or policy, counts that do not match, or a stage
+  // for an unknown model or a second one for a model.
   static absl::StatusOr<std::unique_ptr<InferenceCore>> Create(
       ClusterSpec spec, std::vector<ModelShape> shapes,
       std::vector<std::unique_ptr<Executor>> executors, const Options& options, Clock* clock);
@@ -111,32 +102,22 @@ class InferenceCore final : public InferenceEngine {
     InferenceCallback done;
     Time arrival;
     Time deadline;
-    // Coded models only: answered (by whichever came first) and executed
-    // (its batch came back). The request leaves in_flight_ when both hold.
+    // It leaves in_flight_ when both hold: answered (by its batch or its
+    // stage) and executed (its batch came back).
     bool answered = false;
     bool executed = false;
   };
   using Members = std::shared_ptr<std::vector<Pending>>;
   using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
-  // A coded model's coding state.
-  struct Coded {
-    ModelId parity_model;
-    ParityGroups groups;
-    Duration reconstruct_delay;
-    Time open_group_deadline;  // earliest deadline in the group being filled
-    struct BatchInfo {
-      Members members;
-      absl::Status error;  // why the batch failed, once it has
-    };
-    absl::flat_hash_map<ParityGroups::BatchKey, BatchInfo> batches;
-  };
-  struct ParityQuery {
-    ModelId deployed;
-    ParityGroups::GroupId group;
-    int position;
+  // A stage's request for an internal request, submitted by Flush() (a
+  // scheduler listener must not call back into the scheduler).
+  struct InternalRequest {
+    ModelId model;
     std::vector<float> input;
     Time deadline;
+    std::function<void(InferenceOutcome)> done;  // under mu_
   };
+  class Host;  // the StageHost the stages see
 
   InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
                 std::vector<std::unique_ptr<Executor>> executors, Clock* clock);
@@ -146,15 +127,13 @@ class InferenceCore final : public InferenceEngine {
   void OnDrop(const Request& request);
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
   void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done);
-  void OnExecuted(ModelId model, int gpu, Time decided, const Members& members, ParityGroups::BatchKey key,
-                  ExecResult result);
-  // Coded models (REQUIRES: mu_ held): acts on what a coding event made
-  // possible, adding answers and the number of requests that left in_flight_.
-  void OnParityOutcome(ModelId deployed, ParityGroups::GroupId group, int position, InferenceOutcome outcome);
-  void HandleCodingEvents(ModelId model, ParityGroups::Events events, bool emulated, Answers* answers, int64_t* done);
-  void AnswerReconstruction(ModelId model, const ParityGroups::Reconstruction& r, bool emulated, Answers* answers,
-                            int64_t* done);
-  void ForgetIfFinished(Coded& coded, ParityGroups::BatchKey key);
+  void OnExecuted(ModelId model, int gpu, Time decided, uint64_t batch, const Members& members, ExecResult result);
+  // Moves the answers stages gave since the last call (and how many requests
+  // they let leave in_flight_) to the caller. REQUIRES: mu_ held.
+  void TakeStageAnswers(Answers* answers, int64_t* done);
+  // Forgets a staged batch once all its items are answered and executed.
+  // REQUIRES: mu_ held.
+  void ForgetIfFinished(uint64_t batch);
   void Answer(Answers answers, int64_t count);
 
   const ClusterSpec spec_;
@@ -174,8 +153,13 @@ class InferenceCore final : public InferenceEngine {
   std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);
   std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
-  std::vector<std::unique_ptr<Coded>> coded_ ABSL_GUARDED_BY(mu_);  // per model; null: not coded
-  std::vector<ParityQuery> parity_queries_ ABSL_GUARDED_BY(mu_);  // to submit in Flush()
+  std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
+  std::unique_ptr<Host> host_;
+  // Batches of staged models with items unanswered or unexecuted.
+  absl::flat_hash_map<uint64_t, Members> staged_batches_ ABSL_GUARDED_BY(mu_);
+  std::vector<InternalRequest> internal_ ABSL_GUARDED_BY(mu_);  // to submit in Flush()
+  Answers stage_answers_ ABSL_GUARDED_BY(mu_);  // given by stages, for TakeStageAnswers()
+  int64_t stage_done_ ABSL_GUARDED_BY(mu_) = 0;
   const Time created_;
   RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_batch_ ABSL_GUARDED_BY(mu_) = 1;

@@ -1,6 +1,7 @@
 #include "tutti/serving/inference_core.h"
 
 #include <future>
+#include <map>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -8,6 +9,7 @@
 #include "tutti/core/real_clock.h"
 #include "tutti/executors/emulated_executor.h"
 #include "tutti/executors/torch_executor.h"
+#include "tutti/serving/batch_stage.h"
 #include "tutti/testing/torchscript_fixture.h"
 
 namespace tutti {
@@ -141,6 +143,109 @@ TEST(InferenceCoreTest, RealClockAndTorchExecutorServeExactModelOutputs) {
   }
   core->WaitIdle();
   EXPECT_EQ(core->Counters()[0].success + core->Counters()[0].late, 64);
+}
+
+// A batch stage that keeps the odd items of every batch of its model and
+// answers them itself once an internal request of model 1, submitted per
+// batch, comes back — with 7s, marked reconstructed, or with its error.
+class KeepOddItems final : public BatchStage {
+ public:
+  void OnDispatch(const Dispatched& batch, StageHost& host) override {
+    ++dispatched_;
+    sizes_[batch.batch] = batch.size;
+    EXPECT_EQ(batch.inputs.size(), static_cast<size_t>(batch.size) * 4);
+    host.SubmitInternal(1, std::vector<float>(4), batch.earliest_deadline,
+                        [this, h = &host, id = batch.batch](InferenceOutcome o) {
+                          ++internal_answers_;
+                          for (int p = 1; p < sizes_.at(id); p += 2) {
+                            InferenceOutcome out;
+                            out.status = o.status;
+                            if (o.status.ok()) out.output.assign(10, 7.0f);
+                            out.reconstructed = o.status.ok();
+                            out.started = out.finished = h->Now();
+                            h->Answer(id, p, std::move(out));
+                          }
+                        });
+  }
+  std::vector<bool> OnExecuted(uint64_t batch, int size, const ExecResult& result, StageHost&) override {
+    EXPECT_EQ(sizes_.at(batch), size);
+    EXPECT_TRUE(result.status.ok());
+    std::vector<bool> deliver(size);
+    for (int i = 0; i < size; ++i) deliver[i] = i % 2 == 0;
+    return deliver;
+  }
+  std::vector<std::pair<std::string, int64_t>> EventCounts() const override { return {{"dispatched", dispatched_}}; }
+
+  int64_t dispatched_ = 0;
+  int64_t internal_answers_ = 0;
+  std::map<uint64_t, int> sizes_;
+};
+
+// Model 0 on GPU 0 with `stage`, model 1 (the stage's internal requests) on GPU 1.
+absl::StatusOr<std::unique_ptr<InferenceCore>> StagedCore(
+    Clock* clock, std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>> stages) {
+  ClusterSpec spec;
+  const LatencyProfile profile = *LatencyProfile::Linear(Millis(1), Millis(5), 16);
+  spec.models = {{"staged", profile, Millis(20)}, {"internal", profile, Millis(20)}};
+  spec.sub_clusters = {{{0}, 1}, {{1}, 1}};
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (int g = 0; g < 2; ++g) {
+    executors.push_back(
+        std::make_unique<EmulatedExecutor>(clock, std::vector<EmulatedExecutor::Model>{{profile, 10}}));
+  }
+  InferenceCore::Options options;
+  options.stages = std::move(stages);
+  return InferenceCore::Create(spec, {{4, 10}, {4, 10}}, std::move(executors), options, clock);
+}
+
+TEST(InferenceCoreTest, AStageAnswersTheItemsItKeepsAndItsInternalRequestsReachOnlyIt) {
+  ManualClock clock;
+  auto stage = std::make_shared<KeepOddItems>();
+  std::unique_ptr<InferenceCore> core = *StagedCore(&clock, {{0, stage}});
+  std::vector<int> answered(300, 0);
+  std::vector<InferenceOutcome> got(300);
+  for (int i = 0; i < 300; ++i) {
+    clock.AdvanceTo(Micros(400) * i);
+    ASSERT_TRUE(core->Submit(0, std::vector<float>(4, 1.0f), 0, [&, i](InferenceOutcome o) {
+      ++answered[i];
+      got[i] = std::move(o);
+    }).ok());
+  }
+  clock.AdvanceBy(Seconds(1));
+  EXPECT_EQ(core->in_flight(), 0);
+  int rebuilt = 0, original = 0;
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_EQ(answered[i], 1) << i;
+    if (!got[i].status.ok()) continue;
+    ASSERT_GT(got[i].batch_size, 0);
+    EXPECT_LE(got[i].arrival, got[i].finished);
+    if (got[i].reconstructed) {
+      ++rebuilt;
+      EXPECT_EQ(got[i].output, std::vector<float>(10, 7.0f));
+    } else {
+      ++original;
+      EXPECT_EQ(got[i].output, std::vector<float>(10, 0.0f));
+    }
+  }
+  const ModelCounters staged = core->Counters()[0], internal = core->Counters()[1];
+  EXPECT_GT(rebuilt, 0);
+  EXPECT_GT(original, 0);
+  EXPECT_EQ(staged.reconstructed, rebuilt);
+  EXPECT_EQ(staged.success + staged.late + staged.dropped + staged.error, 300);
+  // One internal request per batch, answered to the stage alone.
+  EXPECT_EQ(stage->dispatched_, staged.batches);
+  EXPECT_EQ(stage->internal_answers_, staged.batches);
+  EXPECT_EQ(internal.success + internal.late + internal.dropped + internal.error, staged.batches);
+  EXPECT_EQ(staged.stage_events, (std::vector<std::pair<std::string, int64_t>>{{"dispatched", staged.batches}}));
+  EXPECT_TRUE(internal.stage_events.empty());
+}
+
+TEST(InferenceCoreTest, CreateChecksTheStages) {
+  ManualClock clock;
+  auto stage = std::make_shared<KeepOddItems>();
+  EXPECT_THAT(StagedCore(&clock, {{2, stage}}).status().message(), HasSubstr("unknown model 2"));
+  EXPECT_THAT(StagedCore(&clock, {{0, stage}, {0, std::make_shared<KeepOddItems>()}}).status().message(),
+              HasSubstr("two batch stages for model 'staged'"));
 }
 
 }  // namespace

@@ -8,10 +8,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "tutti/coding/parity_groups.h"
 #include "tutti/core/time.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/delays/response_tracker.h"
@@ -52,7 +53,9 @@ struct ModelCounters {
   int64_t batches = 0;
   int64_t batched_requests = 0;
   int64_t reconstructed = 0;  // of success + late: answered by a ParM reconstruction
-  ParityGroups::Stats coding; // zero unless the model is coded
+  // The model's batch stage's own events (serving/batch_stage.h), by name;
+  // empty without a stage.
+  std::vector<std::pair<std::string, int64_t>> stage_events;
 };
 
 // What an engine's scheduler plans with, and the measurements behind it

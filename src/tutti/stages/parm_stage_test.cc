@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tutti/stages/parm_stage.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/serving/inference_core.h"
 
@@ -57,6 +58,15 @@ struct Setup {
   int requests = 120;
 };
 
+// The count of a stage event, from a model's counters.
+int64_t Event(const ModelCounters& c, const std::string& name) {
+  for (const auto& [event, n] : c.stage_events) {
+    if (event == name) return n;
+  }
+  ADD_FAILURE() << "no stage event " << name;
+  return -1;
+}
+
 struct ServeResult {
   std::vector<InferenceOutcome> outcomes;  // by request
   std::vector<int> answers;                // callbacks per request
@@ -82,9 +92,13 @@ ServeResult Serve(const Setup& s) {
   executors.push_back(std::make_unique<LinearExecutor>(&clock, Millis(1), false));
   InferenceCore::Options options;
   options.policy = "eager";
-  options.coding = {{0, 1, *ParityCodec::Create(ParityEncoder::kSum, s.k, {kIn}), s.reconstruct_delay}};
+  const std::vector<ModelShape> shapes = {{kIn, kOut}, {kIn, kOut}};
+  auto stages =
+      MakeParmStages(spec, shapes, {{0, 1, *ParityCodec::Create(ParityEncoder::kSum, s.k, {kIn}), s.reconstruct_delay}});
+  EXPECT_TRUE(stages.ok()) << stages.status();
+  options.stages = *stages;
   absl::StatusOr<std::unique_ptr<InferenceCore>> core =
-      InferenceCore::Create(spec, {{kIn, kOut}, {kIn, kOut}}, std::move(executors), options, &clock);
+      InferenceCore::Create(spec, shapes, std::move(executors), options, &clock);
   EXPECT_TRUE(core.ok()) << core.status();
   ServeResult run;
   run.outcomes.resize(s.requests);
@@ -106,7 +120,7 @@ ServeResult Serve(const Setup& s) {
   return run;
 }
 
-TEST(CodedServingTest, SlowInstanceIsMaskedByExactReconstructionsForEveryK) {
+TEST(ParmStageTest, SlowInstanceIsMaskedByExactReconstructionsForEveryK) {
   for (int k = 2; k <= 4; ++k) {
     ServeResult run = Serve({.k = k});
     int rebuilt = 0;
@@ -125,16 +139,16 @@ TEST(CodedServingTest, SlowInstanceIsMaskedByExactReconstructionsForEveryK) {
     EXPECT_EQ(run.deployed.reconstructed, rebuilt);
     EXPECT_EQ(run.deployed.success + run.deployed.late, 120);
     EXPECT_EQ(run.deployed.batches, 120);
-    EXPECT_EQ(run.deployed.coding.reconstructions, rebuilt);
+    EXPECT_EQ(run.deployed.reconstructed, rebuilt);
     // Every slow original came back after its reconstruction and was discarded.
-    EXPECT_EQ(run.deployed.coding.discarded_originals, rebuilt);
-    EXPECT_EQ(run.deployed.coding.groups, run.deployed.batches / k);
+    EXPECT_EQ(Event(run.deployed, "discarded_original"), rebuilt);
+    EXPECT_EQ(Event(run.deployed, "group"), run.deployed.batches / k);
     // Parity queries are internal: counted for the parity model, answered to nobody.
-    EXPECT_EQ(run.parity.success + run.parity.late + run.parity.dropped, run.deployed.coding.groups);
+    EXPECT_EQ(run.parity.success + run.parity.late + run.parity.dropped, Event(run.deployed, "group"));
   }
 }
 
-TEST(CodedServingTest, OriginalsThatBeatTheReconstructionDelayWin) {
+TEST(ParmStageTest, OriginalsThatBeatTheReconstructionDelayWin) {
   // The slow instance takes 1.5 ms (its queue grows by at most 7.5 ms);
   // reconstructions wait 20 ms for the original.
   ServeResult run = Serve({.k = 2, .slow = Micros(1500), .reconstruct_delay = Millis(20), .requests = 30});
@@ -142,14 +156,14 @@ TEST(CodedServingTest, OriginalsThatBeatTheReconstructionDelayWin) {
     ASSERT_EQ(run.answers[i], 1);
     EXPECT_FALSE(run.outcomes[i].reconstructed);
   }
-  EXPECT_EQ(run.deployed.coding.reconstructions, 0);
-  EXPECT_EQ(run.deployed.coding.discarded_originals, 0);
+  EXPECT_EQ(run.deployed.reconstructed, 0);
+  EXPECT_EQ(Event(run.deployed, "discarded_original"), 0);
   // Without the delay the same run answers some requests with reconstructions.
   ServeResult eager = Serve({.k = 2, .slow = Micros(1500), .requests = 30});
   EXPECT_GT(eager.deployed.reconstructed, 0);
 }
 
-TEST(CodedServingTest, FailedBatchesAreRebuiltInsteadOfFailing) {
+TEST(ParmStageTest, FailedBatchesAreRebuiltInsteadOfFailing) {
   ServeResult run = Serve({.k = 3, .slow = Millis(1), .last_fails = true});
   int rebuilt = 0, failed = 0;
   for (size_t i = 0; i < run.outcomes.size(); ++i) {
@@ -171,25 +185,20 @@ TEST(CodedServingTest, FailedBatchesAreRebuiltInsteadOfFailing) {
   EXPECT_LT(failed, rebuilt);
 }
 
-TEST(CodedServingTest, CreateChecksTheCodingEntries) {
-  ManualClock clock;
+TEST(ParmStageTest, MakeParmStagesChecksTheCodingEntries) {
   ClusterSpec spec;
   const LatencyProfile one = *LatencyProfile::Linear(0, Millis(1), 1);
   spec.models = {{"a", one, Millis(100)}, {"b", one, Millis(100)}};
   spec.gpus = 1;
-  auto create = [&](std::vector<ModelShape> shapes, std::vector<InferenceCore::Coding> coding) {
-    std::vector<std::unique_ptr<Executor>> executors;
-    executors.push_back(std::make_unique<LinearExecutor>(&clock, Millis(1), false));
-    InferenceCore::Options options;
-    options.coding = std::move(coding);
-    return InferenceCore::Create(spec, std::move(shapes), std::move(executors), options, &clock).status();
+  auto make = [&](std::vector<ModelShape> shapes, std::vector<ParmCoding> coding) {
+    return MakeParmStages(spec, shapes, coding).status();
   };
   const ParityCodec codec = *ParityCodec::Create(ParityEncoder::kSum, 2, {kIn});
-  EXPECT_TRUE(create({{kIn, kOut}, {kIn, kOut}}, {{0, 1, codec}}).ok());
-  EXPECT_THAT(create({{kIn, kOut}, {kIn, kOut}}, {{0, 0, codec}}).message(), ::testing::HasSubstr("bad model ids"));
-  EXPECT_THAT(create({{kIn, kOut}, {kIn, kOut}}, {{0, 1, codec}, {1, 0, codec}}).message(),
+  EXPECT_TRUE(make({{kIn, kOut}, {kIn, kOut}}, {{0, 1, codec}}).ok());
+  EXPECT_THAT(make({{kIn, kOut}, {kIn, kOut}}, {{0, 0, codec}}).message(), ::testing::HasSubstr("bad model ids"));
+  EXPECT_THAT(make({{kIn, kOut}, {kIn, kOut}}, {{0, 1, codec}, {1, 0, codec}}).message(),
               ::testing::HasSubstr("coded twice or is a parity model"));
-  EXPECT_THAT(create({{kIn, kOut}, {kIn, kOut + 1}}, {{0, 1, codec}}).message(),
+  EXPECT_THAT(make({{kIn, kOut}, {kIn, kOut + 1}}, {{0, 1, codec}}).message(),
               ::testing::HasSubstr("must match the sizes"));
 }
 
