@@ -16,6 +16,7 @@
 #include "tutti/distributed/remote_engine.h"
 #include "tutti/distributed/scheduler_node.h"
 #include "tutti/executors/emulated_executor.h"
+#include "tutti/stages/parm_stage.h"
 
 namespace tutti {
 namespace {
@@ -48,15 +49,28 @@ class Nodes {
     Duration latency = Micros(100);
     Duration frontend_offset = 0;  // its clock against the schedulers'
     Duration backend_offset = 0;
+    // ParM: model 1 is model 0's parity model (k 2), on one more backend
+    // of its own, and the frontend codes model 0's batches.
+    bool parm = false;
+    int slow_backend = -1;  // this one of model 0's backends runs 4x slower than its profile
+    std::string policy = "deferred";
+    bool measure_delays = true;  // false: plan with the profile and the fixed delays
   };
 
   explicit Nodes(const Options& o) : options_(o), network_(&clock_, o.latency) {
-    // ResNet50 on an A100 (Symphony, appendix C): ℓ(b) = 0.268 ms · b + 5.172 ms, SLO 20 ms.
+    // ResNet50 on an A100 (Symphony, appendix C): ℓ(b) = 0.268 ms · b + 5.172 ms, SLO 20 ms
+    // (AddBackend's executors too).
     spec_.models = {{"resnet50", *LatencyProfile::Linear(Micros(268), Micros(5172), 32), Millis(20)}};
     spec_.gpus = o.gpus;
+    if (o.parm) {
+      spec_.models.push_back({"resnet50-parity", spec_.models[0].profile, Millis(20)});
+      spec_.sub_clusters = {{{0}, o.gpus}, {{1}, 1}};
+    }
     spec_.delays.resp = Micros(300);  // outputs back to the frontend and out
     for (int i = 0; i < o.schedulers; ++i) {
       SchedulerNode::Options so;
+      so.policy = o.policy;
+      so.delays.measure = o.measure_delays;
       so.scheduler.frontrun_slack = Micros(500);
       schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
       SchedulerNode* node = schedulers_.back().get();
@@ -67,9 +81,14 @@ class Nodes {
     }
     frontend_clock_ = std::make_unique<OffsetClock>(&clock_, o.frontend_offset);
     backend_clock_ = std::make_unique<OffsetClock>(&clock_, o.backend_offset);
-    for (int i = 0; i < o.backends; ++i) AddBackend();
-    frontend_ = std::make_unique<RemoteEngine>(spec_, std::vector<ModelShape>{{kInput, kOutput}},
-                                               RemoteEngine::Options{"f"}, frontend_clock_.get(),
+    for (int i = 0; i < o.backends; ++i) AddBackend(0, i == o.slow_backend ? 4 : 1);
+    RemoteEngine::Options f{"f"};
+    std::vector<ModelShape> shapes(spec_.models.size(), {kInput, kOutput});
+    if (o.parm) {
+      AddBackend(1, 1);
+      f.stages = *MakeParmStages(spec_, shapes, {{0, 1, *ParityCodec::Create(ParityEncoder::kSum, 2, {kInput}), 0}});
+    }
+    frontend_ = std::make_unique<RemoteEngine>(spec_, shapes, std::move(f), frontend_clock_.get(),
                                                network_.ConnectorFor("f"));
   }
 
@@ -81,10 +100,13 @@ class Nodes {
     for (size_t i = 0; i < backends_.size(); ++i) network_.Sever(absl::StrCat("b", i));
   }
 
-  void AddBackend() {
+  // A backend of executor group `group` (its model's), `slowdown` times
+  // slower than the profile.
+  void AddBackend(int group = 0, int slowdown = 1) {
     const std::string id = absl::StrCat("b", backends_.size());
-    std::vector<EmulatedExecutor::Model> models = {{spec_.models[0].profile, kOutput}};
-    auto node = std::make_unique<BackendNode>(BackendNode::Options{id, 0},
+    std::vector<EmulatedExecutor::Model> models = {
+        {*LatencyProfile::Linear(Micros(268) * slowdown, Micros(5172) * slowdown, 32), kOutput}};
+    auto node = std::make_unique<BackendNode>(BackendNode::Options{id, group},
                                               std::make_unique<EmulatedExecutor>(backend_clock_.get(), models),
                                               std::vector<ModelShape>{{kInput, kOutput}},
                                               backend_clock_.get(), network_.ConnectorFor(id));
@@ -130,6 +152,7 @@ class Nodes {
   struct Tally {
     int total = 0, unanswered = 0, on_time = 0, late = 0, dropped = 0, unavailable = 0, other = 0;
     int orphaned = 0;  // of dropped: answered by the frontend's watchdog, nothing having come
+    int reconstructed = 0;  // of on_time and late: answered by ParM
   };
   Tally Count(Time from = 0, Time to = kInfiniteFuture) const {
     Tally t;
@@ -141,6 +164,7 @@ class Nodes {
         ++t.unanswered;
       } else if (o.status.ok()) {
         ++(o.late ? t.late : t.on_time);
+        t.reconstructed += o.reconstructed;
         EXPECT_EQ(o.output.size(), static_cast<size_t>(kOutput));
         EXPECT_TRUE(o.emulated);
       } else if (o.status.code() == absl::StatusCode::kDeadlineExceeded) {
@@ -261,6 +285,35 @@ TEST(DistributedNodesTest, ALeaderChangeAnswersWhatTheOldLeaderHadNotPlannedAsRe
   EXPECT_EQ(after.on_time, after.total) << after.late << " late, " << after.dropped << " dropped, "
                                        << after.unavailable << " unavailable";
   EXPECT_EQ(n.scheduler(1).membership().backends, 3);
+}
+
+TEST(DistributedNodesTest, ParmOnTheFrontendRebuildsWhatASlowBackendHoldsUp) {
+  const auto run = [](bool parm) {
+    Nodes n({.gpus = 2, .backends = 2, .parm = parm, .slow_backend = 1, .policy = "eager",
+             .measure_delays = false});
+    n.Lead(0);
+    n.Load(200, Millis(100), Seconds(3));
+    n.clock().AdvanceTo(Seconds(20));  // the slow backend's queue drains
+    EXPECT_EQ(n.frontend().in_flight(), 0);
+    return std::make_pair(n.Count(), n.frontend().Counters());
+  };
+  const auto [plain, plain_counters] = run(false);
+  const auto [coded, counters] = run(true);
+  EXPECT_EQ(coded.unanswered, 0);
+  EXPECT_EQ(coded.other, 0);
+  EXPECT_GT(coded.reconstructed, 0);
+  EXPECT_EQ(counters[0].reconstructed, coded.reconstructed);
+  EXPECT_LT(coded.late, plain.late / 2) << "the slow backend's batches were rebuilt in time";
+  // Every coding group sent its parity queries to the parity model as
+  // internal requests: counted there, answered to nobody else.
+  int64_t groups = -1;
+  for (const auto& [event, count] : counters[0].stage_events) {
+    if (event == "group") groups = count;
+  }
+  EXPECT_GT(groups, 0);
+  const ModelCounters& parity = counters[1];
+  EXPECT_GE(parity.success + parity.late + parity.dropped + parity.error, groups);
+  EXPECT_EQ(plain.reconstructed, 0);
 }
 
 TEST(DistributedNodesTest, ASpareRefusesStreamsUntilItLeads) {

@@ -78,10 +78,6 @@ std::string HostPid() {
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const ClusterLayout& layout,
                                                                           const ServerConfig& config,
                                                                           const ProcessOptions& options) {
-  if (!config.coding.empty()) {
-    return absl::UnimplementedError("ParM coding runs in embedded mode (tutti serve) only — the serving core holds "
-                                    "its coding groups; remove `coding:`");
-  }
   if (config.policy == "nexus") {
     return absl::InvalidArgumentError("distributed mode needs a policy that adds and removes GPUs as backends come "
                                       "and go: deferred, eager or timeout (nexus plans its GPUs ahead)");
@@ -159,8 +155,10 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   p->connector_ = std::make_unique<WireConnector>(p->loop_->context(), std::move(tls));
   p->name_ = HostPid();
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
-  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, RemoteEngine::Options{p->name_},
-                                              p->loop_.get(), p->connector_.get());
+  RemoteEngine::Options engine{p->name_};
+  TUTTI_ASSIGN_OR_RETURN(engine.stages, MakeStages(layout, config));  // ParM's coding, on this frontend's parts
+  p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, std::move(engine), p->loop_.get(),
+                                              p->connector_.get());
   TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, ClusterKeys(options.cluster),
                                                  [engine = p->engine_.get()](const std::string& a) {
                                                    engine->SetLeader(a);

@@ -11,6 +11,57 @@ namespace tutti {
 
 namespace pb = ::tutti::internal;
 
+// What the stages see of the engine; every call comes from a stage's call
+// or callback, under mu_.
+class RemoteEngine::Host final : public StageHost {
+ public:
+  explicit Host(RemoteEngine* engine) : e_(engine) {}
+
+  void SubmitInternal(ModelId model, std::vector<float> input, Time deadline,
+                      std::function<void(InferenceOutcome)> done) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const uint64_t id = e_->next_id_++;
+    e_->pending_.emplace(id, Pending{model, std::move(input),
+                                     [e = e_, done = std::move(done)](InferenceOutcome o) {
+                                       e->RunStaged([&] { done(std::move(o)); });
+                                     },
+                                     e_->clock_->Now(), deadline});
+    if (e_->sync_.synced()) e_->SubmitLocked({id});
+  }
+
+  void Answer(uint64_t staged, int position, InferenceOutcome out) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto s = e_->staged_.find(staged);
+    if (s == e_->staged_.end()) return;
+    const uint64_t id = s->second.ids[position];
+    auto it = e_->pending_.find(id);
+    if (it == e_->pending_.end()) return;  // answered otherwise (dropped, failover, watchdog)
+    out.arrival = it->second.arrival;
+    out.deadline = it->second.deadline;
+    out.batch_size = static_cast<int>(s->second.ids.size());
+    if (out.status.ok()) {
+      out.late = out.finished > out.deadline;
+      e_->counters_[it->second.model].reconstructed += out.reconstructed;
+    }
+    e_->AnswerLocked(id, std::move(out), &e_->stage_answers_);
+    e_->ForgetStagedLocked(staged);
+  }
+
+  void ScheduleAfter(Duration delay, std::function<void()> fn) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto timer = std::make_shared<TimerId>(kNoTimer);
+    *timer = e_->clock_->ScheduleAfter(delay, [e = e_, timer, fn = std::move(fn)] {
+      e->RunStaged([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        e->stage_timers_.erase(*timer);
+        fn();
+      });
+    });
+    e_->stage_timers_.insert(*timer);
+  }
+
+  Time Now() const override { return e_->clock_->Now(); }
+
+ private:
+  RemoteEngine* const e_;
+};
+
 RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Options options,
                            Clock* clock, Connector* connector)
     : spec_(std::move(spec)),
@@ -18,7 +69,10 @@ RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Opt
       options_(std::move(options)),
       clock_(clock),
       connector_(connector),
-      counters_(spec_.models.size()) {
+      counters_(spec_.models.size()),
+      stages_(spec_.models.size()),
+      host_(std::make_unique<Host>(this)) {
+  for (const auto& [model, stage] : options_.stages) stages_.at(model) = stage;
   std::lock_guard<std::mutex> lock(mu_);
   tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
 }
@@ -30,6 +84,7 @@ RemoteEngine::~RemoteEngine() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     clock_->Cancel(tick_timer_);
+    for (TimerId t : stage_timers_) clock_->Cancel(t);
     ++epoch_;  // the streams' handlers do nothing from now on
     leader = std::move(leader_link_);
     feeds = std::move(feeds_);
@@ -174,6 +229,7 @@ void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
 }
 
 void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
+  std::vector<uint64_t> ids;
   // An empty part still goes: the backend waits for every part of a batch.
   FeedToLocked(plan.backend()).Send([&](pb::FeedDown* down) {
     pb::Part* part = down->add_parts();
@@ -189,9 +245,82 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
       it->second.state = State::kPlanned;
       it->second.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
       part->add_ids(id);
+      ids.push_back(id);
       inputs.append(reinterpret_cast<const char*>(it->second.input.data()), it->second.input.size() * sizeof(float));
     }
   });
+  if (ids.empty()) return;
+  const Pending& first = pending_.at(ids[0]);
+  // A re-dispatched copy of a staged part is not shown again: its stage has it.
+  if (stages_[first.model] == nullptr || first.staged != 0) return;
+  std::vector<float> inputs;
+  for (uint64_t id : ids) {
+    const std::vector<float>& in = pending_.at(id).input;
+    inputs.insert(inputs.end(), in.begin(), in.end());
+  }
+  StageLocked(plan.batch(), first.model, std::move(ids), std::move(inputs));
+}
+
+void RemoteEngine::StageLocked(uint64_t batch, ModelId model, std::vector<uint64_t> ids, std::vector<float> inputs) {
+  const uint64_t staged = next_staged_++;
+  staged_of_batch_[batch] = staged;
+  Time earliest = kInfiniteFuture;
+  for (uint64_t id : ids) {
+    Pending& p = pending_.at(id);
+    p.staged = staged;
+    earliest = std::min(earliest, p.deadline);
+  }
+  const int size = static_cast<int>(ids.size());
+  staged_[staged] = {batch, model, std::move(ids)};
+  stages_[model]->OnDispatch({staged, size, inputs, earliest}, *host_);
+}
+
+std::vector<bool> RemoteEngine::ExecutedLocked(uint64_t staged, const absl::Status& status,
+                                               const pb::Outputs* outputs) {
+  StagedPart& part = staged_.at(staged);
+  part.executed = true;
+  staged_of_batch_.erase(part.batch);
+  const int n = static_cast<int>(part.ids.size());
+  const int64_t per_item = shapes_[part.model].output_elements;
+  ExecResult result;
+  result.status = status;
+  if (outputs != nullptr) {
+    const Duration offset = sync_.synced() ? sync_.offset() : 0;
+    result.emulated = outputs->emulated();
+    result.started = outputs->started() - offset;
+    result.finished = outputs->finished() - offset;
+    if (status.ok() && outputs->outputs().size() != static_cast<size_t>(n * per_item) * sizeof(float)) {
+      result.status = absl::InternalError("the backend returned too few output values");
+    } else if (status.ok()) {
+      result.output.resize(n * per_item);
+      std::memcpy(result.output.data(), outputs->outputs().data(), result.output.size() * sizeof(float));
+    }
+  } else {
+    result.started = result.finished = clock_->Now();
+  }
+  std::vector<bool> deliver = stages_[part.model]->OnExecuted(staged, n, result, *host_);
+  ForgetStagedLocked(staged);
+  return deliver;
+}
+
+void RemoteEngine::ForgetStagedLocked(uint64_t staged) {
+  auto it = staged_.find(staged);
+  if (it == staged_.end() || !it->second.executed) return;
+  for (uint64_t id : it->second.ids) {
+    if (pending_.contains(id)) return;
+  }
+  staged_.erase(it);
+}
+
+void RemoteEngine::RunStaged(const std::function<void()>& fn) {
+  Answers answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    fn();
+    answers.swap(stage_answers_);
+  }
+  Run(std::move(answers));
 }
 
 FeedLink& RemoteEngine::FeedToLocked(const std::string& backend) {
@@ -212,11 +341,24 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
     const Duration offset = sync_.synced() ? sync_.offset() : 0;
     for (pb::Outputs& o : *up.mutable_outputs()) {
       const absl::Status status(static_cast<absl::StatusCode>(o.code()), o.message());
-      const int delivered = static_cast<int>(
-          std::count_if(o.ids().begin(), o.ids().end(), [this](uint64_t id) { return pending_.contains(id); }));
+      // A staged part's items the stage keeps, it answers.
+      std::vector<bool> deliver(o.ids_size(), true);
+      if (auto s = staged_of_batch_.find(o.batch()); s != staged_of_batch_.end()) {
+        const uint64_t staged = s->second;
+        staged_of_batch_.erase(s);
+        // (Gone: its stage was told it failed, its items all answered otherwise.)
+        auto part = staged_.find(staged);
+        if (part != staged_.end() && !part->second.executed &&
+            std::equal(part->second.ids.begin(), part->second.ids.end(), o.ids().begin(), o.ids().end())) {
+          deliver = ExecutedLocked(staged, status, &o);
+        }
+      }
+      int delivered = 0;
+      for (int i = 0; i < o.ids_size(); ++i) delivered += deliver[i] && pending_.contains(o.ids(i));
       for (int i = 0; i < o.ids_size(); ++i) {
         auto it = pending_.find(o.ids(i));
-        if (it == pending_.end()) continue;  // answered already (a re-dispatched copy, or the watchdog)
+        // Answered already (a re-dispatched copy, the watchdog, or its stage), or kept by its stage.
+        if (it == pending_.end() || !deliver[i]) continue;
         const Pending& p = it->second;
         InferenceOutcome out;
         out.status = status;
@@ -247,6 +389,8 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         }
         AnswerLocked(o.ids(i), std::move(out), &answers);
       }
+      for (auto& a : stage_answers_) answers.push_back(std::move(a));
+      stage_answers_.clear();
     }
   }
   Run(std::move(answers));
@@ -322,6 +466,19 @@ void RemoteEngine::Tick() {
                                                      "request failed")),
                    &answers);
     }
+    // Staged parts whose outputs never came and whose items no longer wait.
+    std::vector<uint64_t> unexecuted;
+    for (const auto& [staged, part] : staged_) {
+      if (!part.executed && std::none_of(part.ids.begin(), part.ids.end(),
+                                         [this](uint64_t id) { return pending_.contains(id); })) {
+        unexecuted.push_back(staged);
+      }
+    }
+    for (uint64_t staged : unexecuted) {
+      ExecutedLocked(staged, absl::UnavailableError("its outputs never came"), nullptr);
+    }
+    for (auto& a : stage_answers_) answers.push_back(std::move(a));
+    stage_answers_.clear();
     tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
   }
   Run(std::move(answers));
@@ -346,7 +503,11 @@ int64_t RemoteEngine::in_flight() const {
 
 std::vector<ModelCounters> RemoteEngine::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return counters_;
+  std::vector<ModelCounters> out = counters_;
+  for (size_t m = 0; m < out.size(); ++m) {
+    if (stages_[m]) out[m].stage_events = stages_[m]->EventCounts();
+  }
+  return out;
 }
 
 DelayReport RemoteEngine::Delays() const {

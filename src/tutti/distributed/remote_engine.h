@@ -12,6 +12,14 @@
 //   - DeadlineExceeded, as a last resort, if nothing came `orphan_grace`
 //     after its deadline (its backend and the scheduler failed together).
 //
+// Batch stages (serving/batch_stage.h), per model when Options::stages
+// names one: the engine hosts them as the serving core does, over this
+// frontend's part of each batch — shown to the stage when it is planned and
+// when its outputs come back; the stage's internal requests (ParM's parity
+// queries) go to the leader like any other. A part whose outputs never come
+// (its backend died, its items answered otherwise) is reported to its stage
+// as failed once none of its items waits any more.
+//
 // Time: deadlines travel in the leader's clock, converted with the pings on
 // the leader stream (clock_sync.h); a request that arrives before the first
 // pong waits for it. Delays: the engine reports how long answers take to be
@@ -26,15 +34,18 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
 #include "tutti/distributed/delay_report_proto.h"
 #include "tutti/distributed/links.h"
 #include "tutti/scheduler/cluster_spec.h"
+#include "tutti/serving/batch_stage.h"
 #include "tutti/serving/inference_engine.h"
 
 namespace tutti {
@@ -45,6 +56,8 @@ class RemoteEngine final : public InferenceEngine {
     std::string name;                      // unique among the cluster's frontends
     Duration orphan_grace = 2 * kSecond;
     Duration ping_every = kSecond;  // pings sync the clock with the leader's
+    // At most one per model (e.g. MakeParmStages, stages/parm_stage.h).
+    std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>> stages;
   };
   // `spec` gives the models' objectives (the layout every process shares);
   // `shapes` their sizes. Streams are opened through `connector`. `clock`
@@ -81,7 +94,16 @@ class RemoteEngine final : public InferenceEngine {
     Time deadline;  // this clock
     State state = State::kWaiting;
     Time batch_deadline = 0;  // once planned: its batch's earliest deadline, this clock
+    uint64_t staged = 0;      // its staged part (staged_), if its model has a stage
   };
+  // This frontend's part of a batch of a staged model, as its stage knows it.
+  struct StagedPart {
+    uint64_t batch;  // the leader's
+    ModelId model;
+    std::vector<uint64_t> ids;
+    bool executed = false;
+  };
+  class Host;  // the StageHost the stages see
   // The answers a locked section decided on, to give once unlocked.
   using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
 
@@ -92,6 +114,15 @@ class RemoteEngine final : public InferenceEngine {
   // REQUIRES: mu_ held.
   void SubmitLocked(const std::vector<uint64_t>& ids);
   void PlanLocked(const internal::PlanPart& part, Answers* answers);
+  // Shows a planned part of a staged model to its stage.
+  void StageLocked(uint64_t batch, ModelId model, std::vector<uint64_t> ids, std::vector<float> inputs);
+  // Shows a staged part's outputs to its stage; returns, per item, whether
+  // to answer it with its original.
+  std::vector<bool> ExecutedLocked(uint64_t staged, const absl::Status& status, const internal::Outputs* outputs);
+  // Forgets a staged part once executed and none of its items waits.
+  void ForgetStagedLocked(uint64_t staged);
+  // Runs a stage callback under mu_ and gives what it answered.
+  void RunStaged(const std::function<void()>& fn);
   void AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers);
   void FailUnplannedLocked(const absl::Status& why, Answers* answers);
   FeedLink& FeedToLocked(const std::string& backend);
@@ -123,6 +154,14 @@ class RemoteEngine final : public InferenceEngine {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Time reconnect_at_ ABSL_GUARDED_BY(mu_) = 0;  // leader stream broken
   TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+
+  std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
+  std::unique_ptr<Host> host_;
+  absl::flat_hash_map<uint64_t, StagedPart> staged_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, uint64_t> staged_of_batch_ ABSL_GUARDED_BY(mu_);  // leader's batch id → staged_
+  uint64_t next_staged_ ABSL_GUARDED_BY(mu_) = 1;
+  Answers stage_answers_ ABSL_GUARDED_BY(mu_);  // given by stages, for RunStaged's caller
+  absl::flat_hash_set<TimerId> stage_timers_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tutti

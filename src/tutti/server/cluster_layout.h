@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,6 +18,7 @@
 #include "tutti/executors/executor.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
+#include "tutti/serving/batch_stage.h"
 #include "tutti/serving/inference_engine.h"
 
 namespace tutti {
@@ -33,6 +35,14 @@ struct ClusterLayout {
 // tensor. `config` must be resolved (ResolveServerConfig); `repo` must
 // outlive the layout.
 absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config);
+
+// The batch stages of the config's `coding:` entries (ParM, one per coded
+// model), with their codecs made from the parity models' configs; any host
+// — the serving core, a distributed frontend — runs them. The description's
+// ParM lines are appended to `description` unless null.
+// Errors: a codec that cannot be made, or those of MakeParmStages.
+absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> MakeStages(
+    const ClusterLayout& layout, const ServerConfig& config, std::string* description = nullptr);
 
 // One executor of `group` (config.executors[group]), holding its models in
 // the group's order. Errors: weights that fail to load.

@@ -5,7 +5,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "tutti/stages/parm_stage.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/torch_executor.h"
 #include "tutti/server/cluster_layout.h"
@@ -33,22 +32,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   std::string& d = server->description_;
   d = layout.description;
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
-  std::vector<ParmCoding> codings;
-  for (const CodingConfig& c : config.coding) {
-    auto id = [&](const std::string& name) {
-      for (size_t m = 0; m < spec.models.size(); ++m) {
-        if (spec.models[m].name == name) return static_cast<ModelId>(m);
-      }
-      return ModelId{-1};
-    };
-    const ModelConfig& parity = (*repo.Find(c.parity_model))->config;
-    TUTTI_ASSIGN_OR_RETURN(ParityCodec codec,
-                           ParityCodec::Create(parity.parity->encoder, parity.parity->k, parity.inputs[0].shape));
-    codings.push_back({id(c.model), id(c.parity_model), std::move(codec), c.reconstruct_delay});
-    absl::StrAppendFormat(&d, "  ParM: %s protected by %s (k %d, %s encoder)\n", c.model, c.parity_model,
-                          parity.parity->k, ParityEncoderName(parity.parity->encoder));
-  }
-  TUTTI_ASSIGN_OR_RETURN(options.stages, MakeParmStages(spec, layout.shapes, codings));
+  TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(layout.shapes),
                                                               std::move(executors), options, clock));
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
