@@ -20,8 +20,11 @@ class InferenceCore::Host final : public StageHost {
   }
 
   void Answer(uint64_t batch, int position, InferenceOutcome out) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const Members members = core_->staged_batches_.at(batch);
+    auto it = core_->staged_batches_.find(batch);
+    if (it == core_->staged_batches_.end()) return;  // all answered and executed: a stage's second answer
+    const Members members = it->second;
     Pending& p = (*members)[position];
+    if (p.answered) return;
     out.arrival = p.arrival;
     out.deadline = p.deadline;
     out.batch_size = static_cast<int>(members->size());
