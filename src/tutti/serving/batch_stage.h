@@ -15,9 +15,9 @@
 // - Ownership: the host owns its stages. The inputs and the result a call
 //   is given are borrowed for that call only.
 // - Ordering: OnDispatch of a batch comes before its OnExecuted; batches are
-//   dispatched in the scheduler's order and come back in any order. Every
-//   call a stage makes to the StageHost takes effect after the stage returns
-//   (internal requests are submitted, answers delivered), never re-entrantly.
+//   dispatched in the scheduler's order and come back in any order. No call
+//   a stage makes to its StageHost calls the stage back before it returns;
+//   the answers it gives reach their clients after it returns.
 // - Answers: every request is answered exactly once, either by the host
 //   with its batch's original output (where OnExecuted says so) or by the
 //   stage through StageHost::Answer (an output marked `reconstructed`, or an
