@@ -38,6 +38,12 @@ class OffsetClock final : public Clock {
   const Duration offset_;
 };
 
+// ResNet50 on an A100 (Symphony, appendix C): ℓ(b) = 0.268 ms · b + 5.172 ms,
+// `slowdown` times that.
+LatencyProfile ResNet50(int slowdown) {
+  return *LatencyProfile::Linear(Micros(268) * slowdown, Micros(5172) * slowdown, 32);
+}
+
 // A cluster of nodes on one manual clock: schedulers "s0", "s1", …,
 // backends "b0", "b1", …, one frontend "f".
 class Nodes {
@@ -58,9 +64,7 @@ class Nodes {
   };
 
   explicit Nodes(const Options& o) : options_(o), network_(&clock_, o.latency) {
-    // ResNet50 on an A100 (Symphony, appendix C): ℓ(b) = 0.268 ms · b + 5.172 ms, SLO 20 ms
-    // (AddBackend's executors too).
-    spec_.models = {{"resnet50", *LatencyProfile::Linear(Micros(268), Micros(5172), 32), Millis(20)}};
+    spec_.models = {{"resnet50", ResNet50(1), Millis(20)}};
     spec_.gpus = o.gpus;
     if (o.parm) {
       spec_.models.push_back({"resnet50-parity", spec_.models[0].profile, Millis(20)});
@@ -104,8 +108,7 @@ class Nodes {
   // slower than the profile.
   void AddBackend(int group = 0, int slowdown = 1) {
     const std::string id = absl::StrCat("b", backends_.size());
-    std::vector<EmulatedExecutor::Model> models = {
-        {*LatencyProfile::Linear(Micros(268) * slowdown, Micros(5172) * slowdown, 32), kOutput}};
+    std::vector<EmulatedExecutor::Model> models = {{ResNet50(slowdown), kOutput}};
     auto node = std::make_unique<BackendNode>(BackendNode::Options{id, group},
                                               std::make_unique<EmulatedExecutor>(backend_clock_.get(), models),
                                               std::vector<ModelShape>{{kInput, kOutput}},

@@ -34,13 +34,8 @@ class RemoteEngine::Host final : public StageHost {
     const uint64_t id = s->second.ids[position];
     auto it = e_->pending_.find(id);
     if (it == e_->pending_.end()) return;  // answered otherwise (dropped, failover, watchdog)
-    out.arrival = it->second.arrival;
-    out.deadline = it->second.deadline;
-    out.batch_size = static_cast<int>(s->second.ids.size());
-    if (out.status.ok()) {
-      out.late = out.finished > out.deadline;
-      e_->counters_[it->second.model].reconstructed += out.reconstructed;
-    }
+    CompleteStageAnswer(it->second.arrival, it->second.deadline, static_cast<int>(s->second.ids.size()), &out);
+    if (out.status.ok()) e_->counters_[it->second.model].reconstructed += out.reconstructed;
     e_->AnswerLocked(id, std::move(out), &e_->stage_answers_);
     e_->ForgetStagedLocked(staged);
   }
@@ -171,6 +166,7 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
                    &answers);
     }
     if (down.has_delays()) report_ = FromProto(down.delays());
+    TakeStageAnswersLocked(&answers);  // what stages answered when shown the plans
   }
   Run(std::move(answers));
 }
@@ -312,13 +308,18 @@ void RemoteEngine::ForgetStagedLocked(uint64_t staged) {
   staged_.erase(it);
 }
 
+void RemoteEngine::TakeStageAnswersLocked(Answers* answers) {
+  for (auto& a : stage_answers_) answers->push_back(std::move(a));
+  stage_answers_.clear();
+}
+
 void RemoteEngine::RunStaged(const std::function<void()>& fn) {
   Answers answers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     fn();
-    answers.swap(stage_answers_);
+    TakeStageAnswersLocked(&answers);
   }
   Run(std::move(answers));
 }
@@ -389,8 +390,7 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         }
         AnswerLocked(o.ids(i), std::move(out), &answers);
       }
-      for (auto& a : stage_answers_) answers.push_back(std::move(a));
-      stage_answers_.clear();
+      TakeStageAnswersLocked(&answers);
     }
   }
   Run(std::move(answers));
@@ -477,8 +477,7 @@ void RemoteEngine::Tick() {
     for (uint64_t staged : unexecuted) {
       ExecutedLocked(staged, absl::UnavailableError("its outputs never came"), nullptr);
     }
-    for (auto& a : stage_answers_) answers.push_back(std::move(a));
-    stage_answers_.clear();
+    TakeStageAnswersLocked(&answers);
     tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
   }
   Run(std::move(answers));

@@ -121,6 +121,8 @@ class RemoteEngine final : public InferenceEngine {
   std::vector<bool> ExecutedLocked(uint64_t staged, const absl::Status& status, const internal::Outputs* outputs);
   // Forgets a staged part once executed and none of its items waits.
   void ForgetStagedLocked(uint64_t staged);
+  // Moves the answers stages gave to `answers`. REQUIRES: mu_ held.
+  void TakeStageAnswersLocked(Answers* answers);
   // Runs a stage callback under mu_ and gives what it answered.
   void RunStaged(const std::function<void()>& fn);
   void AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers);

@@ -59,6 +59,16 @@ class StageHost {
   virtual Time Now() const = 0;
 };
 
+// What a host adds to a stage's answer `out` for an item that arrived at
+// `arrival`, due at `deadline`, in a batch of `batch_size`: the item's own
+// fields and, for an output, whether it is late.
+inline void CompleteStageAnswer(Time arrival, Time deadline, int batch_size, InferenceOutcome* out) {
+  out->arrival = arrival;
+  out->deadline = deadline;
+  out->batch_size = batch_size;
+  if (out->status.ok()) out->late = out->finished > out->deadline;
+}
+
 class BatchStage {
  public:
   struct Dispatched {

@@ -25,12 +25,9 @@ class InferenceCore::Host final : public StageHost {
     const Members members = it->second;
     Pending& p = (*members)[position];
     if (p.answered) return;
-    out.arrival = p.arrival;
-    out.deadline = p.deadline;
-    out.batch_size = static_cast<int>(members->size());
+    CompleteStageAnswer(p.arrival, p.deadline, static_cast<int>(members->size()), &out);
     ModelCounters& c = core_->counters_[p.model];
     if (out.status.ok()) {
-      out.late = out.finished > out.deadline;
       ++(out.late ? c.late : c.success);
       c.reconstructed += out.reconstructed;
     } else {
