@@ -153,11 +153,7 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
     for (uint64_t id : down.dropped()) {
       auto it = pending_.find(id);
       if (it == pending_.end()) continue;
-      AnswerLocked(id,
-                   ErrorOutcome(it->second, absl::DeadlineExceededError(absl::StrCat(
-                                                "the latency objective of this '", spec_.models[it->second.model].name,
-                                                "' request cannot be met; it was dropped before execution"))),
-                   &answers);
+      AnswerLocked(id, ErrorOutcome(it->second, DroppedError(spec_, it->second.model)), &answers);
     }
     for (uint64_t id : down.lost()) {
       auto it = pending_.find(id);

@@ -19,18 +19,18 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// The emulated "mlp" (frontend_test_util.h) served over gRPC on a free port.
-class KserveGrpcServiceTest : public testing::EmulatedFrontendTest {
+// The fake engine's "mlp" (frontend_test_util.h) served over gRPC on a free port.
+class KserveGrpcServiceTest : public testing::FakeEngineFrontendTest {
  protected:
   void SetUp() override {
-    EmulatedFrontendTest::SetUp();
+    FakeEngineFrontendTest::SetUp();
     service_ = std::make_unique<KserveGrpcService>(frontend_.get());
     server_ = *GrpcServer::Start(GrpcServerOptions{.port = 0}, {service_.get()});
     stub_ = inference::GRPCInferenceService::NewStub(
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->port()), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
-    StopCore();
+    StopEngine();
     server_->Shutdown(kSecond);
   }
 
@@ -137,7 +137,11 @@ TEST_F(KserveGrpcServiceTest, InferTakesContentsOrRawBytesAndAnswersRawOutputs) 
     EXPECT_EQ(r.outputs(0).datatype(), "FP32");
     EXPECT_THAT(r.outputs(0).shape(), ElementsAre(3, 3));
     ASSERT_EQ(r.raw_output_contents_size(), 1);
-    EXPECT_EQ(r.raw_output_contents(0).size(), 3 * 3 * sizeof(float));
+    ASSERT_EQ(r.raw_output_contents(0).size(), 3 * 3 * sizeof(float));
+    // Item i holds 4i..4i+3; its row is (j + 1) × their sum.
+    std::vector<float> out(9);
+    std::memcpy(out.data(), r.raw_output_contents(0).data(), 9 * sizeof(float));
+    EXPECT_THAT(out, ElementsAre(6, 12, 18, 22, 44, 66, 38, 76, 114));
     EXPECT_TRUE(r.parameters().at("tutti_emulated").bool_param());
     EXPECT_FALSE(r.parameters().at("reconstructed").bool_param());
     EXPECT_GE(r.parameters().at("tutti_batch_size").int64_param(), 1);
@@ -206,7 +210,7 @@ TEST_F(KserveGrpcServiceTest, RefusesTheSameBadShapeAsHttpWithTheSameMessage) {
 }
 
 TEST_F(KserveGrpcServiceTest, AfterShutdownBeginsInferIsUnavailableSoClientsRetryElsewhere) {
-  core_->StopAccepting();
+  engine_->StopAccepting();
   grpc::Status s = InferError(Request(1));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(s.error_message(), HasSubstr("shutting down"));

@@ -1,5 +1,7 @@
 #include "tutti/frontend/kserve_service.h"
 
+#include <cstring>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -12,14 +14,15 @@
 namespace tutti {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::tutti::testing::HttpTestClient;
 
-// The emulated "mlp" (frontend_test_util.h) served over HTTP on a free port.
-class KserveServiceTest : public testing::EmulatedFrontendTest {
+// The fake engine's "mlp" (frontend_test_util.h) served over HTTP on a free port.
+class KserveServiceTest : public testing::FakeEngineFrontendTest {
  protected:
   void SetUp() override {
-    EmulatedFrontendTest::SetUp();
+    FakeEngineFrontendTest::SetUp();
     service_ = std::make_unique<KserveService>(frontend_.get());
     HttpServerOptions http;
     http.port = 0;
@@ -29,7 +32,7 @@ class KserveServiceTest : public testing::EmulatedFrontendTest {
   }
   void TearDown() override {
     server_->StopAccepting();
-    StopCore();
+    StopEngine();
     server_->Stop();
   }
 
@@ -66,7 +69,10 @@ TEST_F(KserveServiceTest, InferReturnsOneOutputRowPerItemMarkedEmulated) {
   EXPECT_STREQ(d["id"].GetString(), "q");
   EXPECT_TRUE(d["parameters"]["tutti_emulated"].GetBool());
   EXPECT_EQ(d["outputs"][0]["shape"][0].GetInt(), 2);
-  EXPECT_EQ(d["outputs"][0]["data"].Size(), 6u);
+  // Row by row, each item's own answer: (j + 1) × the sum of its inputs.
+  std::vector<double> data;
+  for (const auto& x : d["outputs"][0]["data"].GetArray()) data.push_back(x.GetDouble());
+  EXPECT_THAT(data, ElementsAre(10, 20, 30, 26, 52, 78));
   // The same connection serves again (keep-alive), with a version in the path.
   EXPECT_EQ(c.Request("POST", "/v2/models/mlp/versions/1/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
   testing::ClientResponse stats = c.Request("GET", "/v2/models/mlp/stats");
@@ -123,8 +129,10 @@ TEST_F(KserveServiceTest, BinaryTensorsInAndOutAndALyingHeaderLength) {
   d.Parse(r.body.data(), json_length);
   ASSERT_FALSE(d.HasParseError());
   EXPECT_EQ(d["outputs"][0]["parameters"]["binary_data_size"].GetInt(), 12);
-  EXPECT_EQ(r.body.size(), json_length + 12);  // three FP32 zeros from the emulated GPU
-  EXPECT_EQ(r.body.substr(json_length), std::string(12, '\0'));
+  ASSERT_EQ(r.body.size(), json_length + 12);  // three FP32 values: 10, 20, 30
+  std::vector<float> out(3);
+  std::memcpy(out.data(), r.body.data() + json_length, 12);
+  EXPECT_THAT(out, ElementsAre(10, 20, 30));
 
   for (const std::string& lie : {std::to_string(body.size() + 100), std::string("12abc"), std::string("5")}) {
     testing::ClientResponse bad =

@@ -110,12 +110,12 @@ grpc::StatusCode GrpcInfer(inference::GRPCInferenceService::Stub& stub, const st
   return stub.ModelInfer(&context, GrpcRequest(), &response).error_code();
 }
 
-// The emulated "mlp" (frontend_test_util.h) behind a FrontendServer with
+// The fake engine's "mlp" (frontend_test_util.h) behind a FrontendServer with
 // the options a test sets before Serve().
-class SecurityTest : public testing::EmulatedFrontendTest {
+class SecurityTest : public testing::FakeEngineFrontendTest {
  protected:
   void SetUp() override {
-    EmulatedFrontendTest::SetUp();
+    FakeEngineFrontendTest::SetUp();
     pki_ = testing::MakeTestPki(dir_.path());
     options_.http.port = 0;
     options_.grpc.port = 0;
@@ -125,7 +125,7 @@ class SecurityTest : public testing::EmulatedFrontendTest {
   }
   void Serve() {
     absl::StatusOr<std::unique_ptr<FrontendServer>> s =
-        FrontendServer::Start(core_.get(), {{config_, 1}}, options_);
+        FrontendServer::Start(engine_.get(), {{config_, 1}}, options_);
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = *std::move(s);
   }
@@ -133,7 +133,7 @@ class SecurityTest : public testing::EmulatedFrontendTest {
     options_.http.tls = TlsOptions{pki_.server_cert, pki_.server_key, mutual ? pki_.ca_cert : ""};
     options_.grpc.tls = options_.http.tls;
   }
-  int64_t Answered() const { return core_->Counters()[0].success + core_->Counters()[0].late; }
+  int64_t Answered() const { return engine_->Counters()[0].success + engine_->Counters()[0].late; }
 
   testing::TempDir dir_;
   testing::TestPki pki_;
@@ -177,15 +177,15 @@ TEST_F(SecurityTest, MutualTlsRefusesClientsWithoutTheCasCertificate) {
 
 TEST_F(SecurityTest, WrongTlsFilesAreClearErrorsAtStart) {
   options_.http.tls = TlsOptions{pki_.server_cert, pki_.client_key, ""};  // another certificate's key
-  absl::StatusOr<std::unique_ptr<FrontendServer>> s = FrontendServer::Start(core_.get(), {{config_, 1}}, options_);
+  absl::StatusOr<std::unique_ptr<FrontendServer>> s = FrontendServer::Start(engine_.get(), {{config_, 1}}, options_);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("does not belong to the certificate"));
   options_.http.tls = TlsOptions{dir_.path() + "/missing.pem", pki_.server_key, ""};
-  s = FrontendServer::Start(core_.get(), {{config_, 1}}, options_);
+  s = FrontendServer::Start(engine_.get(), {{config_, 1}}, options_);
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(s.status().message(), HasSubstr("missing.pem"));
   options_.http.tls = TlsOptions{pki_.server_key, pki_.server_key, ""};  // a key is not a certificate
-  EXPECT_FALSE(FrontendServer::Start(core_.get(), {{config_, 1}}, options_).ok());
+  EXPECT_FALSE(FrontendServer::Start(engine_.get(), {{config_, 1}}, options_).ok());
 }
 
 TEST_F(SecurityTest, HttpTokensGuardInferenceAndAdminCalls) {

@@ -153,9 +153,7 @@ void InferenceCore::OnDrop(const Request& r) {
   pending_.erase(it);
   ++counters_[r.model].dropped;
   InferenceOutcome out;
-  out.status = absl::DeadlineExceededError(absl::StrCat(
-      "the latency objective of this '", spec_.models[r.model].name,
-      "' request cannot be met; it was dropped before execution"));
+  out.status = DroppedError(spec_, r.model);
   out.arrival = p.arrival;
   out.deadline = p.deadline;
   out.finished = clock_->Now();

@@ -17,4 +17,9 @@ absl::Status CheckSubmission(const ClusterSpec& spec, const std::vector<ModelSha
   return absl::OkStatus();
 }
 
+absl::Status DroppedError(const ClusterSpec& spec, ModelId model) {
+  return absl::DeadlineExceededError(absl::StrCat("the latency objective of this '", spec.models[model].name,
+                                                  "' request cannot be met; it was dropped before execution"));
+}
+
 }  // namespace tutti

@@ -78,6 +78,10 @@ struct ModelShape {
 absl::Status CheckSubmission(const ClusterSpec& spec, const std::vector<ModelShape>& shapes, ModelId model,
                              size_t input_size, Duration objective);
 
+// The answer to a request its scheduler dropped because its objective
+// cannot be met (DeadlineExceeded, naming the model).
+absl::Status DroppedError(const ClusterSpec& spec, ModelId model);
+
 // A request's deadline: `objective` after `now`, or the model's SLO after
 // it when `objective` is 0.
 inline Time DeadlineOf(const ClusterSpec& spec, ModelId model, Time now, Duration objective) {
