@@ -19,12 +19,11 @@ class RemoteEngine::Host final : public StageHost {
 
   void SubmitInternal(ModelId model, std::vector<float> input, Time deadline,
                       std::function<void(InferenceOutcome)> done) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const uint64_t id = e_->next_id_++;
-    e_->pending_.emplace(id, Pending{model, std::move(input),
-                                     [e = e_, done = std::move(done)](InferenceOutcome o) {
-                                       e->RunStaged([&] { done(std::move(o)); });
-                                     },
-                                     e_->clock_->Now(), deadline});
+    const uint64_t id = e_->table_.Add(model, std::move(input),
+                                       [e = e_, done = std::move(done)](InferenceOutcome o) {
+                                         e->RunStaged([&] { done(std::move(o)); });
+                                       },
+                                       e_->clock_->Now(), deadline);
     if (e_->sync_.synced()) e_->SubmitLocked({id});
   }
 
@@ -32,11 +31,10 @@ class RemoteEngine::Host final : public StageHost {
     auto s = e_->staged_.find(staged);
     if (s == e_->staged_.end()) return;
     const uint64_t id = s->second.ids[position];
-    auto it = e_->pending_.find(id);
-    if (it == e_->pending_.end()) return;  // answered otherwise (dropped, failover, watchdog)
-    CompleteStageAnswer(it->second.arrival, it->second.deadline, static_cast<int>(s->second.ids.size()), &out);
-    if (out.status.ok()) e_->counters_[it->second.model].reconstructed += out.reconstructed;
-    e_->AnswerLocked(id, std::move(out), &e_->stage_answers_);
+    const Pending* p = e_->table_.Find(id);
+    if (p == nullptr) return;  // answered otherwise (dropped, failover, watchdog)
+    CompleteStageAnswer(p->arrival, p->deadline, static_cast<int>(s->second.ids.size()), &out);
+    e_->table_.Answer(id, std::move(out), &e_->stage_answers_);
     e_->ForgetStagedLocked(staged);
   }
 
@@ -64,7 +62,7 @@ RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Opt
       options_(std::move(options)),
       clock_(clock),
       connector_(connector),
-      counters_(spec_.models.size()),
+      table_(&spec_, &shapes_),
       stages_(spec_.models.size()),
       host_(std::make_unique<Host>(this)) {
   for (const auto& [model, stage] : options_.stages) stages_.at(model) = stage;
@@ -142,23 +140,18 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
       const pb::Pong& p = down.pong();
       sync_.Add(p.ping_sent(), p.received(), p.sent(), now);
       if (first) {  // requests that waited for the clock
-        std::vector<uint64_t> waiting;
-        for (const auto& [id, r] : pending_) {
-          if (r.state == State::kWaiting) waiting.push_back(id);
-        }
-        SubmitLocked(waiting);
+        SubmitLocked(table_.Select([](uint64_t, const Pending& p) { return p.extra.state == State::kWaiting; }));
       }
     }
     for (const pb::PlanPart& part : down.plans()) PlanLocked(part, &answers);
     for (uint64_t id : down.dropped()) {
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;
-      AnswerLocked(id, ErrorOutcome(it->second, DroppedError(spec_, it->second.model)), &answers);
+      if (const Pending* p = table_.Find(id)) {
+        table_.Answer(id, ErrorOutcomeLocked(id, DroppedError(spec_, p->model)), &answers);
+      }
     }
     for (uint64_t id : down.lost()) {
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;
-      AnswerLocked(id, ErrorOutcome(it->second, absl::UnavailableError("the scheduler could not take it; retry")),
+      if (!table_.contains(id)) continue;
+      table_.Answer(id, ErrorOutcomeLocked(id, absl::UnavailableError("the scheduler could not take it; retry")),
                    &answers);
     }
     if (down.has_delays()) report_ = FromProto(down.delays());
@@ -181,27 +174,22 @@ void RemoteEngine::OnLeaderGone(uint64_t epoch) {
 }
 
 void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Answers* answers) {
-  std::vector<uint64_t> lost;
-  for (const auto& [id, p] : pending_) {
-    if (p.state != State::kPlanned) lost.push_back(id);
+  for (uint64_t id : table_.Select([](uint64_t, const Pending& p) { return p.extra.state != State::kPlanned; })) {
+    table_.Answer(id, ErrorOutcomeLocked(id, why), answers);
   }
-  for (uint64_t id : lost) AnswerLocked(id, ErrorOutcome(pending_.at(id), why), answers);
 }
 
 // ---- requests -----------------------------------------------------------------
 
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
-  TUTTI_RETURN_IF_ERROR(CheckSubmission(spec_, shapes_, model, input.size(), objective));
   std::lock_guard<std::mutex> lock(mu_);
-  if (!accepting_) return absl::UnavailableError("the server is shutting down");
+  const Time now = clock_->Now();
+  TUTTI_ASSIGN_OR_RETURN(const Time deadline, table_.Admit(model, input.size(), objective, now));
   if (leader_link_ == nullptr) {
     return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
   }
-  const uint64_t id = next_id_++;
-  const Time now = clock_->Now();
-  pending_.emplace(id, Pending{model, std::move(input), std::move(done), now,
-                               DeadlineOf(spec_, model, now, objective)});
+  const uint64_t id = table_.Add(model, std::move(input), std::move(done), now, deadline);
   if (sync_.synced()) SubmitLocked({id});
   return absl::OkStatus();
 }
@@ -210,8 +198,8 @@ void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
   if (ids.empty() || leader_link_ == nullptr) return;
   leader_link_->Send([&](pb::FrontendUp* up) {
     for (uint64_t id : ids) {
-      Pending& p = pending_.at(id);
-      p.state = State::kSubmitted;
+      Pending& p = *table_.Find(id);
+      p.extra.state = State::kSubmitted;
       pb::RequestMeta* m = up->add_submit();
       m->set_id(id);
       m->set_model(p.model);
@@ -232,22 +220,22 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
     part->set_parts(plan.parts());
     std::string& inputs = *part->mutable_inputs();
     for (uint64_t id : plan.ids()) {
-      auto it = pending_.find(id);
-      if (it == pending_.end()) continue;  // answered meanwhile: left out
-      it->second.state = State::kPlanned;
-      it->second.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
+      Pending* p = table_.Find(id);
+      if (p == nullptr) continue;  // answered meanwhile: left out
+      p->extra.state = State::kPlanned;
+      p->extra.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
       part->add_ids(id);
       ids.push_back(id);
-      inputs.append(reinterpret_cast<const char*>(it->second.input.data()), it->second.input.size() * sizeof(float));
+      inputs.append(reinterpret_cast<const char*>(p->input.data()), p->input.size() * sizeof(float));
     }
   });
   if (ids.empty()) return;
-  const Pending& first = pending_.at(ids[0]);
+  const Pending& first = *table_.Find(ids[0]);
   // A re-dispatched copy of a staged part is not shown again: its stage has it.
-  if (stages_[first.model] == nullptr || first.staged != 0) return;
+  if (stages_[first.model] == nullptr || first.extra.staged != 0) return;
   std::vector<float> inputs;
   for (uint64_t id : ids) {
-    const std::vector<float>& in = pending_.at(id).input;
+    const std::vector<float>& in = table_.Find(id)->input;
     inputs.insert(inputs.end(), in.begin(), in.end());
   }
   StageLocked(plan.batch(), first.model, std::move(ids), std::move(inputs));
@@ -258,8 +246,8 @@ void RemoteEngine::StageLocked(uint64_t batch, ModelId model, std::vector<uint64
   staged_of_batch_[batch] = staged;
   Time earliest = kInfiniteFuture;
   for (uint64_t id : ids) {
-    Pending& p = pending_.at(id);
-    p.staged = staged;
+    Pending& p = *table_.Find(id);
+    p.extra.staged = staged;
     earliest = std::min(earliest, p.deadline);
   }
   const int size = static_cast<int>(ids.size());
@@ -299,7 +287,7 @@ void RemoteEngine::ForgetStagedLocked(uint64_t staged) {
   auto it = staged_.find(staged);
   if (it == staged_.end() || !it->second.executed) return;
   for (uint64_t id : it->second.ids) {
-    if (pending_.contains(id)) return;
+    if (table_.contains(id)) return;
   }
   staged_.erase(it);
 }
@@ -351,12 +339,12 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         }
       }
       int delivered = 0;
-      for (int i = 0; i < o.ids_size(); ++i) delivered += deliver[i] && pending_.contains(o.ids(i));
+      for (int i = 0; i < o.ids_size(); ++i) delivered += deliver[i] && table_.contains(o.ids(i));
       for (int i = 0; i < o.ids_size(); ++i) {
-        auto it = pending_.find(o.ids(i));
+        const Pending* found = table_.Find(o.ids(i));
         // Answered already (a re-dispatched copy, the watchdog, or its stage), or kept by its stage.
-        if (it == pending_.end() || !deliver[i]) continue;
-        const Pending& p = it->second;
+        if (found == nullptr || !deliver[i]) continue;
+        const Pending& p = *found;
         InferenceOutcome out;
         out.status = status;
         out.emulated = o.emulated();
@@ -368,7 +356,7 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         if (status.ok()) {
           out.batch_id = o.batch();
           out.batch_answers = delivered;
-          out.batch_deadline = p.batch_deadline;
+          out.batch_deadline = p.extra.batch_deadline;
           const int64_t n = shapes_[p.model].output_elements;
           const size_t bytes = static_cast<size_t>(n) * sizeof(float);
           if (o.outputs().size() < (static_cast<size_t>(i) + 1) * bytes) {
@@ -380,11 +368,11 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
           }
         }
         if (out.status.ok()) {
-          ModelCounters& c = counters_[p.model];
+          ModelCounters& c = table_.counters(p.model);
           ++c.batches;  // counted per item, so the mean batch size is the one requests saw
           c.batched_requests += out.batch_size;
         }
-        AnswerLocked(o.ids(i), std::move(out), &answers);
+        table_.Answer(o.ids(i), std::move(out), &answers);
       }
       TakeStageAnswersLocked(&answers);
     }
@@ -408,36 +396,15 @@ void RemoteEngine::OnAnswerWritten(const WrittenAnswer& answer) {
 
 // ---- answers --------------------------------------------------------------------
 
-InferenceOutcome RemoteEngine::ErrorOutcome(const Pending& p, absl::Status status) const {
-  InferenceOutcome out;
-  out.status = std::move(status);
-  out.arrival = p.arrival;
-  out.deadline = p.deadline;
-  out.finished = clock_->Now();
-  return out;
-}
-
-void RemoteEngine::AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers) {
-  auto it = pending_.find(id);
-  ModelCounters& c = counters_[it->second.model];
-  if (outcome.status.ok()) {
-    ++(outcome.late ? c.late : c.success);
-  } else if (outcome.status.code() == absl::StatusCode::kDeadlineExceeded) {
-    ++c.dropped;
-  } else {
-    ++c.error;
-  }
-  answers->push_back({std::move(it->second.done), std::move(outcome)});
-  pending_.erase(it);
-  ++answering_;
+InferenceOutcome RemoteEngine::ErrorOutcomeLocked(uint64_t id, absl::Status status) {
+  return Table::ErrorOutcome(*table_.Find(id), std::move(status), clock_->Now());
 }
 
 void RemoteEngine::Run(Answers answers) {
   if (answers.empty()) return;
-  for (auto& [done, outcome] : answers) done(std::move(outcome));
+  const int64_t n = RunAnswers(std::move(answers));
   std::lock_guard<std::mutex> lock(mu_);
-  answering_ -= static_cast<int64_t>(answers.size());
-  if (pending_.empty() && answering_ == 0) idle_.notify_all();
+  table_.Release(n);
 }
 
 void RemoteEngine::Tick() {
@@ -451,13 +418,11 @@ void RemoteEngine::Tick() {
     } else if (!leader_.empty() && reconnect_at_ > 0 && now >= reconnect_at_) {
       Connect();  // the leader stream broke without a new leader: try again
     }
-    std::vector<uint64_t> orphans;
-    for (const auto& [id, p] : pending_) {
-      if (now > p.deadline + options_.orphan_grace) orphans.push_back(id);
-    }
+    const std::vector<uint64_t> orphans =
+        table_.Select([&](uint64_t, const Pending& p) { return now > p.deadline + options_.orphan_grace; });
     for (uint64_t id : orphans) {
-      AnswerLocked(id,
-                   ErrorOutcome(pending_.at(id), absl::DeadlineExceededError(
+      table_.Answer(id,
+                   ErrorOutcomeLocked(id, absl::DeadlineExceededError(
                                                      "no answer came from the cluster: the backend that held this "
                                                      "request failed")),
                    &answers);
@@ -466,7 +431,7 @@ void RemoteEngine::Tick() {
     std::vector<uint64_t> unexecuted;
     for (const auto& [staged, part] : staged_) {
       if (!part.executed && std::none_of(part.ids.begin(), part.ids.end(),
-                                         [this](uint64_t id) { return pending_.contains(id); })) {
+                                         [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return table_.contains(id); })) {
         unexecuted.push_back(staged);
       }
     }
@@ -483,26 +448,22 @@ void RemoteEngine::Tick() {
 
 void RemoteEngine::StopAccepting() {
   std::lock_guard<std::mutex> lock(mu_);
-  accepting_ = false;
+  table_.StopAccepting();
 }
 
 void RemoteEngine::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return pending_.empty() && answering_ == 0; });
+  table_.WaitIdle(lock);
 }
 
 int64_t RemoteEngine::in_flight() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(pending_.size()) + answering_;
+  return table_.in_flight();
 }
 
 std::vector<ModelCounters> RemoteEngine::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<ModelCounters> out = counters_;
-  for (size_t m = 0; m < out.size(); ++m) {
-    if (stages_[m]) out[m].stage_events = stages_[m]->EventCounts();
-  }
-  return out;
+  return table_.Counters(stages_);
 }
 
 DelayReport RemoteEngine::Delays() const {

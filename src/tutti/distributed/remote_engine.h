@@ -30,7 +30,6 @@
 #ifndef TUTTI_DISTRIBUTED_REMOTE_ENGINE_H_
 #define TUTTI_DISTRIBUTED_REMOTE_ENGINE_H_
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +46,7 @@
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/serving/batch_stage.h"
 #include "tutti/serving/inference_engine.h"
+#include "tutti/serving/request_table.h"
 
 namespace tutti {
 
@@ -86,16 +86,15 @@ class RemoteEngine final : public InferenceEngine {
 
  private:
   enum class State { kWaiting, kSubmitted, kPlanned };
-  struct Pending {
-    ModelId model;
-    std::vector<float> input;
-    InferenceCallback done;
-    Time arrival;
-    Time deadline;  // this clock
+  // What the engine adds to a request (its arrival and deadline are on
+  // this clock).
+  struct Progress {
     State state = State::kWaiting;
     Time batch_deadline = 0;  // once planned: its batch's earliest deadline, this clock
     uint64_t staged = 0;      // its staged part (staged_), if its model has a stage
   };
+  using Table = RequestTable<Progress>;
+  using Pending = Table::Entry;
   // This frontend's part of a batch of a staged model, as its stage knows it.
   struct StagedPart {
     uint64_t batch;  // the leader's
@@ -104,8 +103,6 @@ class RemoteEngine final : public InferenceEngine {
     bool executed = false;
   };
   class Host;  // the StageHost the stages see
-  // The answers a locked section decided on, to give once unlocked.
-  using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
 
   void Connect();  // REQUIRES: mu_ held; opens the stream to leader_
   void OnLeaderMessage(uint64_t epoch, internal::FrontendDown& down);
@@ -125,10 +122,9 @@ class RemoteEngine final : public InferenceEngine {
   void TakeStageAnswersLocked(Answers* answers);
   // Runs a stage callback under mu_ and gives what it answered.
   void RunStaged(const std::function<void()>& fn);
-  void AnswerLocked(uint64_t id, InferenceOutcome outcome, Answers* answers);
   void FailUnplannedLocked(const absl::Status& why, Answers* answers);
   FeedLink& FeedToLocked(const std::string& backend);
-  InferenceOutcome ErrorOutcome(const Pending& p, absl::Status status) const;
+  InferenceOutcome ErrorOutcomeLocked(uint64_t id, absl::Status status);
   void Run(Answers answers);
   void Tick();  // pings the leader, sweeps orphans
 
@@ -140,9 +136,7 @@ class RemoteEngine final : public InferenceEngine {
   StreamTracker streams_;
 
   mutable std::mutex mu_;
-  std::condition_variable idle_;
-  absl::flat_hash_map<uint64_t, Pending> pending_ ABSL_GUARDED_BY(mu_);
-  std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);
+  Table table_ ABSL_GUARDED_BY(mu_);  // until answered
   std::string leader_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<FrontendLink> leader_link_ ABSL_GUARDED_BY(mu_);  // null: none
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // +1 per leader stream
@@ -150,9 +144,6 @@ class RemoteEngine final : public InferenceEngine {
   absl::flat_hash_map<std::string, std::shared_ptr<FeedLink>> feeds_ ABSL_GUARDED_BY(mu_);  // by backend
   DelayReport report_ ABSL_GUARDED_BY(mu_);
   ResponseTracker answers_ ABSL_GUARDED_BY(mu_);
-  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  int64_t answering_ ABSL_GUARDED_BY(mu_) = 0;  // answers taken out, not yet run
-  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Time reconnect_at_ ABSL_GUARDED_BY(mu_) = 0;  // leader stream broken
   TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;

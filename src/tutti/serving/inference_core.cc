@@ -24,18 +24,11 @@ class InferenceCore::Host final : public StageHost {
     if (it == core_->staged_batches_.end()) return;  // all answered and executed: a stage's second answer
     const Members members = it->second;
     Pending& p = (*members)[position];
-    if (p.answered) return;
+    if (p.extra.answered) return;
     CompleteStageAnswer(p.arrival, p.deadline, static_cast<int>(members->size()), &out);
-    ModelCounters& c = core_->counters_[p.model];
-    if (out.status.ok()) {
-      ++(out.late ? c.late : c.success);
-      c.reconstructed += out.reconstructed;
-    } else {
-      ++c.error;
-    }
-    p.answered = true;
-    core_->stage_done_ += p.executed;
-    core_->stage_answers_.push_back({std::move(p.done), std::move(out)});
+    p.extra.answered = true;
+    core_->stage_done_ += p.extra.executed;
+    core_->table_.AnswerTaken(p, std::move(out), &core_->stage_answers_);
     core_->ForgetIfFinished(batch);
   }
 
@@ -70,7 +63,7 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
             delays_->Record(Delay::kTimer, now, now - when);
           })),
       mu_(locked_clock_->mu()),
-      counters_(spec_.models.size()),
+      table_(&spec_, &shapes_),
       busy_(executors_.size(), 0),
       created_(clock->Now()) {
   local_index_.resize(spec_.models.size());
@@ -127,39 +120,27 @@ InferenceCore::~InferenceCore() {
 
 absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
                                    InferenceCallback done) {
-  TUTTI_RETURN_IF_ERROR(CheckSubmission(spec_, shapes_, model, input.size(), objective));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!accepting_) return absl::UnavailableError("the server is shutting down");
-    const Time now = clock_->Now();
-    SubmitLocked(model, std::move(input), DeadlineOf(spec_, model, now, objective),
-                 std::move(done));
+    TUTTI_ASSIGN_OR_RETURN(const Time deadline, table_.Admit(model, input.size(), objective, clock_->Now()));
+    SubmitLocked(model, std::move(input), deadline, std::move(done));
   }
   Flush();
   return absl::OkStatus();
 }
 
 void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done) {
-  const Request r{next_id_++, model, clock_->Now(), deadline};
-  pending_.emplace(r.id, Pending{model, std::move(input), std::move(done), r.arrival, r.deadline});
-  ++in_flight_;
+  const Time now = clock_->Now();
+  const Request r{table_.Add(model, std::move(input), std::move(done), now, deadline), model, now, deadline};
   delays_->RecordArrival(model, r.arrival);
   scheduler_->Submit(r);
 }
 
 void InferenceCore::OnDrop(const Request& r) {
-  auto it = pending_.find(r.id);
-  Pending p = std::move(it->second);
-  pending_.erase(it);
-  ++counters_[r.model].dropped;
-  InferenceOutcome out;
-  out.status = DroppedError(spec_, r.model);
-  out.arrival = p.arrival;
-  out.deadline = p.deadline;
-  out.finished = clock_->Now();
-  outbox_.push_back([this, done = std::move(p.done), out = std::move(out)]() mutable {
-    Answer({{std::move(done), std::move(out)}}, 1);
-  });
+  Answers answers;
+  table_.Answer(r.id, Table::ErrorOutcome(*table_.Find(r.id), DroppedError(spec_, r.model), clock_->Now()),
+                &answers);
+  outbox_.push_back([this, answers = std::move(answers)]() mutable { Answer(std::move(answers), 1); });
 }
 
 void InferenceCore::OnDispatch(Batch batch) {
@@ -172,15 +153,15 @@ void InferenceCore::OnDispatch(Batch batch) {
   exec.input.reserve(exec.size * shape.input_elements);
   Time earliest = kInfiniteFuture;
   for (const Request& r : batch.requests) {
-    auto it = pending_.find(r.id);
-    exec.input.insert(exec.input.end(), it->second.input.begin(), it->second.input.end());
-    std::vector<float>().swap(it->second.input);
+    Pending p = table_.Take(r.id);
+    exec.input.insert(exec.input.end(), p.input.begin(), p.input.end());
+    std::vector<float>().swap(p.input);
     earliest = std::min(earliest, r.deadline);
-    members->push_back(std::move(it->second));
-    pending_.erase(it);
+    members->push_back(std::move(p));
   }
-  ++counters_[batch.model].batches;
-  counters_[batch.model].batched_requests += exec.size;
+  ModelCounters& c = table_.counters(batch.model);
+  ++c.batches;
+  c.batched_requests += exec.size;
   const uint64_t id = next_batch_++;
   if (BatchStage* stage = stages_[batch.model].get()) {
     staged_batches_[id] = members;
@@ -219,16 +200,15 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, uint64_t ba
     scheduler_->OnBatchDone(gpu);
     Time batch_deadline = kInfiniteFuture;
     for (const Pending& p : *members) batch_deadline = std::min(batch_deadline, p.deadline);
-    ModelCounters& c = counters_[model];
     BatchStage* stage = stages_[model].get();
     // The items the stage keeps, it answers (some maybe already).
     const std::vector<bool> deliver =
         stage != nullptr ? stage->OnExecuted(batch, static_cast<int>(n), result, *host_) : std::vector<bool>(n, true);
     for (int64_t i = 0; i < n; ++i) {
       Pending& p = (*members)[i];
-      p.executed = true;
+      p.extra.executed = true;
       if (!deliver[i]) {
-        done += p.answered;
+        done += p.extra.answered;
         continue;
       }
       InferenceOutcome out;
@@ -244,13 +224,10 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, uint64_t ba
         out.batch_deadline = batch_deadline;
         out.output.assign(result.output.begin() + i * per_item, result.output.begin() + (i + 1) * per_item);
         out.late = out.finished > out.deadline;
-        ++(out.late ? c.late : c.success);
-      } else {
-        ++c.error;
       }
-      p.answered = true;
+      p.extra.answered = true;
       ++done;
-      answers.push_back({std::move(p.done), std::move(out)});
+      table_.AnswerTaken(p, std::move(out), &answers);
     }
     for (auto& [callback, out] : answers) out.batch_answers = static_cast<int>(answers.size());
     if (stage != nullptr) {
@@ -276,16 +253,15 @@ void InferenceCore::ForgetIfFinished(uint64_t batch) {
   auto it = staged_batches_.find(batch);
   if (it == staged_batches_.end()) return;
   for (const Pending& p : *it->second) {
-    if (!p.answered || !p.executed) return;
+    if (!p.extra.answered || !p.extra.executed) return;
   }
   staged_batches_.erase(it);
 }
 
 void InferenceCore::Answer(Answers answers, int64_t count) {
-  for (auto& [done, outcome] : answers) done(std::move(outcome));
+  RunAnswers(std::move(answers));
   std::lock_guard<std::mutex> lock(mu_);
-  in_flight_ -= count;
-  if (in_flight_ == 0) idle_.notify_all();
+  table_.Release(count);
 }
 
 // One thread flushes at a time, so executors receive batches in dispatch
@@ -325,26 +301,22 @@ void InferenceCore::Flush() {
 
 void InferenceCore::StopAccepting() {
   std::lock_guard<std::mutex> lock(mu_);
-  accepting_ = false;
+  table_.StopAccepting();
 }
 
 void InferenceCore::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_.wait(lock, [this] { return in_flight_ == 0; });
+  table_.WaitIdle(lock);
 }
 
 int64_t InferenceCore::in_flight() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return in_flight_;
+  return table_.in_flight();
 }
 
 std::vector<ModelCounters> InferenceCore::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<ModelCounters> out = counters_;
-  for (size_t m = 0; m < out.size(); ++m) {
-    if (stages_[m]) out[m].stage_events = stages_[m]->EventCounts();
-  }
-  return out;
+  return table_.Counters(stages_);
 }
 
 void InferenceCore::OnAnswerWritten(const WrittenAnswer& answer) {

@@ -28,7 +28,6 @@
 #ifndef TUTTI_SERVING_INFERENCE_CORE_H_
 #define TUTTI_SERVING_INFERENCE_CORE_H_
 
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -46,6 +45,7 @@
 #include "tutti/serving/batch_stage.h"
 #include "tutti/scheduler/scheduler.h"
 #include "tutti/serving/inference_engine.h"
+#include "tutti/serving/request_table.h"
 
 namespace tutti {
 
@@ -96,19 +96,15 @@ class InferenceCore final : public InferenceEngine {
   const ClusterSpec& spec() const { return spec_; }
 
  private:
-  struct Pending {
-    ModelId model;
-    std::vector<float> input;
-    InferenceCallback done;
-    Time arrival;
-    Time deadline;
-    // It leaves in_flight_ when both hold: answered (by its batch or its
-    // stage) and executed (its batch came back).
+  // Per request: it leaves flight when both hold — answered (by its batch
+  // or its stage) and executed (its batch came back).
+  struct Progress {
     bool answered = false;
     bool executed = false;
   };
+  using Table = RequestTable<Progress>;
+  using Pending = Table::Entry;
   using Members = std::shared_ptr<std::vector<Pending>>;
-  using Answers = std::vector<std::pair<InferenceCallback, InferenceOutcome>>;
   // A stage's request for an internal request, submitted by Flush() (a
   // scheduler listener must not call back into the scheduler).
   struct InternalRequest {
@@ -147,11 +143,9 @@ class InferenceCore final : public InferenceEngine {
   std::unique_ptr<CallbackListener> listener_;
 
   std::mutex& mu_;
-  std::condition_variable idle_;
   std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<RequestId, Pending> pending_ ABSL_GUARDED_BY(mu_);
+  Table table_ ABSL_GUARDED_BY(mu_);  // waiting requests; taken out at dispatch
   std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
-  std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);
   std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
   std::unique_ptr<Host> host_;
@@ -161,12 +155,9 @@ class InferenceCore final : public InferenceEngine {
   Answers stage_answers_ ABSL_GUARDED_BY(mu_);  // given by stages, for TakeStageAnswers()
   int64_t stage_done_ ABSL_GUARDED_BY(mu_) = 0;
   const Time created_;
-  RequestId next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_batch_ ABSL_GUARDED_BY(mu_) = 1;
   std::mutex answers_mu_;
   ResponseTracker answers_ ABSL_GUARDED_BY(answers_mu_);
-  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  bool accepting_ ABSL_GUARDED_BY(mu_) = true;
   bool flushing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
