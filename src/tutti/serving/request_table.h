@@ -59,7 +59,8 @@ class RequestTable {
     Extra extra{};
   };
 
-  // `spec` and `shapes` (by model id) must outlive the table.
+  // `spec` and `shapes` (by model id) must outlive the table; the spec's
+  // models are as they will be (the counters are sized by them).
   RequestTable(const ClusterSpec* spec, const std::vector<ModelShape>* shapes)
       : spec_(spec), shapes_(shapes), counters_(spec->models.size()) {}
 
