@@ -1,6 +1,5 @@
 #include "tutti/executors/emulated_executor.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -25,9 +24,10 @@ void EmulatedExecutor::Run(ExecBatch batch, DoneFn done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     result.received = clock_->Now();
-    result.ready = result.started = std::max({result.received, batch.start_at, busy_until_});
-    result.finished = result.started + m.profile.Latency(batch.size);
-    busy_until_ = result.finished;
+    const EmulatedGpu::Slot slot =
+        gpu_.Book(result.received, batch.start_at, EmulatedGpu::RunTime(m.profile, batch.size));
+    result.ready = result.started = slot.start;
+    result.finished = slot.end;
   }
   result.output.assign(static_cast<size_t>(batch.size * m.output_elements), 0.0f);
   const Time finished = result.finished;

@@ -1,5 +1,6 @@
 // EmulatedExecutor: an emulated GPU. A batch of b items of model m takes
-// exactly ℓ_m(b) from its latency profile, measured on the injected clock
+// exactly ℓ_m(b) from its latency profile (core/emulated_gpu.h: the timing
+// the simulator's GPUs follow too), measured on the injected clock
 // with a timer (no CPU is burnt), and returns zeros of the model's output
 // size, marked `emulated`. Dozens fit on one small machine, as the papers'
 // emulated clusters did.
@@ -12,6 +13,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "tutti/core/clock.h"
+#include "tutti/core/emulated_gpu.h"
 #include "tutti/core/latency_profile.h"
 #include "tutti/executors/executor.h"
 
@@ -34,7 +36,7 @@ class EmulatedExecutor final : public Executor {
   Clock* const clock_;
   const std::vector<Model> models_;
   std::mutex mu_;
-  Time busy_until_ ABSL_GUARDED_BY(mu_) = 0;
+  EmulatedGpu gpu_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tutti

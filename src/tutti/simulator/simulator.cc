@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "tutti/core/emulated_gpu.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
@@ -21,7 +22,7 @@ class Cluster final : public SchedulerListener {
         result_(result),
         clock_(clock),
         delays_(delays),
-        busy_until_(config.cluster.num_gpus(), 0),
+        gpus_(config.cluster.num_gpus()),
         used_(config.cluster.num_gpus(), false),
         jitter_rng_(config.seed * 31 + 17) {
     result_->gpu_busy.assign(config.cluster.num_gpus(), 0);
@@ -45,21 +46,13 @@ class Cluster final : public SchedulerListener {
     const Time received =
         decided + inject.Sample(inject.dispatch, kDispatchStream,
                                 static_cast<uint64_t>(decided) * 4096 + static_cast<uint64_t>(batch.gpu));
-    Time& busy_until = busy_until_[batch.gpu];
-    const Time start = std::max({received, batch.exec_at, busy_until});
-    if (start > batch.exec_at) ++result_->delayed_starts;
-    const ModelSpec& spec = config_.cluster.models[batch.model];
     const int size = static_cast<int>(batch.requests.size());
-    Duration run = spec.profile.Latency(size);
-    if (const double scale = inject.ScaleOf(batch.gpu); scale != 1) {
-      run = static_cast<Duration>(std::llround(scale * static_cast<double>(run)));
-    }
-    if (config_.jitter > 0) {
-      std::uniform_real_distribution<double> u(-config_.jitter, config_.jitter);
-      run = std::max<Duration>(1, static_cast<Duration>(static_cast<double>(run) * (1 + u(jitter_rng_))));
-    }
-    const Time end = start + run;
-    busy_until = end;
+    double jitter = 0;
+    if (config_.jitter > 0) jitter = std::uniform_real_distribution<double>(-config_.jitter, config_.jitter)(jitter_rng_);
+    const auto [start, end] = gpus_[batch.gpu].Book(
+        received, batch.exec_at,
+        EmulatedGpu::RunTime(config_.cluster.models[batch.model].profile, size, inject.ScaleOf(batch.gpu), jitter));
+    if (start > batch.exec_at) ++result_->delayed_starts;
     delays_->Record(Delay::kDispatch, end, received - decided);  // a server learns it with the batch's end
     delays_->RecordBatch(batch.gpu, batch.model, size, start, start, end);
     const Time lo = std::max<Time>(start, config_.warmup), hi = std::min<Time>(end, config_.duration);
@@ -101,7 +94,7 @@ class Cluster final : public SchedulerListener {
   SimResult* result_;
   Clock* const clock_;
   DelayModel* const delays_;
-  std::vector<Time> busy_until_;
+  std::vector<EmulatedGpu> gpus_;  // core/emulated_gpu.h: the emulated executor's timing
   std::vector<bool> used_;
   std::mt19937_64 jitter_rng_;
 };

@@ -12,9 +12,10 @@
 //
 // Virtual time is a ManualClock: integer nanoseconds, events in (time,
 // insertion) order; arrivals come from a seeded ArrivalSource. An emulated
-// GPU runs a batch for exactly ℓ(b) (or ℓ(b)·(1 + u), u uniform in
+// GPU times batches as the server's emulated executor does
+// (core/emulated_gpu.h): exactly ℓ(b) (or ℓ(b)·(1 + u), u uniform in
 // [−jitter, jitter]); a batch that reaches a GPU still busy (only possible
-// with jitter) starts when it frees. The same config and seed always give
+// with jitter or injected delays) starts when it frees. The same config and seed always give
 // the same result.
 #ifndef TUTTI_SIMULATOR_SIMULATOR_H_
 #define TUTTI_SIMULATOR_SIMULATOR_H_
