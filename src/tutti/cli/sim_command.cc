@@ -4,6 +4,8 @@
 
 #include "absl/strings/str_format.h"
 #include "tutti/cli/command_util.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/server/cluster_layout.h"
 #include "tutti/simulator/experiment.h"
 #include "tutti/simulator/goodput.h"
 #include "tutti/simulator/report.h"
@@ -12,23 +14,30 @@ namespace tutti::cli {
 namespace {
 
 constexpr char kSimHelp[] =
-    "usage: tutti sim <run|compare|goodput> EXPERIMENT.yaml [flags]\n\n"
+    "usage: tutti sim <run|compare|goodput> EXPERIMENT.yaml [flags]\n"
+    "       tutti sim <run|compare|goodput> [EXPERIMENT.yaml] --repo DIR --config FILE [flags]\n\n"
     "Runs the deterministic discrete-event cluster simulator: the same scheduler\n"
     "objects the server uses, over emulated GPUs, in virtual time.\n\n"
     "  run      simulate one policy at the experiment's rate\n"
     "  compare  every policy on the same workload, with goodput ratios\n"
     "  goodput  search the highest rate whose p99 meets every SLO\n\n"
+    "With --repo and --config, the cluster is the one `tutti serve` would run from\n"
+    "that repository and serve config (its models, objectives, executor groups,\n"
+    "policy, drop, margins and delay model; every executor emulated by the\n"
+    "profile the config names); the experiment, if any, gives the workload and\n"
+    "the run (without one: Poisson arrivals at --rate, equal shares).\n\n"
     "See `tutti sim <action> --help` for flags and the README for the YAML format.\n";
 
 struct SimFlags {
-  std::string policy, csv, plot_dir;
+  std::string policy, csv, plot_dir, repo, config;
   int64_t seed = 0;
   double rate = 0, duration_s = 0, tolerance = 0.01;
   bool goodput = false, timeline = false;
 };
 
 FlagSet MakeFlags(const std::string& action, SimFlags* f) {
-  FlagSet flags(absl::StrCat("tutti sim ", action, " EXPERIMENT.yaml [flags]"),
+  FlagSet flags(absl::StrCat("tutti sim ", action, " EXPERIMENT.yaml [flags]\n       tutti sim ", action,
+                             " [EXPERIMENT.yaml] --repo DIR --config FILE [flags]"),
                 action == "run"       ? "Simulates one policy at the experiment's rate and prints per-model metrics."
                 : action == "compare" ? "Runs every policy of the experiment on the same workload and seed;\n"
                                         "with --goodput, searches each policy's goodput first."
@@ -38,6 +47,8 @@ FlagSet MakeFlags(const std::string& action, SimFlags* f) {
     flags.String("policy", &f->policy, "policy, with +early for early drop, e.g. deferred+early (default: the "
                                        "experiment's)");
   }
+  flags.String("repo", &f->repo, "model repository: simulate the cluster `tutti serve` would run (with --config)");
+  flags.String("config", &f->config, "serve config over --repo (\"\": its defaults, as tutti serve)");
   flags.Int64("seed", &f->seed, "random seed (0: the experiment's)");
   flags.Double("rate", &f->rate, "total offered rate in requests/s (0: the experiment's)");
   flags.Double("duration-s", &f->duration_s, "virtual seconds of arrivals (0: the experiment's)");
@@ -53,7 +64,8 @@ void Apply(const SimFlags& f, SimConfig* c) {
   if (!f.policy.empty()) c->policy = f.policy;
   if (f.seed) c->seed = static_cast<uint64_t>(f.seed);
   if (f.rate > 0) {
-    c->workload = ScaleWorkload(c->workload, f.rate / std::max(1e-9, c->workload.rate));
+    c->workload = c->workload.rate > 0 ? ScaleWorkload(c->workload, f.rate / c->workload.rate)
+                                       : WorkloadSpec{.arrival = c->workload.arrival, .rate = f.rate};
     c->options.nexus_initial_rates = InitialModelRates(c->workload, c->cluster.models.size());
   }
   if (f.duration_s > 0) c->duration = Seconds(f.duration_s);
@@ -106,6 +118,18 @@ int Finish(const std::vector<PolicyRun>& runs, const SimFlags& f) {
   return 0;
 }
 
+// The cluster `tutti serve --repo --config` would run, as the simulator
+// sees it (server/cluster_layout.h).
+absl::StatusOr<SimConfig> ServeCluster(const SimFlags& f) {
+  TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(f.repo));
+  TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(f.config));
+  TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
+  TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
+  std::cout << "cluster of " << (f.config.empty() ? "the default serve config" : f.config) << " over " << f.repo
+            << ":\n" << layout.description;
+  return SimulatedCluster(layout, config);
+}
+
 }  // namespace
 
 int SimCommand(const Args& args) {
@@ -126,21 +150,34 @@ int SimCommand(const Args& args) {
     std::cout << flags.Help();
     return 0;
   }
-  if (!parsed.ok() || !has_file) {
-    std::cerr << "error: " << (parsed.ok() ? "missing EXPERIMENT.yaml" : parsed.message()) << "\n\n"
+  if (parsed.ok() && f.repo.empty() && !f.config.empty()) parsed = absl::InvalidArgumentError("--config needs --repo");
+  if (!parsed.ok() || (!has_file && f.repo.empty())) {
+    std::cerr << "error: " << (parsed.ok() ? "missing EXPERIMENT.yaml (or --repo and --config)" : parsed.message())
+              << "\n\n"
               << flags.Help();
     return 2;
   }
-  absl::StatusOr<Experiment> e = LoadExperiment(args[1]);
+  std::optional<SimConfig> cluster;
+  if (!f.repo.empty()) {
+    absl::StatusOr<SimConfig> c = ServeCluster(f);
+    if (!c.ok()) return Fail(c.status());
+    cluster = *std::move(c);
+  }
+  const SimConfig* base = cluster ? &*cluster : nullptr;
+  const std::string source = has_file ? args[1] : f.config;
+  absl::StatusOr<Experiment> e = has_file ? LoadExperiment(args[1], base) : ParseExperiment("{}", ".", base);
   if (!e.ok()) return Fail(e.status());
   Apply(f, &e->config);
+  if (e->config.workload.rate <= 0 && e->config.workload.arrival != ArrivalKind::kTrace) {
+    return Fail(absl::InvalidArgumentError("no arrival rate: give --rate or an experiment with a workload"));
+  }
 
   std::vector<PolicyRun> runs;
   if (action == "compare") {
     absl::StatusOr<std::vector<PolicyRun>> all = RunAll(*e, f.goodput, f.tolerance);
     if (!all.ok()) return Fail(all.status());
     runs = *std::move(all);
-    std::cout << absl::StrFormat("%s: %d models, %d GPUs, %s\n", args[1], e->config.cluster.models.size(),
+    std::cout << absl::StrFormat("%s: %d models, %d GPUs, %s\n", source, e->config.cluster.models.size(),
                                  e->config.cluster.num_gpus(),
                                  f.goodput ? "goodput = highest rate with every p99 within SLO"
                                            : absl::StrFormat("offered %.0f r/s", e->config.workload.rate));

@@ -37,7 +37,7 @@
 #include "tutti/net/event_loop.h"
 #include "tutti/net/tls.h"
 #include "tutti/net/wire.h"
-#include "tutti/server/cluster_layout.h"
+#include "tutti/server/layout_runtime.h"
 #include "tutti/server/server_config.h"
 
 namespace tutti {

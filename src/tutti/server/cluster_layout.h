@@ -2,9 +2,12 @@
 // repository — the scheduler's ClusterSpec (one sub-cluster per executor
 // group, GPU ids numbered group by group), each model's tensor sizes and
 // served version, and the model versions each group's executors hold. The
-// embedded server and the distributed processes (scheduler, frontend,
-// backend) all derive their view of the cluster from it, so they agree on
-// model ids and GPU ids.
+// one road from a repository and a serve config to a ClusterSpec: the
+// embedded server, the distributed processes (scheduler, frontend, backend)
+// and the simulator (`tutti sim --repo --config`) all derive their view of
+// the cluster from it, so they agree on model ids and GPU ids. Torch-free:
+// the executors and stages a process runs over a layout are made by
+// server/layout_runtime.h.
 #ifndef TUTTI_SERVER_CLUSTER_LAYOUT_H_
 #define TUTTI_SERVER_CLUSTER_LAYOUT_H_
 
@@ -14,12 +17,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tutti/core/clock.h"
-#include "tutti/executors/executor.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
-#include "tutti/serving/batch_stage.h"
 #include "tutti/serving/inference_engine.h"
+#include "tutti/simulator/simulator.h"
 
 namespace tutti {
 
@@ -36,18 +37,10 @@ struct ClusterLayout {
 // outlive the layout.
 absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config);
 
-// The batch stages of the config's `coding:` entries (ParM, one per coded
-// model), with their codecs made from the parity models' configs; any host
-// — the serving core, a distributed frontend — runs them. The description's
-// ParM lines are appended to `description` unless null.
-// Errors: a codec that cannot be made, or those of MakeParmStages.
-absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> MakeStages(
-    const ClusterLayout& layout, const ServerConfig& config, std::string* description = nullptr);
-
-// One executor of `group` (config.executors[group]), holding its models in
-// the group's order. Errors: weights that fail to load.
-absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
-                                                            int group, Clock* clock);
+// The simulator's view of the same cluster: the layout's spec, with the
+// config's policy, scheduler options and delay model; a run of 10 s after
+// a warm-up of 1 s, to which an experiment adds its workload.
+SimConfig SimulatedCluster(const ClusterLayout& layout, const ServerConfig& config);
 
 }  // namespace tutti
 

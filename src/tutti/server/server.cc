@@ -7,7 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/torch_executor.h"
-#include "tutti/server/cluster_layout.h"
+#include "tutti/server/layout_runtime.h"
 
 namespace tutti {
 

@@ -220,6 +220,31 @@ TEST_F(ResolveTest, TheLayoutPlansWithTheConfiguredNetworkDelays) {
   EXPECT_EQ(layout->spec.num_gpus(), 2);
 }
 
+TEST_F(ResolveTest, TheSimulatorSeesTheClusterTheServerRuns) {
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(
+      *ParseServerConfig("policy: eager\ndrop: early\nfrontrun_slack_ms: 0.5\nnetwork_us: {resp: 700}\n"
+                         "delay_model: {quantile: 0.99}\nexecutors: [{kind: torch, models: [mlp]}, "
+                         "{kind: emulated, count: 3, profile: a100, models: [resnet50]}]"),
+      repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(repo_, *c);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  const SimConfig sim = SimulatedCluster(*layout, *c);
+  EXPECT_EQ(sim.cluster.num_gpus(), 4);
+  ASSERT_EQ(sim.cluster.sub_clusters.size(), 2u);
+  EXPECT_EQ(sim.cluster.sub_clusters[1].num_gpus, 3);
+  ASSERT_EQ(sim.cluster.models.size(), 2u);
+  EXPECT_EQ(sim.cluster.models[1].name, "resnet50");
+  EXPECT_EQ(sim.cluster.models[1].profile.Latency(1), layout->spec.models[1].profile.Latency(1));
+  EXPECT_EQ(sim.cluster.models[0].slo, c->default_objective);
+  EXPECT_EQ(sim.cluster.delays.resp, Micros(700));
+  EXPECT_EQ(sim.policy, "eager");
+  EXPECT_EQ(sim.options.drop, DropPolicy::kEarly);
+  EXPECT_EQ(sim.options.frontrun_slack, Micros(500));
+  EXPECT_DOUBLE_EQ(sim.delay_model.quantile, 0.99);
+  EXPECT_TRUE(sim.delay_model.measure);
+}
+
 TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {
   EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [vgg]}]"), HasSubstr("executors[0]: unknown model 'vgg'"));
   EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [mlp]}, {kind: emulated, profile: cpu, models: [mlp]}]"),

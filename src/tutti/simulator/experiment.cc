@@ -102,15 +102,23 @@ absl::Status ReadWorkload(const YAML::Node& node, const std::string& base_dir, W
   return r.CheckNoUnknownFields();
 }
 
-absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& base_dir) {
+absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& base_dir, const SimConfig* cluster) {
   MapReader r(root, "");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   Experiment e;
   SimConfig& c = e.config;
+  if (cluster != nullptr) c = *cluster;
   TUTTI_ASSIGN_OR_RETURN(auto seed, r.OptionalScalar<uint64_t>("seed", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto duration, r.OptionalScalar<double>("duration_s", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto warmup, r.OptionalScalar<double>("warmup_s", "a number"));
-  TUTTI_ASSIGN_OR_RETURN(auto gpus, r.RequireScalar<int>("gpus", "an integer"));
+  std::optional<int> gpus;
+  if (cluster == nullptr) {
+    TUTTI_ASSIGN_OR_RETURN(gpus, r.RequireScalar<int>("gpus", "an integer"));
+  } else {
+    for (const char* key : {"gpus", "models"}) {
+      if (r.Get(key).IsDefined()) return Invalid(key, "comes from the serve config (--config); leave it out");
+    }
+  }
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
   TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
   TUTTI_ASSIGN_OR_RETURN(auto jitter, r.OptionalScalar<double>("jitter", "a number"));
@@ -118,11 +126,11 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   c.seed = seed.value_or(1);
   c.duration = Seconds(duration.value_or(10));
   c.warmup = Seconds(warmup.value_or(1));
-  c.cluster.gpus = gpus;
-  c.policy = policy.value_or("deferred");
+  if (gpus) c.cluster.gpus = *gpus;
+  if (policy) c.policy = *policy;
   c.jitter = jitter.value_or(0);
   if (epoch) c.options.nexus_epoch = Seconds(*epoch);
-  c.options.drop = drop.value_or(DropPolicy::kLazy);
+  if (drop) c.options.drop = *drop;
   if (YAML::Node ps = r.Get("policies"); ps.IsSequence()) {
     for (const auto& p : ps) e.policies.push_back(p.as<std::string>());
   }
@@ -150,17 +158,23 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   if (YAML::Node inject = r.Get("inject"); inject.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.inject, ReadDelayInjection(inject, "inject"));
-    for (const auto& [gpu, factor] : c.inject.compute_scale) {
-      if (gpu >= gpus) return Invalid("inject.compute_scale", absl::StrCat("no GPU ", gpu, " (the cluster has ", gpus, ")"));
+  }
+  if (cluster == nullptr) {
+    TUTTI_ASSIGN_OR_RETURN(YAML::Node models, r.Require("models"));
+    if (!models.IsSequence()) return Invalid("models", "expected a list");
+    for (size_t i = 0; i < models.size(); ++i) {
+      TUTTI_RETURN_IF_ERROR(ReadModel(models[i], absl::StrCat("models[", i, "]"), base_dir, &c.cluster.models));
     }
   }
-  TUTTI_ASSIGN_OR_RETURN(YAML::Node models, r.Require("models"));
-  if (!models.IsSequence()) return Invalid("models", "expected a list");
-  for (size_t i = 0; i < models.size(); ++i) {
-    TUTTI_RETURN_IF_ERROR(ReadModel(models[i], absl::StrCat("models[", i, "]"), base_dir, &c.cluster.models));
+  for (const auto& [gpu, factor] : c.inject.compute_scale) {
+    if (gpu >= c.cluster.num_gpus()) {
+      return Invalid("inject.compute_scale", absl::StrCat("no GPU ", gpu, " (the cluster has ", c.cluster.num_gpus(), ")"));
+    }
   }
-  TUTTI_ASSIGN_OR_RETURN(YAML::Node workload, r.Require("workload"));
-  TUTTI_RETURN_IF_ERROR(ReadWorkload(workload, base_dir, &c.workload));
+  if (YAML::Node workload = r.Get("workload"); workload.IsDefined() || cluster == nullptr) {
+    TUTTI_ASSIGN_OR_RETURN(workload, r.Require("workload"));
+    TUTTI_RETURN_IF_ERROR(ReadWorkload(workload, base_dir, &c.workload));
+  }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(c.cluster));
   c.options.nexus_initial_rates = InitialModelRates(c.workload, static_cast<int>(c.cluster.models.size()));
@@ -169,18 +183,19 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
 
 }  // namespace
 
-absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir) {
+absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir,
+                                           const SimConfig* cluster) {
   TUTTI_ASSIGN_OR_RETURN(YAML::Node root, LoadYaml(yaml_text));
   try {
-    return ParseRoot(root, base_dir);
+    return ParseRoot(root, base_dir, cluster);
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(absl::StrCat("malformed experiment: ", e.what()));
   }
 }
 
-absl::StatusOr<Experiment> LoadExperiment(const std::string& path) {
+absl::StatusOr<Experiment> LoadExperiment(const std::string& path, const SimConfig* cluster) {
   TUTTI_ASSIGN_OR_RETURN(std::string text, ReadFile(path));
-  absl::StatusOr<Experiment> e = ParseExperiment(text, std::filesystem::path(path).parent_path().string());
+  absl::StatusOr<Experiment> e = ParseExperiment(text, std::filesystem::path(path).parent_path().string(), cluster);
   if (!e.ok()) return absl::Status(e.status().code(), absl::StrCat(path, ": ", e.status().message()));
   return e;
 }

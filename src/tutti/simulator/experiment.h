@@ -55,10 +55,18 @@ struct Experiment {
 
 // Parses experiment YAML; `base_dir` resolves relative paths. Errors name
 // the field.
-absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir);
+//
+// With `cluster` (`tutti sim --repo --config`: SimulatedCluster of the
+// serve config, server/cluster_layout.h), the cluster, policy, scheduler
+// options and delay model come from it: the YAML must not name `gpus` or
+// `models`, and its other keys override the cluster's where given. Its
+// `workload` may then be left out (Poisson arrivals, equal shares; the
+// rate from `tutti sim --rate`).
+absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir,
+                                           const SimConfig* cluster = nullptr);
 
 // Reads and parses a file; errors are prefixed with its path.
-absl::StatusOr<Experiment> LoadExperiment(const std::string& path);
+absl::StatusOr<Experiment> LoadExperiment(const std::string& path, const SimConfig* cluster = nullptr);
 
 // `base` for a policy entry: its name, and early drop for a "+early" suffix
 // ("deferred+early"), as `policies` and `--policy` take it.

@@ -77,6 +77,37 @@ TEST(ExperimentTest, ErrorsNameTheField) {
   EXPECT_THAT(error("{at_s: 2, rate: 6000}", "{at: 2}"), HasSubstr("workload.phases[0]"));
 }
 
+TEST(ExperimentTest, ACustomClusterGivesModelsGpusAndDefaultsTheRestOverrides) {
+  SimConfig cluster;
+  cluster.cluster.models = {{"resnet50", *LatencyProfile::Linear(Micros(268), Micros(5172), 64), Millis(20)}};
+  cluster.cluster.gpus = 4;
+  cluster.policy = "eager";
+  cluster.options.drop = DropPolicy::kEarly;
+  cluster.options.frontrun_slack = Micros(500);
+  // Without a workload: the rate comes later (tutti sim --rate).
+  absl::StatusOr<Experiment> e = ParseExperiment("seed: 5", ".", &cluster);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->config.cluster.num_gpus(), 4);
+  EXPECT_EQ(e->config.policy, "eager");
+  EXPECT_EQ(e->config.options.drop, DropPolicy::kEarly);
+  EXPECT_EQ(e->config.seed, 5u);
+  EXPECT_EQ(e->config.workload.rate, 0);
+  // The experiment's keys override the serve config's.
+  e = ParseExperiment("policy: deferred\nfrontrun_slack_ms: 2\nworkload: {rate: 300}", ".", &cluster);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->config.policy, "deferred");
+  EXPECT_EQ(e->config.options.frontrun_slack, Millis(2));
+  EXPECT_EQ(e->config.options.drop, DropPolicy::kEarly);
+  EXPECT_EQ(e->config.workload.rate, 300);
+  // Models and GPUs come from the serve config only.
+  e = ParseExperiment("gpus: 8", ".", &cluster);
+  ASSERT_FALSE(e.ok());
+  EXPECT_THAT(e.status().message(), HasSubstr("field 'gpus': comes from the serve config"));
+  EXPECT_FALSE(ParseExperiment("models: []", ".", &cluster).ok());
+  EXPECT_THAT(ParseExperiment("inject: {compute_scale: {4: 2}}", ".", &cluster).status().message(),
+              HasSubstr("no GPU 4 (the cluster has 4)"));
+}
+
 TEST(ExperimentTest, PolicyVariantsExpandSweeps) {
   Experiment e = *Parse(kExperiment);
   e.early_drop_windows = {8, 12};

@@ -1,0 +1,60 @@
+#include "tutti/server/layout_runtime.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/executors/emulated_executor.h"
+#include "tutti/executors/torch_executor.h"
+#include "tutti/stages/parm_stage.h"
+
+namespace tutti {
+
+absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
+                                                            int group, Clock* clock) {
+  const ExecutorGroupConfig& g = config.executors.at(group);
+  const std::vector<const ModelVersion*>& models = layout.group_models.at(group);
+  if (g.kind == "emulated") {
+    std::vector<EmulatedExecutor::Model> emulated;
+    for (const ModelVersion* v : models) {
+      emulated.push_back({v->config.profiles.at(g.profile), v->config.outputs[0].ElementCount()});
+    }
+    return std::make_unique<EmulatedExecutor>(clock, std::move(emulated));
+  }
+  std::vector<std::unique_ptr<TorchModel>> loaded;
+  for (const ModelVersion* v : models) {
+    TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> m, TorchModel::Load(*v));
+    loaded.push_back(std::move(m));
+  }
+  return std::make_unique<TorchExecutor>(clock, std::move(loaded));
+}
+
+absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> MakeStages(
+    const ClusterLayout& layout, const ServerConfig& config, std::string* description) {
+  auto id = [&](const std::string& name) {
+    for (size_t m = 0; m < layout.spec.models.size(); ++m) {
+      if (layout.spec.models[m].name == name) return static_cast<ModelId>(m);
+    }
+    return ModelId{-1};
+  };
+  std::vector<ParmCoding> codings;
+  for (const CodingConfig& c : config.coding) {
+    const ModelId parity_id = id(c.parity_model);
+    if (parity_id < 0) return absl::NotFoundError(absl::StrCat("coding: unknown parity model '", c.parity_model, "'"));
+    const ModelConfig& parity = layout.served[parity_id].config;
+    if (!parity.parity.has_value() || parity.inputs.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("coding: '", c.parity_model, "' is not a parity model"));
+    }
+    TUTTI_ASSIGN_OR_RETURN(ParityCodec codec,
+                           ParityCodec::Create(parity.parity->encoder, parity.parity->k, parity.inputs[0].shape));
+    codings.push_back({id(c.model), parity_id, std::move(codec), c.reconstruct_delay});
+    if (description != nullptr) {
+      absl::StrAppendFormat(description, "  ParM: %s protected by %s (k %d, %s encoder)\n", c.model, c.parity_model,
+                            parity.parity->k, ParityEncoderName(parity.parity->encoder));
+    }
+  }
+  return MakeParmStages(layout.spec, layout.shapes, codings);
+}
+
+}  // namespace tutti

@@ -1,0 +1,35 @@
+// The runtime parts a process builds over a ClusterLayout
+// (server/cluster_layout.h): the executors of an executor group (emulated,
+// or libtorch's) and the batch stages of the config's `coding:` entries.
+#ifndef TUTTI_SERVER_LAYOUT_RUNTIME_H_
+#define TUTTI_SERVER_LAYOUT_RUNTIME_H_
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/clock.h"
+#include "tutti/executors/executor.h"
+#include "tutti/server/cluster_layout.h"
+#include "tutti/serving/batch_stage.h"
+
+namespace tutti {
+
+// The batch stages of the config's `coding:` entries (ParM, one per coded
+// model), with their codecs made from the parity models' configs; any host
+// — the serving core, a distributed frontend — runs them. The description's
+// ParM lines are appended to `description` unless null.
+// Errors: a codec that cannot be made, or those of MakeParmStages.
+absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> MakeStages(
+    const ClusterLayout& layout, const ServerConfig& config, std::string* description = nullptr);
+
+// One executor of `group` (config.executors[group]), holding its models in
+// the group's order. Errors: weights that fail to load.
+absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
+                                                            int group, Clock* clock);
+
+}  // namespace tutti
+
+#endif  // TUTTI_SERVER_LAYOUT_RUNTIME_H_
