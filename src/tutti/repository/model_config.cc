@@ -110,6 +110,13 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   c.accuracy = accuracy;
   c.parameters = params;
   c.latency_objective_ms = objective;
+  if (YAML::Node batching = r.Get("dynamic_batching"); batching.IsDefined() && !batching.IsNull()) {
+    MapReader br(batching, "dynamic_batching");
+    TUTTI_RETURN_IF_ERROR(br.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(c.max_queue_delay_us,
+                           br.OptionalScalar<int64_t>("max_queue_delay_microseconds", "an integer"));
+    TUTTI_RETURN_IF_ERROR(br.CheckNoUnknownFields());
+  }
   YAML::Node profiles = r.Get("profiles");
   if (profiles.IsDefined() && !profiles.IsNull()) {
     if (!profiles.IsMap()) return Invalid("profiles", "expected a mapping from executor kind to profile");
@@ -199,6 +206,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return Invalid("accuracy", absl::StrCat("must be in [0, 1], got ", *c.accuracy));
   }
   if (c.parameters && *c.parameters < 0) return Invalid("parameters", "must not be negative");
+  if (c.max_queue_delay_us && *c.max_queue_delay_us < 0) {
+    return Invalid("dynamic_batching.max_queue_delay_microseconds", "must not be negative");
+  }
   if (c.latency_objective_ms && !(*c.latency_objective_ms > 0)) {
     return Invalid("latency_objective_ms", "must be positive");
   }
@@ -252,6 +262,10 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
   if (c.parameters) out << YAML::Key << "parameters" << YAML::Value << *c.parameters;
   if (c.latency_objective_ms) {
     out << YAML::Key << "latency_objective_ms" << YAML::Value << absl::StrFormat("%g", *c.latency_objective_ms);
+  }
+  if (c.max_queue_delay_us) {
+    out << YAML::Key << "dynamic_batching" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
+        << "max_queue_delay_microseconds" << YAML::Value << *c.max_queue_delay_us << YAML::EndMap;
   }
   if (!c.profiles.empty()) {
     out << YAML::Key << "profiles" << YAML::Value << YAML::BeginMap;

@@ -14,6 +14,9 @@
 //   accuracy: 0.9012             # measured on a validation set (optional)
 //   parameters: 61706            # trainable parameters (optional)
 //   latency_objective_ms: 50     # default objective of its requests (optional)
+//   dynamic_batching: {max_queue_delay_microseconds: 500}
+//                                # the `timeout` policy's batching delay (Triton's
+//                                # field; optional, default 1 ms)
 //   parity: {deployed: mlp, k: 2, encoder: sum}   # only for ParM parity models (optional)
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
@@ -77,6 +80,7 @@ struct ModelConfig {
   std::optional<double> accuracy;
   std::optional<int64_t> parameters;
   std::optional<double> latency_objective_ms;
+  std::optional<int64_t> max_queue_delay_us;  // dynamic_batching.max_queue_delay_microseconds
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
   std::optional<ParitySpec> parity;                // set for parity models only
 };

@@ -24,6 +24,7 @@ outputs:
 accuracy: 0.9
 parameters: 61706
 latency_objective_ms: 50
+dynamic_batching: {max_queue_delay_microseconds: 500}
 profiles:
   cpu: {batch: [1, 2, 4], latency_us: [100, 150, 260], alpha_us: 1, beta_us: 2}
 )";
@@ -60,6 +61,7 @@ TEST(ModelConfigTest, ParsesEveryField) {
   EXPECT_DOUBLE_EQ(*c->accuracy, 0.9);
   EXPECT_EQ(*c->parameters, 61706);
   EXPECT_DOUBLE_EQ(*c->latency_objective_ms, 50);
+  EXPECT_EQ(*c->max_queue_delay_us, 500);
   const LatencyProfile& p = c->profiles.at("cpu");
   EXPECT_EQ(p.max_batch(), 4);
   EXPECT_EQ(p.Latency(3), Micros(205));
@@ -129,6 +131,13 @@ TEST(ModelConfigErrorTest, MissingRequiredField) {
 TEST(ModelConfigErrorTest, UnknownFieldIsATypo) {
   EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: 64\nmax_batch: 8")),
               HasSubstr("unknown field 'max_batch'"));
+}
+
+TEST(ModelConfigErrorTest, BadDynamicBatching) {
+  EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "max_queue_delay_microseconds: -1")),
+              HasSubstr("dynamic_batching.max_queue_delay_microseconds"));
+  EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "preferred_batch_size: [4]")),
+              HasSubstr("unknown field 'dynamic_batching.preferred_batch_size'"));
 }
 
 TEST(ModelConfigErrorTest, WrongType) {

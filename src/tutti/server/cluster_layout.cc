@@ -27,7 +27,9 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       }
       const Duration slo = m.latency_objective_ms ? Millis(*m.latency_objective_ms) : config.default_objective;
       sub.models.push_back(static_cast<ModelId>(spec.models.size()));
-      spec.models.push_back(ModelSpec{name, m.profiles.at(group.profile), slo});
+      ModelSpec& model = spec.models.emplace_back(ModelSpec{name, m.profiles.at(group.profile), slo});
+      if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
+      model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
       layout.served.push_back({m, v->version});
       versions.push_back(v);

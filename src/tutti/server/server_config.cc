@@ -140,6 +140,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
+  TUTTI_ASSIGN_OR_RETURN(auto window, r.OptionalScalar<int>("early_drop_window", "an integer"));
+  if (window && *window < 0) return Invalid("early_drop_window", "must not be negative");
+  c.early_drop_window = window.value_or(0);
   TUTTI_ASSIGN_OR_RETURN(auto queue_size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));
   c.scheduler.await_completion = await.value_or(false);
   if (queue_size && *queue_size < 0) return Invalid("max_queue_size", "must not be negative (0: no limit)");

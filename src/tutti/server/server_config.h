@@ -14,6 +14,8 @@
 //   delay_model: {measure: true, quantile: 0.999, timer_quantile: 0.9, window_s: 10,
 //                 overload_margins: true}
 //                                    # how they are measured (config/delay_model_reader.h)
+//   early_drop_window: 0             # `drop: early`: Nexus's window, in requests, for every
+//                                    # model; 0: from each model's GPUs (batch_policy.h)
 //   await_completion: false          # give an executor work only once it is free
 //                                    # (not just predicted free): see SchedulerOptions
 //   default_objective_ms: 100        # for models without latency_objective_ms
@@ -91,6 +93,7 @@ struct ServerConfig {
   GrpcServerOptions grpc;
   AuthConfig auth;
   int64_t max_queue_size = 16384;
+  int early_drop_window = 0;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
 };

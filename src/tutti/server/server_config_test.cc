@@ -24,6 +24,7 @@ drop: early
 frontrun_slack_ms: 2.5
 network_us: {ctrl: 50, data_per_request: 2, resp: 800}
 await_completion: true
+early_drop_window: 12
 default_objective_ms: 40
 torch_threads: 2
 http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2, max_header_kb: 8,
@@ -46,6 +47,7 @@ coding:
   EXPECT_EQ(c->network.data_per_request, Micros(2));
   EXPECT_EQ(c->network.resp, Micros(800));
   EXPECT_TRUE(c->scheduler.await_completion);
+  EXPECT_EQ(c->early_drop_window, 12);
   EXPECT_EQ(c->default_objective, Millis(40));
   EXPECT_EQ(c->torch_threads, 2);
   EXPECT_EQ(c->http.address, "0.0.0.0");
@@ -181,6 +183,7 @@ platform: emulated
 max_batch_size: 8
 inputs: [{name: image, datatype: FP32, shape: [4]}]
 outputs: [{name: logits, datatype: FP32, shape: [2]}]
+dynamic_batching: {max_queue_delay_microseconds: 250}
 profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
 )");
     repo_ = *ModelRepository::Open(dir_.path());
@@ -222,7 +225,7 @@ TEST_F(ResolveTest, TheLayoutPlansWithTheConfiguredNetworkDelays) {
 
 TEST_F(ResolveTest, TheSimulatorSeesTheClusterTheServerRuns) {
   absl::StatusOr<ServerConfig> c = ResolveServerConfig(
-      *ParseServerConfig("policy: eager\ndrop: early\nfrontrun_slack_ms: 0.5\nnetwork_us: {resp: 700}\n"
+      *ParseServerConfig("policy: eager\ndrop: early\nearly_drop_window: 9\nfrontrun_slack_ms: 0.5\nnetwork_us: {resp: 700}\n"
                          "delay_model: {quantile: 0.99}\nexecutors: [{kind: torch, models: [mlp]}, "
                          "{kind: emulated, count: 3, profile: a100, models: [resnet50]}]"),
       repo_);
@@ -237,6 +240,11 @@ TEST_F(ResolveTest, TheSimulatorSeesTheClusterTheServerRuns) {
   EXPECT_EQ(sim.cluster.models[1].name, "resnet50");
   EXPECT_EQ(sim.cluster.models[1].profile.Latency(1), layout->spec.models[1].profile.Latency(1));
   EXPECT_EQ(sim.cluster.models[0].slo, c->default_objective);
+  // The timeout policy's batching delay from the model's config (Triton's
+  // dynamic_batching field), the default without; the serve config's window.
+  EXPECT_EQ(sim.cluster.models[1].max_queue_delay, Micros(250));
+  EXPECT_EQ(sim.cluster.models[0].max_queue_delay, ModelSpec{}.max_queue_delay);
+  EXPECT_EQ(sim.cluster.models[1].early_drop_window, 9);
   EXPECT_EQ(sim.cluster.delays.resp, Micros(700));
   EXPECT_EQ(sim.policy, "eager");
   EXPECT_EQ(sim.options.drop, DropPolicy::kEarly);
