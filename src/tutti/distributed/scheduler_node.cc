@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/distributed/slot_assignment.h"
 
 namespace tutti {
 
@@ -199,9 +200,8 @@ void SchedulerNode::OnBackendMessage(const std::shared_ptr<BackendPeer>& link, s
       if (h.group() >= 0 && h.group() <= slots_.back().group) {  // slots are in group order
         RemoveLocked(h.id(), "reconnected");                    // a stream it had before is over
         *id = h.id();
-        Member& m = members_[h.id()];
-        m = Member{h.id(), h.group(), h.address(), link, -1};
-        AssignLocked(m, now + h.busy_for());
+        members_[h.id()] = Member{h.id(), h.group(), h.address(), link, -1, ++joins_, now + h.busy_for()};
+        AssignSlotsLocked();
       }
     }
     for (const pb::Done& d : up.done()) DoneLocked(d);
@@ -220,23 +220,31 @@ void SchedulerNode::RemoveBackend(const std::string& id) {
   RemoveLocked(id, "left the cluster (its lease expired)");
 }
 
-void SchedulerNode::AssignLocked(Member& member, Time free_at) {
-  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
-    Slot& slot = slots_[g];
-    if (slot.group != member.group || !slot.backend.empty()) continue;
-    slot.backend = member.id;
-    member.gpu = g;
-    (void)scheduler_->SetGpuUp(g, true, free_at);
-    return;
+void SchedulerNode::AssignSlotsLocked() {
+  std::vector<int> groups;
+  std::vector<std::string> holders;
+  for (const Slot& s : slots_) {
+    groups.push_back(s.group);
+    holders.push_back(s.backend);
   }
-  member.gpu = -1;  // a spare until a slot of its group frees
+  std::vector<SlotMember> snapshot;
+  for (const auto& [id, m] : members_) snapshot.push_back({id, m.group, m.joined});
+  const std::vector<std::string> next = AssignSlots(groups, holders, snapshot);
+  const Time now = clock_->Now();
+  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
+    // Only free slots change hands: a holder leaves through RemoveLocked.
+    if (next[g] == slots_[g].backend) continue;
+    slots_[g].backend = next[g];
+    Member& m = members_.at(next[g]);
+    m.gpu = g;
+    (void)scheduler_->SetGpuUp(g, true, std::max(now, m.free_at));
+  }
 }
 
 void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) {
   auto it = members_.find(id);
   if (it == members_.end() || scheduler_ == nullptr) return;
   const GpuId gpu = it->second.gpu;
-  const int group = it->second.group;
   members_.erase(it);
   if (gpu < 0) return;
   slots_[gpu].backend.clear();
@@ -257,13 +265,7 @@ void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) 
   std::cerr << absl::StrFormat("scheduler: backend %s (GPU %d) %s; %d requests of its unfinished batches "
                                "scheduled again\n",
                                id, gpu, why, again.size());
-  // A spare of the same group takes the slot.
-  for (auto& [spare_id, m] : members_) {
-    if (m.gpu < 0 && m.group == group) {
-      AssignLocked(m, clock_->Now());
-      break;
-    }
-  }
+  AssignSlotsLocked();  // a spare of its group takes the slot
 }
 
 void SchedulerNode::DoneLocked(const pb::Done& done) {

@@ -106,7 +106,9 @@ class SchedulerNode {
     int group = 0;
     std::string address;
     std::shared_ptr<BackendPeer> link;
-    GpuId gpu = -1;  // -1: spare
+    GpuId gpu = -1;       // -1: spare
+    uint64_t joined = 0;  // join order
+    Time free_at = 0;     // when what it held at joining is done
   };
   struct InFlight {
     GpuId gpu;
@@ -121,7 +123,8 @@ class SchedulerNode {
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
   // REQUIRES: mu_ held.
-  void AssignLocked(Member& member, Time free_at);
+  // Gives free slots to members without one (slot_assignment.h).
+  void AssignSlotsLocked();
   void RemoveLocked(const std::string& id, const std::string& why);
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();
@@ -144,6 +147,7 @@ class SchedulerNode {
   std::unique_ptr<DelayModel> delays_ ABSL_GUARDED_BY(mu_);  // set by Lead()
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);  // by GPU id
   absl::flat_hash_map<std::string, Member> members_ ABSL_GUARDED_BY(mu_);  // by backend id
+  uint64_t joins_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<FrontendState> frontends_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int> frontend_index_ ABSL_GUARDED_BY(mu_);  // by name
   absl::flat_hash_map<RequestId, Origin> origins_ ABSL_GUARDED_BY(mu_);
