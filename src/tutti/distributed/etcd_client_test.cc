@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -73,11 +74,28 @@ TEST_F(EtcdClientTest, KeepAliveHoldsALeaseThatWouldOtherwiseExpire) {
   ASSERT_TRUE(kept.ok() && dropped.ok());
   ASSERT_TRUE(client_->Put("/k/kept", "1", *kept).ok());
   ASSERT_TRUE(client_->Put("/k/dropped", "1", *dropped).ok());
+  absl::StatusOr<EtcdClient::Snapshot> snap = client_->GetPrefix("/k/");
+  ASSERT_TRUE(snap.ok());
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> deleted;
+  auto watch = client_->Watch("/k/", snap->revision, [&](const std::vector<EtcdClient::Event>& events) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const EtcdClient::Event& e : events) {
+      if (e.deleted) deleted.push_back(e.kv.key);
+    }
+    cv.notify_all();
+  });
   std::atomic<bool> lost{false};
   auto keeper = client_->KeepAlive(*kept, kSecond, [&] { lost = true; });
-  std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // the unkept lease expires (TTL + etcd's sweep)
+  std::unique_lock<std::mutex> lock(mu);
+  // The unkept lease expires (its TTL, then etcd's sweep)…
+  ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return !deleted.empty(); }));
+  EXPECT_EQ(deleted[0], "/k/dropped");
+  // …and two TTLs later the kept one still holds.
+  EXPECT_FALSE(cv.wait_for(lock, std::chrono::seconds(2), [&] { return deleted.size() > 1; }));
+  EXPECT_EQ(deleted.size(), 1u);
   EXPECT_TRUE(client_->Get("/k/kept")->has_value());
-  EXPECT_FALSE(client_->Get("/k/dropped")->has_value());
   EXPECT_FALSE(lost);
 }
 
