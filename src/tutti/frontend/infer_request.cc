@@ -87,6 +87,8 @@ absl::string_view KservePlatformName(const ModelConfig& config) {
       return "pytorch_torchscript";
     case Platform::kEmulated:
       return "tutti_emulated";
+    case Platform::kEnsemble:
+      return "ensemble";
     case Platform::kBuiltin:
       break;
   }

@@ -40,6 +40,42 @@ absl::StatusOr<TensorSpec> ParseTensor(const YAML::Node& node, const std::string
   return t;
 }
 
+// A {name: name} map of `node`, as a step's input_map or output_map.
+absl::StatusOr<std::map<std::string, std::string>> ParseNameMap(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap()) return Invalid(where, "expected a mapping from the step model's tensors to graph tensors");
+  std::map<std::string, std::string> out;
+  for (const auto& kv : node) {
+    if (!kv.second.IsScalar()) return Invalid(where, "expected tensor names");
+    out[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<EnsembleStep>> ParseSteps(const YAML::Node& node) {
+  MapReader r(node, "ensemble_scheduling");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node list, r.Require("step"));
+  if (!list.IsSequence()) return Invalid("ensemble_scheduling.step", "expected a list of steps");
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  std::vector<EnsembleStep> steps;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = absl::StrCat("ensemble_scheduling.step[", i, "]");
+    MapReader sr(list[i], where);
+    TUTTI_RETURN_IF_ERROR(sr.CheckIsMap());
+    EnsembleStep s;
+    TUTTI_ASSIGN_OR_RETURN(s.model_name, sr.RequireScalar<std::string>("model_name", "a model name"));
+    TUTTI_ASSIGN_OR_RETURN(auto version, sr.OptionalScalar<int64_t>("model_version", "an integer"));
+    s.model_version = version.value_or(-1);
+    TUTTI_ASSIGN_OR_RETURN(YAML::Node in, sr.Require("input_map"));
+    TUTTI_ASSIGN_OR_RETURN(s.input_map, ParseNameMap(in, absl::StrCat(where, ".input_map")));
+    TUTTI_ASSIGN_OR_RETURN(YAML::Node out, sr.Require("output_map"));
+    TUTTI_ASSIGN_OR_RETURN(s.output_map, ParseNameMap(out, absl::StrCat(where, ".output_map")));
+    TUTTI_RETURN_IF_ERROR(sr.CheckNoUnknownFields());
+    steps.push_back(std::move(s));
+  }
+  return steps;
+}
+
 absl::StatusOr<std::vector<TensorSpec>> ParseTensors(MapReader& r, absl::string_view key) {
   TUTTI_ASSIGN_OR_RETURN(auto list, r.Require(key));
   if (!list.IsSequence()) return Invalid(key, "expected a list of tensors");
@@ -97,9 +133,11 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     c.platform = Platform::kTorchScript;
   } else if (platform == "emulated") {
     c.platform = Platform::kEmulated;
+  } else if (platform == "ensemble") {
+    c.platform = Platform::kEnsemble;
   } else {
     return Invalid("platform", absl::StrCat("unknown platform '", platform,
-                                            "' (expected builtin, torchscript or emulated)"));
+                                            "' (expected builtin, torchscript, emulated or ensemble)"));
   }
   c.name = name;
   c.architecture = arch.value_or("");
@@ -138,6 +176,10 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     spec.encoder = *e;
     TUTTI_RETURN_IF_ERROR(pr.CheckNoUnknownFields());
     c.parity = spec;
+  }
+  if (YAML::Node scheduling = r.Get("ensemble_scheduling"); scheduling.IsDefined() && !scheduling.IsNull()) {
+    if (c.platform != Platform::kEnsemble) return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
+    TUTTI_ASSIGN_OR_RETURN(c.steps, ParseSteps(scheduling));
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateModelConfig(c));
@@ -180,6 +222,8 @@ absl::string_view PlatformName(Platform platform) {
       return "torchscript";
     case Platform::kEmulated:
       return "emulated";
+    case Platform::kEnsemble:
+      return "ensemble";
   }
   return "unknown";
 }
@@ -218,6 +262,22 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     if (c.inputs.size() != 1) return Invalid("inputs", "a parity model has exactly one input");
     absl::StatusOr<ParityCodec> codec = ParityCodec::Create(c.parity->encoder, c.parity->k, c.inputs[0].shape);
     if (!codec.ok()) return Invalid("parity", codec.status().message());
+  }
+  if (c.platform == Platform::kEnsemble) {
+    if (c.steps.empty()) return Invalid("ensemble_scheduling", "platform ensemble needs at least one step");
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const EnsembleStep& s = c.steps[i];
+      const std::string where = absl::StrCat("ensemble_scheduling.step[", i, "]");
+      if (s.model_name.empty()) return Invalid(where + ".model_name", "must not be empty");
+      if (s.model_name == c.name) return Invalid(where + ".model_name", "a graph cannot be a step of itself");
+      if (s.model_version == 0 || s.model_version < -1) {
+        return Invalid(where + ".model_version", "must be a version (1, 2, …) or -1 for the latest");
+      }
+      if (s.input_map.empty()) return Invalid(where + ".input_map", "map the step model's inputs");
+      if (s.output_map.empty()) return Invalid(where + ".output_map", "map at least one output");
+    }
+  } else if (!c.steps.empty()) {
+    return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
   }
   if (c.platform == Platform::kEmulated && c.profiles.empty()) {
     return Invalid("profiles", "platform emulated needs at least one latency profile to emulate");
@@ -290,6 +350,21 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     out << YAML::Key << "parity" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "deployed"
         << YAML::Value << c.parity->deployed << YAML::Key << "k" << YAML::Value << c.parity->k << YAML::Key
         << "encoder" << YAML::Value << std::string(ParityEncoderName(c.parity->encoder)) << YAML::EndMap;
+  }
+  if (!c.steps.empty()) {
+    out << YAML::Key << "ensemble_scheduling" << YAML::Value << YAML::BeginMap << YAML::Key << "step" << YAML::Value
+        << YAML::BeginSeq;
+    for (const EnsembleStep& s : c.steps) {
+      out << YAML::Flow << YAML::BeginMap << YAML::Key << "model_name" << YAML::Value << s.model_name << YAML::Key
+          << "model_version" << YAML::Value << s.model_version;
+      for (const auto& [key, map] : {std::pair{"input_map", &s.input_map}, std::pair{"output_map", &s.output_map}}) {
+        out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap;
+        for (const auto& [from, to] : *map) out << YAML::Key << from << YAML::Value << to;
+        out << YAML::EndMap;
+      }
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::EndMap;
   }
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

@@ -18,6 +18,10 @@
 //                                # the `timeout` policy's batching delay (Triton's
 //                                # field; optional, default 1 ms)
 //   parity: {deployed: mlp, k: 2, encoder: sum}   # only for ParM parity models (optional)
+//   ensemble_scheduling:         # platform ensemble only: a graph of the repository's models
+//     step:                      # (Triton's field names; see EnsembleStep)
+//       - {model_name: coarse, model_version: -1, input_map: {image: image},
+//          output_map: {logits: coarse_logits}}
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
 //
@@ -45,6 +49,7 @@ enum class Platform {
   kBuiltin,      // one of Tutti's C++ architectures; weights saved by Tutti
   kTorchScript,  // a TorchScript archive exported from PyTorch
   kEmulated,     // no weights: runs only on emulated executors, from its profiles
+  kEnsemble,     // no weights: a graph of other models (Triton's ensembles)
 };
 
 // Tutti's built-in architectures (src/tutti/models/architectures.h builds them).
@@ -69,6 +74,19 @@ struct ParitySpec {
   bool operator==(const ParitySpec&) const = default;
 };
 
+// One step of a graph (Triton's ensemble_scheduling.step): it runs
+// `model_name` once every graph tensor its inputs map to exists. Each graph
+// tensor has one producer — a graph input or a step output — and any number
+// of consumers; the graph's outputs are step outputs.
+struct EnsembleStep {
+  std::string model_name;
+  int64_t model_version = -1;                     // -1: the latest, as Triton
+  std::map<std::string, std::string> input_map;   // the step model's input → a graph tensor
+  std::map<std::string, std::string> output_map;  // the step model's output → a graph tensor
+
+  bool operator==(const EnsembleStep&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   Platform platform = Platform::kBuiltin;
@@ -83,6 +101,7 @@ struct ModelConfig {
   std::optional<int64_t> max_queue_delay_us;  // dynamic_batching.max_queue_delay_microseconds
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
   std::optional<ParitySpec> parity;                // set for parity models only
+  std::vector<EnsembleStep> steps;                 // platform ensemble only
 };
 
 // A model as it is served: its config, at the version served.

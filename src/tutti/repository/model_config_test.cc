@@ -100,6 +100,32 @@ TEST(ModelConfigTest, ParityModelsNameTheirDeployedModelKAndEncoder) {
   EXPECT_FALSE(ParseModelConfig(kValid)->parity.has_value());
 }
 
+TEST(ModelConfigTest, EnsemblesListTheirStepsAndRoundTrip) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(R"(name: router
+platform: ensemble
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: scores, datatype: FP32, shape: [10]}]
+ensemble_scheduling:
+  step:
+    - {model_name: coarse, input_map: {image: image}, output_map: {logits: group}}
+    - {model_name: shoes, model_version: 2, input_map: {image: image, group: group}, output_map: {logits: scores}}
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->platform, Platform::kEnsemble);
+  ASSERT_EQ(c->steps.size(), 2u);
+  EXPECT_EQ(c->steps[0].model_version, -1);
+  EXPECT_EQ(c->steps[1].model_version, 2);
+  EXPECT_EQ(c->steps[1].input_map.at("group"), "group");
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << ModelConfigToYaml(*c);
+  EXPECT_EQ(again->steps, c->steps);
+  EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: 64\nensemble_scheduling: {step: []}")),
+              HasSubstr("field 'ensemble_scheduling': only allowed for platform ensemble"));
+  EXPECT_THAT(ErrorOf(absl::StrReplaceAll(ModelConfigToYaml(*c), {{"model_version: 2", "model_version: 0"}})),
+              HasSubstr("ensemble_scheduling.step[1].model_version"));
+}
+
 TEST(ModelConfigErrorTest, BadParitySpec) {
   EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: p\nparity: {deployed: lenet5, k: 5, encoder: sum}\n")),
               HasSubstr("field 'parity': parity k must be in [2, 4]"));
@@ -147,7 +173,7 @@ TEST(ModelConfigErrorTest, WrongType) {
 
 TEST(ModelConfigErrorTest, UnknownPlatform) {
   EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: onnx")),
-              HasSubstr("unknown platform 'onnx' (expected builtin, torchscript or emulated)"));
+              HasSubstr("unknown platform 'onnx' (expected builtin, torchscript, emulated or ensemble)"));
 }
 
 TEST(ModelConfigTest, EmulatedPlatformNeedsAProfile) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/repository/ensemble.h"
 
 namespace tutti {
 namespace fs = std::filesystem;
@@ -72,7 +73,7 @@ absl::StatusOr<ModelVersion> LoadModelVersion(const std::string& dir, absl::stri
   }
   ModelVersion v{*std::move(config), version, dir, (fs::path(dir) / kWeightsFileName).string()};
   std::error_code ec;
-  if (v.config.platform == Platform::kEmulated) {
+  if (v.config.platform == Platform::kEmulated || v.config.platform == Platform::kEnsemble) {
     v.weights_path.clear();
   } else if (!fs::is_regular_file(v.weights_path, ec)) {
     return absl::NotFoundError(absl::StrCat(dir, ": weights file ", kWeightsFileName,
@@ -126,6 +127,12 @@ absl::StatusOr<ModelRepository> ModelRepository::Open(const std::string& root) {
   }
   if (ec) return absl::UnavailableError(absl::StrCat("cannot list ", root, ": ", ec.message()));
   CheckParityModels(repo.versions_, &errors);
+  for (const ModelVersion& v : repo.versions_) {
+    if (v.config.platform != Platform::kEnsemble) continue;
+    if (absl::StatusOr<EnsemblePlan> plan = PlanEnsemble(v.config, repo.versions_); !plan.ok()) {
+      errors.push_back(absl::StrCat((fs::path(v.dir) / kConfigFileName).string(), ": ", plan.status().message()));
+    }
+  }
   if (!errors.empty()) {
     std::sort(errors.begin(), errors.end());
     return absl::InvalidArgumentError(absl::StrCat("model repository ", root, " has ",

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string>
 
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/testing/temp_dir.h"
@@ -175,6 +176,32 @@ TEST(ModelRepositoryTest, WriteRefusesInvalidConfig) {
   EXPECT_FALSE(WriteModelConfig(dir.path(), c).ok());
   EXPECT_FALSE(std::filesystem::exists(dir.path() + "/config.yaml"));
 }
+
+constexpr char kGraph[] = R"(name: twice
+platform: ensemble
+max_batch_size: 16
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: scores, datatype: FP32, shape: [10]}]
+ensemble_scheduling:
+  step:
+    - {model_name: mlp, model_version: -1, input_map: {image: image}, output_map: {logits: scores}}
+)";
+
+// A graph needs no weights; it is checked against the models beside it
+// when the repository opens (`tutti models` reports what is wrong).
+TEST(ModelRepositoryTest, GraphsAreCheckedAgainstTheirStepsModels) {
+  TempDir dir;
+  AddModel(dir, "mlp", 1);
+  dir.WriteFile("twice/1/config.yaml", kGraph);
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir.path());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  EXPECT_EQ((*repo->Find("twice"))->config.platform, Platform::kEnsemble);
+  EXPECT_EQ((*repo->Find("twice"))->weights_path, "");
+  dir.WriteFile("twice/1/config.yaml", absl::StrReplaceAll(kGraph, {{"shape: [10]", "shape: [9]"}}));
+  EXPECT_THAT(OpenError(dir), ::testing::HasSubstr("twice/1/config.yaml: outputs: graph output 'scores' is declared "
+                                                   "FP32 [9] but ensemble_scheduling.step[0] makes it FP32 [10]"));
+}
+
 
 }  // namespace
 }  // namespace tutti

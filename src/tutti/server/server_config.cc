@@ -212,6 +212,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     for (const std::string& name : repo.ModelNames()) {
       const ModelConfig& m = (*repo.Find(name))->config;
       if (m.parity) continue;  // serves only under a `coding:` entry
+      if (m.platform == Platform::kEnsemble) continue;  // a graph runs no executor of its own
       if (m.platform != Platform::kEmulated) {
         torch.models.push_back(name);
       } else {
@@ -235,6 +236,11 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
       if (!group_of.emplace(name, i).second) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": model '", name, "' is already in executors[",
                                                        group_of[name], "]; a model is in one group only"));
+      }
+      if (m.platform == Platform::kEnsemble) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": '", name, "' is a graph (platform ensemble): its "
+                                                       "steps' models go in executor groups; graphs are not served "
+                                                       "yet"));
       }
       if (g.kind == "torch" && m.platform == Platform::kEmulated) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": model '", name,

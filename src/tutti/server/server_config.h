@@ -43,7 +43,7 @@
 // emulated executors, the one they emulate. Without `executors`, every
 // non-emulated model of the repository goes on one torch executor with the
 // `cpu` profile, and each emulated model on one emulated executor of its
-// first profile; parity models are left out (they serve only with `coding`).
+// first profile; parity models (they serve only with `coding`) and graphs are left out.
 //
 // `coding` turns ParM on for a model: its batches are encoded into parity
 // queries for `parity_model` (a model trained by `tutti train-parity` for

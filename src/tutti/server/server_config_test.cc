@@ -253,6 +253,23 @@ TEST_F(ResolveTest, TheSimulatorSeesTheClusterTheServerRuns) {
   EXPECT_TRUE(sim.delay_model.measure);
 }
 
+TEST_F(ResolveTest, GraphsRunNoExecutorOfTheirOwn) {
+  dir_.WriteFile("pair/1/config.yaml", R"(name: pair
+platform: ensemble
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: scores, datatype: FP32, shape: [2]}]
+ensemble_scheduling:
+  step: [{model_name: resnet50, input_map: {image: image}, output_map: {logits: scores}}]
+)");
+  repo_ = *ModelRepository::Open(dir_.path());
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(ServerConfig{}, repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (const ExecutorGroupConfig& g : c->executors) EXPECT_THAT(g.models, ::testing::Not(::testing::Contains("pair")));
+  EXPECT_THAT(ResolveError("executors: [{kind: emulated, profile: a100, models: [resnet50, pair]}]"),
+              HasSubstr("executors[0]: 'pair' is a graph (platform ensemble)"));
+}
+
 TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {
   EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [vgg]}]"), HasSubstr("executors[0]: unknown model 'vgg'"));
   EXPECT_THAT(ResolveError("executors: [{kind: torch, models: [mlp]}, {kind: emulated, profile: cpu, models: [mlp]}]"),
