@@ -1,0 +1,178 @@
+#include "tutti/graphs/graph_engine.h"
+
+#include <optional>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/planner/latency_split.h"
+#include "tutti/testing/fake_engine.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// The fake engine (testing/fake_engine.h) under a recorder: it notes each
+// step's model and objective, and lets `compute` of time pass on the manual
+// clock before the fake answers (which it does at once, at Now()).
+class Recorder final : public InferenceEngine {
+ public:
+  Recorder(testing::FakeEngine* fake, ManualClock* clock) : fake_(fake), clock_(clock) {}
+  absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override {
+    submitted.push_back({model, objective});
+    return fake_->Submit(model, std::move(input), objective, [this, done = std::move(done)](InferenceOutcome o) {
+      clock_->AdvanceBy(compute);
+      o.finished = clock_->Now();
+      done(std::move(o));
+    });
+  }
+  void StopAccepting() override { fake_->StopAccepting(); }
+  void WaitIdle() override { fake_->WaitIdle(); }
+  int64_t in_flight() const override { return fake_->in_flight(); }
+  std::vector<ModelCounters> Counters() const override { return fake_->Counters(); }
+  std::vector<double> BusyFractions() const override { return {}; }
+  Time Now() const override { return clock_->Now(); }
+  void OnAnswerWritten(const WrittenAnswer&) override {}
+  DelayReport Delays() const override { return {}; }
+
+  std::vector<std::pair<ModelId, Duration>> submitted;
+  Duration compute = 0;
+
+ private:
+  testing::FakeEngine* const fake_;
+  ManualClock* const clock_;
+};
+
+// Models "a" (4 values → 3) and "b" (3 → 2), ℓ(1) = 1.1 ms each; the graph
+// "pair" runs a, then b on a's output, over a 100 ms objective split 30/70.
+class GraphEngineTest : public ::testing::Test {
+ protected:
+  GraphEngineTest() {
+    spec_.models = {{"a", *LatencyProfile::Linear(Micros(100), Millis(1), 8), kSecond},
+                    {"b", *LatencyProfile::Linear(Micros(100), Millis(1), 8), kSecond}};
+    spec_.gpus = 1;
+    fake_ = std::make_unique<testing::FakeEngine>(spec_, std::vector<ModelShape>{{4, 3}, {3, 2}}, &clock_);
+    recorder_ = std::make_unique<Recorder>(fake_.get(), &clock_);
+    GraphSpec pair{"pair", Millis(100), 4, 2, {{0, -1}, {1, 0}}, {0.3, 0.7}};
+    engine_ = *GraphEngine::Create(recorder_.get(), spec_, {pair});
+  }
+  // Submits the graph (model 2); the answer lands in answer_.
+  absl::Status Infer(std::vector<float> input, Duration objective = 0) {
+    return engine_->Submit(2, std::move(input), objective, [this](InferenceOutcome o) {
+      EXPECT_FALSE(answer_.has_value()) << "answered twice";
+      answer_ = std::move(o);
+    });
+  }
+
+  ManualClock clock_{Millis(5)};
+  ClusterSpec spec_;
+  std::unique_ptr<testing::FakeEngine> fake_;
+  std::unique_ptr<Recorder> recorder_;
+  std::unique_ptr<GraphEngine> engine_;
+  std::optional<InferenceOutcome> answer_;
+};
+
+TEST_F(GraphEngineTest, RunsTheStepsInTurnOnEachOthersOutputs) {
+  ASSERT_TRUE(Infer({1, 2, 3, 4}).ok());
+  ASSERT_TRUE(answer_.has_value());
+  ASSERT_TRUE(answer_->status.ok()) << answer_->status;
+  // a: (j + 1) × 10 = 10, 20, 30; b: (j + 1) × 60.
+  EXPECT_THAT(answer_->output, ElementsAre(60, 120));
+  EXPECT_EQ(answer_->arrival, Millis(5));
+  EXPECT_EQ(answer_->deadline, Millis(105));
+  EXPECT_FALSE(answer_->late);
+  const std::vector<ModelCounters> c = engine_->Counters();
+  ASSERT_EQ(c.size(), 3u);  // a, b, then the graph
+  EXPECT_EQ(c[0].success, 1);
+  EXPECT_EQ(c[1].success, 1);
+  EXPECT_EQ(c[2].success, 1);
+  EXPECT_EQ(engine_->in_flight(), 0);
+}
+
+TEST_F(GraphEngineTest, EachStepIsDueAtItsShareOfTheObjective) {
+  recorder_->compute = Millis(10);
+  ASSERT_TRUE(Infer({1, 2, 3, 4}).ok());
+  // a is due 30 ms after arrival; b at the end, 10 ms of a's compute later.
+  EXPECT_THAT(recorder_->submitted, ElementsAre(std::pair{0, Millis(30)}, std::pair{1, Millis(90)}));
+  // A request's own objective scales the shares.
+  recorder_->submitted.clear();
+  answer_.reset();
+  ASSERT_TRUE(Infer({1, 2, 3, 4}, Millis(200)).ok());
+  EXPECT_THAT(recorder_->submitted, ElementsAre(std::pair{0, Millis(60)}, std::pair{1, Millis(190)}));
+  EXPECT_FALSE(answer_->late);
+}
+
+TEST_F(GraphEngineTest, AMiddleStepDroppedIsOneClearError) {
+  // 2 ms in all: a gets 0.6 ms < ℓ(1) and is dropped — the graph's one answer.
+  ASSERT_TRUE(Infer({1, 2, 3, 4}, Millis(2)).ok());
+  ASSERT_TRUE(answer_.has_value());
+  EXPECT_EQ(answer_->status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(answer_->status.message(), HasSubstr("graph 'pair', step 0 ('a'): the latency objective of this 'a'"));
+  // 4 ms: a gets 1.2 ms ≥ ℓ(1) and runs; taking 3 ms, it leaves b 1 ms <
+  // ℓ(1): b is dropped.
+  answer_.reset();
+  recorder_->compute = Millis(3);
+  ASSERT_TRUE(Infer({1, 2, 3, 4}, Millis(4)).ok());
+  ASSERT_TRUE(answer_.has_value());
+  EXPECT_THAT(answer_->status.message(), HasSubstr("step 1 ('b'): the latency objective of this 'b' request"));
+  // a taking longer than the whole objective: b's share ran out before it started.
+  answer_.reset();
+  recorder_->compute = Millis(5);
+  ASSERT_TRUE(Infer({1, 2, 3, 4}, Millis(4)).ok());
+  EXPECT_THAT(answer_->status.message(), HasSubstr("step 1 ('b'): its share of the latency objective had run out"));
+  const ModelCounters graph = engine_->Counters()[2];
+  EXPECT_EQ(graph.dropped, 3);
+  EXPECT_EQ(graph.success, 0);
+  EXPECT_EQ(engine_->in_flight(), 0);
+}
+
+TEST_F(GraphEngineTest, RefusalsAreImmediateAndNeverAnswered) {
+  EXPECT_EQ(Infer({1, 2}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine_->Submit(3, {1}, 0, [](InferenceOutcome) {}).code(), absl::StatusCode::kNotFound);
+  engine_->StopAccepting();
+  EXPECT_EQ(Infer({1, 2, 3, 4}).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(engine_->Submit(0, {1, 2, 3, 4}, 0, [](InferenceOutcome) {}).code(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(answer_.has_value());
+  engine_->WaitIdle();
+}
+
+TEST_F(GraphEngineTest, TheInnerModelsAreServedAsBefore) {
+  std::optional<InferenceOutcome> direct;
+  ASSERT_TRUE(engine_->Submit(1, {1, 1, 1}, 0, [&](InferenceOutcome o) { direct = std::move(o); }).ok());
+  EXPECT_THAT(direct->output, ElementsAre(3, 6));
+  EXPECT_EQ(engine_->Counters()[2].success, 0);
+}
+
+TEST(GraphSharesTest, TheSplitFollowsTheProfilesAndTheEvenSplitTheLength) {
+  ClusterSpec spec;
+  // a batches well (its time grows slowly with the batch), b hardly at all.
+  spec.models = {{"a", *LatencyProfile::Linear(Micros(200), Millis(8), 64), kSecond},
+                 {"b", *LatencyProfile::Linear(Millis(4), Micros(500), 64), kSecond}};
+  GraphSpec graph{"pair", Millis(100), 1, 1, {{0, -1}, {1, 0}}, {}};
+  const std::vector<double> even = MakeGraphShares(graph, spec, /*even=*/true);
+  EXPECT_THAT(even, ElementsAre(0.5, 0.5));
+  const std::vector<double> split = MakeGraphShares(graph, spec, /*even=*/false);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_LE(split[0] + split[1], 1 + 1e-9);
+  auto gpus = [&](const std::vector<double>& shares) {
+    return 1 / ThroughputWithin(spec.models[0].profile, static_cast<Duration>(shares[0] * 1e8)) +
+           1 / ThroughputWithin(spec.models[1].profile, static_cast<Duration>(shares[1] * 1e8));
+  };
+  EXPECT_LT(gpus(split), gpus(even));  // fewer GPUs than the even split
+}
+
+TEST(GraphEngineCreateTest, BadGraphsAreRefused) {
+  ClusterSpec spec;
+  spec.models = {{"a", *LatencyProfile::Linear(Micros(100), Millis(1), 8), kSecond}};
+  ManualClock clock;
+  testing::FakeEngine fake(spec, {{1, 1}}, &clock);
+  EXPECT_THAT(GraphEngine::Create(&fake, spec, {{"g", kSecond, 1, 1, {{4, -1}}, {1.0}}}).status().message(),
+              HasSubstr("step 0 runs unknown model 4"));
+  EXPECT_THAT(GraphEngine::Create(&fake, spec, {{"g", kSecond, 1, 1, {{0, 0}}, {1.0}}}).status().message(),
+              HasSubstr("reads no earlier step"));
+  EXPECT_FALSE(GraphEngine::Create(&fake, spec, {{"g", kSecond, 1, 1, {{0, -1}}, {}}}).ok());
+}
+
+}  // namespace
+}  // namespace tutti
