@@ -163,10 +163,13 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                                                  [engine = p->engine_.get()](const std::string& a) {
                                                    engine->SetLeader(a);
                                                  }));
+  InferenceEngine* served = p->engine_.get();
+  TUTTI_ASSIGN_OR_RETURN(p->graphs_, ServeGraphs(served, layout.spec, &layout));  // graphs run on this frontend
+  if (p->graphs_) served = p->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = options.on_shutdown_request;
-  TUTTI_ASSIGN_OR_RETURN(p->listeners_, FrontendServer::Start(p->engine_.get(), std::move(layout.served), frontend,
-                                                              p->loop_.get()));
+  TUTTI_ASSIGN_OR_RETURN(p->listeners_,
+                         FrontendServer::Start(served, std::move(layout.served), frontend, p->loop_.get()));
   return p;
 }
 
@@ -178,6 +181,7 @@ FrontendProcess::~FrontendProcess() {
   Shutdown();
   watch_.reset();
   listeners_.reset();
+  graphs_.reset();
   engine_.reset();  // closes its streams while the loop runs
   loop_->Stop();
 }

@@ -126,6 +126,7 @@ class FrontendProcess {
   std::string name_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<RemoteEngine> engine_;
+  std::unique_ptr<GraphEngine> graphs_;  // over engine_; null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
 };

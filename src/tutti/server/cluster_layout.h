@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/graphs/graph_engine.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
 #include "tutti/serving/inference_engine.h"
@@ -29,11 +30,18 @@ struct ClusterLayout {
   std::vector<ModelShape> shapes;                      // by model id
   std::vector<ServedModel> served;                     // by model id
   std::vector<std::vector<const ModelVersion*>> group_models;  // by executor group
-  std::string description;  // a few lines: the groups and their models
+  // The repository's graphs (platform ensemble) whose steps' models are all
+  // served, as GraphEngine runs them (graph g is model spec.models.size() + g
+  // for the frontends), with their configs.
+  std::vector<GraphSpec> graphs;
+  std::vector<ServedModel> graph_served;
+  std::string description;  // a few lines: the groups and their models, the graphs
 };
 
 // Errors: a model missing from `repo`, or with more than one input or output
-// tensor. `config` must be resolved (ResolveServerConfig); `repo` must
+// tensor. A graph that cannot be served (a step's model in no executor
+// group; more than one input or output) is left out, with a line saying why
+// in the description. `config` must be resolved (ResolveServerConfig); `repo` must
 // outlive the layout.
 absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config);
 

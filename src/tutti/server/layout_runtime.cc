@@ -11,6 +11,14 @@
 
 namespace tutti {
 
+absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine, const ClusterSpec& spec,
+                                                         ClusterLayout* layout) {
+  if (layout->graphs.empty()) return nullptr;
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GraphEngine> graphs, GraphEngine::Create(engine, spec, layout->graphs));
+  layout->served.insert(layout->served.end(), layout->graph_served.begin(), layout->graph_served.end());
+  return graphs;
+}
+
 absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
                                                             int group, Clock* clock) {
   const ExecutorGroupConfig& g = config.executors.at(group);

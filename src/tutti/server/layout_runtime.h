@@ -25,6 +25,12 @@ namespace tutti {
 absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> MakeStages(
     const ClusterLayout& layout, const ServerConfig& config, std::string* description = nullptr);
 
+// The layout's graphs served over `engine` (which serves `spec`'s models):
+// a GraphEngine, with the graphs' configs appended to layout->served for the
+// frontends; null (and the layout unchanged) when there is no graph.
+absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine, const ClusterSpec& spec,
+                                                         ClusterLayout* layout);
+
 // One executor of `group` (config.executors[group]), holding its models in
 // the group's order. Errors: weights that fail to load.
 absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,

@@ -33,12 +33,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   d = layout.description;
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
-  TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(std::move(spec), std::move(layout.shapes),
+  TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(spec, std::move(layout.shapes),
                                                               std::move(executors), options, clock));
+  InferenceEngine* engine = server->core_.get();
+  TUTTI_ASSIGN_OR_RETURN(server->graphs_, ServeGraphs(engine, spec, &layout));
+  if (server->graphs_) engine = server->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = std::move(on_shutdown_request);
-  TUTTI_ASSIGN_OR_RETURN(server->listeners_, FrontendServer::Start(server->core_.get(), std::move(layout.served),
-                                                                    frontend, server->loop_.get()));
+  TUTTI_ASSIGN_OR_RETURN(server->listeners_,
+                         FrontendServer::Start(engine, std::move(layout.served), frontend, server->loop_.get()));
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);
   return server;
 }

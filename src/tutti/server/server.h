@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
 #include "tutti/frontend/frontend_server.h"
+#include "tutti/graphs/graph_engine.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
 #include "tutti/serving/inference_core.h"
@@ -53,6 +54,7 @@ class Server {
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
   std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<GraphEngine> graphs_;  // null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
   bool shut_down_ = false;
 };

@@ -141,6 +141,11 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
   TUTTI_ASSIGN_OR_RETURN(auto window, r.OptionalScalar<int>("early_drop_window", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto split, r.OptionalScalar<std::string>("graph_split", "dp or even"));
+  if (split && *split != "dp" && *split != "even") {
+    return Invalid("graph_split", absl::StrCat("unknown split '", *split, "' (expected dp or even)"));
+  }
+  c.even_graph_split = split.value_or("dp") == "even";
   if (window && *window < 0) return Invalid("early_drop_window", "must not be negative");
   c.early_drop_window = window.value_or(0);
   TUTTI_ASSIGN_OR_RETURN(auto queue_size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));

@@ -19,6 +19,8 @@
 //   await_completion: false          # give an executor work only once it is free
 //                                    # (not just predicted free): see SchedulerOptions
 //   default_objective_ms: 100        # for models without latency_objective_ms
+//   graph_split: dp                  # graphs' steps share the objective by Nexus's latency
+//                                    # split (dp) or evenly (even)
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
 //          max_body_mb: 64, max_header_kb: 64, read_timeout_s: 10,
@@ -94,6 +96,7 @@ struct ServerConfig {
   AuthConfig auth;
   int64_t max_queue_size = 16384;
   int early_drop_window = 0;
+  bool even_graph_split = false;  // graph_split: even
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
 };

@@ -240,5 +240,60 @@ TEST_F(ServerTest, HostileBodiesAndNamesGetClearErrorsAndTheServerKeepsServing) 
   EXPECT_EQ(c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1)).status, 200);
 }
 
+// A graph over HTTP: "pair" runs "first" (10 ms) on the request, then
+// "second" (25 ms) on first's output, the objective split evenly.
+TEST_F(ServerTest, GraphsAreServedLikeModelsAndAnswerOnceWhenAStepIsDropped) {
+  dir_.WriteFile("first/1/config.yaml", R"(name: first
+platform: emulated
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: features, datatype: FP32, shape: [3]}]
+profiles: {a100: {batch: [1, 8], latency_us: [10000, 12000]}}
+)");
+  dir_.WriteFile("second/1/config.yaml", R"(name: second
+platform: emulated
+max_batch_size: 8
+inputs: [{name: features, datatype: FP32, shape: [3]}]
+outputs: [{name: logits, datatype: FP32, shape: [2]}]
+profiles: {a100: {batch: [1, 8], latency_us: [25000, 30000]}}
+)");
+  dir_.WriteFile("pair/1/config.yaml", R"(name: pair
+platform: ensemble
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: scores, datatype: FP32, shape: [2]}]
+latency_objective_ms: 100
+ensemble_scheduling:
+  step:
+    - {model_name: first, input_map: {image: image}, output_map: {features: f}}
+    - {model_name: second, input_map: {features: f}, output_map: {logits: scores}}
+)");
+  std::unique_ptr<Server> server = Start(R"(
+http: {port: 0}
+grpc: {port: -1}
+policy: eager
+graph_split: even
+executors:
+  - {kind: emulated, count: 1, profile: a100, models: [first, second]}
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Describe(), HasSubstr("graph pair v1 (objective 100.0 ms, even split): first (50%) -> second (50%)"));
+  HttpTestClient c(server->port());
+  EXPECT_THAT(c.Request("GET", "/v2/models/pair").body, HasSubstr(R"("platform":"ensemble")"));
+  testing::ClientResponse ok = c.Request("POST", "/v2/models/pair/infer", Infer({1, 2, 3, 4, 5, 6, 7, 8}, 2));
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_THAT(ok.body, HasSubstr(R"("name":"scores","datatype":"FP32","shape":[2,2])"));
+  // 30 ms: first runs (its 15 ms fit 10), leaving second under 20 ms < 25: dropped, one clear error.
+  testing::ClientResponse dropped = c.Request(
+      "POST", "/v2/models/pair/infer",
+      R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}],"parameters":{"latency_objective_ms":30}})");
+  EXPECT_EQ(dropped.status, 503) << dropped.body;
+  EXPECT_THAT(dropped.body, HasSubstr("graph 'pair', step 1 ('second'): the latency objective of this 'second'"));
+  const std::string metrics = c.Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="success"} 2)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="dropped"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="first",outcome="success"} 3)"));
+}
+
 }  // namespace
 }  // namespace tutti
