@@ -49,6 +49,11 @@ GraphEngine::GraphEngine(InferenceEngine* inner, std::vector<std::string> model_
       cumulative.push_back((from < 0 ? 0.0 : cumulative[from]) + g.shares[i]);
       if (from >= 0) next[from] = static_cast<int>(i);
     }
+    // The output step is due at the end of the objective: what the steps
+    // before it left unused is its too.
+    for (size_t i = 0; i < g.steps.size(); ++i) {
+      if (next[i] < 0) cumulative[i] = 1.0;
+    }
   }
 }
 

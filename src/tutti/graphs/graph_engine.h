@@ -8,7 +8,8 @@
 // step's input is the graph's input or an earlier step's output, moved, not
 // copied), each submitted to the inner engine with its own sub-deadline:
 // the request's arrival plus its objective times the step's cumulative
-// share (GraphSpec::shares; see MakeGraphShares for how they are chosen).
+// share (GraphSpec::shares; see MakeGraphShares for how they are chosen),
+// the output step at the end of the objective.
 // The answer is the output step's output, judged against the whole
 // objective (late if it finished after arrival + objective).
 //

@@ -1,5 +1,6 @@
 #include "tutti/simulator/experiment.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "absl/strings/match.h"
@@ -11,6 +12,7 @@
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/zoo_profiles.h"
+#include "tutti/planner/latency_split.h"
 
 namespace tutti {
 namespace {
@@ -102,6 +104,46 @@ absl::Status ReadWorkload(const YAML::Node& node, const std::string& base_dir, W
   return r.CheckNoUnknownFields();
 }
 
+// The `graph` key: queries through the models in order, the objective split
+// among them (planner/latency_split.h); the models' SLOs become their shares.
+absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterSpec* cluster) {
+  MapReader r(node, "graph");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto objective_ms, r.RequireScalar<double>("objective_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto split, r.OptionalScalar<std::string>("split", "dp or even"));
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node gammas, r.Require("gamma"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  const size_t n = cluster->models.size();
+  if (!gammas.IsSequence() || gammas.size() + 1 != n) {
+    return Invalid("graph.gamma", absl::StrCat("expected ", n - 1, " numbers: one per model after the first"));
+  }
+  if (!(objective_ms > 0)) return Invalid("graph.objective_ms", "must be positive");
+  if (split && *split != "dp" && *split != "even") return Invalid("graph.split", "expected dp or even");
+  SimGraph graph;
+  graph.objective = Millis(objective_ms);
+  graph.gamma = {1.0};
+  for (const auto& g : gammas) graph.gamma.push_back(g.as<double>());
+  std::vector<SplitStage> stages;
+  for (size_t k = 0; k < n; ++k) {
+    if (!(graph.gamma[k] >= 0)) return Invalid("graph.gamma", "must not be negative");
+    const LatencyProfile* profile = &cluster->models[k].profile;
+    stages.push_back({static_cast<int>(k) - 1, graph.gamma[k],
+                      [profile](Duration budget) { return ThroughputWithin(*profile, budget); }});
+  }
+  absl::StatusOr<LatencySplitResult> shares =
+      split.value_or("dp") == "even" ? EvenLatencySplit(stages, std::max(rate, 1.0), graph.objective)
+                                     : SplitLatency(stages, std::max(rate, 1.0), graph.objective, graph.objective / 200);
+  if (!shares.ok()) return Invalid("graph", shares.status().message());
+  if (std::isinf(shares->gpus)) return Invalid("graph", "no split of the objective fits the models' profiles");
+  Duration used = 0;
+  for (size_t k = 0; k < n; ++k) {
+    graph.shares.push_back(static_cast<double>(shares->budgets[k]) / static_cast<double>(graph.objective));
+    cluster->models[k].slo = k + 1 < n ? shares->budgets[k] : graph.objective - used;
+    used += shares->budgets[k];
+  }
+  return graph;
+}
+
 absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& base_dir, const SimConfig* cluster) {
   MapReader r(root, "");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
@@ -174,6 +216,9 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   if (YAML::Node workload = r.Get("workload"); workload.IsDefined() || cluster == nullptr) {
     TUTTI_ASSIGN_OR_RETURN(workload, r.Require("workload"));
     TUTTI_RETURN_IF_ERROR(ReadWorkload(workload, base_dir, &c.workload));
+  }
+  if (YAML::Node graph = r.Get("graph"); graph.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.graph, ReadGraph(graph, c.workload.rate, &c.cluster));
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(c.cluster));

@@ -19,6 +19,10 @@
 //   early_drop_windows: [8, 12, 16]     # "+early" policies: at their best window
 //   paper_goodput: {Symphony: 5264}     # printed beside the results
 //   nexus_epoch_s: 10
+//   graph: {objective_ms: 400, gamma: [10], split: dp}
+//                           # queries through the models in order (SimGraph):
+//                           # gamma per step after the first; the objective
+//                           # split by Nexus's DP (dp, the default) or evenly
 //   models:
 //     - {name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25}
 //     - {zoo: data/profiles/symphony_zoo_a100.csv}   # every model of a table

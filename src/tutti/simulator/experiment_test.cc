@@ -108,6 +108,32 @@ TEST(ExperimentTest, ACustomClusterGivesModelsGpusAndDefaultsTheRestOverrides) {
               HasSubstr("no GPU 4 (the cluster has 4)"));
 }
 
+TEST(ExperimentTest, AGraphSplitsItsObjectiveAmongTheModels) {
+  const std::string base = R"(
+gpus: 8
+models:
+  - {name: detect, alpha_ms: 20, beta_ms: 10, slo_ms: 100}
+  - {name: recognize, alpha_ms: 2, beta_ms: 9, slo_ms: 100}
+workload: {rate: 100}
+)";
+  absl::StatusOr<Experiment> e = Parse(base + "graph: {objective_ms: 100, gamma: [10], split: even}");
+  ASSERT_TRUE(e.ok()) << e.status();
+  ASSERT_TRUE(e->config.graph.has_value());
+  EXPECT_EQ(e->config.graph->objective, Millis(100));
+  EXPECT_EQ(e->config.graph->gamma, (std::vector<double>{1, 10}));
+  EXPECT_EQ(e->config.graph->shares, (std::vector<double>{0.5, 0.5}));
+  EXPECT_EQ(e->config.cluster.models[0].slo, Millis(50));  // the models' SLOs are their shares
+  e = Parse(base + "graph: {objective_ms: 100, gamma: [0.1]}");  // Nexus's split: detect takes the most
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_GT(e->config.graph->shares[0], 0.5);
+  EXPECT_LE(e->config.graph->shares[0] + e->config.graph->shares[1], 1 + 1e-9);
+  EXPECT_EQ(e->config.cluster.models[0].slo + e->config.cluster.models[1].slo, Millis(100));
+  EXPECT_THAT(Parse(base + "graph: {objective_ms: 100, gamma: [1, 2]}").status().message(),
+              HasSubstr("graph.gamma': expected 1 numbers"));
+  EXPECT_THAT(Parse(base + "graph: {objective_ms: 15, gamma: [1]}").status().message(),
+              HasSubstr("no split of the objective fits"));
+}
+
 TEST(ExperimentTest, PolicyVariantsExpandSweeps) {
   Experiment e = *Parse(kExperiment);
   e.early_drop_windows = {8, 12};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 
@@ -37,6 +38,14 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
   }
   if (shown > max_rows) out << "  … " << shown - max_rows << " more models (see --csv)\n";
   Row(r.total, w, out);
+  std::vector<std::string> split;
+  for (const ModelMetrics& m : r.steps) {  // a graph's steps: their items, against their shares
+    ModelMetrics step = m;
+    step.name = "- " + m.name;
+    Row(step, w, out);
+    split.push_back(absl::StrFormat("%s %.1f ms", m.name, ToMillis(m.slo)));
+  }
+  if (!split.empty()) out << "graph: the objective split as " << absl::StrJoin(split, ", ") << "\n";
   double busy = 0;
   for (GpuId g = 0; g < static_cast<GpuId>(r.gpu_busy.size()); ++g) busy += r.BusyFraction(g);
   out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%%, %d batch(es) waited for a busy GPU\n",

@@ -9,6 +9,7 @@
 #include "tutti/delays/delay_model.h"
 #include "tutti/delays/response_tracker.h"
 #include "tutti/core/status_macros.h"
+#include "absl/container/flat_hash_map.h"
 
 namespace tutti {
 namespace {
@@ -17,14 +18,16 @@ namespace {
 // turns them into measurements.
 class Cluster final : public SchedulerListener {
  public:
-  Cluster(const SimConfig& config, SimResult* result, Clock* clock, DelayModel* delays)
+  Cluster(const SimConfig& config, SimResult* result, Clock* clock, Clock* events, DelayModel* delays)
       : config_(config),
         result_(result),
         clock_(clock),
+        events_(events),
         delays_(delays),
         gpus_(config.cluster.num_gpus()),
         used_(config.cluster.num_gpus(), false),
-        jitter_rng_(config.seed * 31 + 17) {
+        jitter_rng_(config.seed * 31 + 17),
+        gamma_rng_(config.seed * 131 + 7) {
     result_->gpu_busy.assign(config.cluster.num_gpus(), 0);
     for (const ModelSpec& m : config.cluster.models) {
       ModelMetrics mm;
@@ -35,6 +38,22 @@ class Cluster final : public SchedulerListener {
   }
 
   bool Measured(const Request& r) const { return r.arrival >= config_.warmup; }
+
+  RequestId NextId() { return next_id_++; }
+  // Hands a request to the scheduler (set once it exists).
+  std::function<void(const Request&)> submit;
+
+  // ---- queries through the graph (SimConfig::graph) ----
+  // A query arriving now: its first step's item.
+  void StartQuery(Time arrival) {
+    const int q = static_cast<int>(queries_.size());
+    queries_.push_back({arrival, arrival + config_.graph->objective, 0, 0, false, false, arrival >= config_.warmup});
+    if (queries_.back().measured) ++query_metrics_.arrived;
+    ++open_queries_;
+    SubmitItem(q, 0, arrival);
+  }
+  int64_t open_queries() const { return open_queries_; }
+  ModelMetrics TakeQueryMetrics() { return std::move(query_metrics_); }
 
   // Everything about a batch is known at its dispatch: its delays are drawn
   // (keyed, so the draws match a served run's) and the measurements are
@@ -73,6 +92,7 @@ class Cluster final : public SchedulerListener {
           end + (inject.response ? inject.Response(r.arrival, batch_deadline) : config_.cluster.delays.resp);
       sample.at = std::max(sample.at, response);
       sample.delay = std::max(sample.delay, response - end - (r.deadline - batch_deadline));
+      if (config_.graph) ItemAnswered(r, response);
       if (!Measured(r)) continue;
       measured_batch = true;
       mm.latency.Record(response - r.arrival);
@@ -85,18 +105,85 @@ class Cluster final : public SchedulerListener {
 
   void OnDrop(const Request& r, DropReason) override {
     if (Measured(r)) ++result_->models[r.model].dropped;
+    if (!config_.graph) return;
+    const auto [q, step] = items_.at(r.id);
+    items_.erase(r.id);
+    queries_[q].dropped = true;
+    ItemDone(q);
   }
 
   int GpusUsed() const { return static_cast<int>(std::count(used_.begin(), used_.end(), true)); }
 
  private:
+  struct Query {
+    Time arrival, deadline;
+    int pending;  // items submitted, not yet answered or dropped
+    Time last;    // the latest answer
+    bool dropped, late, measured;
+  };
+
+  // Submits an item of query `q` for step `step`, arriving at `at`.
+  void SubmitItem(int q, int step, Time at) {
+    // Due at its cumulative share of the objective; the last step at its end.
+    double share = 0;
+    for (int k = 0; k <= step; ++k) share += config_.graph->shares[k];
+    const bool last = step + 1 == static_cast<int>(config_.cluster.models.size());
+    const Time due = last ? queries_[q].deadline
+                          : queries_[q].arrival + static_cast<Duration>(std::llround(
+                                                      share * static_cast<double>(config_.graph->objective)));
+    const Request r{NextId(), step, at, std::min(due, queries_[q].deadline)};
+    items_[r.id] = {q, step};
+    ++queries_[q].pending;
+    if (Measured(r)) ++result_->models[step].arrived;
+    submit(r);
+  }
+
+  // An item's answer is out at `response` (known at its dispatch): then the
+  // next step's items arrive, and the item is done.
+  void ItemAnswered(const Request& r, Time response) {
+    const auto [q, step] = items_.at(r.id);
+    items_.erase(r.id);
+    events_->ScheduleAt(response, [this, q = q, step = step, response] {
+      Query& query = queries_[q];
+      query.late |= response > query.deadline;
+      query.last = std::max(query.last, response);
+      if (step + 1 < static_cast<int>(config_.cluster.models.size())) {
+        const double gamma = config_.graph->gamma[step + 1];
+        int items = static_cast<int>(gamma);
+        if (std::uniform_real_distribution<double>(0, 1)(gamma_rng_) < gamma - items) ++items;
+        for (int i = 0; i < items; ++i) SubmitItem(q, step + 1, response);
+      }
+      ItemDone(q);
+    });
+  }
+
+  void ItemDone(int q) {
+    Query& query = queries_[q];
+    if (--query.pending > 0) return;
+    --open_queries_;
+    if (!query.measured) return;
+    if (query.dropped) {
+      ++query_metrics_.dropped;
+      return;
+    }
+    query_metrics_.latency.Record(query.last - query.arrival);
+    ++(query.late ? query_metrics_.late : query_metrics_.good);
+  }
+
   const SimConfig& config_;
   SimResult* result_;
   Clock* const clock_;
+  Clock* const events_;  // never late: when queries' next items arrive
   DelayModel* const delays_;
   std::vector<EmulatedGpu> gpus_;  // core/emulated_gpu.h: the emulated executor's timing
   std::vector<bool> used_;
   std::mt19937_64 jitter_rng_;
+  std::mt19937_64 gamma_rng_;
+  RequestId next_id_ = 0;
+  std::vector<Query> queries_;
+  absl::flat_hash_map<RequestId, std::pair<int, int>> items_;  // request → (query, step)
+  int64_t open_queries_ = 0;
+  ModelMetrics query_metrics_;
 };
 
 }  // namespace
@@ -117,6 +204,10 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   if (config.duration <= config.warmup) {
     return absl::InvalidArgumentError("simulation duration must exceed its warm-up");
   }
+  if (config.graph && (config.graph->gamma.size() != config.cluster.models.size() ||
+                       config.graph->shares.size() != config.cluster.models.size() || config.graph->objective <= 0)) {
+    return absl::InvalidArgumentError("a graph needs a positive objective and a gamma and a share per model");
+  }
   SimResult result;
   result.policy = config.policy;
   result.window = config.duration - config.warmup;
@@ -128,23 +219,35 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   LateTimerClock late(&clock, &config.inject,
                       [&](Duration d) { delays.Record(Delay::kTimer, clock.Now(), d); });
   Clock* scheduler_clock = config.inject.timer || config.delay_model.measure ? static_cast<Clock*>(&late) : &clock;
-  Cluster cluster(config, &result, scheduler_clock, &delays);
+  Cluster cluster(config, &result, scheduler_clock, &clock, &delays);
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
                          CreateScheduler(config.policy, config.cluster, config.options, scheduler_clock, &cluster));
+  cluster.submit = [&](const Request& r) {
+    delays.RecordArrival(r.model, r.arrival);
+    scheduler->Submit(r);
+  };
   delays.Start(scheduler_clock, [&](const DelayPlan& plan) { scheduler->SetDelayPlan(plan); });
   const int num_models = static_cast<int>(config.cluster.models.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(config.workload, num_models, config.duration, config.seed));
   Arrival a;
-  RequestId next_id = 0;
   while (source->Next(&a)) {
     clock.AdvanceTo(a.time);  // timers due first, in (time, insertion) order
-    const Request r{next_id++, a.model, a.time, a.time + config.cluster.models[a.model].slo};
+    if (config.graph) {
+      cluster.StartQuery(a.time);
+      continue;
+    }
+    const Request r{cluster.NextId(), a.model, a.time, a.time + config.cluster.models[a.model].slo};
     if (r.arrival >= config.warmup) ++result.models[a.model].arrived;
-    delays.RecordArrival(r.model, r.arrival);
-    scheduler->Submit(r);
+    cluster.submit(r);
   }
-  while (scheduler->queued() > 0 && clock.RunNextTimer()) {
+  while ((scheduler->queued() > 0 || cluster.open_queries() > 0) && clock.RunNextTimer()) {
+  }
+  if (config.graph) {  // judged by queries; the steps' items kept beside
+    result.steps = std::move(result.models);
+    result.models = {cluster.TakeQueryMetrics()};
+    result.models[0].name = "query";
+    result.models[0].slo = config.graph->objective;
   }
   delays.Stop();
   result.final_plan = delays.plan();

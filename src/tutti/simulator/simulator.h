@@ -21,6 +21,7 @@
 #define TUTTI_SIMULATOR_SIMULATOR_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,20 @@
 #include "tutti/workload/workload.h"
 
 namespace tutti {
+
+// Queries through a chain of the cluster's models (a service graph, Nexus
+// §4.2): each arrival is a query that runs model 0 on its input; every item
+// a step finishes gives the next model γ items (⌊γ⌋, and one more with
+// probability γ − ⌊γ⌋), submitted when the item's answer is out. Step k's
+// items are due at the query's arrival plus shares[0] + … + shares[k] of
+// the objective (the last step's at its end); a query is good when every item it gave finished by
+// arrival + objective, and its latency is that of its last item. The
+// cluster's models are the steps, in order.
+struct SimGraph {
+  std::vector<double> gamma;   // per step; gamma[0] is ignored (1 query, 1 item)
+  std::vector<double> shares;  // per step: its share of the objective
+  Duration objective = 0;
+};
 
 struct SimConfig {
   ClusterSpec cluster;
@@ -48,6 +63,7 @@ struct SimConfig {
   DelayModelOptions delay_model{.measure = false};
   uint64_t seed = 1;
   bool record_timeline = false;      // keep every batch (small runs only)
+  std::optional<SimGraph> graph;     // queries through a chain of the models; none: requests per model
 };
 
 struct TimelineEntry {
@@ -63,7 +79,8 @@ struct TimelineEntry {
 struct SimResult {
   std::string policy;
   Duration window = 0;                // measured span: duration − warmup
-  std::vector<ModelMetrics> models;
+  std::vector<ModelMetrics> models;  // with a graph: one, its queries
+  std::vector<ModelMetrics> steps;   // with a graph: per step (model), its items
   ModelMetrics total;
   std::vector<Duration> gpu_busy;     // per GPU, inside the window
   int gpus_used = 0;                  // GPUs that ran at least one batch

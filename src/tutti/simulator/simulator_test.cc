@@ -83,5 +83,46 @@ TEST(SimulatorTest, RejectsBadConfigs) {
   EXPECT_FALSE(RunSimulation(c).ok());
 }
 
+// A graph: queries through ResNet50, then InceptionResNetV2 on gamma of
+// its outputs each, 200 ms split 40/60, at a light constant load.
+SimConfig GraphConfig(double gamma, Duration objective = Millis(200)) {
+  SimConfig c = Config("eager", 200);
+  c.workload.arrival = ArrivalKind::kConstant;
+  c.graph = SimGraph{{1, gamma}, {0.4, 0.6}, objective};
+  return c;
+}
+
+TEST(SimulatorGraphTest, EveryQueryGivesItsNextStepGammaItemsAndIsJudgedWhole) {
+  for (double gamma : {0.0, 0.5, 1.0, 3.0}) {
+    absl::StatusOr<SimResult> r = RunSimulation(GraphConfig(gamma));
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->models.size(), 1u);
+    ASSERT_EQ(r->steps.size(), 2u);
+    const ModelMetrics& q = r->models[0];
+    EXPECT_EQ(q.name, "query");
+    EXPECT_EQ(q.slo, Millis(200));
+    EXPECT_GT(q.arrived, 300);
+    EXPECT_EQ(q.good, q.arrived) << "gamma " << gamma;  // light load: every query on time
+    EXPECT_EQ(r->steps[0].arrived, q.arrived);
+    EXPECT_NEAR(static_cast<double>(r->steps[1].arrived) / q.arrived, gamma, 0.06) << "gamma " << gamma;
+    // A query's latency covers its steps': at least both batches of one.
+    if (gamma >= 1) EXPECT_GE(q.latency.Quantile(0.01), Millis(5.072 + 1.053 + 18.368 + 5.090));
+    EXPECT_DOUBLE_EQ(r->Goodput(), static_cast<double>(q.good) / ToSeconds(r->window));
+  }
+}
+
+TEST(SimulatorGraphTest, AQueryWhoseSecondStepCannotMakeItIsDropped) {
+  // 25 ms: ResNet50 (6.1 ms for one) fits its 10 ms share; InceptionResNetV2
+  // (23.5 ms for one) cannot fit the rest: every query is dropped.
+  absl::StatusOr<SimResult> r = RunSimulation(GraphConfig(1, Millis(25)));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->models[0].dropped, r->models[0].arrived);
+  EXPECT_EQ(r->steps[0].dropped, 0);
+  EXPECT_EQ(r->steps[1].dropped, r->steps[1].arrived);
+  SimConfig bad = GraphConfig(1);
+  bad.graph->shares = {1.0};
+  EXPECT_FALSE(RunSimulation(bad).ok());
+}
+
 }  // namespace
 }  // namespace tutti
