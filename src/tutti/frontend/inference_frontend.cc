@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/user_text.h"
 #include "tutti/frontend/delay_metrics.h"
@@ -24,6 +25,18 @@ struct InferenceFrontend::ModelState {
 };
 
 namespace {
+
+// A graph's steps for its stats (`,"steps":[…]`); "" for a model.
+std::string StepsJson(const ModelCounters& c) {
+  if (c.steps.empty()) return "";
+  std::vector<std::string> steps;
+  for (const ModelCounters::Step& s : c.steps) {
+    steps.push_back(absl::StrFormat(
+        R"({"model_name":"%s","deadline_share":%.4f,"success":%d,"late":%d,"dropped":%d,"error":%d})", s.model,
+        s.deadline_share, s.success, s.late, s.dropped, s.error));
+  }
+  return absl::StrCat(R"(,"steps":[)", absl::StrJoin(steps, ","), "]");
+}
 
 // Everything a request waits on: one slot per item.
 struct PendingInfer {
@@ -126,12 +139,12 @@ std::string InferenceFrontend::StatsJson(int model) const {
   return absl::StrFormat(
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
       R"("rejected":%d,"overloaded":%d,"queued":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
-      R"("mean_compute_us":%.1f,"delays":%s})",
+      R"("mean_compute_us":%.1f,"delays":%s%s})",
       s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), s.overloaded.load(),
       s.queued.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6,
-      DelayStatsJson(engine_->Delays(), model));
+      DelayStatsJson(engine_->Delays(), model), StepsJson(c));
 }
 
 std::string InferenceFrontend::PrometheusText() const {
@@ -181,6 +194,26 @@ std::string InferenceFrontend::PrometheusText() const {
       absl::StrAppendFormat(&parity, "tutti_parity_events_total{%s,event=\"%s\"} %d\n", label, event, n);
     }
   }
+  std::string steps =
+      "# HELP tutti_graph_step_requests_total A graph's steps by outcome, each against its own deadline.\n"
+      "# TYPE tutti_graph_step_requests_total counter\n"
+      "# HELP tutti_graph_step_deadline_share When a graph's step is due: this share of the graph's objective "
+      "after its arrival.\n# TYPE tutti_graph_step_deadline_share gauge\n";
+  bool graphs = false;
+  for (size_t m = 0; m < models_.size(); ++m) {
+    for (size_t i = 0; i < counters[m].steps.size(); ++i) {
+      graphs = true;
+      const ModelCounters::Step& st = counters[m].steps[i];
+      const std::string label = absl::StrFormat("model=\"%s\",step=\"%d\",step_model=\"%s\"",
+                                                models_[m]->served.config.name, i, st.model);
+      for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", st.success}, {"late", st.late},
+                                       {"dropped", st.dropped}, {"error", st.error}}) {
+        absl::StrAppendFormat(&steps, "tutti_graph_step_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
+      }
+      absl::StrAppendFormat(&steps, "tutti_graph_step_deadline_share{%s} %.4f\n", label, st.deadline_share);
+    }
+  }
+  if (!graphs) steps.clear();
   std::string busy =
       "# HELP tutti_executor_busy_fraction Fraction of time each executor spent running batches.\n"
       "# TYPE tutti_executor_busy_fraction gauge\n";
@@ -190,7 +223,7 @@ std::string InferenceFrontend::PrometheusText() const {
   }
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m->served.config.name);
-  return out + batches + attainment + queue + compute + sizes + coding + parity + busy +
+  return out + batches + attainment + queue + compute + sizes + coding + parity + steps + busy +
          DelayPrometheusText(engine_->Delays(), names);
 }
 

@@ -55,6 +55,11 @@ GraphEngine::GraphEngine(InferenceEngine* inner, std::vector<std::string> model_
       if (next[i] < 0) cumulative[i] = 1.0;
     }
   }
+  for (size_t g = 0; g < graphs_.size(); ++g) {
+    for (size_t i = 0; i < graphs_[g].steps.size(); ++i) {
+      counters_[g].steps.push_back({model_names_[graphs_[g].steps[i].model], cumulative_[g][i]});
+    }
+  }
 }
 
 absl::StatusOr<std::unique_ptr<GraphEngine>> GraphEngine::Create(InferenceEngine* inner, const ClusterSpec& inner_spec,
@@ -111,11 +116,14 @@ absl::Status GraphEngine::Submit(ModelId model, std::vector<float> input, Durati
   return s;
 }
 
+Time GraphEngine::DueOf(const Run& run, int step) const {
+  return run.arrival +
+         static_cast<Duration>(std::llround(cumulative_[run.graph][step] * static_cast<double>(run.objective)));
+}
+
 absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, int i, std::vector<float> input) {
   const GraphSpec::Step& step = graphs_[run->graph].steps[i];
-  const Time due = run->arrival + static_cast<Duration>(std::llround(cumulative_[run->graph][i] *
-                                                                     static_cast<double>(run->objective)));
-  const Duration left = due - inner_->Now();
+  const Duration left = DueOf(*run, i) - inner_->Now();
   if (left <= 0) {
     return absl::DeadlineExceededError("its share of the latency objective had run out before it could start");
   }
@@ -123,14 +131,28 @@ absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, int i, std:
                         [this, run, i](InferenceOutcome outcome) { OnStep(run, i, std::move(outcome)); });
 }
 
+void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ModelCounters::Step& c = counters_[run.graph].steps[i];
+  if (outcome.status.ok()) {
+    ++(outcome.finished > DueOf(run, i) ? c.late : c.success);
+  } else if (outcome.status.code() == absl::StatusCode::kDeadlineExceeded) {
+    ++c.dropped;
+  } else {
+    ++c.error;
+  }
+}
+
 void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome) {
   const GraphSpec& graph = graphs_[run->graph];
+  CountStep(*run, i, outcome);
   const int next = next_[run->graph][i];
   if (outcome.status.ok() && next >= 0) {
     absl::Status s = StartStep(run, next, std::move(outcome.output));
     if (s.ok()) return;
-    outcome.status = s;
+    outcome.status = s;  // the next step's outcome: refused before it ran
     i = next;
+    CountStep(*run, i, outcome);
   }
   if (!outcome.status.ok()) {
     outcome.status = absl::Status(outcome.status.code(),

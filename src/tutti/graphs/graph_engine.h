@@ -83,6 +83,9 @@ class GraphEngine final : public InferenceEngine {
   // Submits step `i` of `run`; an error if the inner engine refused it.
   absl::Status StartStep(const std::shared_ptr<Run>& run, int i, std::vector<float> input);
   void OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome);
+  Time DueOf(const Run& run, int step) const;
+  // Counts a step's outcome, against the step's own deadline.
+  void CountStep(const Run& run, int i, const InferenceOutcome& outcome);
   void Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome);
 
   InferenceEngine* const inner_;
@@ -94,7 +97,7 @@ class GraphEngine final : public InferenceEngine {
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
-  std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);  // per graph
+  std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);  // per graph, with its steps
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;              // graph requests
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
 };

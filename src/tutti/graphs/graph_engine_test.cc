@@ -124,6 +124,14 @@ TEST_F(GraphEngineTest, AMiddleStepDroppedIsOneClearError) {
   const ModelCounters graph = engine_->Counters()[2];
   EXPECT_EQ(graph.dropped, 3);
   EXPECT_EQ(graph.success, 0);
+  // Per step, against the step's own deadline.
+  ASSERT_EQ(graph.steps.size(), 2u);
+  EXPECT_EQ(graph.steps[0].model, "a");
+  EXPECT_DOUBLE_EQ(graph.steps[0].deadline_share, 0.3);
+  EXPECT_DOUBLE_EQ(graph.steps[1].deadline_share, 1.0);
+  EXPECT_EQ(graph.steps[0].dropped, 1);
+  EXPECT_EQ(graph.steps[0].late, 2);  // 3 and 5 ms against its 1.2 ms
+  EXPECT_EQ(graph.steps[1].dropped, 2);
   EXPECT_EQ(engine_->in_flight(), 0);
 }
 

@@ -293,6 +293,14 @@ executors:
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="success"} 2)"));
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="dropped"} 1)"));
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="first",outcome="success"} 3)"));
+  // Its steps, each against its own deadline: the dropped request's first step was on time.
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_graph_step_requests_total{model="pair",step="0",step_model="first",)"
+                                 R"(outcome="success"} 3)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_graph_step_requests_total{model="pair",step="1",step_model="second",)"
+                                 R"(outcome="dropped"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_graph_step_deadline_share{model="pair",step="0",step_model="first"} 0.5000)"));
+  EXPECT_THAT(c.Request("GET", "/v2/models/pair/stats").body,
+              HasSubstr(R"("steps":[{"model_name":"first","deadline_share":0.5000,"success":3,)"));
 }
 
 }  // namespace

@@ -56,6 +56,13 @@ struct ModelCounters {
   // The model's batch stage's own events (serving/batch_stage.h), by name;
   // empty without a stage.
   std::vector<std::pair<std::string, int64_t>> stage_events;
+  // A graph's steps (graphs/graph_engine.h), in run order; empty for a model.
+  struct Step {
+    std::string model;
+    double deadline_share = 0;  // the step is due at arrival + this × the objective
+    int64_t success = 0, late = 0, dropped = 0, error = 0;  // against its own deadline
+  };
+  std::vector<Step> steps;
 };
 
 // What an engine's scheduler plans with, and the measurements behind it
