@@ -61,10 +61,12 @@ void LayOutGraphs(const ModelRepository& repo, const ServerConfig& config, Clust
       absl::StrAppend(&layout->description, "  graph ", name, " is not served: ", graph.status().message(), "\n");
       continue;
     }
-    std::vector<std::string> steps;
+    std::vector<std::string> steps;  // each with when it is due (the last: at the end)
+    double due = 0;
     for (size_t i = 0; i < graph->steps.size(); ++i) {
-      steps.push_back(absl::StrFormat("%s (%.0f%%)", layout->spec.models[graph->steps[i].model].name,
-                                      100 * graph->shares[i]));
+      due = i + 1 == graph->steps.size() ? 1.0 : due + graph->shares[i];
+      steps.push_back(absl::StrFormat("%s (due at %.0f%%)", layout->spec.models[graph->steps[i].model].name,
+                                      100 * due));
     }
     absl::StrAppendFormat(&layout->description, "  graph %s v%d (objective %.1f ms, %s split): %s\n", name, v.version,
                           ToMillis(graph->objective), config.even_graph_split ? "even" : "Nexus's",
