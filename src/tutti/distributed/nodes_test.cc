@@ -16,6 +16,7 @@
 #include "tutti/distributed/remote_engine.h"
 #include "tutti/distributed/scheduler_node.h"
 #include "tutti/executors/emulated_executor.h"
+#include "tutti/graphs/graph_engine.h"
 #include "tutti/stages/parm_stage.h"
 
 namespace tutti {
@@ -58,6 +59,9 @@ class Nodes {
     // ParM: model 1 is model 0's parity model (k 2), on one more backend
     // of its own, and the frontend codes model 0's batches.
     bool parm = false;
+    // A graph's second step: model 1, "head" (kOutput values → kOutput), on
+    // one more backend of its own.
+    bool graph = false;
     int slow_backend = -1;  // this one of model 0's backends runs 4x slower than its profile
     std::string policy = "deferred";
     bool measure_delays = true;  // false: plan with the profile and the fixed delays
@@ -68,6 +72,10 @@ class Nodes {
     spec_.gpus = o.gpus;
     if (o.parm) {
       spec_.models.push_back({"resnet50-parity", spec_.models[0].profile, Millis(20)});
+      spec_.sub_clusters = {{{0}, o.gpus}, {{1}, 1}};
+    }
+    if (o.graph) {
+      spec_.models.push_back({"head", spec_.models[0].profile, Millis(20)});
       spec_.sub_clusters = {{{0}, o.gpus}, {{1}, 1}};
     }
     spec_.delays.resp = Micros(300);  // outputs back to the frontend and out
@@ -88,6 +96,10 @@ class Nodes {
     for (int i = 0; i < o.backends; ++i) AddBackend(0, i == o.slow_backend ? 4 : 1);
     RemoteEngine::Options f{"f"};
     std::vector<ModelShape> shapes(spec_.models.size(), {kInput, kOutput});
+    if (o.graph) {
+      shapes[1] = {kOutput, kOutput};
+      AddBackend(1, 1, kOutput);
+    }
     if (o.parm) {
       AddBackend(1, 1);
       f.stages = *MakeParmStages(spec_, shapes, {{0, 1, *ParityCodec::Create(ParityEncoder::kSum, 2, {kInput}), 0}});
@@ -106,12 +118,12 @@ class Nodes {
 
   // A backend of executor group `group` (its model's), `slowdown` times
   // slower than the profile.
-  void AddBackend(int group = 0, int slowdown = 1) {
+  void AddBackend(int group = 0, int slowdown = 1, int input = kInput) {
     const std::string id = absl::StrCat("b", backends_.size());
     std::vector<EmulatedExecutor::Model> models = {{ResNet50(slowdown), kOutput}};
     auto node = std::make_unique<BackendNode>(BackendNode::Options{id, group},
                                               std::make_unique<EmulatedExecutor>(backend_clock_.get(), models),
-                                              std::vector<ModelShape>{{kInput, kOutput}},
+                                              std::vector<ModelShape>{{input, kOutput}},
                                               backend_clock_.get(), network_.ConnectorFor(id));
     node->SetAddress(id);
     BackendNode* n = node.get();
@@ -187,6 +199,7 @@ class Nodes {
   MemoryNetwork& network() { return network_; }
   SchedulerNode& scheduler(int i) { return *schedulers_[i]; }
   RemoteEngine& frontend() { return *frontend_; }
+  const ClusterSpec& spec() const { return spec_; }
 
  private:
   const Options options_;
@@ -317,6 +330,37 @@ TEST(DistributedNodesTest, ParmOnTheFrontendRebuildsWhatASlowBackendHoldsUp) {
   const ModelCounters& parity = counters[1];
   EXPECT_GE(parity.success + parity.late + parity.dropped + parity.error, groups);
   EXPECT_EQ(plain.reconstructed, 0);
+}
+
+// A graph served on a frontend (as `tutti frontend` does): resnet50, then
+// "head" on its output, each step planned by the leader with its own
+// sub-deadline; every graph request is answered once, on time.
+TEST(DistributedNodesTest, AGraphOnTheFrontendRunsItsStepsThroughTheLeader) {
+  Nodes n({.graph = true});
+  n.Lead(0);
+  GraphSpec pair{"pair", Millis(40), kInput, kOutput, {{0, -1}, {1, 0}}, {0.5, 0.5}};
+  std::unique_ptr<GraphEngine> graphs = *GraphEngine::Create(&n.frontend(), n.spec(), {pair});
+  int answered = 0, on_time = 0;
+  for (int i = 0; i < 200; ++i) {
+    n.clock().ScheduleAt(Millis(100) + i * Millis(5), [&] {
+      ASSERT_TRUE(graphs
+                      ->Submit(2, std::vector<float>(kInput, 0.5f), 0,
+                               [&](InferenceOutcome o) {
+                                 ++answered;
+                                 on_time += o.status.ok() && !o.late && o.output.size() == kOutput;
+                               })
+                      .ok());
+    });
+  }
+  n.clock().AdvanceTo(Seconds(3));
+  EXPECT_EQ(answered, 200);
+  EXPECT_EQ(on_time, 200);
+  const std::vector<ModelCounters> c = graphs->Counters();
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].success, 200);  // resnet50, the first step
+  EXPECT_EQ(c[1].success, 200);  // head
+  EXPECT_EQ(c[2].success, 200);  // the graph
+  EXPECT_EQ(c[2].steps[0].success, 200) << "every first step within its 20 ms";
 }
 
 TEST(DistributedNodesTest, ASpareRefusesStreamsUntilItLeads) {
