@@ -9,15 +9,19 @@
 namespace tutti {
 
 std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& spec, bool even) {
-  std::vector<SplitStage> stages;
+  std::vector<const LatencyProfile*> profiles;
+  std::vector<int> parents;
   for (const GraphSpec::Step& s : graph.steps) {
-    const LatencyProfile& profile = spec.models[s.model].profile;
-    stages.push_back({s.input_from, 1.0, [&profile](Duration budget) { return ThroughputWithin(profile, budget); }});
+    profiles.push_back(&spec.models[s.model].profile);
+    parents.push_back(s.input_from);
   }
+  const std::vector<double> gammas(graph.steps.size(), 1.0);
   const Duration objective = std::max<Duration>(graph.objective, 100);
-  absl::StatusOr<LatencySplitResult> split = even ? EvenLatencySplit(stages, 1, objective)
-                                                  : SplitLatency(stages, 1, objective, objective / 100);
-  if (!even && (!split.ok() || std::isinf(split->gpus))) split = EvenLatencySplit(stages, 1, objective);
+  absl::StatusOr<LatencySplitResult> split =
+      SplitOverProfiles(profiles, parents, gammas, 1, objective, objective / 100, even);
+  if (!even && (!split.ok() || std::isinf(split->gpus))) {
+    split = SplitOverProfiles(profiles, parents, gammas, 1, objective, 0, /*even=*/true);
+  }
   std::vector<double> shares;
   for (size_t i = 0; i < graph.steps.size(); ++i) {
     shares.push_back(split.ok() ? static_cast<double>(split->budgets[i]) / static_cast<double>(objective)
@@ -42,18 +46,13 @@ GraphEngine::GraphEngine(InferenceEngine* inner, std::vector<std::string> model_
       graphs_(std::move(graphs)),
       counters_(graphs_.size()) {
   for (const GraphSpec& g : graphs_) {
-    std::vector<double>& cumulative = cumulative_.emplace_back();
     std::vector<int>& next = next_.emplace_back(g.steps.size(), -1);
+    std::vector<int> parents;
     for (size_t i = 0; i < g.steps.size(); ++i) {
-      const int from = g.steps[i].input_from;
-      cumulative.push_back((from < 0 ? 0.0 : cumulative[from]) + g.shares[i]);
-      if (from >= 0) next[from] = static_cast<int>(i);
+      parents.push_back(g.steps[i].input_from);
+      if (parents.back() >= 0) next[parents.back()] = static_cast<int>(i);
     }
-    // The output step is due at the end of the objective: what the steps
-    // before it left unused is its too.
-    for (size_t i = 0; i < g.steps.size(); ++i) {
-      if (next[i] < 0) cumulative[i] = 1.0;
-    }
+    cumulative_.push_back(DueShares(parents, g.shares));  // the output step at the end
   }
   for (size_t g = 0; g < graphs_.size(); ++g) {
     for (size_t i = 0; i < graphs_[g].steps.size(); ++i) {
@@ -133,14 +132,7 @@ absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, int i, std:
 
 void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
-  ModelCounters::Step& c = counters_[run.graph].steps[i];
-  if (outcome.status.ok()) {
-    ++(outcome.finished > DueOf(run, i) ? c.late : c.success);
-  } else if (outcome.status.code() == absl::StatusCode::kDeadlineExceeded) {
-    ++c.dropped;
-  } else {
-    ++c.error;
-  }
+  CountOutcome(outcome.status, outcome.finished > DueOf(run, i), &counters_[run.graph].steps[i]);
 }
 
 void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome) {
@@ -169,18 +161,11 @@ void GraphEngine::Finish(const std::shared_ptr<Run>& run, InferenceOutcome outco
   outcome.arrival = run->arrival;
   outcome.deadline = run->deadline;
   if (outcome.status.ok()) outcome.late = outcome.finished > run->deadline;
-  const bool ok = outcome.status.ok(), late = outcome.late;
-  const absl::StatusCode code = outcome.status.code();
+  const absl::Status status = outcome.status;
+  const bool late = outcome.late;
   run->done(std::move(outcome));
   std::lock_guard<std::mutex> lock(mu_);
-  ModelCounters& c = counters_[run->graph];
-  if (ok) {
-    ++(late ? c.late : c.success);
-  } else if (code == absl::StatusCode::kDeadlineExceeded) {
-    ++c.dropped;
-  } else {
-    ++c.error;
-  }
+  CountOutcome(status, late, &counters_[run->graph]);
   if (--in_flight_ == 0) idle_.notify_all();
 }
 

@@ -136,4 +136,29 @@ absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage
   return out;
 }
 
+absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const LatencyProfile*>& profiles,
+                                                     const std::vector<int>& parents,
+                                                     const std::vector<double>& gammas, double rate,
+                                                     Duration objective, Duration epsilon, bool even) {
+  std::vector<SplitStage> stages;
+  for (size_t v = 0; v < profiles.size(); ++v) {
+    const LatencyProfile* profile = profiles[v];
+    stages.push_back({parents[v], gammas[v], [profile](Duration budget) { return ThroughputWithin(*profile, budget); }});
+  }
+  return even ? EvenLatencySplit(stages, rate, objective) : SplitLatency(stages, rate, objective, epsilon);
+}
+
+std::vector<double> DueShares(const std::vector<int>& parents, const std::vector<double>& shares) {
+  std::vector<double> due;
+  std::vector<bool> read(parents.size(), false);
+  for (size_t v = 0; v < parents.size(); ++v) {
+    due.push_back((parents[v] < 0 ? 0.0 : due[parents[v]]) + shares[v]);
+    if (parents[v] >= 0) read[parents[v]] = true;
+  }
+  for (size_t v = 0; v < parents.size(); ++v) {
+    if (!read[v]) due[v] = 1.0;
+  }
+  return due;
+}
+
 }  // namespace tutti

@@ -57,6 +57,21 @@ absl::StatusOr<LatencySplitResult> SplitLatency(const std::vector<SplitStage>& s
 absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage>& stages, double rate,
                                                     Duration objective);
 
+// A graph whose stage v runs a model with `profiles[v]` (T(k) =
+// ThroughputWithin), reads `parents[v]` (-1: the query) and gets `gammas[v]`
+// items per item of its parent: SplitLatency in steps of `epsilon`, or with
+// `even`, EvenLatencySplit. The profiles must outlive the call.
+absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const LatencyProfile*>& profiles,
+                                                     const std::vector<int>& parents,
+                                                     const std::vector<double>& gammas, double rate,
+                                                     Duration objective, Duration epsilon, bool even);
+
+// When each stage is due, as a share of the objective after the query's
+// arrival: its parent's due share plus its own `shares[v]`, except that a
+// stage no other reads (a leaf) is due at the end (1.0): what the stages
+// before it left unused is its too. REQUIRES: parents come before children.
+std::vector<double> DueShares(const std::vector<int>& parents, const std::vector<double>& shares);
+
 }  // namespace tutti
 
 #endif  // TUTTI_PLANNER_LATENCY_SPLIT_H_

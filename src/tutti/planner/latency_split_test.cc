@@ -134,6 +134,12 @@ TEST(LatencySplitTest, EvenSplitSharesByTheLongestPath) {
   EXPECT_NEAR(even->gpus, 4 * 100 / ThroughputWithin(p, Millis(30)), 1e-9);
 }
 
+TEST(LatencySplitTest, DueSharesAddUpAlongPathsAndLeavesEndAtTheObjective) {
+  // 0 → 1 → 2 and 0 → 3.
+  const std::vector<double> due = DueShares({-1, 0, 1, 0}, {0.25, 0.25, 0.25, 0.5});
+  EXPECT_THAT(due, ElementsAre(0.25, 0.5, 1.0, 1.0));
+}
+
 TEST(LatencySplitTest, ThroughputWithinTakesTheBestBatchThatFits) {
   const LatencyProfile p = *LatencyProfile::Linear(Millis(1), Millis(2), 16);  // ℓ(b) = b + 2 ms
   EXPECT_EQ(ThroughputWithin(p, Millis(2.5)), 0);

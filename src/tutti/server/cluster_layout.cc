@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/planner/latency_split.h"
 #include "tutti/repository/ensemble.h"
 
 namespace tutti {
@@ -61,12 +62,13 @@ void LayOutGraphs(const ModelRepository& repo, const ServerConfig& config, Clust
       absl::StrAppend(&layout->description, "  graph ", name, " is not served: ", graph.status().message(), "\n");
       continue;
     }
-    std::vector<std::string> steps;  // each with when it is due (the last: at the end)
-    double due = 0;
+    std::vector<int> parents;
+    for (const GraphSpec::Step& s : graph->steps) parents.push_back(s.input_from);
+    const std::vector<double> due = DueShares(parents, graph->shares);
+    std::vector<std::string> steps;
     for (size_t i = 0; i < graph->steps.size(); ++i) {
-      due = i + 1 == graph->steps.size() ? 1.0 : due + graph->shares[i];
       steps.push_back(absl::StrFormat("%s (due at %.0f%%)", layout->spec.models[graph->steps[i].model].name,
-                                      100 * due));
+                                      100 * due[i]));
     }
     absl::StrAppendFormat(&layout->description, "  graph %s v%d (objective %.1f ms, %s split): %s\n", name, v.version,
                           ToMillis(graph->objective), config.even_graph_split ? "even" : "Nexus's",

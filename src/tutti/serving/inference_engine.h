@@ -79,6 +79,19 @@ struct ModelShape {
   int64_t output_elements = 0;
 };
 
+// Counts an ended request in `c` (ModelCounters, or a graph step's): OK is
+// `late` or success, DeadlineExceeded dropped, anything else an error.
+template <typename Counts>
+void CountOutcome(const absl::Status& status, bool late, Counts* c) {
+  if (status.ok()) {
+    ++(late ? c->late : c->success);
+  } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
+    ++c->dropped;
+  } else {
+    ++c->error;
+  }
+}
+
 // The checks an engine over `spec` makes before accepting a request: a
 // known model, its input size (`shapes` by model id), a non-negative
 // objective. NotFound or InvalidArgument naming what is wrong.

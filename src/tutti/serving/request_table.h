@@ -117,14 +117,8 @@ class RequestTable {
   // The same for a taken entry, which keeps all but its callback.
   void AnswerTaken(Entry& e, InferenceOutcome out, Answers* answers) {
     ModelCounters& c = counters_[e.model];
-    if (out.status.ok()) {
-      ++(out.late ? c.late : c.success);
-      c.reconstructed += out.reconstructed;
-    } else if (out.status.code() == absl::StatusCode::kDeadlineExceeded) {
-      ++c.dropped;
-    } else {
-      ++c.error;
-    }
+    CountOutcome(out.status, out.late, &c);
+    if (out.status.ok()) c.reconstructed += out.reconstructed;
     answers->push_back({std::move(e.done), std::move(out)});
   }
   // An error answer to `e`, decided at `now`.

@@ -123,16 +123,16 @@ absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterS
   graph.objective = Millis(objective_ms);
   graph.gamma = {1.0};
   for (const auto& g : gammas) graph.gamma.push_back(g.as<double>());
-  std::vector<SplitStage> stages;
+  std::vector<const LatencyProfile*> profiles;
+  std::vector<int> parents;
   for (size_t k = 0; k < n; ++k) {
     if (!(graph.gamma[k] >= 0)) return Invalid("graph.gamma", "must not be negative");
-    const LatencyProfile* profile = &cluster->models[k].profile;
-    stages.push_back({static_cast<int>(k) - 1, graph.gamma[k],
-                      [profile](Duration budget) { return ThroughputWithin(*profile, budget); }});
+    profiles.push_back(&cluster->models[k].profile);
+    parents.push_back(static_cast<int>(k) - 1);
   }
   absl::StatusOr<LatencySplitResult> shares =
-      split.value_or("dp") == "even" ? EvenLatencySplit(stages, std::max(rate, 1.0), graph.objective)
-                                     : SplitLatency(stages, std::max(rate, 1.0), graph.objective, graph.objective / 200);
+      SplitOverProfiles(profiles, parents, graph.gamma, std::max(rate, 1.0), graph.objective, graph.objective / 200,
+                        split.value_or("dp") == "even");
   if (!shares.ok()) return Invalid("graph", shares.status().message());
   if (std::isinf(shares->gpus)) return Invalid("graph", "no split of the objective fits the models' profiles");
   Duration used = 0;

@@ -5,6 +5,7 @@
 
 #include "tutti/core/emulated_gpu.h"
 #include "tutti/core/manual_clock.h"
+#include "tutti/planner/latency_split.h"
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/delays/response_tracker.h"
@@ -28,6 +29,11 @@ class Cluster final : public SchedulerListener {
         used_(config.cluster.num_gpus(), false),
         jitter_rng_(config.seed * 31 + 17),
         gamma_rng_(config.seed * 131 + 7) {
+    if (config.graph) {
+      std::vector<int> parents;  // a chain
+      for (size_t k = 0; k < config.cluster.models.size(); ++k) parents.push_back(static_cast<int>(k) - 1);
+      due_ = DueShares(parents, config.graph->shares);
+    }
     result_->gpu_busy.assign(config.cluster.num_gpus(), 0);
     for (const ModelSpec& m : config.cluster.models) {
       ModelMetrics mm;
@@ -124,13 +130,8 @@ class Cluster final : public SchedulerListener {
 
   // Submits an item of query `q` for step `step`, arriving at `at`.
   void SubmitItem(int q, int step, Time at) {
-    // Due at its cumulative share of the objective; the last step at its end.
-    double share = 0;
-    for (int k = 0; k <= step; ++k) share += config_.graph->shares[k];
-    const bool last = step + 1 == static_cast<int>(config_.cluster.models.size());
-    const Time due = last ? queries_[q].deadline
-                          : queries_[q].arrival + static_cast<Duration>(std::llround(
-                                                      share * static_cast<double>(config_.graph->objective)));
+    const Time due = queries_[q].arrival + static_cast<Duration>(std::llround(
+                                               due_[step] * static_cast<double>(config_.graph->objective)));
     const Request r{NextId(), step, at, std::min(due, queries_[q].deadline)};
     items_[r.id] = {q, step};
     ++queries_[q].pending;
@@ -184,6 +185,7 @@ class Cluster final : public SchedulerListener {
   absl::flat_hash_map<RequestId, std::pair<int, int>> items_;  // request → (query, step)
   int64_t open_queries_ = 0;
   ModelMetrics query_metrics_;
+  std::vector<double> due_;  // per step: when its items are due, a share of the objective (the last: 1)
 };
 
 }  // namespace
