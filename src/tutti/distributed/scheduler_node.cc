@@ -233,7 +233,7 @@ void SchedulerNode::AssignSlotsLocked() {
   const Time now = clock_->Now();
   for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
     // Only free slots change hands: a holder leaves through RemoveLocked.
-    if (next[g] == slots_[g].backend) continue;
+    if (next[g] == slots_[g].backend || next[g].empty()) continue;
     slots_[g].backend = next[g];
     Member& m = members_.at(next[g]);
     m.gpu = g;

@@ -1,5 +1,6 @@
 #include "tutti/repository/ensemble.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
