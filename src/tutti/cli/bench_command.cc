@@ -1,4 +1,5 @@
-// tutti bench parm: ParM's tail-latency experiment (experiments/parm_tail.h).
+// tutti bench parm: ParM's tail-latency experiment (experiments/parm_tail.h); tutti bench prefix:
+// Nexus's prefix batching (experiments/prefix_batching.h).
 #include <iostream>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +10,7 @@
 #include "tutti/core/file_util.h"
 #include "tutti/models/torch_model.h"
 #include "tutti/experiments/parm_tail.h"
+#include "tutti/experiments/prefix_batching.h"
 #include "tutti/simulator/report.h"
 
 namespace tutti::cli {
@@ -162,14 +164,72 @@ int BenchParm(const Args& args) {
 
 }  // namespace
 
+int BenchPrefix(const Args& args) {
+  std::string repo_dir = "build/prefix_repository", data_dir = kDefaultFashionMnistDir, prefix = "s", sizes = "2,4,8,16";
+  double objective_ms = 10, probe_s = 3;
+  int threads = 1;
+  PrefixBatchingSetup setup;
+  FlagSet flags("tutti bench prefix [--repo DIR] [--sizes 2,4,8,16] [flags]",
+                "Prefix batching (Nexus section 6.3, Figure 15) on this CPU: N models sharing their\n"
+                "leading layers (PREFIX0 … PREFIX{N-1} of the repository, e.g. specialists made by\n"
+                "`tutti train --init-from lenet5 --last-stage-only`, as bench/prefix_batching.sh does)\n"
+                "on one torch executor, with and without prefix batching, for each N of --sizes.\n"
+                "Requests go straight to the serving engine in this process (no HTTP, no client):\n"
+                "Poisson arrivals split equally over the N models, Fashion-MNIST test images. For\n"
+                "each, the highest rate at which at most 1% of the requests are late, dropped or\n"
+                "failed, and the parameters the executor holds.");
+  flags.String("repo", &repo_dir, "model repository");
+  flags.String("prefix", &prefix, "the models are named PREFIX0, PREFIX1, …");
+  flags.String("sizes", &sizes, "numbers of models to compare");
+  flags.Double("slo-ms", &objective_ms, "latency objective of every request");
+  flags.Double("probe-s", &probe_s, "seconds per probed rate");
+  flags.Double("rate", &setup.start_rate, "the search's first rate, requests/s");
+  flags.Int("threads", &threads, "libtorch intra-op threads");
+  flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  SetTorchThreads(threads);
+  setup.objective = Millis(objective_ms);
+  setup.probe = static_cast<Duration>(probe_s * kSecond);
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
+  if (!repo.ok()) return Fail(repo.status());
+  absl::StatusOr<ImageSet> test = LoadFashionMnist(data_dir, Split::kTest);
+  if (!test.ok()) return Fail(test.status());
+  std::cout << absl::StrFormat("%-4s %-8s %14s %8s %14s %8s\n", "N", "prefix", "goodput r/s", "bad %", "parameters",
+                               "gain");
+  for (absl::string_view size : absl::StrSplit(sizes, ',', absl::SkipEmpty())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(size, &n) || n < 1) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--sizes: '", size, "' is not a count")));
+    }
+    setup.models.clear();
+    for (int i = 0; i < n; ++i) setup.models.push_back(absl::StrCat(prefix, i));
+    double without = 0;
+    for (bool on : {false, true}) {
+      setup.prefix_batching = on;
+      std::cerr << absl::StrFormat("N = %d, prefix batching %s:\n", n, on ? "on" : "off");
+      absl::StatusOr<PrefixBatchingResult> r = MeasurePrefixBatching(*repo, setup, *test, &std::cerr);
+      if (!r.ok()) return Fail(r.status());
+      if (!on) without = r->goodput;
+      std::cout << absl::StrFormat("%-4d %-8s %14.0f %8.2f %14d %8s\n", n, on ? "on" : "off", r->goodput,
+                                   100 * r->bad_at_goodput, r->parameters,
+                                   on && without > 0 ? absl::StrFormat("%+.0f%%", 100 * (r->goodput / without - 1))
+                                                     : "");
+      std::cout.flush();
+    }
+  }
+  return 0;
+}
+
 int BenchCommand(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: tutti bench <experiment> [flags]\n\nexperiments:\n"
-                 "  parm   ParM's tail-latency experiment: none vs Equal-Resources vs ParM\n";
+                 "  parm   ParM's tail-latency experiment: none vs Equal-Resources vs ParM\n"
+                 "  prefix Nexus's prefix batching: N models sharing their leading layers, with and without\n";
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "parm") return BenchParm(Args(args.begin() + 1, args.end()));
-  return Fail(absl::InvalidArgumentError(absl::StrCat("unknown experiment '", args[0], "' (expected: parm)")));
+  if (args[0] == "prefix") return BenchPrefix(Args(args.begin() + 1, args.end()));
+  return Fail(absl::InvalidArgumentError(absl::StrCat("unknown experiment '", args[0], "' (expected: parm, prefix)")));
 }
 
 }  // namespace tutti::cli

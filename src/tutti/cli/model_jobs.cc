@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/models/torch_model.h"
 #include "tutti/models/evaluate.h"
@@ -25,8 +26,23 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
   TUTTI_ASSIGN_OR_RETURN(ImageSet train, LoadFashionMnist(job.data_dir, Split::kTrain));
   TUTTI_ASSIGN_OR_RETURN(ImageSet test, LoadFashionMnist(job.data_dir, Split::kTest));
   if (job.train_limit > 0) train = train.Slice(0, job.train_limit);
-  log << absl::StrFormat("training %s (%s) on %d images, evaluating on %d\n", name,
-                         job.train.architecture, train.size(), test.size());
+  train = train.OfClasses(job.classes);
+  test = test.OfClasses(job.classes);
+  TrainOptions options = job.train;
+  if (!job.init_from.empty()) {
+    TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(job.repo));
+    TUTTI_ASSIGN_OR_RETURN(const ModelVersion* start, repo.Find(job.init_from));
+    if (start->config.architecture != options.architecture) {
+      return absl::InvalidArgumentError(absl::StrCat("--init-from ", job.init_from, " is a ",
+                                                     start->config.architecture, ", not a ", options.architecture));
+    }
+    options.init_weights = start->weights_path;
+  }
+  log << absl::StrFormat("training %s (%s%s) on %d images%s, evaluating on %d\n", name, job.train.architecture,
+                         job.init_from.empty() ? "" : absl::StrCat(", from ", job.init_from,
+                                                                    options.last_stage_only ? ", last stage only" : ""),
+                         train.size(), job.classes.empty() ? "" : absl::StrCat(" of classes ", absl::StrJoin(job.classes, ",")),
+                         test.size());
   auto report = [&](const TrainProgress& p) {
     log << absl::StrFormat("  epoch %d/%d  step %4d/%d  loss %.4f  train acc %.4f", p.epoch,
                            p.epochs, p.step, p.steps_per_epoch, p.loss, p.train_accuracy);
@@ -36,10 +52,11 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
   };
   const std::string weights = absl::StrCat(dir, "/", kWeightsFileName);
   TUTTI_ASSIGN_OR_RETURN(TrainResult result,
-                         TrainBuiltinModel(job.train, train, test, weights, clock, report));
+                         TrainBuiltinModel(options, train, test, weights, clock, report));
 
   ModelConfig config = BuiltinModelConfig(name, job.train.architecture, job.max_batch_size);
   config.parameters = result.parameters;
+  config.stage_hashes = result.stage_hashes;
   // Measure the artifact on disk through the executor, then write the config once.
   TUTTI_ASSIGN_OR_RETURN(double accuracy,
                          MeasureServedAccuracy(ModelVersion{config, job.version, dir, weights}, test));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "tutti/core/clock.h"
@@ -23,13 +24,18 @@ struct TrainJob {
   int max_batch_size = 128;
   std::string data_dir = kDefaultFashionMnistDir;
   int64_t train_limit = 0;   // use only the first N training images (0: all)
+  // Fine-tuning: start from this repository model's latest weights (same
+  // architecture), training its last layer stage only with
+  // train.last_stage_only; "" for a fresh network.
+  std::string init_from;
+  std::vector<int> classes;  // train and measure on these classes' images only (empty: all)
   TrainOptions train;
 };
 
 // Trains a built-in model, writes <repo>/<name>/<version>/{model.pt,
 // config.yaml}, then reloads the written model through the torch executor
-// and records its accuracy on the 10,000 test images and its parameter
-// count in the config. Any profile of an earlier model there is dropped.
+// and records its accuracy on the 10,000 test images (those of job.classes,
+// if given), its parameter count and its stage hashes in the config. Any profile of an earlier model there is dropped.
 absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& log);
 
 struct ProfileJob {

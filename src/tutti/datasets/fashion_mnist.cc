@@ -72,6 +72,19 @@ ImageSet ImageSet::Slice(int64_t begin, int64_t count) const {
   return out;
 }
 
+ImageSet ImageSet::OfClasses(const std::vector<int>& classes) const {
+  if (classes.empty()) return *this;
+  ImageSet out;
+  out.rows = rows;
+  out.cols = cols;
+  for (int64_t i = 0; i < size(); ++i) {
+    if (std::find(classes.begin(), classes.end(), labels[i]) == classes.end()) continue;
+    out.pixels.insert(out.pixels.end(), image(i), image(i) + image_size());
+    out.labels.push_back(labels[i]);
+  }
+  return out;
+}
+
 std::vector<float> ImageSet::ToFloat(int64_t begin, int64_t count) const {
   std::vector<float> out(count * image_size());
   const uint8_t* src = image(begin);

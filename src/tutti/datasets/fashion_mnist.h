@@ -43,6 +43,9 @@ struct ImageSet {
   // Images [begin, begin + count) (clipped to the set).
   ImageSet Slice(int64_t begin, int64_t count) const;
 
+  // The images whose label is one of `classes`, in order (all when empty).
+  ImageSet OfClasses(const std::vector<int>& classes) const;
+
   // Images [begin, begin + count) as FP32 pixels in [0, 1] (value / 255), the
   // input Tutti's Fashion-MNIST models take. REQUIRES: the range is inside.
   std::vector<float> ToFloat(int64_t begin, int64_t count) const;

@@ -1,26 +1,50 @@
 #include "tutti/graphs/graph_engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "tutti/planner/latency_split.h"
 
 namespace tutti {
+namespace {
 
-std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& spec, bool even) {
-  std::vector<const LatencyProfile*> profiles;
+int64_t Argmax(const std::vector<float>& v) {
+  return v.empty() ? -1 : std::max_element(v.begin(), v.end()) - v.begin();
+}
+
+bool Holds(int64_t chosen, const std::vector<int64_t>& values) {
+  return std::find(values.begin(), values.end(), chosen) != values.end();
+}
+
+std::vector<int> Outputs(const GraphSpec& g) {
+  return g.outputs.empty() ? std::vector<int>{static_cast<int>(g.steps.size()) - 1} : g.outputs;
+}
+
+}  // namespace
+
+std::vector<int> StepParents(const GraphSpec& graph) {
   std::vector<int> parents;
+  for (const GraphSpec::Step& s : graph.steps) parents.push_back(std::max(s.input_from, s.route_from));
+  return parents;
+}
+
+std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& spec, double rate) {
+  std::vector<const LatencyProfile*> profiles;
+  std::vector<double> gammas;
   for (const GraphSpec::Step& s : graph.steps) {
     profiles.push_back(&spec.models[s.model].profile);
-    parents.push_back(s.input_from);
+    gammas.push_back(s.gamma);
   }
-  const std::vector<double> gammas(graph.steps.size(), 1.0);
+  const std::vector<int> parents = StepParents(graph);
   const Duration objective = std::max<Duration>(graph.objective, 100);
   absl::StatusOr<LatencySplitResult> split =
-      SplitOverProfiles(profiles, parents, gammas, 1, objective, objective / 100, even);
-  if (!even && (!split.ok() || std::isinf(split->gpus))) {
-    split = SplitOverProfiles(profiles, parents, gammas, 1, objective, 0, /*even=*/true);
+      SplitOverProfiles(profiles, parents, gammas, rate, objective, objective / 100, graph.even_split,
+                        graph.step_overhead);
+  if (!graph.even_split && (!split.ok() || std::isinf(split->gpus))) {
+    split = SplitOverProfiles(profiles, parents, gammas, rate, objective, 0, /*even=*/true);
   }
   std::vector<double> shares;
   for (size_t i = 0; i < graph.steps.size(); ++i) {
@@ -32,55 +56,80 @@ std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& s
 
 // One graph request under way.
 struct GraphEngine::Run {
+  enum class State : uint8_t { kWaiting, kRunning, kDone, kSkipped };
   int graph;
   Time arrival;
   Time deadline;
   Duration objective;
+  std::shared_ptr<const std::vector<double>> due;  // per step, share of the objective
   InferenceCallback done;
+
+  std::mutex mu;
+  std::vector<float> input ABSL_GUARDED_BY(mu);  // the graph's, while a waiting step reads it
+  std::vector<State> state ABSL_GUARDED_BY(mu);
+  std::vector<std::vector<float>> outputs ABSL_GUARDED_BY(mu);  // while a waiting step reads them
+  std::vector<int64_t> chosen ABSL_GUARDED_BY(mu);              // per step: its output's argmax
+  int running ABSL_GUARDED_BY(mu) = 0;
+  bool answered ABSL_GUARDED_BY(mu) = false;
+
+  Time DueOf(int step) const {
+    return arrival + static_cast<Duration>(std::llround((*due)[step] * static_cast<double>(objective)));
+  }
 };
 
-GraphEngine::GraphEngine(InferenceEngine* inner, std::vector<std::string> model_names, std::vector<GraphSpec> graphs)
+GraphEngine::GraphEngine(InferenceEngine* inner, ClusterSpec inner_spec, std::vector<GraphSpec> graphs,
+                         GraphOptions options)
     : inner_(inner),
-      model_names_(std::move(model_names)),
-      inner_models_(static_cast<int>(model_names_.size())),
+      inner_spec_(std::move(inner_spec)),
+      inner_models_(static_cast<int>(inner_spec_.models.size())),
+      options_(options),
       graphs_(std::move(graphs)),
-      counters_(graphs_.size()) {
-  for (const GraphSpec& g : graphs_) {
-    std::vector<int>& next = next_.emplace_back(g.steps.size(), -1);
-    std::vector<int> parents;
-    for (size_t i = 0; i < g.steps.size(); ++i) {
-      parents.push_back(g.steps[i].input_from);
-      if (parents.back() >= 0) next[parents.back()] = static_cast<int>(i);
-    }
-    cumulative_.push_back(DueShares(parents, g.shares));  // the output step at the end
-  }
+      counters_(graphs_.size()),
+      windows_(graphs_.size()) {
   for (size_t g = 0; g < graphs_.size(); ++g) {
-    for (size_t i = 0; i < graphs_[g].steps.size(); ++i) {
-      counters_[g].steps.push_back({model_names_[graphs_[g].steps[i].model], cumulative_[g][i]});
+    const GraphSpec& graph = graphs_[g];
+    parents_.push_back(StepParents(graph));
+    shares_.push_back(graph.shares);
+    std::vector<double>& gammas = gammas_.emplace_back();
+    for (const GraphSpec::Step& s : graph.steps) gammas.push_back(s.gamma);
+    std::vector<uint8_t>& decides = decides_.emplace_back(graph.steps.size(), 0);
+    for (const GraphSpec::Step& s : graph.steps) {
+      if (s.route_from >= 0) decides[s.route_from] = 1;
     }
+    if (graph.exit_from >= 0) decides[graph.exit_from] = 1;
+    auto due = std::make_shared<const std::vector<double>>(DueShares(parents_[g], graph.shares));
+    for (size_t i = 0; i < graph.steps.size(); ++i) {
+      counters_[g].steps.push_back({inner_spec_.models[graph.steps[i].model].name, (*due)[i]});
+    }
+    due_.push_back(std::move(due));
+    windows_[g].reached.assign(graph.steps.size(), 0);
+    resplits_.push_back(0);
   }
 }
 
 absl::StatusOr<std::unique_ptr<GraphEngine>> GraphEngine::Create(InferenceEngine* inner, const ClusterSpec& inner_spec,
-                                                                 std::vector<GraphSpec> graphs) {
+                                                                 std::vector<GraphSpec> graphs, GraphOptions options) {
   const int models = static_cast<int>(inner_spec.models.size());
   for (const GraphSpec& g : graphs) {
-    if (g.steps.empty() || g.shares.size() != g.steps.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("graph '", g.name, "': one share per step, and a step at least"));
-    }
-    for (size_t i = 0; i < g.steps.size(); ++i) {
+    const int n = static_cast<int>(g.steps.size());
+    auto invalid = [&](const std::string& what) {
+      return absl::InvalidArgumentError(absl::StrCat("graph '", g.name, "': ", what));
+    };
+    if (n == 0 || static_cast<int>(g.shares.size()) != n) return invalid("one share per step, and a step at least");
+    for (int i = 0; i < n; ++i) {
       const GraphSpec::Step& s = g.steps[i];
-      if (s.model < 0 || s.model >= models) {
-        return absl::InvalidArgumentError(absl::StrCat("graph '", g.name, "': step ", i, " runs unknown model ", s.model));
+      if (s.model < 0 || s.model >= models) return invalid(absl::StrCat("step ", i, " runs unknown model ", s.model));
+      if (s.input_from < -1 || s.input_from >= i || s.route_from < -1 || s.route_from >= i) {
+        return invalid(absl::StrCat("step ", i, " reads no earlier step"));
       }
-      if (s.input_from < -1 || s.input_from >= static_cast<int>(i)) {
-        return absl::InvalidArgumentError(absl::StrCat("graph '", g.name, "': step ", i, " reads no earlier step"));
-      }
+      if (!(s.gamma > 0)) return invalid(absl::StrCat("step ", i, " has a γ that is not positive"));
     }
+    for (int o : Outputs(g)) {
+      if (o < 0 || o >= n) return invalid(absl::StrCat("output step ", o, " is no step"));
+    }
+    if (g.exit_from < -1 || g.exit_from >= n) return invalid("the early exit reads no step");
   }
-  std::vector<std::string> names;
-  for (const ModelSpec& m : inner_spec.models) names.push_back(m.name);
-  return std::unique_ptr<GraphEngine>(new GraphEngine(inner, std::move(names), std::move(graphs)));
+  return std::unique_ptr<GraphEngine>(new GraphEngine(inner, inner_spec, std::move(graphs), options));
 }
 
 absl::Status GraphEngine::Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) {
@@ -93,38 +142,119 @@ absl::Status GraphEngine::Submit(ModelId model, std::vector<float> input, Durati
     return inner_->Submit(model, std::move(input), objective, std::move(done));
   }
   if (g >= static_cast<int>(graphs_.size())) return absl::NotFoundError(absl::StrCat("unknown model id ", model));
+  auto run = std::make_shared<Run>();
   const GraphSpec& graph = graphs_[g];
   if (static_cast<int64_t>(input.size()) != graph.input_elements) {
     return absl::InvalidArgumentError(absl::StrCat("graph '", graph.name, "' takes ", graph.input_elements,
                                                    " input values, got ", input.size()));
   }
   if (objective < 0) return absl::InvalidArgumentError("the latency objective must not be negative");
-  if (objective == 0) objective = graph.objective;
-  const Time now = inner_->Now();
-  auto run = std::make_shared<Run>(Run{g, now, now + objective, objective, std::move(done)});
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!accepting_) return absl::UnavailableError("the server is shutting down");
+    const Time now = inner_->Now();
+    run->graph = g;
+    run->arrival = now;
+    run->objective = objective > 0 ? objective : graph.objective;
+    run->deadline = now + run->objective;
+    run->due = due_[g];
     ++in_flight_;
+    MaybeResplit(g);  // before this request: those counted have all reached their first steps
+    Window& w = windows_[g];
+    if (w.requests++ == 0) w.since = now;
   }
-  absl::Status s = StartStep(run, 0, std::move(input));
-  if (!s.ok()) {  // refused at once: the caller hears it, `done` is never called
+  run->done = std::move(done);
+  const size_t n = parents_[g].size();
+  std::vector<Start> starts;
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    run->input = std::move(input);
+    run->state.assign(n, Run::State::kWaiting);
+    run->outputs.resize(n);
+    run->chosen.assign(n, -1);
+    starts = Advance(*run);
+  }
+  // The first steps read only the graph's input: a refusal of the first is
+  // the caller's to hear (and `done` is never called); later ones are
+  // answered as step errors.
+  absl::Status first = StartStep(run, std::move(starts.front()));
+  if (!first.ok()) {
+    {
+      std::lock_guard<std::mutex> lock(run->mu);
+      run->answered = true;
+    }
     std::lock_guard<std::mutex> lock(mu_);
     if (--in_flight_ == 0) idle_.notify_all();
+    return first;
   }
-  return s;
+  starts.erase(starts.begin());
+  StartSteps(run, std::move(starts));
+  return absl::OkStatus();
 }
 
-Time GraphEngine::DueOf(const Run& run, int step) const {
-  return run.arrival +
-         static_cast<Duration>(std::llround(cumulative_[run.graph][step] * static_cast<double>(run.objective)));
+std::vector<GraphEngine::Start> GraphEngine::Advance(Run& run) {
+  std::vector<Start> starts;
+  const std::vector<GraphSpec::Step>& steps = graphs_[run.graph].steps;
+  const int n = static_cast<int>(steps.size());
+  using State = Run::State;
+  // Whether a waiting step other than `except` still reads `from`'s output.
+  auto read_later = [&](int from, int except) {
+    for (int j = 0; j < n; ++j) {
+      if (j != except && run.state[j] == State::kWaiting && steps[j].input_from == from) return true;
+    }
+    return false;
+  };
+  for (int j = 0; j < n; ++j) {  // producers come first: one pass settles all
+    if (run.state[j] != State::kWaiting) continue;
+    const GraphSpec::Step& s = steps[j];
+    State in = s.input_from < 0 ? State::kDone : run.state[s.input_from];
+    State route = s.route_from < 0 ? State::kDone : run.state[s.route_from];
+    if (in == State::kSkipped || route == State::kSkipped ||
+        (route == State::kDone && s.route_from >= 0 && !Holds(run.chosen[s.route_from], s.route_values))) {
+      run.state[j] = State::kSkipped;
+      continue;
+    }
+    if (in != State::kDone || route != State::kDone || run.answered) continue;
+    run.state[j] = State::kRunning;
+    ++run.running;
+    std::vector<float>& source = s.input_from < 0 ? run.input : run.outputs[s.input_from];
+    Start start{j, {}};
+    if (read_later(s.input_from, j)) {
+      start.input = source;  // another step reads it too
+    } else {
+      start.input = std::move(source);
+    }
+    starts.push_back(std::move(start));
+  }
+  return starts;
 }
 
-absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, int i, std::vector<float> input) {
+void GraphEngine::StartSteps(const std::shared_ptr<Run>& run, std::vector<Start> starts) {
+  for (Start& start : starts) {
+    const int step = start.step;
+    absl::Status s = StartStep(run, std::move(start));
+    if (!s.ok()) OnStep(run, step, InferenceOutcome{.status = s, .finished = inner_->Now()});
+  }
+}
+
+absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, Start start) {
+  const int i = start.step;
   const GraphSpec::Step& step = graphs_[run->graph].steps[i];
-  const Duration left = DueOf(*run, i) - inner_->Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++windows_[run->graph].reached[i];
+  }
+  const Duration left = run->DueOf(i) - inner_->Now();
   if (left <= 0) {
     return absl::DeadlineExceededError("its share of the latency objective had run out before it could start");
+  }
+  std::vector<float> input;
+  if (step.head >= 0) {  // a prefix group's head: its index first
+    input.reserve(start.input.size() + 1);
+    input.push_back(static_cast<float>(step.head));
+    input.insert(input.end(), start.input.begin(), start.input.end());
+  } else {
+    input = std::move(start.input);
   }
   return inner_->Submit(step.model, std::move(input), left,
                         [this, run, i](InferenceOutcome outcome) { OnStep(run, i, std::move(outcome)); });
@@ -132,26 +262,57 @@ absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, int i, std:
 
 void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outcome) {
   std::lock_guard<std::mutex> lock(mu_);
-  CountOutcome(outcome.status, outcome.finished > DueOf(run, i), &counters_[run.graph].steps[i]);
+  CountOutcome(outcome.status, outcome.finished > run.DueOf(i), &counters_[run.graph].steps[i]);
 }
 
 void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome) {
   const GraphSpec& graph = graphs_[run->graph];
   CountStep(*run, i, outcome);
-  const int next = next_[run->graph][i];
-  if (outcome.status.ok() && next >= 0) {
-    absl::Status s = StartStep(run, next, std::move(outcome.output));
-    if (s.ok()) return;
-    outcome.status = s;  // the next step's outcome: refused before it ran
-    i = next;
-    CountStep(*run, i, outcome);
+  const std::vector<int> outputs = Outputs(graph);
+  std::vector<Start> starts;
+  bool answer = false;
+  {
+    std::lock_guard<std::mutex> lock(run->mu);
+    --run->running;
+    if (run->answered) return;  // an earlier error answered the request
+    if (!outcome.status.ok()) {
+      outcome.status = absl::Status(
+          outcome.status.code(), absl::StrCat("graph '", graph.name, "', step ", i, " ('",
+                                              inner_spec_.models[graph.steps[i].model].name, "'): ",
+                                              outcome.status.message()));
+      answer = true;
+    } else {
+      run->state[i] = Run::State::kDone;
+      if (decides_[run->graph][i]) run->chosen[i] = Argmax(outcome.output);
+      if ((graph.exit_from == i && Holds(run->chosen[i], graph.exit_values)) ||
+          std::find(outputs.begin(), outputs.end(), i) != outputs.end()) {
+        answer = true;
+      } else {
+        run->outputs[i] = std::move(outcome.output);
+        starts = Advance(*run);
+        if (starts.empty() && run->running == 0) {  // the routes left no output step to run
+          std::vector<std::string> chosen;
+          for (size_t j = 0; j < graph.steps.size(); ++j) {
+            if (run->chosen[j] >= 0) {
+              chosen.push_back(absl::StrCat("step ", j, " ('", inner_spec_.models[graph.steps[j].model].name,
+                                            "') chose class ", run->chosen[j]));
+            }
+          }
+          outcome = InferenceOutcome{.status = absl::FailedPreconditionError(absl::StrCat(
+                                         "graph '", graph.name, "': no route takes this request (",
+                                         absl::StrJoin(chosen, ", "), "), so no step made its output")),
+                                     .finished = outcome.finished};
+          answer = true;
+        }
+      }
+    }
+    if (answer) run->answered = true;
   }
-  if (!outcome.status.ok()) {
-    outcome.status = absl::Status(outcome.status.code(),
-                                  absl::StrCat("graph '", graph.name, "', step ", i, " ('",
-                                               model_names_[graph.steps[i].model], "'): ", outcome.status.message()));
+  if (answer) {
+    Finish(run, std::move(outcome));
+  } else {
+    StartSteps(run, std::move(starts));
   }
-  Finish(run, std::move(outcome));
 }
 
 void GraphEngine::Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome) {
@@ -167,6 +328,34 @@ void GraphEngine::Finish(const std::shared_ptr<Run>& run, InferenceOutcome outco
   std::lock_guard<std::mutex> lock(mu_);
   CountOutcome(status, late, &counters_[run->graph]);
   if (--in_flight_ == 0) idle_.notify_all();
+}
+
+void GraphEngine::MaybeResplit(int g) {
+  Window& w = windows_[g];
+  const GraphSpec& graph = graphs_[g];
+  if (options_.resplit_every <= 0 || w.requests < options_.resplit_every || graph.even_split) return;
+  // γ of a step: the requests that reached it per request that reached its
+  // parent (the graph's own, for a first step).
+  const std::vector<int>& parents = parents_[g];
+  GraphSpec measured = graph;
+  bool drifted = false;
+  for (size_t i = 0; i < graph.steps.size(); ++i) {
+    const int64_t above = parents[i] < 0 ? w.requests : w.reached[parents[i]];
+    if (above == 0 || w.reached[i] == 0) continue;  // nothing to learn γ from
+    const double gamma = static_cast<double>(w.reached[i]) / static_cast<double>(above);
+    measured.steps[i].gamma = gamma;
+    drifted |= std::abs(gamma - gammas_[g][i]) > options_.gamma_drift;
+  }
+  const Duration span = inner_->Now() - w.since;
+  if (drifted) {
+    const double rate = span > 0 ? static_cast<double>(w.requests) * kSecond / static_cast<double>(span) : 1;
+    shares_[g] = MakeGraphShares(measured, inner_spec_, rate);
+    for (size_t i = 0; i < graph.steps.size(); ++i) gammas_[g][i] = measured.steps[i].gamma;
+    due_[g] = std::make_shared<const std::vector<double>>(DueShares(parents, shares_[g]));
+    for (size_t i = 0; i < graph.steps.size(); ++i) counters_[g].steps[i].deadline_share = (*due_[g])[i];
+    ++resplits_[g];
+  }
+  w = Window{0, 0, std::vector<int64_t>(graph.steps.size(), 0)};
 }
 
 void GraphEngine::StopAccepting() {
@@ -194,6 +383,21 @@ std::vector<ModelCounters> GraphEngine::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
   out.insert(out.end(), counters_.begin(), counters_.end());
   return out;
+}
+
+std::vector<GraphSpec> GraphEngine::graphs() const {
+  std::vector<GraphSpec> out = graphs_;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t g = 0; g < out.size(); ++g) {
+    out[g].shares = shares_[g];
+    for (size_t i = 0; i < out[g].steps.size(); ++i) out[g].steps[i].gamma = gammas_[g][i];
+  }
+  return out;
+}
+
+int64_t GraphEngine::resplits(int graph) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resplits_[graph];
 }
 
 }  // namespace tutti

@@ -4,18 +4,30 @@
 // so a graph runs wherever its steps do.
 //
 // Model ids: the inner engine's models keep theirs (0 … M−1); graph g is
-// model M + g. A request for a graph runs its steps one after another (each
-// step's input is the graph's input or an earlier step's output, moved, not
-// copied), each submitted to the inner engine with its own sub-deadline:
-// the request's arrival plus its objective times the step's cumulative
-// share (GraphSpec::shares; see MakeGraphShares for how they are chosen),
-// the output step at the end of the objective.
-// The answer is the output step's output, judged against the whole
-// objective (late if it finished after arrival + objective).
+// model M + g. A request for a graph runs each step once what it reads
+// exists (the graph's input or an earlier step's output, moved to its last
+// reader, not copied) and, for a routed step, once the step it is routed
+// on has chosen a class: the step runs only when that class is one of its
+// route's, else it is skipped, with every step that reads it. Each step is
+// submitted to the inner engine with its own sub-deadline: the request's
+// arrival plus its objective times the step's due share (DueShares of
+// GraphSpec::shares; see MakeGraphShares for how they are chosen), steps
+// no other step waits for at the end. The answer is the output of the
+// output step that ran — or, on an early exit, of the step whose class
+// says so — judged against the whole objective (late if it finished after
+// arrival + objective).
 //
-// Every accepted graph request is answered exactly once: with its output,
-// or with the first error of a step — the inner engine's (its step dropped,
-// failed, or refused) prefixed with the graph and the step.
+// Every accepted graph request is answered exactly once: with its output;
+// with the first error of a step — the inner engine's (its step dropped,
+// failed, or refused) prefixed with the graph and the step; or, when the
+// routes left no output step to run, with an error naming the classes
+// chosen. Steps still running then finish unheard.
+//
+// Re-splitting (Nexus §6.2): every GraphOptions::resplit_every requests of
+// a graph whose shares came from the latency split, the engine measures
+// what fraction of their parents' requests its routed steps saw (γ) and the
+// graph's rate; when a γ drifted from the one the split assumed, it splits
+// again with the measured ones.
 //
 // Thread-safety: every method may be called from any thread; the inner
 // engine's callbacks may come on any thread.
@@ -37,21 +49,49 @@ namespace tutti {
 
 struct GraphSpec {
   struct Step {
-    ModelId model;   // the inner engine's
-    int input_from;  // -1: the graph's input; else an earlier step (in `steps` order)
+    ModelId model;       // the inner engine's
+    int input_from = -1; // -1: the graph's input; else an earlier step (in `steps` order)
+    // -1: the step always runs; else it runs only when the largest value of
+    // that earlier step's output is at one of `route_values`.
+    int route_from = -1;
+    std::vector<int64_t> route_values;
+    // The expected share of its parent's requests the step sees (γ); 1
+    // unless routed.
+    double gamma = 1;
+    // ≥ 0: `model` serves several models' heads over one shared prefix
+    // (a prefix group, Nexus §6.3): the step runs head `head`, whose index
+    // goes before the input.
+    int head = -1;
   };
   std::string name;
   Duration objective = 0;  // when a request gives none
   int64_t input_elements = 0, output_elements = 0;
-  std::vector<Step> steps;     // only the steps the output needs, producers first
+  std::vector<Step> steps;     // only the steps an output needs, producers first
   std::vector<double> shares;  // per step: its share of the objective (along each path, at most 1 in all)
+  std::vector<int> outputs;    // the steps that make the graph's output (at most one runs); empty: the last
+  int exit_from = -1;          // ≥ 0: answer with this step's output when its largest value is at
+  std::vector<int64_t> exit_values;  // one of these
+  bool even_split = false;     // shares from an even split: never re-split
+  // What a step costs beyond its compute on the real clock (scheduling,
+  // dispatch, the answer's way back): the split gives each step this much
+  // more than its profile needs.
+  Duration step_overhead = 0;
 };
 
+// The step a step waits for last (its input's or its route's), by step; -1:
+// none. The latency split and due shares see the graph as this tree.
+std::vector<int> StepParents(const GraphSpec& graph);
+
 // The steps' shares of the objective: Nexus's latency split (planner/
-// latency_split.h) over the steps' latency profiles in `spec`, where each
-// step sees every request once (γ = 1); or, with `even`, or when no split
-// fits the objective, objective / (steps on the longest path) each.
-std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& spec, bool even);
+// latency_split.h) over the steps' latency profiles in `spec` and the
+// steps' γ, at `rate` graph requests/s; or, with graph.even_split, or when
+// no split fits the objective, objective / (steps on the longest path) each.
+std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& spec, double rate = 1);
+
+struct GraphOptions {
+  int64_t resplit_every = 1000;  // graph requests between checks of γ (0: never)
+  double gamma_drift = 0.1;      // re-split when a measured γ differs by more than this
+};
 
 class GraphEngine final : public InferenceEngine {
  public:
@@ -59,7 +99,8 @@ class GraphEngine final : public InferenceEngine {
   // Errors: a graph whose steps name unknown models, read a later step, or
   // whose shares do not match its steps.
   static absl::StatusOr<std::unique_ptr<GraphEngine>> Create(InferenceEngine* inner, const ClusterSpec& inner_spec,
-                                                             std::vector<GraphSpec> graphs);
+                                                             std::vector<GraphSpec> graphs,
+                                                             GraphOptions options = {});
 
   // InferenceEngine. Counters(): the inner engine's models, then the graphs'.
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
@@ -75,29 +116,56 @@ class GraphEngine final : public InferenceEngine {
   void OnAnswerWritten(const WrittenAnswer& answer) override { inner_->OnAnswerWritten(answer); }
   DelayReport Delays() const override { return inner_->Delays(); }
 
-  const std::vector<GraphSpec>& graphs() const { return graphs_; }
+  // The graphs as they are split now (shares, and the γ they assume).
+  std::vector<GraphSpec> graphs() const;
+  // How often `graph` was re-split.
+  int64_t resplits(int graph) const;
 
  private:
   struct Run;
-  GraphEngine(InferenceEngine* inner, std::vector<std::string> model_names, std::vector<GraphSpec> graphs);
-  // Submits step `i` of `run`; an error if the inner engine refused it.
-  absl::Status StartStep(const std::shared_ptr<Run>& run, int i, std::vector<float> input);
+  struct Start {
+    int step;
+    std::vector<float> input;
+  };
+  GraphEngine(InferenceEngine* inner, ClusterSpec inner_spec, std::vector<GraphSpec> graphs, GraphOptions options);
+  // Under run.mu: the waiting steps that can now start (moved to running,
+  // with their inputs) or never will (skipped), in step order.
+  std::vector<Start> Advance(Run& run);
+  void StartSteps(const std::shared_ptr<Run>& run, std::vector<Start> starts);
+  // Submits a step; an error if the inner engine refused it.
+  absl::Status StartStep(const std::shared_ptr<Run>& run, Start start);
   void OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome);
-  Time DueOf(const Run& run, int step) const;
   // Counts a step's outcome, against the step's own deadline.
   void CountStep(const Run& run, int i, const InferenceOutcome& outcome);
   void Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome);
+  // Every options_.resplit_every requests of graph `g`: re-split on drift.
+  void MaybeResplit(int g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   InferenceEngine* const inner_;
-  const std::vector<std::string> model_names_;  // the inner engine's
+  const ClusterSpec inner_spec_;
   const int inner_models_;
-  const std::vector<GraphSpec> graphs_;
-  std::vector<std::vector<double>> cumulative_;  // per graph, per step: its deadline's share of the objective
-  std::vector<std::vector<int>> next_;           // per graph, per step: the step that reads its output; -1: none
+  const GraphOptions options_;
+  std::vector<std::vector<int>> parents_;       // per graph: StepParents
+  std::vector<std::vector<uint8_t>> decides_;   // per graph, per step: a route or the exit reads its class
+
+  const std::vector<GraphSpec> graphs_;         // as created; their shares and γ as below
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
+  std::vector<std::vector<double>> shares_ ABSL_GUARDED_BY(mu_);  // per graph, per step: now
+  std::vector<std::vector<double>> gammas_ ABSL_GUARDED_BY(mu_);  // per graph, per step: what shares_ assume
+  std::vector<int64_t> resplits_ ABSL_GUARDED_BY(mu_);
+  // Per graph, per step: when it is due, as a share of the objective.
+  std::vector<std::shared_ptr<const std::vector<double>>> due_ ABSL_GUARDED_BY(mu_);
   std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);  // per graph, with its steps
+  // Per graph, since its last re-split check: requests, the instant of the
+  // first, and per step the requests that reached it.
+  struct Window {
+    int64_t requests = 0;
+    Time since = 0;
+    std::vector<int64_t> reached;
+  };
+  std::vector<Window> windows_ ABSL_GUARDED_BY(mu_);
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;              // graph requests
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
 };

@@ -158,9 +158,11 @@ TEST(GraphSharesTest, TheSplitFollowsTheProfilesAndTheEvenSplitTheLength) {
   spec.models = {{"a", *LatencyProfile::Linear(Micros(200), Millis(8), 64), kSecond},
                  {"b", *LatencyProfile::Linear(Millis(4), Micros(500), 64), kSecond}};
   GraphSpec graph{"pair", Millis(100), 1, 1, {{0, -1}, {1, 0}}, {}};
-  const std::vector<double> even = MakeGraphShares(graph, spec, /*even=*/true);
+  graph.even_split = true;
+  const std::vector<double> even = MakeGraphShares(graph, spec);
   EXPECT_THAT(even, ElementsAre(0.5, 0.5));
-  const std::vector<double> split = MakeGraphShares(graph, spec, /*even=*/false);
+  graph.even_split = false;
+  const std::vector<double> split = MakeGraphShares(graph, spec);
   ASSERT_EQ(split.size(), 2u);
   EXPECT_LE(split[0] + split[1], 1 + 1e-9);
   auto gpus = [&](const std::vector<double>& shares) {
@@ -168,6 +170,140 @@ TEST(GraphSharesTest, TheSplitFollowsTheProfilesAndTheEvenSplitTheLength) {
            1 / ThroughputWithin(spec.models[1].profile, static_cast<Duration>(shares[1] * 1e8));
   };
   EXPECT_LT(gpus(split), gpus(even));  // fewer GPUs than the even split
+}
+
+// An engine of scripted models, answering at once: "router" (1 value → 3)
+// is one-hot at ⌊input⌋ mod 3; "x" and "y" (1 → 2) give {10 × input, 0}
+// and {20 × input, 0}; "heads" (head, value → 2) gives {100 × head + value,
+// 0}, as a prefix group's model; "broken" fails.
+class Scripted final : public InferenceEngine {
+ public:
+  static ClusterSpec Spec() {
+    ClusterSpec spec;
+    for (const char* name : {"router", "x", "y", "heads", "broken"}) {
+      spec.models.push_back({name, *LatencyProfile::Linear(Micros(100), Millis(1), 8), kSecond});
+    }
+    return spec;
+  }
+  absl::Status Submit(ModelId model, std::vector<float> input, Duration, InferenceCallback done) override {
+    submitted.push_back({model, input});
+    InferenceOutcome o;
+    switch (model) {
+      case 0: o.output = {0, 0, 0}; o.output[static_cast<int>(input[0]) % 3] = 1; break;
+      case 1: o.output = {10 * input[0], 0}; break;
+      case 2: o.output = {20 * input[0], 0}; break;
+      case 3: o.output = {100 * input[0] + input[1], 0}; break;
+      default: o.status = absl::InternalError("broken on purpose");
+    }
+    done(std::move(o));
+    return absl::OkStatus();
+  }
+  void StopAccepting() override {}
+  void WaitIdle() override {}
+  int64_t in_flight() const override { return 0; }
+  std::vector<ModelCounters> Counters() const override { return std::vector<ModelCounters>(5); }
+  std::vector<double> BusyFractions() const override { return {}; }
+  Time Now() const override { return 0; }
+  void OnAnswerWritten(const WrittenAnswer&) override {}
+  DelayReport Delays() const override { return {}; }
+
+  std::vector<std::pair<ModelId, std::vector<float>>> submitted;
+};
+
+// The router picks x for class 0 and y for class 1; class 2 exits early
+// with the router's own output.
+GraphSpec Routed() {
+  GraphSpec g{"routed", kSecond, 1, 3, {{0}, {1}, {2}}, {0.5, 0.5, 0.5}};
+  g.steps[1].route_from = g.steps[2].route_from = 0;
+  g.steps[1].route_values = {0};
+  g.steps[2].route_values = {1};
+  g.steps[1].gamma = g.steps[2].gamma = 0.5;
+  g.outputs = {1, 2};
+  g.exit_from = 0;
+  g.exit_values = {2};
+  return g;
+}
+
+InferenceOutcome Call(GraphEngine& engine, ModelId graph, std::vector<float> input) {
+  std::optional<InferenceOutcome> answer;
+  EXPECT_TRUE(engine.Submit(graph, std::move(input), 0, [&](InferenceOutcome o) {
+    EXPECT_FALSE(answer.has_value()) << "answered twice";
+    answer = std::move(o);
+  }).ok());
+  EXPECT_TRUE(answer.has_value());
+  return answer.value_or(InferenceOutcome{});
+}
+
+TEST(GraphRoutingTest, ARouteChoosesTheNextStepAndAClassCanExitEarly) {
+  Scripted inner;
+  std::unique_ptr<GraphEngine> engine = *GraphEngine::Create(&inner, Scripted::Spec(), {Routed()});
+  EXPECT_THAT(Call(*engine, 5, {3}).output, ElementsAre(30, 0));  // class 0: x
+  EXPECT_THAT(Call(*engine, 5, {4}).output, ElementsAre(80, 0));  // class 1: y
+  EXPECT_THAT(Call(*engine, 5, {5}).output, ElementsAre(0, 0, 1));  // class 2: the router's answer
+  std::vector<ModelId> ran;
+  for (const auto& [model, input] : inner.submitted) ran.push_back(model);
+  EXPECT_THAT(ran, ElementsAre(0, 1, 0, 2, 0));  // a step that is not routed to never runs
+  const ModelCounters graph = engine->Counters()[5];
+  EXPECT_EQ(graph.success, 3);
+  EXPECT_EQ(graph.steps[1].success, 1);
+  EXPECT_EQ(graph.steps[2].success, 1);
+}
+
+TEST(GraphRoutingTest, ARequestNoRouteTakesGetsOneClearError) {
+  Scripted inner;
+  GraphSpec g = Routed();
+  g.exit_from = -1;
+  std::unique_ptr<GraphEngine> engine = *GraphEngine::Create(&inner, Scripted::Spec(), {g});
+  const InferenceOutcome o = Call(*engine, 5, {5});
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(o.status.message(), HasSubstr("graph 'routed': no route takes this request (step 0 ('router') chose "
+                                            "class 2), so no step made its output"));
+  EXPECT_EQ(engine->in_flight(), 0);
+}
+
+TEST(GraphRoutingTest, AFailingBranchAnswersOnceAndItsSiblingIsNotHeard) {
+  Scripted inner;
+  // Two steps read the input at once: "broken", and x (the output).
+  GraphSpec g{"fork", kSecond, 1, 2, {{4}, {1}}, {0.5, 1}};
+  std::unique_ptr<GraphEngine> engine = *GraphEngine::Create(&inner, Scripted::Spec(), {g});
+  const InferenceOutcome o = Call(*engine, 5, {2});
+  EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(o.status.message(), HasSubstr("graph 'fork', step 0 ('broken'): broken on purpose"));
+  EXPECT_EQ(engine->Counters()[5].error, 1);
+  EXPECT_EQ(engine->Counters()[5].steps[1].success, 1);  // ran, counted, not answered
+  // Each reader got the input: copied for the first, moved to the last.
+  ASSERT_EQ(inner.submitted.size(), 2u);
+  EXPECT_THAT(inner.submitted[1].second, ElementsAre(2));
+}
+
+TEST(GraphRoutingTest, AHeadStepPutsItsHeadBeforeTheInput) {
+  Scripted inner;
+  GraphSpec member{"shoes", kSecond, 1, 2, {{3}}, {1.0}};
+  member.steps[0].head = 2;
+  std::unique_ptr<GraphEngine> engine = *GraphEngine::Create(&inner, Scripted::Spec(), {member});
+  EXPECT_THAT(Call(*engine, 5, {7}).output, ElementsAre(207, 0));
+  EXPECT_THAT(inner.submitted[0].second, ElementsAre(2, 7));
+}
+
+TEST(GraphRoutingTest, MeasuredFanOutThatDriftsReSplitsTheObjective) {
+  Scripted inner;
+  ClusterSpec spec = Scripted::Spec();
+  spec.models[1].profile = *LatencyProfile::Linear(Micros(50), Millis(20), 64);  // x batches well
+  GraphSpec g = Routed();
+  g.exit_from = -1;
+  g.shares = MakeGraphShares(g, spec);
+  std::unique_ptr<GraphEngine> engine =
+      *GraphEngine::Create(&inner, spec, {g}, GraphOptions{.resplit_every = 10, .gamma_drift = 0.1});
+  for (int i = 0; i < 10; ++i) Call(*engine, 5, {3});  // all to x: its γ is 1, not 0.5
+  EXPECT_EQ(engine->resplits(0), 0);  // checked with the 11th
+  Call(*engine, 5, {3});
+  EXPECT_EQ(engine->resplits(0), 1);
+  const GraphSpec now = engine->graphs()[0];
+  EXPECT_DOUBLE_EQ(now.steps[1].gamma, 1.0);
+  EXPECT_DOUBLE_EQ(now.steps[2].gamma, 0.5);  // never reached: nothing learnt
+  for (int i = 0; i < 11; ++i) Call(*engine, 5, {3});  // no drift now
+  EXPECT_EQ(engine->resplits(0), 1);
+  EXPECT_EQ(engine->Counters()[5].success, 22);
 }
 
 TEST(GraphEngineCreateTest, BadGraphsAreRefused) {

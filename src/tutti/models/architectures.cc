@@ -2,6 +2,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace tutti {
 namespace {
@@ -21,11 +22,16 @@ class Mlp final : public BuiltinNetImpl {
         fc2_(register_module("fc2", nn::Linear(200, 100))),
         fc3_(register_module("fc3", nn::Linear(100, 10))) {}
 
-  torch::Tensor forward(torch::Tensor x) override {
-    x = Normalize(x).flatten(1);
-    x = torch::relu(fc1_(x));
-    x = torch::relu(fc2_(x));
-    return fc3_(x);
+  std::vector<std::vector<std::string>> StageModules() const override { return {{"fc1"}, {"fc2"}, {"fc3"}}; }
+  torch::Tensor ForwardStages(torch::Tensor x, int begin, int end) override {
+    for (int i = begin; i < end; ++i) {
+      switch (i) {
+        case 0: x = torch::relu(fc1_(Normalize(x).flatten(1))); break;
+        case 1: x = torch::relu(fc2_(x)); break;
+        default: x = fc3_(x);
+      }
+    }
+    return x;
   }
 
  private:
@@ -41,12 +47,20 @@ class LeNet5 final : public BuiltinNetImpl {
         fc2_(register_module("fc2", nn::Linear(120, 84))),
         fc3_(register_module("fc3", nn::Linear(84, 10))) {}
 
-  torch::Tensor forward(torch::Tensor x) override {
-    x = torch::max_pool2d(torch::relu(conv1_(Normalize(x))), 2);  // 6×14×14
-    x = torch::max_pool2d(torch::relu(conv2_(x)), 2);             // 16×5×5
-    x = torch::relu(fc1_(x.flatten(1)));
-    x = torch::relu(fc2_(x));
-    return fc3_(x);
+  std::vector<std::vector<std::string>> StageModules() const override {
+    return {{"conv1"}, {"conv2"}, {"fc1"}, {"fc2"}, {"fc3"}};
+  }
+  torch::Tensor ForwardStages(torch::Tensor x, int begin, int end) override {
+    for (int i = begin; i < end; ++i) {
+      switch (i) {
+        case 0: x = torch::max_pool2d(torch::relu(conv1_(Normalize(x))), 2); break;     // 6×14×14
+        case 1: x = torch::max_pool2d(torch::relu(conv2_(x)), 2).flatten(1); break;     // 16×5×5
+        case 2: x = torch::relu(fc1_(x)); break;
+        case 3: x = torch::relu(fc2_(x)); break;
+        default: x = fc3_(x);
+      }
+    }
+    return x;
   }
 
  private:
@@ -99,12 +113,20 @@ class ResNetSmall final : public BuiltinNetImpl {
         block3_(register_module("block3", BasicBlock(32, 64, 2))),
         fc_(register_module("fc", nn::Linear(64, 10))) {}
 
-  torch::Tensor forward(torch::Tensor x) override {
-    x = torch::relu(bn_(stem_(Normalize(x))));  // 16×28×28
-    x = torch::max_pool2d(x, 2);                // 16×14×14
-    x = block3_(block2_(block1_(x)));           // 64×4×4
-    x = torch::adaptive_avg_pool2d(x, {1, 1}).flatten(1);
-    return fc_(x);
+  std::vector<std::vector<std::string>> StageModules() const override {
+    return {{"stem", "bn"}, {"block1"}, {"block2"}, {"block3"}, {"fc"}};
+  }
+  torch::Tensor ForwardStages(torch::Tensor x, int begin, int end) override {
+    for (int i = begin; i < end; ++i) {
+      switch (i) {
+        case 0: x = torch::max_pool2d(torch::relu(bn_(stem_(Normalize(x)))), 2); break;  // 16×14×14
+        case 1: x = block1_(x); break;
+        case 2: x = block2_(x); break;
+        case 3: x = torch::adaptive_avg_pool2d(block3_(x), {1, 1}).flatten(1); break;   // 64
+        default: x = fc_(x);
+      }
+    }
+    return x;
   }
 
  private:
@@ -128,6 +150,34 @@ int64_t CountParameters(const torch::nn::Module& module) {
   int64_t n = 0;
   for (const torch::Tensor& p : module.parameters()) n += p.numel();
   return n;
+}
+
+std::vector<std::string> StageHashes(BuiltinNetImpl& net) {
+  torch::NoGradGuard no_grad;
+  auto mix = [](uint64_t h, const void* data, size_t n) {  // FNV-1a
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
+  };
+  const auto children = net.named_children();
+  std::vector<std::string> hashes;
+  for (const std::vector<std::string>& stage : net.StageModules()) {
+    uint64_t h = 14695981039346656037ULL;
+    for (const std::string& name : stage) {
+      h = mix(h, name.data(), name.size() + 1);
+      const torch::nn::Module& child = *children[name];
+      for (const auto& named : {child.named_parameters(), child.named_buffers()}) {
+        for (const auto& item : named) {
+          const torch::Tensor t = item.value().contiguous().to(torch::kCPU);
+          h = mix(h, item.key().data(), item.key().size() + 1);
+          h = mix(h, t.sizes().data(), t.sizes().size() * sizeof(int64_t));
+          h = mix(h, t.data_ptr(), t.numel() * t.element_size());
+        }
+      }
+    }
+    hashes.push_back(absl::StrFormat("%016x", h));
+  }
+  return hashes;
 }
 
 }  // namespace tutti

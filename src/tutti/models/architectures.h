@@ -17,16 +17,27 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tutti/repository/model_config.h"
 
 namespace tutti {
 
-// A built-in network: a torch module whose forward maps images to logits.
+// A built-in network: a torch module whose forward maps images to logits,
+// as a sequence of stages (its layers in forward order; stage 0 takes the
+// images, each later stage the previous one's output), so that networks
+// with identical leading stages can run those once for all of them (Nexus
+// §6.3's prefix batching; see StageHashes).
 class BuiltinNetImpl : public torch::nn::Module {
  public:
-  virtual torch::Tensor forward(torch::Tensor images) = 0;
+  // The top-level submodules (register_module names) each stage uses, by stage.
+  virtual std::vector<std::vector<std::string>> StageModules() const = 0;
+  // Runs stages [begin, end) on `x`. REQUIRES: 0 <= begin <= end <= stages.
+  virtual torch::Tensor ForwardStages(torch::Tensor x, int begin, int end) = 0;
+
+  int stages() const { return static_cast<int>(StageModules().size()); }
+  torch::Tensor forward(torch::Tensor images) { return ForwardStages(std::move(images), 0, stages()); }
 };
 
 // A fresh, randomly initialised network (torch's default initialisation,
@@ -34,6 +45,11 @@ class BuiltinNetImpl : public torch::nn::Module {
 absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> MakeBuiltinNet(const std::string& architecture);
 
 int64_t CountParameters(const torch::nn::Module& module);
+
+// Per stage of `net`: a hash (16 hex digits) of the architecture's name for
+// it and of its parameters' and buffers' names, shapes and values. Two
+// networks whose first k hashes agree compute the same first k stages.
+std::vector<std::string> StageHashes(BuiltinNetImpl& net);
 
 }  // namespace tutti
 

@@ -36,4 +36,41 @@ absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, 
   return static_cast<double>(correct) / static_cast<double>(set.size());
 }
 
+absl::StatusOr<double> EvaluateRoutedAccuracy(TorchModel& router, const std::vector<RoutedSpecialist>& specialists,
+                                              const std::vector<int64_t>& exit, const ImageSet& set, int batch_size) {
+  if (set.size() == 0) return absl::InvalidArgumentError("empty evaluation set");
+  batch_size = std::clamp(batch_size, 1, router.config().max_batch_size);
+  for (const RoutedSpecialist& s : specialists) batch_size = std::min(batch_size, s.model->config().max_batch_size);
+  auto in = [](const std::vector<int64_t>& classes, int c) {
+    return std::find(classes.begin(), classes.end(), c) != classes.end();
+  };
+  int64_t correct = 0;
+  std::vector<float> out;
+  for (int64_t begin = 0; begin < set.size(); begin += batch_size) {
+    const int n = static_cast<int>(std::min<int64_t>(batch_size, set.size() - begin));
+    const std::vector<float> pixels = set.ToFloat(begin, n);
+    TUTTI_RETURN_IF_ERROR(router.Run(pixels, n, &out));
+    const std::vector<int> chosen = ArgmaxRows(out, router.output_elements());
+    std::vector<int> answer(n, -1);
+    for (int i = 0; i < n; ++i) {
+      if (in(exit, chosen[i])) answer[i] = chosen[i];
+    }
+    for (const RoutedSpecialist& s : specialists) {
+      std::vector<int> rows;
+      std::vector<float> batch;
+      for (int i = 0; i < n; ++i) {
+        if (answer[i] >= 0 || !in(s.classes, chosen[i])) continue;
+        rows.push_back(i);
+        batch.insert(batch.end(), pixels.begin() + i * set.image_size(), pixels.begin() + (i + 1) * set.image_size());
+      }
+      if (rows.empty()) continue;
+      TUTTI_RETURN_IF_ERROR(s.model->Run(batch, static_cast<int>(rows.size()), &out));
+      const std::vector<int> pred = ArgmaxRows(out, s.model->output_elements());
+      for (size_t r = 0; r < rows.size(); ++r) answer[rows[r]] = pred[r];
+    }
+    for (int i = 0; i < n; ++i) correct += answer[i] == set.labels[begin + i];
+  }
+  return static_cast<double>(correct) / static_cast<double>(set.size());
+}
+
 }  // namespace tutti

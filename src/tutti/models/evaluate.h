@@ -20,6 +20,18 @@ std::vector<int> ArgmaxRows(const std::vector<float>& scores, int64_t classes);
 // `batch_size` (<= the model's max batch size).
 absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, int batch_size);
 
+// A routing graph offline (the shape of the demo's fashion_router): the
+// router classifies each image; an image whose class is in `exit` is
+// answered by the router, any other by the specialist whose `classes` hold
+// its class (none: counted wrong, as the served graph answers it with an
+// error). The fraction answered with the label.
+struct RoutedSpecialist {
+  TorchModel* model;
+  std::vector<int64_t> classes;
+};
+absl::StatusOr<double> EvaluateRoutedAccuracy(TorchModel& router, const std::vector<RoutedSpecialist>& specialists,
+                                              const std::vector<int64_t>& exit, const ImageSet& set, int batch_size);
+
 }  // namespace tutti
 
 #endif  // TUTTI_MODELS_EVALUATE_H_

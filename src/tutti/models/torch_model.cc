@@ -50,6 +50,59 @@ class BuiltinNetwork final : public Network {
   std::shared_ptr<BuiltinNetImpl> net_;
 };
 
+// Members' networks over one shared prefix of stages (LoadPrefixGroup).
+class PrefixGroupNetwork final : public Network {
+ public:
+  PrefixGroupNetwork(std::vector<std::shared_ptr<BuiltinNetImpl>> nets, int shared, std::vector<int64_t> item_shape)
+      : nets_(std::move(nets)), shared_(shared), item_shape_(std::move(item_shape)) {
+    for (auto& net : nets_) net->eval();
+  }
+  torch::Tensor Forward(const torch::Tensor& input) override {
+    const int64_t batch = input.size(0);
+    const torch::Tensor heads = input.select(1, 0).to(torch::kInt64);
+    std::vector<int64_t> shape{batch};
+    shape.insert(shape.end(), item_shape_.begin(), item_shape_.end());
+    const torch::Tensor trunk = nets_[0]->ForwardStages(input.narrow(1, 1, input.size(1) - 1).reshape(shape), 0,
+                                                        shared_);
+    const int stages = nets_[0]->stages();
+    const int64_t first = heads.min().item<int64_t>(), last = heads.max().item<int64_t>();
+    if (first < 0 || last >= static_cast<int64_t>(nets_.size())) {
+      throw std::out_of_range(absl::StrCat("head ", first < 0 ? first : last, " is not one of the ", nets_.size(),
+                                           " members' (0 … ", nets_.size() - 1, ")"));
+    }
+    if (first == last) return nets_[first]->ForwardStages(trunk, shared_, stages);
+    torch::Tensor out;
+    for (int64_t h = first; h <= last; ++h) {
+      const torch::Tensor rows = heads.eq(h).nonzero().squeeze(1);
+      if (rows.numel() == 0) continue;
+      const torch::Tensor part = nets_[h]->ForwardStages(trunk.index_select(0, rows), shared_, stages);
+      if (!out.defined()) {
+        std::vector<int64_t> out_shape = part.sizes().vec();
+        out_shape[0] = batch;
+        out = torch::empty(out_shape, part.options());
+      }
+      out.index_copy_(0, rows, part);
+    }
+    return out;
+  }
+  int64_t Parameters() override {
+    int64_t n = CountParameters(*nets_[0]);
+    const auto shared = nets_[0]->StageModules();
+    for (size_t j = 1; j < nets_.size(); ++j) {
+      auto children = nets_[j]->named_children();
+      for (int stage = shared_; stage < nets_[j]->stages(); ++stage) {
+        for (const std::string& name : shared[stage]) n += CountParameters(*children[name]);
+      }
+    }
+    return n;
+  }
+
+ private:
+  std::vector<std::shared_ptr<BuiltinNetImpl>> nets_;
+  const int shared_;
+  const std::vector<int64_t> item_shape_;
+};
+
 class TorchModelImpl final : public TorchModel {
  public:
   TorchModelImpl(ModelConfig config, std::unique_ptr<Network> net)
@@ -95,6 +148,19 @@ class TorchModelImpl final : public TorchModel {
   std::vector<int64_t> input_shape_;
 };
 
+absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> LoadBuiltinNet(const ModelVersion& v) {
+  TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, MakeBuiltinNet(v.config.architecture));
+  std::shared_ptr<torch::nn::Module> module = net;
+  torch::load(module, v.weights_path);
+  return net;
+}
+
+absl::Status LoadError(const ModelVersion& v, const std::exception& e) {
+  const auto* c10 = dynamic_cast<const c10::Error*>(&e);
+  return absl::DataLossError(absl::StrCat(v.weights_path, ": cannot load as a ", PlatformName(v.config.platform),
+                                          " model: ", c10 ? c10->what_without_backtrace() : e.what()));
+}
+
 absl::StatusOr<std::unique_ptr<Network>> LoadNetwork(const ModelVersion& v) {
   if (v.config.platform == Platform::kEmulated) {
     return absl::InvalidArgumentError(absl::StrCat("model '", v.config.name,
@@ -105,19 +171,76 @@ absl::StatusOr<std::unique_ptr<Network>> LoadNetwork(const ModelVersion& v) {
     if (v.config.platform == Platform::kTorchScript) {
       return std::make_unique<ScriptNetwork>(torch::jit::load(v.weights_path));
     }
-    TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, MakeBuiltinNet(v.config.architecture));
-    std::shared_ptr<torch::nn::Module> module = net;
-    torch::load(module, v.weights_path);
+    TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, LoadBuiltinNet(v));
     return std::make_unique<BuiltinNetwork>(std::move(net));
   } catch (const std::exception& e) {
-    const auto* c10 = dynamic_cast<const c10::Error*>(&e);
-    return absl::DataLossError(absl::StrCat(v.weights_path, ": cannot load as a ",
-                                            PlatformName(v.config.platform), " model: ",
-                                            c10 ? c10->what_without_backtrace() : e.what()));
+    return LoadError(v, e);
+  }
+}
+
+// Makes `to`'s parameters and buffers in `modules` the very tensors of
+// `from`'s, so that they are held once.
+void ShareModules(BuiltinNetImpl& from, BuiltinNetImpl& to, const std::vector<std::string>& modules) {
+  torch::NoGradGuard no_grad;
+  auto from_children = from.named_children();
+  auto to_children = to.named_children();
+  for (const std::string& name : modules) {
+    const torch::nn::Module& source = *from_children[name];
+    torch::nn::Module& target = *to_children[name];
+    for (auto& item : target.named_parameters()) item.value().set_data(source.named_parameters()[item.key()]);
+    for (auto& item : target.named_buffers()) item.value().set_data(source.named_buffers()[item.key()]);
   }
 }
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::LoadPrefixGroup(
+    const ModelConfig& config, const std::vector<const ModelVersion*>& members, int shared_stages) {
+  if (members.empty()) return absl::InvalidArgumentError("a prefix group needs members");
+  std::vector<std::shared_ptr<BuiltinNetImpl>> nets;
+  std::vector<std::string> first;
+  for (const ModelVersion* v : members) {
+    if (v->config.platform != Platform::kBuiltin || v->config.architecture != members[0]->config.architecture) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", v->config.name, "': prefix groups hold builtin "
+                                                     "models of one architecture"));
+    }
+    try {
+      TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, LoadBuiltinNet(*v));
+      if (shared_stages < 0 || shared_stages >= net->stages()) {
+        return absl::InvalidArgumentError(absl::StrCat("a prefix group of ", v->config.architecture,
+                                                       " models shares 0 to ", net->stages() - 1, " stages, not ",
+                                                       shared_stages));
+      }
+      const std::vector<std::string> hashes = StageHashes(*net);
+      if (!v->config.stage_hashes.empty() && v->config.stage_hashes != hashes) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "model '", v->config.name, "': the stage hashes of its weights (", absl::StrJoin(hashes, ", "),
+            ") differ from those its config records; train it again, or remove stage_hashes from its config"));
+      }
+      if (first.empty()) first = hashes;
+      for (int stage = 0; stage < shared_stages; ++stage) {
+        if (hashes[stage] != first[stage]) {
+          return absl::FailedPreconditionError(absl::StrCat("model '", v->config.name, "': its layer stage ", stage,
+                                                            " differs from model '", members[0]->config.name,
+                                                            "''s, so they share no prefix of ", shared_stages,
+                                                            " stages"));
+        }
+      }
+      nets.push_back(std::move(net));
+    } catch (const std::exception& e) {
+      return LoadError(*v, e);
+    }
+  }
+  const auto modules = nets[0]->StageModules();
+  for (size_t j = 1; j < nets.size(); ++j) {
+    for (int stage = 0; stage < shared_stages; ++stage) ShareModules(*nets[0], *nets[j], modules[stage]);
+  }
+  auto model = std::make_unique<TorchModelImpl>(
+      config, std::make_unique<PrefixGroupNetwork>(std::move(nets), shared_stages, members[0]->config.inputs[0].shape));
+  std::vector<float> in(model->input_elements()), out;  // a trial run of head 0
+  TUTTI_RETURN_IF_ERROR(model->Run(in, 1, &out));
+  return model;
+}
 
 void SetTorchThreads(int threads) {
   if (threads > 0) torch::set_num_threads(threads);

@@ -42,8 +42,20 @@ class TorchModel {
   virtual absl::Status Run(absl::Span<const float> input, int batch,
                            std::vector<float>* output) = 0;
 
+  // A prefix group (Nexus §6.3; server/cluster_layout.h PrefixGroup):
+  // builtin `members` of one architecture whose first `shared_stages`
+  // stages are identical, run as one model with `config` (its input: the
+  // member's index, its head, then the member's input). A batch runs the
+  // shared stages once on all its items, then each head's own stages on its
+  // rows; the shared stages' weights are held once. FailedPrecondition when
+  // the members' loaded weights differ in those stages, or disagree with
+  // the stage_hashes their configs record; the errors of Load otherwise.
+  // Running a head that is no member's fails the batch.
+  static absl::StatusOr<std::unique_ptr<TorchModel>> LoadPrefixGroup(
+      const ModelConfig& config, const std::vector<const ModelVersion*>& members, int shared_stages);
+
   virtual const ModelConfig& config() const = 0;
-  virtual int64_t parameter_count() const = 0;
+  virtual int64_t parameter_count() const = 0;  // held in memory: shared ones once
 
   int64_t input_elements() const { return config().inputs[0].ElementCount(); }
   int64_t output_elements() const { return config().outputs[0].ElementCount(); }

@@ -70,9 +70,30 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
   try {
     torch::manual_seed(options.seed);
     TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, MakeBuiltinNet(options.architecture));
+    if (!options.init_weights.empty()) {
+      std::shared_ptr<torch::nn::Module> module = net;
+      try {
+        torch::load(module, options.init_weights);
+      } catch (const std::exception& e) {
+        return absl::InvalidArgumentError(absl::StrCat("cannot start from ", options.init_weights, ": ", e.what()));
+      }
+    }
+    std::vector<torch::Tensor> trained = net->parameters();
+    if (options.last_stage_only) {
+      trained.clear();
+      for (auto& p : net->parameters()) p.set_requires_grad(false);
+      auto children = net->named_children();
+      const std::vector<std::vector<std::string>> stages = net->StageModules();
+      for (const std::string& name : stages.back()) {
+        for (auto& p : children[name]->parameters()) {
+          p.set_requires_grad(true);
+          trained.push_back(p);
+        }
+      }
+    }
     net->train();
     torch::optim::Adam optimizer(
-        net->parameters(),
+        trained,
         torch::optim::AdamOptions(options.learning_rate).weight_decay(options.weight_decay));
     const torch::Tensor train_x = internal::ImagesTensor(train), train_y = LabelsTensor(train);
     const torch::Tensor eval_x = internal::ImagesTensor(eval), eval_y = LabelsTensor(eval);
@@ -98,6 +119,13 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
       const int64_t n = std::min<int64_t>(options.batch_size, train.size() - begin);
       torch::Tensor idx = perm.narrow(0, begin, n);
       torch::Tensor x = train_x.index_select(0, idx), y = train_y.index_select(0, idx);
+      if (options.last_stage_only) {  // frozen stages keep their batch-norm statistics too
+        auto children = net->named_children();
+        const auto stages = net->StageModules();
+        for (size_t stage = 0; stage + 1 < stages.size(); ++stage) {
+          for (const std::string& name : stages[stage]) children[name]->eval();
+        }
+      }
       optimizer.zero_grad();
       torch::Tensor logits = net->forward(x);
       torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
@@ -106,7 +134,9 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
       return internal::StepResult{loss.item<double>() * n, logits.argmax(1).eq(y).sum().item<int64_t>(), n};
     };
     loop.evaluate = [&] { return Accuracy(*net, eval_x, eval_y); };
-    return internal::RunEpochsAndSave(loop, net, weights_path, clock, progress);
+    TUTTI_ASSIGN_OR_RETURN(TrainResult result, internal::RunEpochsAndSave(loop, net, weights_path, clock, progress));
+    result.stage_hashes = StageHashes(*net);
+    return result;
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {

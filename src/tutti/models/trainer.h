@@ -29,6 +29,12 @@ struct TrainOptions {
   double weight_decay = 0;     // L2 penalty
   uint64_t seed = 1;
   int progress_updates_per_epoch = 5;
+  // Fine-tuning: start from these weights (of the same architecture)
+  // instead of a fresh network, and with `last_stage_only` train only the
+  // last layer stage, so that the rest stays identical to the start's (the
+  // shared trunk of prefix batching, Nexus §6.3).
+  std::string init_weights;
+  bool last_stage_only = false;
 };
 
 struct TrainProgress {
@@ -48,6 +54,7 @@ struct TrainResult {
   std::vector<double> epoch_loss;  // mean training loss per epoch
   double eval_accuracy = 0;        // held-out accuracy after the last epoch
   int64_t parameters = 0;
+  std::vector<std::string> stage_hashes;  // of the saved weights (ModelConfig::stage_hashes)
 };
 
 using TrainProgressCallback = std::function<void(const TrainProgress&)>;
@@ -65,7 +72,8 @@ int DefaultEpochs(const std::string& architecture);
 // Trains a fresh network on `train`, evaluates on `eval` after each epoch and
 // saves the weights to `weights_path` (loadable by TorchModel as platform
 // builtin). `clock` times progress reports only. Errors: unknown
-// architecture, empty data, bad options, libtorch failures, unwritable path.
+// architecture, empty data, bad options, libtorch failures, unwritable path,
+// initial weights that cannot be loaded.
 absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const ImageSet& train,
                                               const ImageSet& eval, const std::string& weights_path,
                                               const Clock& clock,

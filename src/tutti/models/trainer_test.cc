@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
@@ -102,6 +103,70 @@ TEST_F(TrainerTest, BadOptionsAreRejected) {
   EXPECT_THAT(TrainBuiltinModel({.architecture = "mlp"}, ImageSet{}, *test_, w, clock, nullptr)
                   .status().message(),
               HasSubstr("must not be empty"));
+}
+
+// Two specialists fine-tuned in their last layer from one LeNet-5 trunk
+// share its first four stages (their hashes say so), and their prefix
+// group computes, row by row, what each computes alone.
+TEST_F(TrainerTest, FineTunedSpecialistsShareTheirTrunkAndTheirPrefixGroupComputesEach) {
+  TempDir dir;
+  ManualClock clock;
+  const std::string base = dir.path() + "/base.pt";
+  TrainOptions options{.architecture = "lenet5", .epochs = 1, .batch_size = 64, .seed = 3};
+  absl::StatusOr<TrainResult> trunk = TrainBuiltinModel(options, *train_, *test_, base, clock, nullptr);
+  ASSERT_TRUE(trunk.ok()) << trunk.status();
+  ASSERT_EQ(trunk->stage_hashes.size(), 5u);
+  options.init_weights = base;
+  options.last_stage_only = true;
+  std::vector<ModelVersion> members;
+  for (const std::vector<int>& classes : {std::vector<int>{0, 2, 4, 6}, std::vector<int>{5, 7, 9}}) {
+    const std::string name = absl::StrCat("s", members.size());
+    const std::string weights = dir.path() + "/" + name + ".pt";
+    absl::StatusOr<TrainResult> r =
+        TrainBuiltinModel(options, train_->OfClasses(classes), test_->OfClasses(classes), weights, clock, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(std::vector<std::string>(r->stage_hashes.begin(), r->stage_hashes.begin() + 4),
+              std::vector<std::string>(trunk->stage_hashes.begin(), trunk->stage_hashes.begin() + 4));
+    EXPECT_NE(r->stage_hashes[4], trunk->stage_hashes[4]);
+    ModelConfig config = BuiltinModelConfig(name, "lenet5", 16);
+    config.stage_hashes = r->stage_hashes;
+    members.push_back({config, 1, dir.path(), weights});
+  }
+  ModelConfig group = members[0].config;
+  group.name = "prefix[s0,s1]";
+  group.inputs[0] = {"head_and_image", DataType::kFp32, {785}};
+  absl::StatusOr<std::unique_ptr<TorchModel>> model =
+      TorchModel::LoadPrefixGroup(group, {&members[0], &members[1]}, 4);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->parameter_count(), 61706 + 84 * 10 + 10);  // the trunk once, two last layers
+  const std::vector<int> heads = {0, 1, 1, 0, 1};
+  const std::vector<float> images = test_->ToFloat(0, 5);
+  std::vector<float> input, out, alone;
+  for (size_t i = 0; i < heads.size(); ++i) {
+    input.push_back(static_cast<float>(heads[i]));
+    input.insert(input.end(), images.begin() + i * 784, images.begin() + (i + 1) * 784);
+  }
+  ASSERT_TRUE((*model)->Run(input, 5, &out).ok());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    std::unique_ptr<TorchModel> member = *TorchModel::Load(members[heads[i]]);
+    ASSERT_TRUE(member->Run(absl::MakeConstSpan(images.data() + i * 784, 784), 1, &alone).ok());
+    for (int k = 0; k < 10; ++k) EXPECT_NEAR(out[i * 10 + k], alone[k], 1e-4) << "row " << i;
+  }
+  input[0] = 2;  // no such head
+  EXPECT_THAT((*model)->Run(input, 5, &out).message(), HasSubstr("head 2 is not one of the 2 members'"));
+  // Weights that differ from the hashes their config records; a trunk that differs.
+  members[1].config.stage_hashes[0] = "0000000000000000";
+  EXPECT_THAT(TorchModel::LoadPrefixGroup(group, {&members[0], &members[1]}, 4).status().message(),
+              HasSubstr("differ from those its config records"));
+  members[1].config.stage_hashes.clear();
+  members[1].weights_path = base;  // the trunk's own last layer: shares 4 stages, so fine
+  EXPECT_TRUE(TorchModel::LoadPrefixGroup(group, {&members[0], &members[1]}, 4).ok());
+  ASSERT_TRUE(TrainBuiltinModel(TrainOptions{.architecture = "lenet5", .epochs = 1, .seed = 9}, train_->Slice(0, 200),
+                                *test_, dir.path() + "/other.pt", clock, nullptr)
+                  .ok());
+  members[1].weights_path = dir.path() + "/other.pt";
+  EXPECT_THAT(TorchModel::LoadPrefixGroup(group, {&members[0], &members[1]}, 4).status().message(),
+              HasSubstr("its layer stage 0 differs from model 's0''s"));
 }
 
 TEST(EvaluateTest, ArgmaxRows) {

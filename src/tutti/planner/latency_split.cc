@@ -139,11 +139,14 @@ absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage
 absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const LatencyProfile*>& profiles,
                                                      const std::vector<int>& parents,
                                                      const std::vector<double>& gammas, double rate,
-                                                     Duration objective, Duration epsilon, bool even) {
+                                                     Duration objective, Duration epsilon, bool even,
+                                                     Duration overhead) {
   std::vector<SplitStage> stages;
   for (size_t v = 0; v < profiles.size(); ++v) {
     const LatencyProfile* profile = profiles[v];
-    stages.push_back({parents[v], gammas[v], [profile](Duration budget) { return ThroughputWithin(*profile, budget); }});
+    stages.push_back({parents[v], gammas[v], [profile, overhead](Duration budget) {
+                        return ThroughputWithin(*profile, budget - overhead);
+                      }});
   }
   return even ? EvenLatencySplit(stages, rate, objective) : SplitLatency(stages, rate, objective, epsilon);
 }

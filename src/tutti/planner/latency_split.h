@@ -58,13 +58,16 @@ absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage
                                                     Duration objective);
 
 // A graph whose stage v runs a model with `profiles[v]` (T(k) =
-// ThroughputWithin), reads `parents[v]` (-1: the query) and gets `gammas[v]`
-// items per item of its parent: SplitLatency in steps of `epsilon`, or with
-// `even`, EvenLatencySplit. The profiles must outlive the call.
+// ThroughputWithin of the budget less `overhead`: what a stage costs beyond
+// its compute, on a real clock), reads `parents[v]` (-1: the query) and gets
+// `gammas[v]` items per item of its parent: SplitLatency in steps of
+// `epsilon`, or with `even`, EvenLatencySplit. The profiles must outlive
+// the call.
 absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const LatencyProfile*>& profiles,
                                                      const std::vector<int>& parents,
                                                      const std::vector<double>& gammas, double rate,
-                                                     Duration objective, Duration epsilon, bool even);
+                                                     Duration objective, Duration epsilon, bool even,
+                                                     Duration overhead = 0);
 
 // When each stage is due, as a share of the objective after the query's
 // arrival: its parent's due share plus its own `shares[v]`, except that a

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tutti/core/status_macros.h"
 #include "tutti/repository/model_repository.h"
 
 namespace tutti {
@@ -65,6 +66,15 @@ absl::StatusOr<EnsemblePlan> PlanEnsemble(const ModelConfig& graph, const std::v
   absl::flat_hash_map<std::string, Producer> producers;
   for (const TensorSpec& t : graph.inputs) producers[t.name] = {&t, -1};
   auto who = [](int step) { return step < 0 ? std::string("the graph's input") : Step(step); };
+  // Two routed steps may make one tensor when at most one of them can run.
+  auto exclusive = [&](int a, int b) {
+    const std::optional<EnsembleRoute>&ra = graph.steps[a].route, &rb = graph.steps[b].route;
+    if (!ra || !rb || ra->tensor != rb->tensor) return false;
+    return std::none_of(ra->argmax_in.begin(), ra->argmax_in.end(), [&](int64_t v) {
+      return std::find(rb->argmax_in.begin(), rb->argmax_in.end(), v) != rb->argmax_in.end();
+    });
+  };
+  absl::flat_hash_map<std::string, std::vector<int>> alternatives;  // tensor → the steps that make it
   for (int i = 0; i < n; ++i) {
     const ModelConfig& m = plan.models[i]->config;
     for (const auto& [output, tensor] : graph.steps[i].output_map) {
@@ -75,11 +85,42 @@ absl::StatusOr<EnsemblePlan> PlanEnsemble(const ModelConfig& graph, const std::v
       }
       auto [it, added] = producers.try_emplace(tensor, Producer{spec, i});
       if (!added) {
-        return Invalid(Step(i), absl::StrCat("tensor '", tensor, "' is produced twice: by ", who(it->second.step),
-                                             " and by this step"));
+        const Producer& first = it->second;
+        if (first.step < 0) {
+          return Invalid(Step(i), absl::StrCat("tensor '", tensor, "' is produced twice: by ", who(first.step),
+                                               " and by this step"));
+        }
+        for (int other : alternatives[tensor]) {
+          if (!exclusive(other, i)) {
+            return Invalid(Step(i), absl::StrCat("tensor '", tensor, "' is produced twice: by ", who(other),
+                                                 " and by this step, and both can run (only steps routed on one "
+                                                 "tensor, with no class in common, may make the same tensor)"));
+          }
+        }
+        if (first.spec->datatype != spec->datatype || first.spec->shape != spec->shape) {
+          return Invalid(Step(i), absl::StrCat("tensor '", tensor, "' is ", Describe(*spec), " here but ",
+                                               Describe(*first.spec), " from ", who(first.step)));
+        }
       }
+      alternatives[tensor].push_back(i);
     }
   }
+  // A route reads a tensor some step makes (a graph input is known before
+  // any step runs: route on it by giving it to a step instead).
+  auto check_route = [&](const EnsembleRoute& route, const std::string& where) -> absl::StatusOr<int> {
+    auto it = producers.find(route.tensor);
+    if (it == producers.end() || it->second.step < 0) {
+      return Invalid(where, absl::StrCat("routes on tensor '", route.tensor, "', which no step makes"));
+    }
+    const int64_t classes = it->second.spec->ElementCount();
+    for (int64_t v : route.argmax_in) {
+      if (v >= classes) {
+        return Invalid(where, absl::StrCat("class ", v, " is out of range: tensor '", route.tensor, "' has ",
+                                           classes, " values"));
+      }
+    }
+    return it->second.step;
+  };
   // What each step reads, checked against its producer.
   std::vector<std::vector<int>> needs(n);
   for (int i = 0; i < n; ++i) {
@@ -106,7 +147,21 @@ absl::StatusOr<EnsemblePlan> PlanEnsemble(const ModelConfig& graph, const std::v
                                              who(it->second.step), ") but input '", input, "' of model '", m.name,
                                              "' takes ", Describe(*spec)));
       }
-      if (it->second.step >= 0) needs[i].push_back(it->second.step);
+      for (int producer : alternatives[tensor]) needs[i].push_back(producer);
+    }
+    if (s.route) {
+      TUTTI_ASSIGN_OR_RETURN(int producer, check_route(*s.route, Step(i) + ".route"));
+      needs[i].push_back(producer);
+    }
+  }
+  if (graph.early_exit) {
+    TUTTI_ASSIGN_OR_RETURN(int producer, check_route(*graph.early_exit, "ensemble_scheduling.early_exit"));
+    const TensorSpec& made = *producers.at(graph.early_exit->tensor).spec;
+    if (graph.outputs.size() != 1 || made.datatype != graph.outputs[0].datatype ||
+        made.shape != graph.outputs[0].shape) {
+      return Invalid("ensemble_scheduling.early_exit",
+                     absl::StrCat("tensor '", graph.early_exit->tensor, "' (", Describe(made), ", from ",
+                                  who(producer), ") cannot be the graph's one output"));
     }
   }
   for (const TensorSpec& out : graph.outputs) {

@@ -113,5 +113,36 @@ TEST_F(EnsembleTest, CyclesAndGraphsOfGraphs) {
   EXPECT_THAT(Error(), HasSubstr("'inner' is a graph itself"));
 }
 
+// A routed graph: tops for group 0, shoes2 for groups 1 and 2, both making
+// "logits"; group 3 exits with the coarse output.
+TEST_F(EnsembleTest, RoutedStepsMayMakeOneTensorWhenTheirClassesDiffer) {
+  versions_.push_back(Model("shoes2", {kImage}, {kLogits}));
+  versions_.push_back(Model("coarse10", {kImage}, {kLogits}));
+  graph_.outputs = {kLogits};
+  graph_.steps = {{"coarse", -1, {{"image", "image"}}, {{"logits", "coarse_logits"}}},
+                  {"tops", -1, {{"image", "image"}}, {{"logits", "logits"}}, EnsembleRoute{"coarse_logits", {0}}},
+                  {"shoes2", -1, {{"image", "image"}}, {{"logits", "logits"}}, EnsembleRoute{"coarse_logits", {1, 2}}}};
+  absl::StatusOr<EnsemblePlan> plan = PlanEnsemble(graph_, versions_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->order, ElementsAre(0, 1, 2));
+  // Overlapping classes: both could run.
+  graph_.steps[2].route->argmax_in = {0, 1};
+  EXPECT_THAT(Error(), HasSubstr("step[2]: tensor 'logits' is produced twice: by ensemble_scheduling.step[1] and by "
+                                 "this step, and both can run"));
+  graph_.steps[2].route->argmax_in = {4};
+  EXPECT_THAT(Error(), HasSubstr("step[2].route: class 4 is out of range: tensor 'coarse_logits' has 4 values"));
+  graph_.steps[1].route = EnsembleRoute{"image", {0}};
+  graph_.steps[2].route = EnsembleRoute{"image", {1}};
+  EXPECT_THAT(Error(), HasSubstr("step[1].route: routes on tensor 'image', which no step makes"));
+  graph_.steps[1].route = EnsembleRoute{"coarse_logits", {0}};
+  graph_.steps[2].route = EnsembleRoute{"coarse_logits", {1, 2}};
+  // An early exit must be able to stand for the graph's output.
+  graph_.early_exit = EnsembleRoute{"coarse_logits", {3}};
+  EXPECT_THAT(Error(), HasSubstr("early_exit: tensor 'coarse_logits' (FP32 [4], from ensemble_scheduling.step[0]) "
+                                 "cannot be the graph's one output"));
+  graph_.steps[0] = {"coarse10", -1, {{"image", "image"}}, {{"logits", "coarse_logits"}}};
+  EXPECT_TRUE(PlanEnsemble(graph_, versions_).ok());
+}
+
 }  // namespace
 }  // namespace tutti

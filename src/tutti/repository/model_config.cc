@@ -51,11 +51,34 @@ absl::StatusOr<std::map<std::string, std::string>> ParseNameMap(const YAML::Node
   return out;
 }
 
-absl::StatusOr<std::vector<EnsembleStep>> ParseSteps(const YAML::Node& node) {
+absl::StatusOr<std::optional<EnsembleRoute>> ParseRoute(const YAML::Node& node, const std::string& where) {
+  if (!node.IsDefined() || node.IsNull()) return std::nullopt;
+  MapReader r(node, where);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  EnsembleRoute route;
+  TUTTI_ASSIGN_OR_RETURN(route.tensor, r.RequireScalar<std::string>("tensor", "a graph tensor's name"));
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node values, r.Require("argmax_in"));
+  if (!values.IsSequence() || values.size() == 0) return Invalid(where + ".argmax_in", "expected a list of classes");
+  for (size_t i = 0; i < values.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(int64_t v, r.Scalar<int64_t>("argmax_in", values[i], "class indices"));
+    if (v < 0) return Invalid(where + ".argmax_in", "class indices are not negative");
+    route.argmax_in.push_back(v);
+  }
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  return route;
+}
+
+void EmitRoute(YAML::Emitter& out, const char* key, const EnsembleRoute& route) {
+  out << YAML::Key << key << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "tensor" << YAML::Value
+      << route.tensor << YAML::Key << "argmax_in" << YAML::Value << YAML::Flow << route.argmax_in << YAML::EndMap;
+}
+
+absl::StatusOr<std::vector<EnsembleStep>> ParseSteps(const YAML::Node& node, std::optional<EnsembleRoute>* exit) {
   MapReader r(node, "ensemble_scheduling");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   TUTTI_ASSIGN_OR_RETURN(YAML::Node list, r.Require("step"));
   if (!list.IsSequence()) return Invalid("ensemble_scheduling.step", "expected a list of steps");
+  TUTTI_ASSIGN_OR_RETURN(*exit, ParseRoute(r.Get("early_exit"), "ensemble_scheduling.early_exit"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   std::vector<EnsembleStep> steps;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -70,6 +93,7 @@ absl::StatusOr<std::vector<EnsembleStep>> ParseSteps(const YAML::Node& node) {
     TUTTI_ASSIGN_OR_RETURN(s.input_map, ParseNameMap(in, absl::StrCat(where, ".input_map")));
     TUTTI_ASSIGN_OR_RETURN(YAML::Node out, sr.Require("output_map"));
     TUTTI_ASSIGN_OR_RETURN(s.output_map, ParseNameMap(out, absl::StrCat(where, ".output_map")));
+    TUTTI_ASSIGN_OR_RETURN(s.route, ParseRoute(sr.Get("route"), absl::StrCat(where, ".route")));
     TUTTI_RETURN_IF_ERROR(sr.CheckNoUnknownFields());
     steps.push_back(std::move(s));
   }
@@ -179,7 +203,14 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   }
   if (YAML::Node scheduling = r.Get("ensemble_scheduling"); scheduling.IsDefined() && !scheduling.IsNull()) {
     if (c.platform != Platform::kEnsemble) return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
-    TUTTI_ASSIGN_OR_RETURN(c.steps, ParseSteps(scheduling));
+    TUTTI_ASSIGN_OR_RETURN(c.steps, ParseSteps(scheduling, &c.early_exit));
+  }
+  if (YAML::Node hashes = r.Get("stage_hashes"); hashes.IsDefined() && !hashes.IsNull()) {
+    if (!hashes.IsSequence()) return Invalid("stage_hashes", "expected a list of hashes");
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(std::string h, r.Scalar<std::string>("stage_hashes", hashes[i], "strings"));
+      c.stage_hashes.push_back(std::move(h));
+    }
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateModelConfig(c));
@@ -276,8 +307,11 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
       if (s.input_map.empty()) return Invalid(where + ".input_map", "map the step model's inputs");
       if (s.output_map.empty()) return Invalid(where + ".output_map", "map at least one output");
     }
-  } else if (!c.steps.empty()) {
+  } else if (!c.steps.empty() || c.early_exit) {
     return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
+  }
+  if (!c.stage_hashes.empty() && c.platform != Platform::kBuiltin) {
+    return Invalid("stage_hashes", "only allowed for platform builtin");
   }
   if (c.platform == Platform::kEmulated && c.profiles.empty()) {
     return Invalid("profiles", "platform emulated needs at least one latency profile to emulate");
@@ -362,10 +396,14 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
         for (const auto& [from, to] : *map) out << YAML::Key << from << YAML::Value << to;
         out << YAML::EndMap;
       }
+      if (s.route) EmitRoute(out, "route", *s.route);
       out << YAML::EndMap;
     }
-    out << YAML::EndSeq << YAML::EndMap;
+    out << YAML::EndSeq;
+    if (c.early_exit) EmitRoute(out, "early_exit", *c.early_exit);
+    out << YAML::EndMap;
   }
+  if (!c.stage_hashes.empty()) out << YAML::Key << "stage_hashes" << YAML::Value << YAML::Flow << c.stage_hashes;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -22,6 +22,10 @@
 //     step:                      # (Triton's field names; see EnsembleStep)
 //       - {model_name: coarse, model_version: -1, input_map: {image: image},
 //          output_map: {logits: coarse_logits}}
+//       - {model_name: shoes, input_map: {image: image}, output_map: {logits: logits},
+//          route: {tensor: coarse_logits, argmax_in: [5, 7, 9]}}   # Tutti: runs only then
+//     early_exit: {tensor: coarse_logits, argmax_in: [8]}        # Tutti: answer with it then
+//   stage_hashes: [9f3c…, …]     # builtin only: per layer stage, written by tutti train
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
 //
@@ -61,6 +65,7 @@ struct TensorSpec {
   std::vector<int64_t> shape;  // per item, without the batch dimension
 
   int64_t ElementCount() const;
+  bool operator==(const TensorSpec&) const = default;
 };
 
 // Marks a ParM parity model (coding/parity_codec.h): it was trained to
@@ -74,15 +79,30 @@ struct ParitySpec {
   bool operator==(const ParitySpec&) const = default;
 };
 
+// A condition on a graph tensor (KServe's Switch router, Triton's
+// conditional ensembles): holds when the index of the tensor's largest
+// value — the class a classifier chose — is one of `argmax_in`.
+struct EnsembleRoute {
+  std::string tensor;
+  std::vector<int64_t> argmax_in;
+
+  bool operator==(const EnsembleRoute&) const = default;
+};
+
 // One step of a graph (Triton's ensemble_scheduling.step): it runs
 // `model_name` once every graph tensor its inputs map to exists. Each graph
 // tensor has one producer — a graph input or a step output — and any number
-// of consumers; the graph's outputs are step outputs.
+// of consumers; the graph's outputs are step outputs. Tutti's extension:
+// a step with a `route` runs only when the route holds (else it is skipped,
+// and so is every step that reads its outputs), and several routed steps
+// may produce the same tensor when their routes read one tensor and no
+// class is in two of them (at most one runs: routing, then merging).
 struct EnsembleStep {
   std::string model_name;
   int64_t model_version = -1;                     // -1: the latest, as Triton
   std::map<std::string, std::string> input_map;   // the step model's input → a graph tensor
   std::map<std::string, std::string> output_map;  // the step model's output → a graph tensor
+  std::optional<EnsembleRoute> route;
 
   bool operator==(const EnsembleStep&) const = default;
 };
@@ -102,6 +122,14 @@ struct ModelConfig {
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
   std::optional<ParitySpec> parity;                // set for parity models only
   std::vector<EnsembleStep> steps;                 // platform ensemble only
+  // Platform ensemble only (ensemble_scheduling.early_exit): when this
+  // holds, the graph answers with the route's tensor as its output and runs
+  // no further step.
+  std::optional<EnsembleRoute> early_exit;
+  // Builtin only: per stage of the architecture, a hash of its weights
+  // (models/architectures.h StageHashes), recorded by `tutti train`. Models
+  // whose leading hashes agree share those layers (prefix batching).
+  std::vector<std::string> stage_hashes;
 };
 
 // A model as it is served: its config, at the version served.

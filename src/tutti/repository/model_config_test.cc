@@ -126,6 +126,37 @@ ensemble_scheduling:
               HasSubstr("ensemble_scheduling.step[1].model_version"));
 }
 
+TEST(ModelConfigTest, RoutesEarlyExitsAndStageHashesRoundTrip) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(R"(name: router
+platform: ensemble
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+ensemble_scheduling:
+  step:
+    - {model_name: coarse, input_map: {image: image}, output_map: {logits: coarse}}
+    - {model_name: shoes, input_map: {image: image}, output_map: {logits: logits},
+       route: {tensor: coarse, argmax_in: [5, 7, 9]}}
+  early_exit: {tensor: coarse, argmax_in: [8]}
+)");
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->steps[1].route.has_value());
+  EXPECT_EQ(*c->steps[1].route, (EnsembleRoute{"coarse", {5, 7, 9}}));
+  EXPECT_EQ(*c->early_exit, (EnsembleRoute{"coarse", {8}}));
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status() << "\n" << ModelConfigToYaml(*c);
+  EXPECT_EQ(again->steps, c->steps);
+  EXPECT_EQ(again->early_exit, c->early_exit);
+  EXPECT_THAT(ErrorOf(absl::StrReplaceAll(ModelConfigToYaml(*c), {{"[5, 7, 9]", "[-1]"}})),
+              HasSubstr("class indices are not negative"));
+  absl::StatusOr<ModelConfig> hashed = ParseModelConfig(Edit("max_batch_size: 64", "max_batch_size: 64\nstage_hashes: [a1, b2]"));
+  ASSERT_TRUE(hashed.ok()) << hashed.status();
+  EXPECT_THAT(hashed->stage_hashes, ::testing::ElementsAre("a1", "b2"));
+  EXPECT_EQ(ParseModelConfig(ModelConfigToYaml(*hashed))->stage_hashes, hashed->stage_hashes);
+  EXPECT_THAT(ErrorOf(absl::StrReplaceAll(ModelConfigToYaml(*c), {{"platform: ensemble", "platform: ensemble\nstage_hashes: [a]"}})),
+              HasSubstr("stage_hashes"));
+}
+
 TEST(ModelConfigErrorTest, BadParitySpec) {
   EXPECT_THAT(ErrorOf(Edit("name: lenet5\n", "name: p\nparity: {deployed: lenet5, k: 5, encoder: sum}\n")),
               HasSubstr("field 'parity': parity k must be in [2, 4]"));

@@ -12,9 +12,26 @@
 namespace tutti {
 namespace {
 
-// `graph` as GraphEngine runs it over `layout`: the chain of steps from the
-// graph's input to its output (each step model takes one tensor), or why
-// the layout cannot serve it.
+// Where a step model runs in `layout`: its model id, and its head when it
+// is a prefix group's member (else -1).
+absl::StatusOr<std::pair<ModelId, int>> FindStepModel(const ClusterLayout& layout, const ModelVersion& m) {
+  for (const PrefixGroup& group : layout.prefix_groups) {
+    for (size_t head = 0; head < group.members.size(); ++head) {
+      if (group.members[head] == &m) return std::pair<ModelId, int>{group.model, static_cast<int>(head)};
+    }
+  }
+  for (size_t k = 0; k < layout.spec.models.size(); ++k) {
+    if (layout.served[k].config.name == m.config.name && layout.served[k].version == m.version) {
+      return std::pair<ModelId, int>{static_cast<ModelId>(k), -1};
+    }
+  }
+  return absl::FailedPreconditionError(absl::StrCat("its step model '", m.config.name, "' v", m.version,
+                                                    " is in no executor group"));
+}
+
+// `graph` as GraphEngine runs it over `layout`: the steps its output needs
+// (through inputs and routes), producers first, or why the layout cannot
+// serve it.
 absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepository& repo,
                                       const ClusterLayout& layout, const ServerConfig& config) {
   const ModelConfig& g = graph.config;
@@ -22,35 +39,105 @@ absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepo
     return absl::UnimplementedError("Tutti serves graphs with one input and one output tensor");
   }
   TUTTI_ASSIGN_OR_RETURN(EnsemblePlan plan, PlanEnsemble(g, repo.versions()));
-  auto producer = [&](const std::string& tensor) {
+  auto producers = [&](const std::string& tensor) {
+    std::vector<int> out;
     for (size_t i = 0; i < g.steps.size(); ++i) {
       for (const auto& [output, t] : g.steps[i].output_map) {
-        if (t == tensor) return static_cast<int>(i);
+        if (t == tensor) out.push_back(static_cast<int>(i));
       }
     }
-    return -1;
+    return out;
   };
-  std::vector<ModelId> chain;  // from the output back to the input
-  for (int step = producer(g.outputs[0].name); step >= 0;) {
-    const ModelVersion& m = *plan.models[step];
-    ModelId id = -1;
-    for (size_t k = 0; k < layout.spec.models.size(); ++k) {
-      if (layout.served[k].config.name == m.config.name && layout.served[k].version == m.version) id = k;
+  // The steps needed, found from the output back.
+  const int n = static_cast<int>(g.steps.size());
+  std::vector<uint8_t> needed(n, 0);
+  std::vector<int> todo = producers(g.outputs[0].name);
+  if (g.early_exit) {
+    for (int p : producers(g.early_exit->tensor)) todo.push_back(p);
+  }
+  while (!todo.empty()) {
+    const int i = todo.back();
+    todo.pop_back();
+    if (needed[i]) continue;
+    needed[i] = 1;
+    if (g.steps[i].input_map.size() != 1) {
+      return absl::UnimplementedError(absl::StrCat("step ", i, " ('", g.steps[i].model_name,
+                                                   "') reads several tensors; Tutti's steps read one"));
     }
-    if (id < 0) {
-      return absl::FailedPreconditionError(absl::StrCat("its step model '", m.config.name, "' v", m.version,
-                                                        " is in no executor group"));
+    for (int p : producers(g.steps[i].input_map.begin()->second)) todo.push_back(p);
+    if (g.steps[i].route) {
+      for (int p : producers(g.steps[i].route->tensor)) todo.push_back(p);
     }
-    chain.push_back(id);
-    step = producer(g.steps[step].input_map.begin()->second);  // a served model takes one tensor
   }
   GraphSpec spec{g.name, g.latency_objective_ms ? Millis(*g.latency_objective_ms) : config.default_objective,
                  g.inputs[0].ElementCount(), g.outputs[0].ElementCount(), {}, {}};
-  for (int k = static_cast<int>(chain.size()) - 1; k >= 0; --k) {
-    spec.steps.push_back({chain[k], static_cast<int>(spec.steps.size()) - 1});
+  spec.even_split = config.even_graph_split;
+  spec.step_overhead = config.graph_step_overhead;
+  std::vector<int> index(n, -1);  // repository step → spec step
+  auto from = [&](const std::string& tensor) {
+    const std::vector<int> p = producers(tensor);
+    return p.empty() ? -1 : index[p.front()];  // one producer, unless routed (then it reads no routed step)
+  };
+  for (int i : plan.order) {
+    if (!needed[i]) continue;
+    const EnsembleStep& s = g.steps[i];
+    TUTTI_ASSIGN_OR_RETURN(auto where, FindStepModel(layout, *plan.models[i]));
+    GraphSpec::Step step{where.first, from(s.input_map.begin()->second)};
+    step.head = where.second;
+    if (s.route) {
+      step.route_from = from(s.route->tensor);
+      step.route_values = s.route->argmax_in;
+      // Until it is measured: every class equally likely.
+      step.gamma = static_cast<double>(s.route->argmax_in.size()) /
+                   static_cast<double>(layout.shapes[spec.steps[step.route_from].model].output_elements);
+    }
+    if (producers(s.input_map.begin()->second).size() > 1) {
+      return absl::UnimplementedError(absl::StrCat("step ", i, " ('", s.model_name,
+                                                   "') reads a tensor several routed steps make"));
+    }
+    index[i] = static_cast<int>(spec.steps.size());
+    spec.steps.push_back(std::move(step));
   }
-  spec.shares = MakeGraphShares(spec, layout.spec, config.even_graph_split);
+  for (int p : producers(g.outputs[0].name)) spec.outputs.push_back(index[p]);
+  if (g.early_exit) {
+    spec.exit_from = from(g.early_exit->tensor);
+    spec.exit_values = g.early_exit->argmax_in;
+  }
+  spec.shares = MakeGraphShares(spec, layout.spec);
   return spec;
+}
+
+// Per prefix group among `versions` (one executor group's): the indices of
+// its members — builtin models with the same architecture, tensors and
+// first stage hash, two at least — and how many leading stages all share
+// (their stage hashes' common prefix, the last stage excluded).
+std::vector<std::pair<std::vector<int>, int>> FindPrefixGroups(const std::vector<const ModelVersion*>& versions) {
+  std::vector<std::pair<std::vector<int>, int>> groups;
+  std::vector<uint8_t> taken(versions.size(), 0);
+  auto same = [](const ModelConfig& a, const ModelConfig& b) {
+    return a.architecture == b.architecture && a.stage_hashes.size() == b.stage_hashes.size() &&
+           a.stage_hashes[0] == b.stage_hashes[0] && a.inputs == b.inputs && a.outputs == b.outputs;
+  };
+  for (size_t k = 0; k < versions.size(); ++k) {
+    const ModelConfig& first = versions[k]->config;
+    if (taken[k] || first.platform != Platform::kBuiltin || first.stage_hashes.size() < 2) continue;
+    std::vector<int> members{static_cast<int>(k)};
+    size_t shared = first.stage_hashes.size() - 1;
+    for (size_t j = k + 1; j < versions.size(); ++j) {
+      const ModelConfig& other = versions[j]->config;
+      if (taken[j] || other.platform != Platform::kBuiltin || other.stage_hashes.empty() || !same(first, other)) {
+        continue;
+      }
+      members.push_back(static_cast<int>(j));
+      size_t common = 0;
+      while (common < shared && first.stage_hashes[common] == other.stage_hashes[common]) ++common;
+      shared = common;
+    }
+    if (members.size() < 2) continue;
+    for (int m : members) taken[m] = 1;
+    groups.push_back({std::move(members), static_cast<int>(shared)});
+  }
+  return groups;
 }
 
 void LayOutGraphs(const ModelRepository& repo, const ServerConfig& config, ClusterLayout* layout) {
@@ -62,17 +149,24 @@ void LayOutGraphs(const ModelRepository& repo, const ServerConfig& config, Clust
       absl::StrAppend(&layout->description, "  graph ", name, " is not served: ", graph.status().message(), "\n");
       continue;
     }
-    std::vector<int> parents;
-    for (const GraphSpec::Step& s : graph->steps) parents.push_back(s.input_from);
-    const std::vector<double> due = DueShares(parents, graph->shares);
+    const std::vector<double> due = DueShares(StepParents(*graph), graph->shares);
     std::vector<std::string> steps;
     for (size_t i = 0; i < graph->steps.size(); ++i) {
-      steps.push_back(absl::StrFormat("%s (due at %.0f%%)", layout->spec.models[graph->steps[i].model].name,
-                                      100 * due[i]));
+      const GraphSpec::Step& s = graph->steps[i];
+      std::string step = layout->spec.models[s.model].name;
+      for (const PrefixGroup& group : layout->prefix_groups) {
+        if (group.model == s.model && s.head >= 0) step = group.members[s.head]->config.name;
+      }
+      if (s.route_from >= 0) absl::StrAppend(&step, " if class in {", absl::StrJoin(s.route_values, ","), "}");
+      steps.push_back(absl::StrFormat("%s (due at %.0f%%)", step, 100 * due[i]));
     }
-    absl::StrAppendFormat(&layout->description, "  graph %s v%d (objective %.1f ms, %s split): %s\n", name, v.version,
-                          ToMillis(graph->objective), config.even_graph_split ? "even" : "Nexus's",
-                          absl::StrJoin(steps, " -> "));
+    absl::StrAppendFormat(&layout->description, "  graph %s v%d (objective %.1f ms, %s split): %s%s\n", name,
+                          v.version, ToMillis(graph->objective), config.even_graph_split ? "even" : "Nexus's",
+                          absl::StrJoin(steps, ", "),
+                          graph->exit_from < 0 ? ""
+                                               : absl::StrCat("; exits after step ", graph->exit_from,
+                                                              " if class in {", absl::StrJoin(graph->exit_values, ","),
+                                                              "}"));
     layout->graphs.push_back(*std::move(graph));
     layout->graph_served.push_back({v.config, v.version});
   }
@@ -84,35 +178,86 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
   ClusterLayout layout;
   ClusterSpec& spec = layout.spec;
   spec.delays = config.network;
+  std::vector<GraphSpec> members;  // prefix groups' members, as one-step graphs
+  std::vector<ServedModel> member_served;
   for (const ExecutorGroupConfig& group : config.executors) {
     SubCluster sub;
     sub.num_gpus = group.count;
     std::vector<const ModelVersion*>& versions = layout.group_models.emplace_back();
-    std::vector<std::string> names;
+    std::vector<const ModelVersion*> wanted;
     for (const std::string& name : group.models) {
       TUTTI_ASSIGN_OR_RETURN(const ModelVersion* v, repo.Find(name));
-      const ModelConfig& m = v->config;
-      if (m.inputs.size() != 1 || m.outputs.size() != 1) {
+      if (v->config.inputs.size() != 1 || v->config.outputs.size() != 1) {
         return absl::InvalidArgumentError(absl::StrCat("model '", name, "': Tutti serves models with one input "
                                                        "and one output tensor"));
       }
-      const Duration slo = m.latency_objective_ms ? Millis(*m.latency_objective_ms) : config.default_objective;
+      wanted.push_back(v);
+    }
+    std::vector<int> group_of(wanted.size(), -1);  // its prefix group's index in `prefix`, if any
+    std::vector<std::pair<std::vector<int>, int>> prefix;
+    if (config.prefix_batching && group.kind == "torch") prefix = FindPrefixGroups(wanted);
+    for (size_t p = 0; p < prefix.size(); ++p) {
+      for (int m : prefix[p].first) group_of[m] = static_cast<int>(p);
+    }
+    std::vector<std::string> names;
+    auto add = [&](const std::string& name, const ModelConfig& m, int64_t version, const LatencyProfile& profile,
+                   Duration slo, const ModelVersion* v) {
       sub.models.push_back(static_cast<ModelId>(spec.models.size()));
-      ModelSpec& model = spec.models.emplace_back(ModelSpec{name, m.profiles.at(group.profile), slo});
+      ModelSpec& model = spec.models.emplace_back(ModelSpec{name, profile, slo});
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
-      layout.served.push_back({m, v->version});
+      layout.served.push_back({m, version});
       versions.push_back(v);
-      const LatencyProfile& p = m.profiles.at(group.profile);
-      names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, v->version,
-                                      PlatformName(m.platform), ToMillis(slo), ToMillis(p.Latency(1)),
-                                      p.max_batch(), ToMillis(p.Latency(p.max_batch()))));
+      names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, version,
+                                      PlatformName(m.platform), ToMillis(slo), ToMillis(profile.Latency(1)),
+                                      profile.max_batch(), ToMillis(profile.Latency(profile.max_batch()))));
+    };
+    auto slo_of = [&](const ModelConfig& m) {
+      return m.latency_objective_ms ? Millis(*m.latency_objective_ms) : config.default_objective;
+    };
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      const ModelConfig& m = wanted[k]->config;
+      if (group_of[k] < 0) {
+        add(m.name, m, wanted[k]->version, m.profiles.at(group.profile), slo_of(m), wanted[k]);
+        continue;
+      }
+      const auto& [member_index, shared] = prefix[group_of[k]];
+      if (member_index.front() != static_cast<int>(k)) continue;  // added with its group's first member
+      PrefixGroup pg{static_cast<ModelId>(spec.models.size()), {}, shared};
+      std::vector<std::string> member_names;
+      const LatencyProfile* slowest = nullptr;
+      ModelConfig g = m;  // the group's model: the head's index, then the members' input
+      g.inputs[0] = TensorSpec{"head_and_" + m.inputs[0].name, DataType::kFp32, {m.inputs[0].ElementCount() + 1}};
+      g.stage_hashes.clear();
+      g.accuracy.reset();
+      for (int j : member_index) {
+        const ModelConfig& member = wanted[j]->config;
+        const LatencyProfile& p = member.profiles.at(group.profile);
+        if (slowest == nullptr || p.Latency(p.max_batch()) > slowest->Latency(slowest->max_batch())) slowest = &p;
+        g.max_batch_size = std::min(g.max_batch_size, member.max_batch_size);
+        pg.members.push_back(wanted[j]);
+        member_names.push_back(member.name);
+        GraphSpec one{member.name, slo_of(member), member.inputs[0].ElementCount(), member.outputs[0].ElementCount(),
+                      {GraphSpec::Step{pg.model}}, {1.0}};
+        one.steps[0].head = static_cast<int>(pg.members.size()) - 1;
+        members.push_back(std::move(one));
+        member_served.push_back({member, wanted[j]->version});
+      }
+      g.name = absl::StrCat("prefix[", absl::StrJoin(member_names, ","), "]");
+      // Planned with its slowest member's profile: a batch runs the shared
+      // stages once and each head on its own rows.
+      add(g.name, g, 1, *slowest, slo_of(m), wanted[k]);
+      absl::StrAppendFormat(&names.back(), ": %d models run their first %d of %d layer stages once per batch",
+                            member_names.size(), shared, m.stage_hashes.size());
+      layout.prefix_groups.push_back(std::move(pg));
     }
     absl::StrAppendFormat(&layout.description, "  %d x %s executor (profile %s):\n    %s\n", group.count, group.kind,
                           group.profile, absl::StrJoin(names, "\n    "));
     spec.sub_clusters.push_back(std::move(sub));
   }
+  layout.graphs = std::move(members);
+  layout.graph_served = std::move(member_served);
   LayOutGraphs(repo, config, &layout);
   return layout;
 }

@@ -25,6 +25,19 @@
 
 namespace tutti {
 
+// Models of one torch executor group whose leading stages are identical
+// (same architecture and stage_hashes), served as one scheduled model —
+// Nexus §6.3's prefix batching: a batch mixes their requests, runs the
+// shared stages once on all of it, then each member's own last stages on
+// its rows. The group's model takes the member's index (its head) before
+// each item's input; clients call the members by name (one-step graphs
+// over the group's model, with their head).
+struct PrefixGroup {
+  ModelId model;                              // the scheduled model
+  std::vector<const ModelVersion*> members;   // by head
+  int shared_stages = 0;                      // leading stages run once per batch
+};
+
 struct ClusterLayout {
   ClusterSpec spec;
   std::vector<ModelShape> shapes;                      // by model id
@@ -33,8 +46,10 @@ struct ClusterLayout {
   // The repository's graphs (platform ensemble) whose steps' models are all
   // served, as GraphEngine runs them (graph g is model spec.models.size() + g
   // for the frontends), with their configs.
+  // Prefix groups' members come first: one step, their group's model.
   std::vector<GraphSpec> graphs;
   std::vector<ServedModel> graph_served;
+  std::vector<PrefixGroup> prefix_groups;
   std::string description;  // a few lines: the groups and their models, the graphs
 };
 

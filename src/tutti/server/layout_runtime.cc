@@ -20,7 +20,8 @@ absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine
 }
 
 absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
-                                                            int group, Clock* clock) {
+                                                            int group, Clock* clock, std::string* description,
+                                                            int64_t* parameters) {
   const ExecutorGroupConfig& g = config.executors.at(group);
   const std::vector<const ModelVersion*>& models = layout.group_models.at(group);
   if (g.kind == "emulated") {
@@ -31,9 +32,25 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout&
     return std::make_unique<EmulatedExecutor>(clock, std::move(emulated));
   }
   std::vector<std::unique_ptr<TorchModel>> loaded;
-  for (const ModelVersion* v : models) {
-    TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> m, TorchModel::Load(*v));
-    loaded.push_back(std::move(m));
+  const std::vector<ModelId>& ids = layout.spec.sub_clusters.at(group).models;
+  for (size_t k = 0; k < models.size(); ++k) {
+    const PrefixGroup* prefix = nullptr;
+    for (const PrefixGroup& p : layout.prefix_groups) {
+      if (p.model == ids[k]) prefix = &p;
+    }
+    absl::StatusOr<std::unique_ptr<TorchModel>> m =
+        prefix == nullptr ? TorchModel::Load(*models[k])
+                          : TorchModel::LoadPrefixGroup(layout.served[ids[k]].config, prefix->members,
+                                                        prefix->shared_stages);
+    if (!m.ok()) return m.status();
+    loaded.push_back(*std::move(m));
+  }
+  int64_t held = 0;
+  for (const auto& m : loaded) held += m->parameter_count();
+  if (parameters != nullptr) *parameters = held;
+  if (description != nullptr) {
+    absl::StrAppendFormat(description, "    each torch executor of the group holds %d parameters (%.2f MiB)\n", held,
+                          held * 4.0 / (1 << 20));
   }
   return std::make_unique<TorchExecutor>(clock, std::move(loaded));
 }

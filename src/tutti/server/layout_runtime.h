@@ -32,9 +32,14 @@ absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine
                                                          ClusterLayout* layout);
 
 // One executor of `group` (config.executors[group]), holding its models in
-// the group's order. Errors: weights that fail to load.
+// the group's order (a prefix group's members' weights as one model). A
+// line saying how many parameters a torch executor holds is appended to
+// `description` unless null, and the count stored in `parameters` unless
+// null. Errors: weights that fail to load.
 absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
-                                                            int group, Clock* clock);
+                                                            int group, Clock* clock,
+                                                            std::string* description = nullptr,
+                                                            int64_t* parameters = nullptr);
 
 }  // namespace tutti
 

@@ -22,15 +22,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   SetTorchThreads(config.torch_threads);
   TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
   ClusterSpec& spec = layout.spec;
+  std::string& d = server->description_;
+  d = layout.description;
   std::vector<std::unique_ptr<Executor>> executors;
   for (size_t g = 0; g < config.executors.size(); ++g) {
     for (int i = 0; i < config.executors[g].count; ++i) {
-      TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> e, MakeGroupExecutor(layout, config, g, clock));
+      TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> e,
+                             MakeGroupExecutor(layout, config, g, clock, i == 0 ? &d : nullptr));
       executors.push_back(std::move(e));
     }
   }
-  std::string& d = server->description_;
-  d = layout.description;
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(spec, std::move(layout.shapes),

@@ -146,6 +146,11 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     return Invalid("graph_split", absl::StrCat("unknown split '", *split, "' (expected dp or even)"));
   }
   c.even_graph_split = split.value_or("dp") == "even";
+  TUTTI_ASSIGN_OR_RETURN(auto prefix, r.OptionalScalar<bool>("prefix_batching", "true or false"));
+  c.prefix_batching = prefix.value_or(true);
+  TUTTI_ASSIGN_OR_RETURN(auto step_overhead, r.OptionalScalar<double>("graph_step_overhead_ms", "a number"));
+  if (step_overhead && !(*step_overhead >= 0)) return Invalid("graph_step_overhead_ms", "must not be negative");
+  if (step_overhead) c.graph_step_overhead = static_cast<Duration>(*step_overhead * kMillisecond);
   if (window && *window < 0) return Invalid("early_drop_window", "must not be negative");
   c.early_drop_window = window.value_or(0);
   TUTTI_ASSIGN_OR_RETURN(auto queue_size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));
@@ -243,9 +248,9 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
                                                        group_of[name], "]; a model is in one group only"));
       }
       if (m.platform == Platform::kEnsemble) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": '", name, "' is a graph (platform ensemble): its "
-                                                       "steps' models go in executor groups; graphs are not served "
-                                                       "yet"));
+        return absl::InvalidArgumentError(absl::StrCat(where, ": '", name, "' is a graph (platform ensemble): it runs "
+                                                       "no executor of its own: put its steps' models in executor "
+                                                       "groups, and it is served over them"));
       }
       if (g.kind == "torch" && m.platform == Platform::kEmulated) {
         return absl::InvalidArgumentError(absl::StrCat(where, ": model '", name,

@@ -21,6 +21,10 @@
 //   default_objective_ms: 100        # for models without latency_objective_ms
 //   graph_split: dp                  # graphs' steps share the objective by Nexus's latency
 //                                    # split (dp) or evenly (even)
+//   graph_step_overhead_ms: 2        # the split's allowance per step beyond its compute
+//   prefix_batching: true            # builtin models of a torch executor group whose
+//                                    # leading layers are identical (stage_hashes) run
+//                                    # them once per batch for all (Nexus §6.3)
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
 //          max_body_mb: 64, max_header_kb: 64, read_timeout_s: 10,
@@ -97,6 +101,8 @@ struct ServerConfig {
   int64_t max_queue_size = 16384;
   int early_drop_window = 0;
   bool even_graph_split = false;  // graph_split: even
+  bool prefix_batching = true;
+  Duration graph_step_overhead = 2 * kMillisecond;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
 };

@@ -8,6 +8,7 @@
 namespace tutti {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::tutti::testing::TempDir;
 
@@ -268,6 +269,71 @@ ensemble_scheduling:
   for (const ExecutorGroupConfig& g : c->executors) EXPECT_THAT(g.models, ::testing::Not(::testing::Contains("pair")));
   EXPECT_THAT(ResolveError("executors: [{kind: emulated, profile: a100, models: [resnet50, pair]}]"),
               HasSubstr("executors[0]: 'pair' is a graph (platform ensemble)"));
+}
+
+// Three lenet5 specialists: tops and shoes share 4 leading stages, bags
+// only the first 2; odd has another trunk. On a torch group, the three
+// become one prefix group sharing 2 stages, served through one-step graphs
+// (with their heads); a routed graph over them runs the group's heads.
+TEST_F(ResolveTest, ModelsWithIdenticalLeadingStagesBecomeOnePrefixGroup) {
+  auto specialist = [&](const std::string& name, const std::string& hashes) {
+    dir_.WriteFile(name + "/1/config.yaml", absl::StrCat("name: ", name, R"(
+platform: builtin
+architecture: lenet5
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
+stage_hashes: )", hashes, "\n"));
+    dir_.WriteFile(name + "/1/model.pt", "weights");
+  };
+  specialist("tops", "[a, b, c, d, t]");
+  specialist("shoes", "[a, b, c, d, s]");
+  specialist("bags", "[a, b, x, y, z]");
+  specialist("odd", "[q, b, c, d, t]");
+  dir_.WriteFile("router/1/config.yaml", R"(name: router
+platform: ensemble
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+ensemble_scheduling:
+  step:
+    - {model_name: mlp, input_map: {image: image}, output_map: {logits: class}}
+    - {model_name: tops, input_map: {image: image}, output_map: {logits: logits}, route: {tensor: class, argmax_in: [0, 2]}}
+    - {model_name: shoes, input_map: {image: image}, output_map: {logits: logits}, route: {tensor: class, argmax_in: [5, 7, 9]}}
+  early_exit: {tensor: class, argmax_in: [8]}
+)");
+  repo_ = *ModelRepository::Open(dir_.path());
+  const std::string group = "executors: [{kind: torch, models: [mlp, tops, odd, shoes, bags]}]";
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig(group), repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(repo_, *c);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  std::vector<std::string> scheduled;
+  for (const ModelSpec& m : layout->spec.models) scheduled.push_back(m.name);
+  EXPECT_THAT(scheduled, ElementsAre("mlp", "prefix[tops,shoes,bags]", "odd"));
+  ASSERT_EQ(layout->prefix_groups.size(), 1u);
+  EXPECT_EQ(layout->prefix_groups[0].model, 1);
+  EXPECT_EQ(layout->prefix_groups[0].shared_stages, 2);
+  EXPECT_EQ(layout->shapes[1].input_elements, 785);  // the head, then the image
+  EXPECT_THAT(layout->description, HasSubstr("3 models run their first 2 of 5 layer stages once per batch"));
+  // The members, then the graph: clients call them by name.
+  ASSERT_EQ(layout->graphs.size(), 4u);
+  EXPECT_EQ(layout->graphs[2].name, "bags");
+  EXPECT_EQ(layout->graphs[2].steps[0].model, 1);
+  EXPECT_EQ(layout->graphs[2].steps[0].head, 2);
+  const GraphSpec& router = layout->graphs[3];
+  ASSERT_EQ(router.steps.size(), 3u);
+  EXPECT_EQ(router.steps[1].head, 0);
+  EXPECT_EQ(router.steps[2].head, 1);
+  EXPECT_EQ(router.steps[2].route_from, 0);
+  EXPECT_THAT(router.steps[2].route_values, ElementsAre(5, 7, 9));
+  EXPECT_DOUBLE_EQ(router.steps[2].gamma, 0.3);  // 3 of the router's 10 classes
+  EXPECT_THAT(router.outputs, ElementsAre(1, 2));
+  EXPECT_EQ(router.exit_from, 0);
+  // Switched off: each model on its own.
+  c = ResolveServerConfig(*ParseServerConfig("prefix_batching: false\n" + group), repo_);
+  EXPECT_EQ(LayOutCluster(repo_, *c)->spec.models.size(), 5u);
 }
 
 TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {

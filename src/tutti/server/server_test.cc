@@ -279,7 +279,7 @@ executors:
   - {kind: emulated, count: 1, profile: a100, models: [first, second]}
 )");
   ASSERT_NE(server, nullptr);
-  EXPECT_THAT(server->Describe(), HasSubstr("graph pair v1 (objective 200.0 ms, even split): first (due at 50%) -> second (due at 100%)"));
+  EXPECT_THAT(server->Describe(), HasSubstr("graph pair v1 (objective 200.0 ms, even split): first (due at 50%), second (due at 100%)"));
   HttpTestClient c(server->port());
   EXPECT_THAT(c.Request("GET", "/v2/models/pair").body, HasSubstr(R"("platform":"ensemble")"));
   testing::ClientResponse ok = c.Request("POST", "/v2/models/pair/infer", Infer({1, 2, 3, 4, 5, 6, 7, 8}, 2));
