@@ -44,12 +44,14 @@ const std::vector<DemoSpecialist>& DemoSpecialists() {
 constexpr char kDemoRouter[] = "mlp";
 constexpr char kDemoTrunk[] = "lenet5";
 constexpr char kDemoGraph[] = "fashion_router";
+constexpr char kDemoEnsemble[] = "fashion_ensemble";
 const std::vector<int64_t> kDemoExit = {8};
 constexpr double kDemoGraphObjectiveMs = 20;
 
 // Trains (when absent, or with `retrain`) and profiles the specialists,
-// then writes the graph with its accuracy on the test images, measured
-// offline over the saved models.
+// then writes the graph — and fashion_ensemble, the demo models side by
+// side with their logits averaged — with its accuracy on the test images,
+// measured offline over the saved models.
 absl::Status BuildDemoGraph(const std::string& repo_dir, const std::string& data_dir, bool retrain, bool reprofile,
                             const Clock& clock) {
   TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(repo_dir));
@@ -97,7 +99,24 @@ absl::Status BuildDemoGraph(const std::string& repo_dir, const std::string& data
   TUTTI_ASSIGN_OR_RETURN(graph.accuracy, EvaluateRoutedAccuracy(*router, specialists, kDemoExit, test, 500));
   std::cerr << absl::StrFormat("%s: accuracy %.4f on the %d test images (offline)\n", kDemoGraph, *graph.accuracy,
                                test.size());
-  return WriteModelConfig(VersionDir(repo_dir, kDemoGraph, 1), graph);
+  TUTTI_RETURN_IF_ERROR(WriteModelConfig(VersionDir(repo_dir, kDemoGraph, 1), graph));
+
+  // fashion_ensemble: the three demo models side by side, their logits averaged.
+  ModelConfig ensemble = graph;
+  ensemble.name = kDemoEnsemble;
+  ensemble.steps.clear();
+  ensemble.early_exit.reset();
+  ensemble.merge = "mean";
+  std::vector<TorchModel*> members;
+  for (const DemoModel& m : kDemoModels) {
+    ensemble.steps.push_back({m.architecture, -1, {{"image", "image"}}, {{"logits", "logits"}}});
+    TUTTI_ASSIGN_OR_RETURN(loaded.emplace_back(), TorchModel::Load(**repo.Find(m.architecture)));
+    members.push_back(loaded.back().get());
+  }
+  TUTTI_ASSIGN_OR_RETURN(ensemble.accuracy, EvaluateMeanAccuracy(members, test, 500));
+  std::cerr << absl::StrFormat("%s: accuracy %.4f on the %d test images (offline)\n", kDemoEnsemble,
+                               *ensemble.accuracy, test.size());
+  return WriteModelConfig(VersionDir(repo_dir, kDemoEnsemble, 1), ensemble);
 }
 
 // Writes kExampleRequestFile: test image 0 as a [1, 1, 28, 28] FP32 request.
@@ -226,8 +245,9 @@ int DemoCommand(const Args& args) {
                 "the table. Exits 1 if a model stays below its floor. Then the graph\n"
                 "fashion_router: mlp routes each image by its class to a specialist (tops,\n"
                 "lower, shoes: lenet5 fine-tuned in its last layer on those classes, served\n"
-                "with prefix batching), bags exit early with mlp's answer; its accuracy on\n"
-                "the test images is measured offline and recorded.");
+                "with prefix batching), bags exit early with mlp's answer; and the graph\n"
+                "fashion_ensemble: mlp, lenet5 and resnet_small side by side, their logits\n"
+                "averaged. Their accuracy on the test images is measured offline and recorded.");
   flags.String("repo", &repo_dir, "model repository directory");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   flags.Bool("retrain", &retrain, "train every demo model again");

@@ -194,7 +194,9 @@ absl::Status GraphEngine::Submit(ModelId model, std::vector<float> input, Durati
 
 std::vector<GraphEngine::Start> GraphEngine::Advance(Run& run) {
   std::vector<Start> starts;
-  const std::vector<GraphSpec::Step>& steps = graphs_[run.graph].steps;
+  const GraphSpec& graph = graphs_[run.graph];
+  const std::vector<GraphSpec::Step>& steps = graph.steps;
+  const std::vector<int> outputs = Outputs(graph);
   const int n = static_cast<int>(steps.size());
   using State = Run::State;
   // Whether a waiting step other than `except` still reads `from`'s output.
@@ -219,7 +221,9 @@ std::vector<GraphEngine::Start> GraphEngine::Advance(Run& run) {
     ++run.running;
     std::vector<float>& source = s.input_from < 0 ? run.input : run.outputs[s.input_from];
     Start start{j, {}};
-    if (read_later(s.input_from, j)) {
+    const bool merged_later = s.input_from >= 0 && graph.merge != GraphSpec::Merge::kNone &&
+                              std::find(outputs.begin(), outputs.end(), s.input_from) != outputs.end();
+    if (merged_later || read_later(s.input_from, j)) {
       start.input = source;  // another step reads it too
     } else {
       start.input = std::move(source);
@@ -284,13 +288,21 @@ void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcom
     } else {
       run->state[i] = Run::State::kDone;
       if (decides_[run->graph][i]) run->chosen[i] = Argmax(outcome.output);
+      const bool output = std::find(outputs.begin(), outputs.end(), i) != outputs.end();
       if ((graph.exit_from == i && Holds(run->chosen[i], graph.exit_values)) ||
-          std::find(outputs.begin(), outputs.end(), i) != outputs.end()) {
+          (output && graph.merge == GraphSpec::Merge::kNone)) {
         answer = true;
       } else {
         run->outputs[i] = std::move(outcome.output);
         starts = Advance(*run);
-        if (starts.empty() && run->running == 0) {  // the routes left no output step to run
+        if (graph.merge != GraphSpec::Merge::kNone &&
+            std::none_of(outputs.begin(), outputs.end(), [&](int o) {
+              return run->state[o] == Run::State::kWaiting || run->state[o] == Run::State::kRunning;
+            }) &&
+            std::any_of(outputs.begin(), outputs.end(), [&](int o) { return run->state[o] == Run::State::kDone; })) {
+          outcome.output = Merged(graph, *run);  // the last output has come
+          answer = true;
+        } else if (starts.empty() && run->running == 0) {  // the routes left no output step to run
           std::vector<std::string> chosen;
           for (size_t j = 0; j < graph.steps.size(); ++j) {
             if (run->chosen[j] >= 0) {
@@ -313,6 +325,24 @@ void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcom
   } else {
     StartSteps(run, std::move(starts));
   }
+}
+
+std::vector<float> GraphEngine::Merged(const GraphSpec& graph, Run& run) {
+  std::vector<float> sum;
+  int ran = 0;
+  for (int o : Outputs(graph)) {
+    if (run.state[o] != Run::State::kDone) continue;
+    std::vector<float>& out = run.outputs[o];
+    if (ran++ == 0) {
+      sum = std::move(out);
+    } else {
+      for (size_t k = 0; k < sum.size() && k < out.size(); ++k) sum[k] += out[k];
+    }
+  }
+  if (graph.merge == GraphSpec::Merge::kMean) {
+    for (float& v : sum) v /= static_cast<float>(ran);
+  }
+  return sum;
 }
 
 void GraphEngine::Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome) {

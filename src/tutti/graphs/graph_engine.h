@@ -13,9 +13,10 @@
 // arrival plus its objective times the step's due share (DueShares of
 // GraphSpec::shares; see MakeGraphShares for how they are chosen), steps
 // no other step waits for at the end. The answer is the output of the
-// output step that ran — or, on an early exit, of the step whose class
-// says so — judged against the whole objective (late if it finished after
-// arrival + objective).
+// output step that ran (with a merge: the mean or sum of the outputs of
+// all that ran, once none is left to run) — or, on an early exit, of the
+// step whose class says so — judged against the whole objective (late if
+// it finished after arrival + objective).
 //
 // Every accepted graph request is answered exactly once: with its output;
 // with the first error of a step — the inner engine's (its step dropped,
@@ -68,7 +69,11 @@ struct GraphSpec {
   int64_t input_elements = 0, output_elements = 0;
   std::vector<Step> steps;     // only the steps an output needs, producers first
   std::vector<double> shares;  // per step: its share of the objective (along each path, at most 1 in all)
-  std::vector<int> outputs;    // the steps that make the graph's output (at most one runs); empty: the last
+  // The steps that make the graph's output; empty: the last. Without a
+  // merge at most one of them runs (routes exclude the others).
+  std::vector<int> outputs;
+  enum class Merge { kNone, kMean, kSum };
+  Merge merge = Merge::kNone;  // else: the outputs of all that ran, element-wise
   int exit_from = -1;          // ≥ 0: answer with this step's output when its largest value is at
   std::vector<int64_t> exit_values;  // one of these
   bool even_split = false;     // shares from an even split: never re-split
@@ -138,6 +143,8 @@ class GraphEngine final : public InferenceEngine {
   // Counts a step's outcome, against the step's own deadline.
   void CountStep(const Run& run, int i, const InferenceOutcome& outcome);
   void Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome);
+  // Under run.mu: the merge of the outputs of the output steps that ran.
+  static std::vector<float> Merged(const GraphSpec& graph, Run& run);
   // Every options_.resplit_every requests of graph `g`: re-split on drift.
   void MaybeResplit(int g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 

@@ -306,6 +306,30 @@ TEST(GraphRoutingTest, MeasuredFanOutThatDriftsReSplitsTheObjective) {
   EXPECT_EQ(engine->Counters()[5].success, 22);
 }
 
+TEST(GraphRoutingTest, SideBySideStepsMergeTheirOutputs) {
+  Scripted inner;
+  GraphSpec both{"both", kSecond, 1, 2, {{1}, {2}}, {1, 1}};  // x and y on the input, side by side
+  both.outputs = {0, 1};
+  both.merge = GraphSpec::Merge::kMean;
+  GraphSpec summed = both;
+  summed.name = "summed";
+  summed.merge = GraphSpec::Merge::kSum;
+  // The router, then x for class 0 only, and y always: merged over those that ran.
+  GraphSpec some{"some", kSecond, 1, 2, {{0}, {1}, {2}}, {0.5, 0.5, 0.5}};
+  some.steps[1].route_from = 0;
+  some.steps[1].route_values = {0};
+  some.steps[2].route_from = 0;
+  some.steps[2].route_values = {0, 1, 2};
+  some.outputs = {1, 2};
+  some.merge = GraphSpec::Merge::kMean;
+  std::unique_ptr<GraphEngine> engine = *GraphEngine::Create(&inner, Scripted::Spec(), {both, summed, some});
+  EXPECT_THAT(Call(*engine, 5, {2}).output, ElementsAre(30, 0));  // (20 + 40) / 2
+  EXPECT_THAT(Call(*engine, 6, {2}).output, ElementsAre(60, 0));
+  EXPECT_THAT(Call(*engine, 7, {3}).output, ElementsAre(45, 0));  // class 0: (30 + 60) / 2
+  EXPECT_THAT(Call(*engine, 7, {4}).output, ElementsAre(80, 0));  // class 1: y alone
+  EXPECT_EQ(engine->Counters()[7].success, 2);
+}
+
 TEST(GraphEngineCreateTest, BadGraphsAreRefused) {
   ClusterSpec spec;
   spec.models = {{"a", *LatencyProfile::Linear(Micros(100), Millis(1), 8), kSecond}};

@@ -73,4 +73,29 @@ absl::StatusOr<double> EvaluateRoutedAccuracy(TorchModel& router, const std::vec
   return static_cast<double>(correct) / static_cast<double>(set.size());
 }
 
+absl::StatusOr<double> EvaluateMeanAccuracy(const std::vector<TorchModel*>& models, const ImageSet& set,
+                                            int batch_size) {
+  if (set.size() == 0 || models.empty()) return absl::InvalidArgumentError("no models or an empty evaluation set");
+  for (const TorchModel* m : models) batch_size = std::clamp(batch_size, 1, m->config().max_batch_size);
+  int64_t correct = 0;
+  std::vector<float> out, sum;
+  for (int64_t begin = 0; begin < set.size(); begin += batch_size) {
+    const int n = static_cast<int>(std::min<int64_t>(batch_size, set.size() - begin));
+    const std::vector<float> pixels = set.ToFloat(begin, n);
+    sum.clear();
+    for (TorchModel* m : models) {
+      TUTTI_RETURN_IF_ERROR(m->Run(pixels, n, &out));
+      if (sum.empty()) {
+        sum = out;
+      } else {
+        for (size_t k = 0; k < sum.size(); ++k) sum[k] += out[k];
+      }
+    }
+    for (float& v : sum) v /= static_cast<float>(models.size());  // as the graph computes it
+    const std::vector<int> pred = ArgmaxRows(sum, models[0]->output_elements());
+    for (int i = 0; i < n; ++i) correct += pred[i] == set.labels[begin + i];
+  }
+  return static_cast<double>(correct) / static_cast<double>(set.size());
+}
+
 }  // namespace tutti

@@ -32,6 +32,11 @@ struct RoutedSpecialist {
 absl::StatusOr<double> EvaluateRoutedAccuracy(TorchModel& router, const std::vector<RoutedSpecialist>& specialists,
                                               const std::vector<int64_t>& exit, const ImageSet& set, int batch_size);
 
+// Side-by-side models whose outputs are averaged (a graph with merge:
+// mean): the fraction of `set` whose mean output's argmax is the label.
+absl::StatusOr<double> EvaluateMeanAccuracy(const std::vector<TorchModel*>& models, const ImageSet& set,
+                                            int batch_size);
+
 }  // namespace tutti
 
 #endif  // TUTTI_MODELS_EVALUATE_H_

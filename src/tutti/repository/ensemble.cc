@@ -90,8 +90,9 @@ absl::StatusOr<EnsemblePlan> PlanEnsemble(const ModelConfig& graph, const std::v
           return Invalid(Step(i), absl::StrCat("tensor '", tensor, "' is produced twice: by ", who(first.step),
                                                " and by this step"));
         }
+        const bool merged = !graph.merge.empty() && graph.outputs.size() == 1 && tensor == graph.outputs[0].name;
         for (int other : alternatives[tensor]) {
-          if (!exclusive(other, i)) {
+          if (!merged && !exclusive(other, i)) {
             return Invalid(Step(i), absl::StrCat("tensor '", tensor, "' is produced twice: by ", who(other),
                                                  " and by this step, and both can run (only steps routed on one "
                                                  "tensor, with no class in common, may make the same tensor)"));

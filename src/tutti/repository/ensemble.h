@@ -22,8 +22,9 @@ struct EnsemblePlan {
 // Checks `graph` against `versions` (the repository's) and orders its
 // steps. InvalidArgument, naming the step and tensor: an unknown model or
 // version, a graph as a step, a step model's input left unmapped, a mapped
-// input or output the model does not have, a tensor produced twice or by
-// nothing, a tensor whose datatype or shape differs from what its consumer
+// input or output the model does not have, a tensor produced twice (but by
+// routed steps that exclude each other, or the graph's output under a
+// merge) or by nothing, a tensor whose datatype or shape differs from what its consumer
 // (or the graph's output) declares, steps that form a cycle.
 // REQUIRES: graph.platform is kEnsemble and ValidateModelConfig passed.
 absl::StatusOr<EnsemblePlan> PlanEnsemble(const ModelConfig& graph, const std::vector<ModelVersion>& versions);

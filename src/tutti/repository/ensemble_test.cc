@@ -144,5 +144,17 @@ TEST_F(EnsembleTest, RoutedStepsMayMakeOneTensorWhenTheirClassesDiffer) {
   EXPECT_TRUE(PlanEnsemble(graph_, versions_).ok());
 }
 
+TEST_F(EnsembleTest, UnderAMergeSeveralStepsMayMakeTheOutput) {
+  versions_.push_back(Model("shoes2", {kImage}, {kLogits}));
+  graph_.outputs = {kLogits};
+  graph_.steps = {{"tops", -1, {{"image", "image"}}, {{"logits", "logits"}}},
+                  {"shoes2", -1, {{"image", "image"}}, {{"logits", "logits"}}}};
+  EXPECT_THAT(Error(), HasSubstr("tensor 'logits' is produced twice"));
+  graph_.merge = "mean";
+  absl::StatusOr<EnsemblePlan> plan = PlanEnsemble(graph_, versions_);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->order, ElementsAre(0, 1));
+}
+
 }  // namespace
 }  // namespace tutti

@@ -73,12 +73,18 @@ void EmitRoute(YAML::Emitter& out, const char* key, const EnsembleRoute& route) 
       << route.tensor << YAML::Key << "argmax_in" << YAML::Value << YAML::Flow << route.argmax_in << YAML::EndMap;
 }
 
-absl::StatusOr<std::vector<EnsembleStep>> ParseSteps(const YAML::Node& node, std::optional<EnsembleRoute>* exit) {
+absl::StatusOr<std::vector<EnsembleStep>> ParseSteps(const YAML::Node& node, std::optional<EnsembleRoute>* exit,
+                                                     std::string* merge) {
   MapReader r(node, "ensemble_scheduling");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   TUTTI_ASSIGN_OR_RETURN(YAML::Node list, r.Require("step"));
   if (!list.IsSequence()) return Invalid("ensemble_scheduling.step", "expected a list of steps");
   TUTTI_ASSIGN_OR_RETURN(*exit, ParseRoute(r.Get("early_exit"), "ensemble_scheduling.early_exit"));
+  TUTTI_ASSIGN_OR_RETURN(auto m, r.OptionalScalar<std::string>("merge", "mean or sum"));
+  if (m && *m != "mean" && *m != "sum") {
+    return Invalid("ensemble_scheduling.merge", absl::StrCat("unknown merge '", *m, "' (expected mean or sum)"));
+  }
+  *merge = m.value_or("");
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   std::vector<EnsembleStep> steps;
   for (size_t i = 0; i < list.size(); ++i) {
@@ -203,7 +209,7 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   }
   if (YAML::Node scheduling = r.Get("ensemble_scheduling"); scheduling.IsDefined() && !scheduling.IsNull()) {
     if (c.platform != Platform::kEnsemble) return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
-    TUTTI_ASSIGN_OR_RETURN(c.steps, ParseSteps(scheduling, &c.early_exit));
+    TUTTI_ASSIGN_OR_RETURN(c.steps, ParseSteps(scheduling, &c.early_exit, &c.merge));
   }
   if (YAML::Node hashes = r.Get("stage_hashes"); hashes.IsDefined() && !hashes.IsNull()) {
     if (!hashes.IsSequence()) return Invalid("stage_hashes", "expected a list of hashes");
@@ -307,7 +313,7 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
       if (s.input_map.empty()) return Invalid(where + ".input_map", "map the step model's inputs");
       if (s.output_map.empty()) return Invalid(where + ".output_map", "map at least one output");
     }
-  } else if (!c.steps.empty() || c.early_exit) {
+  } else if (!c.steps.empty() || c.early_exit || !c.merge.empty()) {
     return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
   }
   if (!c.stage_hashes.empty() && c.platform != Platform::kBuiltin) {
@@ -401,6 +407,7 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     }
     out << YAML::EndSeq;
     if (c.early_exit) EmitRoute(out, "early_exit", *c.early_exit);
+    if (!c.merge.empty()) out << YAML::Key << "merge" << YAML::Value << c.merge;
     out << YAML::EndMap;
   }
   if (!c.stage_hashes.empty()) out << YAML::Key << "stage_hashes" << YAML::Value << YAML::Flow << c.stage_hashes;

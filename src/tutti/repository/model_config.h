@@ -25,6 +25,7 @@
 //       - {model_name: shoes, input_map: {image: image}, output_map: {logits: logits},
 //          route: {tensor: coarse_logits, argmax_in: [5, 7, 9]}}   # Tutti: runs only then
 //     early_exit: {tensor: coarse_logits, argmax_in: [8]}        # Tutti: answer with it then
+//     merge: mean                                                 # Tutti: several steps make the output
 //   stage_hashes: [9f3c…, …]     # builtin only: per layer stage, written by tutti train
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
@@ -126,6 +127,12 @@ struct ModelConfig {
   // holds, the graph answers with the route's tensor as its output and runs
   // no further step.
   std::optional<EnsembleRoute> early_exit;
+  // Platform ensemble only (ensemble_scheduling.merge, Tutti's extension;
+  // KServe's Ensemble router): "" — each tensor has one producer (or
+  // exclusive routed ones); "mean" or "sum" — the graph's output may be
+  // made by several steps, which run side by side, and the answer is the
+  // element-wise mean or sum of the outputs of those that ran.
+  std::string merge;
   // Builtin only: per stage of the architecture, a hash of its weights
   // (models/architectures.h StageHashes), recorded by `tutti train`. Models
   // whose leading hashes agree share those layers (prefix batching).

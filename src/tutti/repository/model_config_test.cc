@@ -147,6 +147,13 @@ ensemble_scheduling:
   ASSERT_TRUE(again.ok()) << again.status() << "\n" << ModelConfigToYaml(*c);
   EXPECT_EQ(again->steps, c->steps);
   EXPECT_EQ(again->early_exit, c->early_exit);
+  absl::StatusOr<ModelConfig> merged =
+      ParseModelConfig(absl::StrReplaceAll(ModelConfigToYaml(*c), {{"early_exit:", "merge: mean\n  early_exit:"}}));
+  ASSERT_TRUE(merged.ok()) << merged.status();
+  EXPECT_EQ(merged->merge, "mean");
+  EXPECT_EQ(ParseModelConfig(ModelConfigToYaml(*merged))->merge, "mean");
+  EXPECT_THAT(ErrorOf(absl::StrReplaceAll(ModelConfigToYaml(*c), {{"early_exit:", "merge: vote\n  early_exit:"}})),
+              HasSubstr("unknown merge 'vote' (expected mean or sum)"));
   EXPECT_THAT(ErrorOf(absl::StrReplaceAll(ModelConfigToYaml(*c), {{"[5, 7, 9]", "[-1]"}})),
               HasSubstr("class indices are not negative"));
   absl::StatusOr<ModelConfig> hashed = ParseModelConfig(Edit("max_batch_size: 64", "max_batch_size: 64\nstage_hashes: [a1, b2]"));

@@ -99,6 +99,7 @@ absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepo
     spec.steps.push_back(std::move(step));
   }
   for (int p : producers(g.outputs[0].name)) spec.outputs.push_back(index[p]);
+  if (!g.merge.empty()) spec.merge = g.merge == "sum" ? GraphSpec::Merge::kSum : GraphSpec::Merge::kMean;
   if (g.early_exit) {
     spec.exit_from = from(g.early_exit->tensor);
     spec.exit_values = g.early_exit->argmax_in;
@@ -160,13 +161,14 @@ void LayOutGraphs(const ModelRepository& repo, const ServerConfig& config, Clust
       if (s.route_from >= 0) absl::StrAppend(&step, " if class in {", absl::StrJoin(s.route_values, ","), "}");
       steps.push_back(absl::StrFormat("%s (due at %.0f%%)", step, 100 * due[i]));
     }
-    absl::StrAppendFormat(&layout->description, "  graph %s v%d (objective %.1f ms, %s split): %s%s\n", name,
+    absl::StrAppendFormat(&layout->description, "  graph %s v%d (objective %.1f ms, %s split): %s%s%s\n", name,
                           v.version, ToMillis(graph->objective), config.even_graph_split ? "even" : "Nexus's",
                           absl::StrJoin(steps, ", "),
                           graph->exit_from < 0 ? ""
                                                : absl::StrCat("; exits after step ", graph->exit_from,
                                                               " if class in {", absl::StrJoin(graph->exit_values, ","),
-                                                              "}"));
+                                                              "}"),
+                          v.config.merge.empty() ? "" : absl::StrCat("; the outputs' ", v.config.merge));
     layout->graphs.push_back(*std::move(graph));
     layout->graph_served.push_back({v.config, v.version});
   }
