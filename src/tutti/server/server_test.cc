@@ -272,7 +272,7 @@ ensemble_scheduling:
 )");
   std::unique_ptr<Server> server = Start(R"(
 http: {port: 0}
-grpc: {port: -1}
+grpc: {port: 0}
 policy: eager
 graph_split: even
 executors:
@@ -291,18 +291,34 @@ executors:
       R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}],"parameters":{"latency_objective_ms":80}})");
   EXPECT_EQ(dropped.status, 503) << dropped.body;
   EXPECT_THAT(dropped.body, HasSubstr("graph 'pair', step 1 ('second'): the latency objective of this 'second'"));
+  // The same over gRPC: one clear error, DEADLINE_EXCEEDED.
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server->grpc_port()), grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest request;
+  request.set_model_name("pair");
+  (*request.mutable_parameters())["latency_objective_ms"].set_double_param(80);
+  auto* in = request.add_inputs();
+  in->set_name("image");
+  in->set_datatype("FP32");
+  for (int64_t dim : {1, 4}) in->add_shape(dim);
+  for (float v : {1, 2, 3, 4}) in->mutable_contents()->add_fp32_contents(v);
+  inference::ModelInferResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub->ModelInfer(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << status.error_message();
+  EXPECT_THAT(status.error_message(), HasSubstr("graph 'pair', step 1 ('second'): the latency objective"));
   const std::string metrics = c.Request("GET", "/metrics").body;
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="success"} 2)"));
-  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="dropped"} 1)"));
-  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="first",outcome="success"} 3)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="pair",outcome="dropped"} 2)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="first",outcome="success"} 4)"));
   // Its steps, each against its own deadline: the dropped request's first step was on time.
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_graph_step_requests_total{model="pair",step="0",step_model="first",)"
-                                 R"(outcome="success"} 3)"));
+                                 R"(outcome="success"} 4)"));
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_graph_step_requests_total{model="pair",step="1",step_model="second",)"
-                                 R"(outcome="dropped"} 1)"));
+                                 R"(outcome="dropped"} 2)"));
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_graph_step_deadline_share{model="pair",step="0",step_model="first"} 0.5000)"));
   EXPECT_THAT(c.Request("GET", "/v2/models/pair/stats").body,
-              HasSubstr(R"("steps":[{"model_name":"first","deadline_share":0.5000,"success":3,)"));
+              HasSubstr(R"("steps":[{"model_name":"first","deadline_share":0.5000,"success":4,)"));
 }
 
 }  // namespace
