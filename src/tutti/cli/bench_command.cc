@@ -165,14 +165,14 @@ int BenchParm(const Args& args) {
 }  // namespace
 
 int BenchPrefix(const Args& args) {
-  std::string repo_dir = "build/prefix_repository", data_dir = kDefaultFashionMnistDir, prefix = "s", sizes = "2,4,8,16";
+  std::string repo_dir = "build/prefix_repository_resnet", data_dir = kDefaultFashionMnistDir, prefix = "s", sizes = "2,4,8,16";
   double objective_ms = 10, probe_s = 3;
   int threads = 1;
   PrefixBatchingSetup setup;
   FlagSet flags("tutti bench prefix [--repo DIR] [--sizes 2,4,8,16] [flags]",
                 "Prefix batching (Nexus section 6.3, Figure 15) on this CPU: N models sharing their\n"
                 "leading layers (PREFIX0 … PREFIX{N-1} of the repository, e.g. specialists made by\n"
-                "`tutti train --init-from lenet5 --last-stage-only`, as bench/prefix_batching.sh does)\n"
+                "`tutti train --init-from resnet_small --last-stage-only`, as bench/prefix_batching.sh does)\n"
                 "on one torch executor, with and without prefix batching, for each N of --sizes.\n"
                 "Requests go straight to the serving engine in this process (no HTTP, no client):\n"
                 "Poisson arrivals split equally over the N models, Fashion-MNIST test images. For\n"
@@ -182,8 +182,10 @@ int BenchPrefix(const Args& args) {
   flags.String("prefix", &prefix, "the models are named PREFIX0, PREFIX1, …");
   flags.String("sizes", &sizes, "numbers of models to compare");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
+  flags.String("policy", &setup.policy, "scheduling policy: deferred | eager | timeout | nexus");
   flags.Double("probe-s", &probe_s, "seconds per probed rate");
   flags.Double("rate", &setup.start_rate, "the search's first rate, requests/s");
+  flags.Double("tolerance", &setup.tolerance, "relative precision of the search");
   flags.Int("threads", &threads, "libtorch intra-op threads");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;

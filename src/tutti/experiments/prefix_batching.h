@@ -25,6 +25,7 @@ namespace tutti {
 struct PrefixBatchingSetup {
   std::vector<std::string> models;  // served on one torch executor
   bool prefix_batching = true;
+  std::string policy = "deferred";   // the scheduling policy (serve config `policy`)
   Duration objective = 10 * kMillisecond;
   Duration probe = 3 * kSecond;      // sending time per probe rate (the first 0.5 s not judged)
   double max_bad = 0.01;             // a rate meets the objective when at most this share is bad
@@ -40,7 +41,8 @@ struct PrefixBatchingResult {
   int probes = 0;
 };
 
-// Searches the goodput (doubling, then bisecting). Errors: the models'
+// Searches the goodput (doubling, then bisecting; a rate fails when two
+// probes in a row fail). Errors: the models'
 // own (unknown, without a cpu profile, weights that fail to load).
 absl::StatusOr<PrefixBatchingResult> MeasurePrefixBatching(const ModelRepository& repo,
                                                            const PrefixBatchingSetup& setup, const ImageSet& images,
