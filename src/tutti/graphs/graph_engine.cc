@@ -89,6 +89,7 @@ GraphEngine::GraphEngine(InferenceEngine* inner, ClusterSpec inner_spec, std::ve
   for (size_t g = 0; g < graphs_.size(); ++g) {
     const GraphSpec& graph = graphs_[g];
     parents_.push_back(StepParents(graph));
+    outputs_.push_back(Outputs(graph));
     shares_.push_back(graph.shares);
     std::vector<double>& gammas = gammas_.emplace_back();
     for (const GraphSpec::Step& s : graph.steps) gammas.push_back(s.gamma);
@@ -196,7 +197,7 @@ std::vector<GraphEngine::Start> GraphEngine::Advance(Run& run) {
   std::vector<Start> starts;
   const GraphSpec& graph = graphs_[run.graph];
   const std::vector<GraphSpec::Step>& steps = graph.steps;
-  const std::vector<int> outputs = Outputs(graph);
+  const std::vector<int>& outputs = outputs_[run.graph];
   const int n = static_cast<int>(steps.size());
   using State = Run::State;
   // Whether a waiting step other than `except` still reads `from`'s output.
@@ -272,7 +273,7 @@ void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outco
 void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome) {
   const GraphSpec& graph = graphs_[run->graph];
   CountStep(*run, i, outcome);
-  const std::vector<int> outputs = Outputs(graph);
+  const std::vector<int>& outputs = outputs_[run->graph];
   std::vector<Start> starts;
   bool answer = false;
   {
@@ -300,7 +301,7 @@ void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcom
               return run->state[o] == Run::State::kWaiting || run->state[o] == Run::State::kRunning;
             }) &&
             std::any_of(outputs.begin(), outputs.end(), [&](int o) { return run->state[o] == Run::State::kDone; })) {
-          outcome.output = Merged(graph, *run);  // the last output has come
+          outcome.output = Merged(*run);  // the last output has come
           answer = true;
         } else if (starts.empty() && run->running == 0) {  // the routes left no output step to run
           std::vector<std::string> chosen;
@@ -327,10 +328,11 @@ void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcom
   }
 }
 
-std::vector<float> GraphEngine::Merged(const GraphSpec& graph, Run& run) {
+std::vector<float> GraphEngine::Merged(Run& run) const {
+  const GraphSpec& graph = graphs_[run.graph];
   std::vector<float> sum;
   int ran = 0;
-  for (int o : Outputs(graph)) {
+  for (int o : outputs_[run.graph]) {
     if (run.state[o] != Run::State::kDone) continue;
     std::vector<float>& out = run.outputs[o];
     if (ran++ == 0) {

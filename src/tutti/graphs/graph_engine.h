@@ -144,7 +144,7 @@ class GraphEngine final : public InferenceEngine {
   void CountStep(const Run& run, int i, const InferenceOutcome& outcome);
   void Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome);
   // Under run.mu: the merge of the outputs of the output steps that ran.
-  static std::vector<float> Merged(const GraphSpec& graph, Run& run);
+  std::vector<float> Merged(Run& run) const;
   // Every options_.resplit_every requests of graph `g`: re-split on drift.
   void MaybeResplit(int g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -153,6 +153,7 @@ class GraphEngine final : public InferenceEngine {
   const int inner_models_;
   const GraphOptions options_;
   std::vector<std::vector<int>> parents_;       // per graph: StepParents
+  std::vector<std::vector<int>> outputs_;       // per graph: its output steps (the last, if none is named)
   std::vector<std::vector<uint8_t>> decides_;   // per graph, per step: a route or the exit reads its class
 
   const std::vector<GraphSpec> graphs_;         // as created; their shares and γ as below
