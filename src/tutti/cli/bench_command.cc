@@ -11,6 +11,7 @@
 #include "tutti/models/torch_model.h"
 #include "tutti/experiments/parm_tail.h"
 #include "tutti/experiments/prefix_batching.h"
+#include "tutti/experiments/stateful_serving.h"
 #include "tutti/simulator/report.h"
 
 namespace tutti::cli {
@@ -222,16 +223,87 @@ int BenchPrefix(const Args& args) {
   return 0;
 }
 
+int BenchStateful(const Args& args) {
+  std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
+  double duration_s = 5, kill_at_s = 0, objective_ms = 100;
+  int threads = 1;
+  StatefulServingSetup setup;
+  setup.policy = "eager";  // deferred holds each request near its deadline: latency would be the objective
+  FlagSet flags("tutti bench stateful [--repo DIR] [--modes none,remus,nspb] [flags]",
+                "Stateful serving (HAMS) on this CPU: the stateful model --model (the demo's gru_rows,\n"
+                "which reads an image 4 rows per request of a sequence) on one torch executor whose\n"
+                "states a backup replicates, for each replication mode of --modes: none, nspb (HAMS's\n"
+                "non-stop primary-backup), remus (stop-and-buffer), checkpoint (checkpoint-replay).\n"
+                "Requests go straight to the serving engine in this process (no HTTP, no client):\n"
+                "--sequences clients, each classifying test images one after another, sending a\n"
+                "step when the last is answered. Prints throughput, latency, the images' accuracy,\n"
+                "and what the replication cost. With --kill-at-s, the primary dies then (what it\n"
+                "held is lost) and the backup takes over: prints the failover time, the batches run\n"
+                "again, the answers that read a state not descended from the previous answer's\n"
+                "(inconsistent), and checks that every request was answered exactly once.");
+  flags.String("repo", &repo_dir, "model repository");
+  flags.String("model", &setup.model, "the stateful model");
+  flags.String("modes", &modes, "replication modes to compare");
+  flags.Int("sequences", &setup.sequences, "concurrent clients");
+  flags.Double("duration-s", &duration_s, "seconds of load per mode");
+  flags.Double("kill-at-s", &kill_at_s, "kill the primary this many seconds in (0: never)");
+  flags.Int("checkpoint-every", &setup.replication.checkpoint_every, "checkpoint mode: stateful batches between checkpoints");
+  flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
+  flags.Double("slo-ms", &objective_ms, "latency objective of every request");
+  flags.String("policy", &setup.policy, "scheduling policy: deferred | eager | timeout | nexus");
+  flags.Int("threads", &threads, "libtorch intra-op threads");
+  flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
+  if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
+  SetTorchThreads(threads);
+  setup.duration = static_cast<Duration>(duration_s * kSecond);
+  setup.kill_at = static_cast<Duration>(kill_at_s * kSecond);
+  setup.objective = Millis(objective_ms);
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
+  if (!repo.ok()) return Fail(repo.status());
+  absl::StatusOr<ImageSet> test = LoadFashionMnist(data_dir, Split::kTest);
+  if (!test.ok()) return Fail(test.status());
+  std::cout << absl::StrFormat("%-10s %9s %8s %8s %8s %7s %10s %11s %8s", "mode", "req/s", "p50 ms", "p99 ms",
+                               "errors", "acc", "state KB/s", "proxy us/bat", "held %", "hold us");
+  if (setup.kill_at > 0) std::cout << absl::StrFormat(" %11s %6s %14s %6s", "failover ms", "rerun", "inconsistent", "once");
+  std::cout << "\n";
+  for (absl::string_view name : absl::StrSplit(modes, ',', absl::SkipEmpty())) {
+    absl::StatusOr<ReplicationMode> mode = ParseReplicationMode(name);
+    if (!mode.ok()) return Fail(mode.status());
+    setup.replication.mode = *mode;
+    absl::StatusOr<StatefulServingResult> r = MeasureStatefulServing(*repo, setup, *test);
+    if (!r.ok()) return Fail(r.status());
+    const ReplicationStats& st = r->replication;
+    const double seconds = static_cast<double>(r->answers) / std::max(1e-9, r->throughput);
+    std::cout << absl::StrFormat(
+        "%-10s %9.0f %8.2f %8.2f %8d %7.4f %10.1f %11.2f %8.1f %8.1f", name, r->throughput, r->p50_ms, r->p99_ms,
+        r->errors, r->accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
+        st.stateful_batches == 0 ? 0.0 : ToMillis(st.ship_cpu) * 1000 / static_cast<double>(st.stateful_batches),
+        st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.held_batches) / static_cast<double>(st.stateful_batches),
+        st.held_batches == 0 ? 0.0 : ToMillis(st.held_time) * 1000 / static_cast<double>(st.held_batches));
+    if (setup.kill_at > 0) {
+      const bool once = r->duplicates == 0 && r->answers == r->requests;
+      std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s", ToMillis(st.failover_time), st.rerun_batches,
+                                   st.inconsistent, st.audited, once ? "yes" : "NO");
+    }
+    std::cout << "\n";
+    std::cout.flush();
+  }
+  return 0;
+}
+
 int BenchCommand(const Args& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << "usage: tutti bench <experiment> [flags]\n\nexperiments:\n"
                  "  parm   ParM's tail-latency experiment: none vs Equal-Resources vs ParM\n"
-                 "  prefix Nexus's prefix batching: N models sharing their leading layers, with and without\n";
+                 "  prefix Nexus's prefix batching: N models sharing their leading layers, with and without\n"
+                 "  stateful HAMS: a stateful model's states replicated with none, remus, nspb or checkpoint\n";
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "parm") return BenchParm(Args(args.begin() + 1, args.end()));
   if (args[0] == "prefix") return BenchPrefix(Args(args.begin() + 1, args.end()));
-  return Fail(absl::InvalidArgumentError(absl::StrCat("unknown experiment '", args[0], "' (expected: parm, prefix)")));
+  if (args[0] == "stateful") return BenchStateful(Args(args.begin() + 1, args.end()));
+  return Fail(absl::InvalidArgumentError(
+      absl::StrCat("unknown experiment '", args[0], "' (expected: parm, prefix, stateful)")));
 }
 
 }  // namespace tutti::cli

@@ -33,6 +33,8 @@ inline int ParseOrExit(FlagSet& flags, const Args& args, const std::vector<std::
 // A KServe v2 request with one Fashion-MNIST test image, which `tutti demo`
 // writes at the root of its repository and `tutti serve` offers in a curl.
 inline constexpr char kExampleRequestFile[] = "example_request.json";
+// Where `tutti demo` builds its model repository.
+inline constexpr char kDefaultRepo[] = "demo_repository";
 
 // Raises the soft limit on open files to the hard one: a server holds one
 // descriptor per connection (the default soft limit is often 1,024).

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -61,6 +62,16 @@ struct Common {
     if (c.ok()) c = ResolveServerConfig(*std::move(c), *repo);
     if (!c.ok()) return c.status();
     config = *std::move(c);
+    for (const ExecutorGroupConfig& g : config.executors) {
+      for (const std::string& name : g.models) {
+        const ModelConfig& m = (*repo->Find(name))->config;
+        if (m.sequence_batching || !m.model_state_shape.empty()) {
+          return absl::UnimplementedError(absl::StrCat(
+              "model '", name, "' is stateful: distributed mode does not serve stateful models yet (`tutti serve` "
+              "does); list the executors in --config without it"));
+        }
+      }
+    }
     absl::StatusOr<ClusterLayout> l = LayOutCluster(*repo, config);
     if (!l.ok()) return l.status();
     layout = *std::move(l);

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "tutti/core/time.h"
+#include "tutti/scheduler/request.h"
 
 namespace tutti {
 
@@ -21,6 +22,12 @@ struct ExecBatch {
   int size = 0;              // items in the batch
   std::vector<float> input;  // size × the model's input elements, FP32
   Time start_at = 0;         // do not start before this instant
+  // Per item, for a stateful model's batch (the sequence each item belongs
+  // to); empty otherwise.
+  std::vector<SequenceRef> sequences;
+  // A compute-then-update model's own state, which every item reads
+  // (ModelConfig::model_state_shape); empty otherwise.
+  std::vector<float> state;
 };
 
 // Timings, for the delay model (delays/delay_model.h): `received` when
@@ -34,6 +41,11 @@ struct ExecResult {
   Time started = 0;
   Time finished = 0;
   bool emulated = false;      // outputs are placeholders, not a model's
+  // Per item, when some items failed alone (a stateful item whose state is
+  // lost): OK items have their outputs, the others this error. Empty: every
+  // item ended as `status` says.
+  std::vector<absl::Status> item_status;
+  std::vector<float> state;  // the state the batch's update made, for a batch given one
 };
 
 // Thread-safety: Run() may be called from any thread. `done` is called

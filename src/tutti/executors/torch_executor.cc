@@ -78,7 +78,10 @@ void TorchExecutor::Loop() {
     result.received = job->received;
     result.ready = std::max({job->received, batch.start_at, previous_finished});
     result.started = clock_->Now();
-    result.status = models_[batch.model]->Run(batch.input, batch.size, &result.output);
+    TorchModel& m = *models_[batch.model];
+    result.status = m.config().model_state_shape.empty()
+                        ? m.Run(batch.input, batch.size, &result.output)
+                        : m.RunAndUpdate(batch.input, batch.size, batch.state, &result.output, &result.state);
     result.finished = previous_finished = clock_->Now();
     job->done(std::move(result));
   }

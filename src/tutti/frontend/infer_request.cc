@@ -95,4 +95,24 @@ absl::string_view KservePlatformName(const ModelConfig& config) {
   return "tutti_builtin";
 }
 
+absl::StatusOr<uint64_t> SequenceIdOfInteger(int64_t value, bool negative) {
+  if (negative || value < 0) {
+    return absl::InvalidArgumentError("parameter 'sequence_id' must be an unsigned integer below 2^63 or a string");
+  }
+  return static_cast<uint64_t>(value);
+}
+
+uint64_t SequenceIdOfString(absl::string_view value) {
+  if (value.empty()) return 0;
+  uint64_t h = 14695981039346656037ULL;  // FNV-1a
+  for (unsigned char c : value) h = (h ^ c) * 1099511628211ULL;
+  return h | (uint64_t{1} << 63);
+}
+
+absl::Status CheckSequenceBatch(const InferRequest& request) {
+  if (request.sequence.id == 0 || request.batch == 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("a request of a sequence carries one item (shape [1, …]), got ",
+                                                 request.batch));
+}
+
 }  // namespace tutti

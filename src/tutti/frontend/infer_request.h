@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tutti/repository/model_config.h"
+#include "tutti/scheduler/request.h"
 
 namespace tutti {
 
@@ -24,7 +25,16 @@ struct InferRequest {
   std::vector<float> data;      // N × input elements, FP32 (the model's one input)
   double objective_ms = 0;      // 0: the model's default
   bool binary_output = false;   // answer with binary output data (HTTP only)
+  SequenceRef sequence;         // sequence_id, sequence_start, sequence_end (Triton's)
 };
+
+// The `sequence_id` parameter (Triton's convention): an unsigned integer
+// below 2^63 or a string; 0 and "" mean none. A string maps to an id with
+// the top bit set (a hash of it), so string and integer ids never meet.
+absl::StatusOr<uint64_t> SequenceIdOfInteger(int64_t value, bool negative);
+uint64_t SequenceIdOfString(absl::string_view value);
+// A request of a sequence carries one item.
+absl::Status CheckSequenceBatch(const InferRequest& request);
 
 // Each returns InvalidArgument with a message naming the problem.
 

@@ -85,6 +85,7 @@ absl::Status InferenceFrontend::RequestShutdown() {
 
 void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
   ModelState& state = *models_[model];
+  if (absl::Status s = CheckSequenceBatch(request); !s.ok()) return done(s);
   const int64_t per_item = state.served.config.inputs[0].ElementCount();
   const Duration objective = Millis(request.objective_ms);
   const int64_t queued = state.queued.fetch_add(request.batch) + request.batch;
@@ -126,8 +127,8 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
   };
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
-    absl::Status s = engine_->Submit(model, std::move(item), objective,
-                                   [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
+    absl::Status s = engine_->SubmitInSequence(model, request.sequence, std::move(item), objective,
+                                               [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
   }
 }

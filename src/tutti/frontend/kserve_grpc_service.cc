@@ -60,6 +60,30 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
     TUTTI_RETURN_IF_ERROR(CheckObjective(ms));
     out.objective_ms = ms;
   }
+  if (auto it = request.parameters().find("sequence_id"); it != request.parameters().end()) {
+    const InferParameter& p = it->second;
+    switch (p.parameter_choice_case()) {
+      case InferParameter::kStringParam: out.sequence.id = SequenceIdOfString(p.string_param()); break;
+      case InferParameter::kUint64Param: {
+        TUTTI_ASSIGN_OR_RETURN(out.sequence.id, SequenceIdOfInteger(static_cast<int64_t>(p.uint64_param()),
+                                                                    p.uint64_param() >> 63 != 0));
+        break;
+      }
+      case InferParameter::kInt64Param: {
+        TUTTI_ASSIGN_OR_RETURN(out.sequence.id, SequenceIdOfInteger(p.int64_param(), false));
+        break;
+      }
+      default: return Bad("parameter 'sequence_id' must be an unsigned integer below 2^63 or a string");
+    }
+  }
+  for (auto [name, flag] : {std::pair{"sequence_start", &out.sequence.start}, {"sequence_end", &out.sequence.end}}) {
+    auto it = request.parameters().find(name);
+    if (it == request.parameters().end()) continue;
+    if (it->second.parameter_choice_case() != InferParameter::kBoolParam) {
+      return Bad(absl::StrCat("parameter '", name, "' must be true or false"));
+    }
+    *flag = it->second.bool_param();
+  }
   for (const auto& o : request.outputs()) TUTTI_RETURN_IF_ERROR(CheckOutputName(config, o.name()));
   TUTTI_RETURN_IF_ERROR(CheckInputCount(config, request.inputs_size()));
   const auto& in = request.inputs(0);
@@ -153,6 +177,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServer
   response->set_name(std::string(kServerName));
   response->set_version(std::string(kServerVersion));
   response->add_extensions("binary_tensor_data");
+  response->add_extensions("sequence");
   return FinishUnary(context);
 }
 

@@ -256,7 +256,7 @@ TEST_F(KserveGrpcServiceTest, ObjectivesThatRoundToNothingOrOverflowAreRefused) 
   grpc::ClientContext c;
   inference::ServerMetadataResponse meta;
   ASSERT_TRUE(stub_->ServerMetadata(&c, {}, &meta).ok());
-  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data"));
+  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data", "sequence"));
 }
 
 }  // namespace

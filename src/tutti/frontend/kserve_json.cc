@@ -72,6 +72,23 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
     if (!p["binary_data_output"].IsBool()) return Bad("parameter 'binary_data_output' must be true or false");
     out->binary_output = p["binary_data_output"].GetBool();
   }
+  if (p.HasMember("sequence_id")) {
+    const Value& v = p["sequence_id"];
+    if (v.IsString()) {
+      out->sequence.id = SequenceIdOfString(absl::string_view(v.GetString(), v.GetStringLength()));
+    } else {
+      const bool integer = v.IsInt64() || v.IsUint64();
+      absl::StatusOr<uint64_t> id =
+          SequenceIdOfInteger(v.IsInt64() ? v.GetInt64() : -1, !integer || (v.IsInt64() && v.GetInt64() < 0));
+      if (!id.ok()) return id.status();
+      out->sequence.id = *id;
+    }
+  }
+  for (auto [name, flag] : {std::pair{"sequence_start", &out->sequence.start}, {"sequence_end", &out->sequence.end}}) {
+    if (!p.HasMember(name)) continue;
+    if (!p[name].IsBool()) return Bad(absl::StrCat("parameter '", name, "' must be true or false"));
+    *flag = p[name].GetBool();
+  }
   return absl::OkStatus();
 }
 
@@ -372,7 +389,7 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
 
 std::string WriteServerMetadata() {
   return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion,
-                      R"(","extensions":["binary_tensor_data"]})");
+                      R"(","extensions":["binary_tensor_data","sequence"]})");
 }
 
 std::string WriteRepositoryIndex(const std::vector<std::pair<std::string, int64_t>>& models, bool ready) {

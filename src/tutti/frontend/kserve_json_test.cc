@@ -64,6 +64,34 @@ TEST(KserveJsonTest, LatencyObjectiveParameter) {
               HasSubstr("'latency_objective_ms' must be a positive number"));
 }
 
+TEST(KserveJsonTest, SequenceParameters) {
+  auto parse = [](const std::string& params) {
+    return ParseInferRequest(Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", "\"parameters\":" + params + ","),
+                             Mlp());
+  };
+  absl::StatusOr<InferRequest> r = parse(R"({"sequence_id":42,"sequence_start":true})");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->sequence.id, 42u);
+  EXPECT_TRUE(r->sequence.start);
+  EXPECT_FALSE(r->sequence.end);
+  absl::StatusOr<InferRequest> named = parse(R"({"sequence_id":"user-7","sequence_end":true})");
+  ASSERT_TRUE(named.ok()) << named.status();
+  EXPECT_EQ(named->sequence.id, SequenceIdOfString("user-7"));
+  EXPECT_NE(named->sequence.id, SequenceIdOfString("user-8"));
+  EXPECT_GE(named->sequence.id, uint64_t{1} << 63);  // never an integer id
+  EXPECT_TRUE(named->sequence.end);
+  EXPECT_EQ(parse(R"({"sequence_id":""})")->sequence.id, 0u);  // none, as 0
+  for (const char* bad : {R"({"sequence_id":-1})", R"({"sequence_id":1.5})", R"({"sequence_id":true})"}) {
+    EXPECT_THAT(parse(bad).status().message(), HasSubstr("'sequence_id' must be an unsigned integer")) << bad;
+  }
+  EXPECT_THAT(parse(R"({"sequence_id":1,"sequence_start":1})").status().message(),
+              HasSubstr("'sequence_start' must be true or false"));
+  InferRequest two;
+  two.batch = 2;
+  two.sequence.id = 3;
+  EXPECT_THAT(CheckSequenceBatch(two).message(), HasSubstr("carries one item"));
+}
+
 TEST(KserveJsonErrorTest, MalformedJson) {
   EXPECT_THAT(ErrorOf(R"({"inputs": [)"), HasSubstr("malformed JSON at offset"));
   EXPECT_THAT(ErrorOf("[1,2]"), HasSubstr("must be a JSON object"));
@@ -263,12 +291,13 @@ TEST(KserveJsonErrorTest, ObjectivesOutsideOneMicrosecondToADayAreRefused) {
   }
 }
 
-TEST(KserveJsonTest, ServerMetadataListsTheBinaryTensorExtension) {
+TEST(KserveJsonTest, ServerMetadataListsItsExtensions) {
   rapidjson::Document d;
   d.Parse(WriteServerMetadata().c_str());
   ASSERT_TRUE(d["extensions"].IsArray());
-  ASSERT_EQ(d["extensions"].Size(), 1u);
+  ASSERT_EQ(d["extensions"].Size(), 2u);
   EXPECT_STREQ(d["extensions"][0].GetString(), "binary_tensor_data");
+  EXPECT_STREQ(d["extensions"][1].GetString(), "sequence");
 }
 
 }  // namespace

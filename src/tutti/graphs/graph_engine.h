@@ -109,6 +109,10 @@ class GraphEngine final : public InferenceEngine {
 
   // InferenceEngine. Counters(): the inner engine's models, then the graphs'.
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
+  // A graph request of a sequence passes it to each of its steps (stateful
+  // steps keep it; triton #5188).
+  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+                                InferenceCallback done) override;
   // New requests, for graphs and the inner models alike, are refused; graphs
   // under way finish their steps. WaitIdle() waits for them, then for the
   // inner engine (which it then stops).

@@ -1,8 +1,13 @@
 #include "tutti/models/architectures.h"
 
+#include <atomic>
+#include <numeric>
+#include <random>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/models/torch_model.h"
 
 namespace tutti {
 namespace {
@@ -136,14 +141,129 @@ class ResNetSmall final : public BuiltinNetImpl {
   nn::Linear fc_;
 };
 
+std::atomic<bool> g_nondeterminism{false};
+
+// A GRU that reads an image kGruRowsPerStep rows per step (a stateful
+// model: sequence_batching). Its one stage maps [N, rows + hidden] — a
+// step's pixels and the hidden state — to [N, 10 + hidden]: the logits
+// made from the new hidden state, then that state.
+class GruRows final : public BuiltinNetImpl {
+ public:
+  GruRows()
+      : cell_(register_module("cell", nn::GRUCell(nn::GRUCellOptions(kGruRowsPerStep * 28, kGruHidden)))),
+        fc_(register_module("fc", nn::Linear(kGruHidden, 10))) {}
+
+  std::vector<std::vector<std::string>> StageModules() const override { return {{"cell", "fc"}}; }
+  torch::Tensor ForwardStages(torch::Tensor x, int begin, int end) override {
+    if (begin == end) return x;
+    x = x.flatten(1);
+    const int64_t rows = kGruRowsPerStep * 28;
+    torch::Tensor h = Cell(Normalize(x.narrow(1, 0, rows)), x.narrow(1, rows, kGruHidden));
+    return torch::cat({fc_(h), h}, 1);
+  }
+
+ private:
+  // GRUCell, with the hidden-to-hidden product summed over blocks in a
+  // random order when nondeterminism is injected (float addition is not
+  // associative: the bits of the result vary run to run, as a GPU's
+  // atomic-add reductions do).
+  torch::Tensor Cell(const torch::Tensor& x, const torch::Tensor& h) {
+    if (!g_nondeterminism.load(std::memory_order_relaxed)) return cell_(x, h);
+    const torch::Tensor& w = cell_->weight_hh;
+    constexpr int kBlocks = 16;
+    const int64_t width = kGruHidden / kBlocks;
+    std::vector<int> order(kBlocks);
+    std::iota(order.begin(), order.end(), 0);
+    thread_local std::mt19937 rng(std::random_device{}());
+    std::shuffle(order.begin(), order.end(), rng);
+    torch::Tensor gh = cell_->bias_hh.expand({h.size(0), w.size(0)}).clone();
+    for (int b : order) gh = gh + torch::matmul(h.narrow(1, b * width, width), w.narrow(1, b * width, width).t());
+    const torch::Tensor gi = torch::addmm(cell_->bias_ih, x, cell_->weight_ih.t());
+    const auto i = gi.chunk(3, 1), g = gh.chunk(3, 1);
+    const torch::Tensor r = torch::sigmoid(i[0] + g[0]), z = torch::sigmoid(i[1] + g[1]);
+    const torch::Tensor n = torch::tanh(i[2] + r * g[2]);
+    return (1 - z) * n + z * h;
+  }
+
+  nn::GRUCell cell_;
+  nn::Linear fc_;
+};
+
+// Softmax regression, learning online (OnlineNet).
+class OnlineLinear final : public BuiltinNetImpl, public OnlineNet {
+ public:
+  OnlineLinear() : fc_(register_module("fc", nn::Linear(784, 10))) {}
+
+  std::vector<std::vector<std::string>> StageModules() const override { return {{"fc"}}; }
+  torch::Tensor ForwardStages(torch::Tensor x, int begin, int end) override {
+    if (begin == end) return x;
+    return fc_(Normalize(x.flatten(1).narrow(1, 0, 784)));
+  }
+
+  int64_t StateElements() override { return 10 * 784 + 10; }
+  torch::Tensor State() override { return torch::cat({fc_->weight.flatten(), fc_->bias}).detach(); }
+  torch::Tensor ComputeThenUpdate(const torch::Tensor& x, const torch::Tensor& state, torch::Tensor* next) override {
+    const torch::Tensor w = state.narrow(0, 0, 7840).view({10, 784}), b = state.narrow(0, 7840, 10);
+    const torch::Tensor pixels = Normalize(x.narrow(1, 0, 784)), labels = x.select(1, 784).to(torch::kInt64);
+    const torch::Tensor logits = torch::addmm(b, pixels, w.t());  // the compute stage: the batch's outputs
+    const torch::Tensor rows = labels.ge(0).nonzero().squeeze(1);
+    if (rows.numel() == 0) {
+      *next = state.clone();
+      return logits;
+    }
+    // The update stage: one SGD step on the cross-entropy of the labelled items.
+    const torch::Tensor g = (torch::softmax(logits.index_select(0, rows), 1) -
+                             torch::one_hot(labels.index_select(0, rows), 10).to(torch::kFloat32)) /
+                            static_cast<double>(rows.numel());
+    const torch::Tensor xs = pixels.index_select(0, rows);
+    torch::Tensor grad_w;
+    if (g_nondeterminism.load(std::memory_order_relaxed)) {
+      // The batch's reduction summed row by row in a random order.
+      std::vector<int64_t> order(rows.numel());
+      std::iota(order.begin(), order.end(), 0);
+      thread_local std::mt19937 rng(std::random_device{}());
+      std::shuffle(order.begin(), order.end(), rng);
+      grad_w = torch::zeros({10, 784});
+      for (int64_t r : order) grad_w = grad_w + torch::outer(g[r], xs[r]);
+    } else {
+      grad_w = torch::matmul(g.t(), xs);
+    }
+    *next = torch::cat({(w - kOnlineLearningRate * grad_w).flatten(), b - kOnlineLearningRate * g.sum(0)});
+    return logits;
+  }
+
+ private:
+  static constexpr double kOnlineLearningRate = 0.05;
+  nn::Linear fc_;
+};
+
 }  // namespace
+
+void SetInjectedNondeterminism(bool on) { g_nondeterminism.store(on); }
+
+bool IsSequenceArchitecture(const std::string& architecture) { return architecture == "gru_rows"; }
+
+torch::Tensor ClassifyImages(BuiltinNetImpl& net, const std::string& architecture, const torch::Tensor& images) {
+  if (!IsSequenceArchitecture(architecture)) return net.forward(images);
+  const int64_t n = images.size(0);
+  const torch::Tensor rows = images.reshape({n, 28 / kGruRowsPerStep, kGruRowsPerStep * 28});
+  torch::Tensor h = torch::zeros({n, kGruHidden}, images.options());
+  torch::Tensor out;
+  for (int64_t step = 0; step < rows.size(1); ++step) {
+    out = net.forward(torch::cat({rows.select(1, step), h}, 1));
+    h = out.narrow(1, 10, kGruHidden);
+  }
+  return out.narrow(1, 0, 10);
+}
 
 absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> MakeBuiltinNet(const std::string& architecture) {
   if (architecture == "mlp") return std::make_shared<Mlp>();
   if (architecture == "lenet5") return std::make_shared<LeNet5>();
   if (architecture == "resnet_small") return std::make_shared<ResNetSmall>();
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown architecture '", architecture, "' (expected mlp, lenet5 or resnet_small)"));
+  if (architecture == "gru_rows") return std::make_shared<GruRows>();
+  if (architecture == "online_linear") return std::make_shared<OnlineLinear>();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown architecture '", architecture, "' (expected mlp, lenet5, resnet_small, gru_rows or online_linear)"));
 }
 
 int64_t CountParameters(const torch::nn::Module& module) {

@@ -5,6 +5,16 @@
 //   lenet5        LeNet-5 (LeCun et al. 1998) with ReLU and max pooling.
 //   resnet_small  A small residual network: a 16-channel stem, three basic
 //                 blocks of 16/32/64 channels, global average pooling.
+//   online_linear A compute-then-update model: softmax regression on the
+//                 pixels whose weights are its state; each batch is answered
+//                 with the current weights, then updates them by one SGD step
+//                 on its items' labels (each item: 784 pixels, then its label
+//                 or -1). Its forward ignores the label column.
+//   gru_rows      A stateful model: a GRU (64 hidden) that reads an image 4
+//                 rows per step, 7 steps, and classifies it from its last
+//                 hidden state. Its forward is one step: [N, 4·28 + 64]
+//                 (the rows, then the state) → [N, 10 + 64] (logits, then
+//                 the new state); ClassifyImages unrolls it over images.
 //
 // Every architecture takes FP32 images [N, 1, 28, 28] with pixel values in
 // [0, 1], normalizes them itself, and returns logits [N, 10], so clients send
@@ -43,6 +53,30 @@ class BuiltinNetImpl : public torch::nn::Module {
 // A fresh, randomly initialised network (torch's default initialisation,
 // seeded by torch::manual_seed). InvalidArgument for an unknown name.
 absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> MakeBuiltinNet(const std::string& architecture);
+
+// A compute-then-update network (online learning; HAMS §II-B): its state
+// is its weights, flat. Its items carry their label after their input
+// (< 0: none).
+class OnlineNet {
+ public:
+  virtual ~OnlineNet() = default;
+  virtual int64_t StateElements() = 0;
+  // The loaded weights, flat.
+  virtual torch::Tensor State() = 0;
+  // Logits for items `x` [N, input + 1] computed with `state`; then one
+  // SGD step on the labelled items, whose weights go to `next`.
+  virtual torch::Tensor ComputeThenUpdate(const torch::Tensor& x, const torch::Tensor& state, torch::Tensor* next) = 0;
+};
+
+inline constexpr int kGruRowsPerStep = 4;
+inline constexpr int kGruHidden = 64;
+
+// Whether `architecture` is a stateful one (a step of a sequence).
+bool IsSequenceArchitecture(const std::string& architecture);
+
+// Logits [N, 10] for images [N, 1, 28, 28]: the network's forward, or for
+// a sequence architecture its steps over the image from a zero state.
+torch::Tensor ClassifyImages(BuiltinNetImpl& net, const std::string& architecture, const torch::Tensor& images);
 
 int64_t CountParameters(const torch::nn::Module& module);
 

@@ -17,9 +17,54 @@ std::vector<int> ArgmaxRows(const std::vector<float>& scores, int64_t classes) {
   return out;
 }
 
+namespace {
+
+// A stateful model (its stateless form): each image read as a sequence of
+// steps of the model's input size, the state carried from step to step
+// through TorchModel::Run; the last step's output classifies it.
+absl::StatusOr<double> EvaluateSequenceAccuracy(TorchModel& model, const ImageSet& set, int batch_size) {
+  const int64_t state = model.config().sequence_batching->StateElements();
+  const int64_t step = model.input_elements() - state, classes = model.output_elements() - state;
+  if (step <= 0 || set.image_size() % step != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model.config().name, "' reads ", step,
+                                                   " values per step, which do not divide images of ",
+                                                   set.image_size()));
+  }
+  batch_size = std::clamp(batch_size, 1, model.config().max_batch_size);
+  int64_t correct = 0;
+  std::vector<float> in, out;
+  for (int64_t begin = 0; begin < set.size(); begin += batch_size) {
+    const int n = static_cast<int>(std::min<int64_t>(batch_size, set.size() - begin));
+    const std::vector<float> pixels = set.ToFloat(begin, n);
+    std::vector<float> h(n * state, 0.0f);
+    for (int64_t at = 0; at < set.image_size(); at += step) {
+      in.clear();
+      for (int i = 0; i < n; ++i) {
+        const float* x = pixels.data() + i * set.image_size() + at;
+        in.insert(in.end(), x, x + step);
+        in.insert(in.end(), h.begin() + i * state, h.begin() + (i + 1) * state);
+      }
+      TUTTI_RETURN_IF_ERROR(model.Run(in, n, &out));
+      for (int i = 0; i < n; ++i) {
+        std::copy_n(out.begin() + i * (classes + state) + classes, state, h.begin() + i * state);
+      }
+    }
+    for (int i = 0; i < n; ++i) {
+      auto row = out.begin() + i * (classes + state);
+      correct += std::max_element(row, row + classes) - row == set.labels[begin + i];
+    }
+  }
+  return static_cast<double>(correct) / static_cast<double>(set.size());
+}
+
+}  // namespace
+
 absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, int batch_size) {
   if (set.size() == 0) return absl::InvalidArgumentError("empty evaluation set");
-  if (model.input_elements() != set.image_size()) {
+  if (model.config().sequence_batching) return EvaluateSequenceAccuracy(model, set, batch_size);
+  // A compute-then-update model's items carry a label after the pixels: none.
+  const bool labelled = !model.config().model_state_shape.empty();
+  if (model.input_elements() != set.image_size() + (labelled ? 1 : 0)) {
     return absl::InvalidArgumentError(absl::StrCat("model '", model.config().name, "' takes ",
                                                    model.input_elements(), " values per item, images have ",
                                                    set.image_size()));
@@ -29,7 +74,13 @@ absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, 
   std::vector<float> out;
   for (int64_t begin = 0; begin < set.size(); begin += batch_size) {
     const int n = static_cast<int>(std::min<int64_t>(batch_size, set.size() - begin));
-    TUTTI_RETURN_IF_ERROR(model.Run(set.ToFloat(begin, n), n, &out));
+    std::vector<float> in = set.ToFloat(begin, n);
+    if (labelled) {
+      std::vector<float> with(n * (set.image_size() + 1), -1.0f);
+      for (int i = 0; i < n; ++i) std::copy_n(in.begin() + i * set.image_size(), set.image_size(), with.begin() + i * (set.image_size() + 1));
+      in = std::move(with);
+    }
+    TUTTI_RETURN_IF_ERROR(model.Run(in, n, &out));
     std::vector<int> pred = ArgmaxRows(out, model.output_elements());
     for (int i = 0; i < n; ++i) correct += pred[i] == set.labels[begin + i];
   }

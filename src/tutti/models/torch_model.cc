@@ -22,6 +22,8 @@ class Network {
   virtual ~Network() = default;
   virtual torch::Tensor Forward(const torch::Tensor& input) = 0;
   virtual int64_t Parameters() = 0;
+  // A compute-then-update network's (else null).
+  virtual OnlineNet* online() { return nullptr; }
 };
 
 class ScriptNetwork final : public Network {
@@ -45,6 +47,7 @@ class BuiltinNetwork final : public Network {
   explicit BuiltinNetwork(std::shared_ptr<BuiltinNetImpl> net) : net_(std::move(net)) { net_->eval(); }
   torch::Tensor Forward(const torch::Tensor& input) override { return net_->forward(input); }
   int64_t Parameters() override { return CountParameters(*net_); }
+  OnlineNet* online() override { return dynamic_cast<OnlineNet*>(net_.get()); }
 
  private:
   std::shared_ptr<BuiltinNetImpl> net_;
@@ -109,6 +112,35 @@ class TorchModelImpl final : public TorchModel {
       : config_(std::move(config)), net_(std::move(net)), parameters_(net_->Parameters()) {
     input_shape_ = {0};
     input_shape_.insert(input_shape_.end(), config_.inputs[0].shape.begin(), config_.inputs[0].shape.end());
+  }
+
+  absl::Status RunAndUpdate(absl::Span<const float> input, int batch, absl::Span<const float> state,
+                            std::vector<float>* output, std::vector<float>* next_state) override {
+    OnlineNet* online = net_->online();
+    if (online == nullptr) return TorchModel::RunAndUpdate(input, batch, state, output, next_state);
+    if (batch < 1 || static_cast<int64_t>(input.size()) != batch * input_elements() ||
+        (!state.empty() && static_cast<int64_t>(state.size()) != online->StateElements())) {
+      return absl::InvalidArgumentError(absl::StrCat("batch of ", batch, " needs ", batch * input_elements(),
+                                                     " input values and ", online->StateElements(),
+                                                     " state values, got ", input.size(), " and ", state.size()));
+    }
+    try {
+      c10::InferenceMode guard;
+      const torch::Tensor x =
+          torch::from_blob(const_cast<float*>(input.data()), {batch, input_elements()}, torch::kFloat32);
+      const torch::Tensor s =
+          state.empty() ? online->State()
+                        : torch::from_blob(const_cast<float*>(state.data()), {static_cast<int64_t>(state.size())},
+                                           torch::kFloat32);
+      torch::Tensor next;
+      const torch::Tensor y = online->ComputeThenUpdate(x, s, &next).contiguous();
+      next = next.contiguous();
+      output->assign(y.data_ptr<float>(), y.data_ptr<float>() + y.numel());
+      next_state->assign(next.data_ptr<float>(), next.data_ptr<float>() + next.numel());
+      return absl::OkStatus();
+    } catch (const c10::Error& e) {
+      return absl::InternalError(absl::StrCat("model '", config_.name, "' failed: ", e.what_without_backtrace()));
+    }
   }
 
   absl::Status Run(absl::Span<const float> input, int batch, std::vector<float>* output) override {
@@ -242,6 +274,11 @@ absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::LoadPrefixGroup(
   return model;
 }
 
+absl::Status TorchModel::RunAndUpdate(absl::Span<const float>, int, absl::Span<const float>, std::vector<float>*,
+                                      std::vector<float>*) {
+  return absl::UnimplementedError(absl::StrCat("model '", config().name, "' is not a compute-then-update model"));
+}
+
 void SetTorchThreads(int threads) {
   if (threads > 0) torch::set_num_threads(threads);
 }
@@ -254,7 +291,7 @@ absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const ModelVersion&
         version.dir, ": the torch executor supports exactly one FP32 input and one FP32 output"));
   }
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Network> net, LoadNetwork(version));
-  auto model = std::make_unique<TorchModelImpl>(c, std::move(net));
+  auto model = std::make_unique<TorchModelImpl>(StatelessForm(c), std::move(net));
   // A trial run catches a config that disagrees with the network.
   std::vector<float> in(model->input_elements()), out;
   TUTTI_RETURN_IF_ERROR(model->Run(in, 1, &out));

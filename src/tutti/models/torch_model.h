@@ -30,7 +30,8 @@ class TorchModel {
  public:
   virtual ~TorchModel() = default;
 
-  // Loads `version`'s weights. InvalidArgument if the config declares
+  // Loads `version`'s weights; a stateful model (sequence_batching) loads
+  // as its StatelessForm, the state concatenated to its input and output. InvalidArgument if the config declares
   // anything but one FP32 input and one FP32 output; DataLoss if the weights
   // file cannot be read as the declared platform; Internal if a trial batch
   // of one fails or returns a shape that disagrees with the config.
@@ -41,6 +42,13 @@ class TorchModel {
   // values. Blocks for the duration of the computation.
   virtual absl::Status Run(absl::Span<const float> input, int batch,
                            std::vector<float>* output) = 0;
+
+  // A compute-then-update model (ModelConfig::model_state_shape): computes
+  // `batch` items' outputs with the weights `state` (empty: the loaded
+  // ones), then one update step on the batch's labels, whose weights go to
+  // `next_state`. Unimplemented for other models.
+  virtual absl::Status RunAndUpdate(absl::Span<const float> input, int batch, absl::Span<const float> state,
+                                    std::vector<float>* output, std::vector<float>* next_state);
 
   // A prefix group (Nexus §6.3; server/cluster_layout.h PrefixGroup):
   // builtin `members` of one architecture whose first `shared_stages`
@@ -64,6 +72,12 @@ class TorchModel {
 // Sets libtorch's intra-op thread count for the whole process (0: leave the
 // default, one per core).
 void SetTorchThreads(int threads);
+
+// Process-wide: stateful architectures (gru_rows) sum their recurrent
+// products in a random order (bits vary run to run, as with a GPU's atomic
+// adds), so that replaying inputs does not reproduce a state (HAMS Figure
+// 3). Off by default.
+void SetInjectedNondeterminism(bool on);
 
 }  // namespace tutti
 

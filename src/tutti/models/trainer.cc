@@ -16,13 +16,14 @@
 namespace tutti {
 namespace {
 
-double Accuracy(BuiltinNetImpl& net, const torch::Tensor& images, const torch::Tensor& labels) {
+double Accuracy(BuiltinNetImpl& net, const std::string& architecture, const torch::Tensor& images,
+                const torch::Tensor& labels) {
   torch::NoGradGuard no_grad;
   net.eval();
   int64_t correct = 0;
   for (int64_t i = 0; i < images.size(0); i += 500) {
     const int64_t n = std::min<int64_t>(500, images.size(0) - i);
-    torch::Tensor pred = net.forward(images.narrow(0, i, n)).argmax(1);
+    torch::Tensor pred = ClassifyImages(net, architecture, images.narrow(0, i, n)).argmax(1);
     correct += pred.eq(labels.narrow(0, i, n)).sum().item<int64_t>();
   }
   net.train();
@@ -45,6 +46,15 @@ ModelConfig BuiltinModelConfig(const std::string& name, const std::string& archi
   c.max_batch_size = max_batch_size;
   c.inputs = {TensorSpec{"image", DataType::kFp32, {1, 28, 28}}};
   c.outputs = {TensorSpec{"logits", DataType::kFp32, {10}}};
+  if (architecture == "online_linear") {
+    c.inputs = {TensorSpec{"image_and_label", DataType::kFp32, {785}}};
+    c.model_state_shape = {10 * 784 + 10};
+  }
+  if (IsSequenceArchitecture(architecture)) {
+    c.inputs = {TensorSpec{"rows", DataType::kFp32, {kGruRowsPerStep, 28}}};
+    c.sequence_batching = SequenceBatching{.state_input = "hidden_in", .state_output = "hidden_out",
+                                           .state_shape = {kGruHidden}};
+  }
   return c;
 }
 
@@ -127,13 +137,13 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
         }
       }
       optimizer.zero_grad();
-      torch::Tensor logits = net->forward(x);
+      torch::Tensor logits = ClassifyImages(*net, options.architecture, x);
       torch::Tensor loss = torch::nn::functional::cross_entropy(logits, y);
       loss.backward();
       optimizer.step();
       return internal::StepResult{loss.item<double>() * n, logits.argmax(1).eq(y).sum().item<int64_t>(), n};
     };
-    loop.evaluate = [&] { return Accuracy(*net, eval_x, eval_y); };
+    loop.evaluate = [&] { return Accuracy(*net, options.architecture, eval_x, eval_y); };
     TUTTI_ASSIGN_OR_RETURN(TrainResult result, internal::RunEpochsAndSave(loop, net, weights_path, clock, progress));
     result.stage_hashes = StageHashes(*net);
     return result;

@@ -38,12 +38,30 @@ TEST(ArchitecturesTest, EveryBuiltinMapsImagesToTenLogits) {
     absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> net = MakeBuiltinNet(std::string(arch));
     ASSERT_TRUE(net.ok()) << arch;
     (*net)->eval();
-    torch::Tensor y = (*net)->forward(torch::rand({3, 1, 28, 28}));
+    torch::Tensor y = ClassifyImages(**net, std::string(arch), torch::rand({3, 1, 28, 28}));
     EXPECT_EQ(y.sizes(), (std::vector<int64_t>{3, 10})) << arch;
   }
   EXPECT_EQ(CountParameters(**MakeBuiltinNet("mlp")), 784 * 200 + 200 + 200 * 100 + 100 + 100 * 10 + 10);
   EXPECT_EQ(CountParameters(**MakeBuiltinNet("lenet5")), 61706);
   EXPECT_THAT(MakeBuiltinNet("vgg").status().message(), HasSubstr("unknown architecture 'vgg'"));
+}
+
+TEST(ArchitecturesTest, InjectedNondeterminismChangesTheStatesBitsOnly) {
+  torch::manual_seed(3);
+  std::shared_ptr<BuiltinNetImpl> net = *MakeBuiltinNet("gru_rows");
+  net->eval();
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = torch::rand({32, kGruRowsPerStep * 28 + kGruHidden});
+  EXPECT_TRUE(torch::equal(net->forward(x), net->forward(x)));  // deterministic by default
+  SetInjectedNondeterminism(true);
+  int differed = 0;  // rows whose bits differ between two runs
+  for (int i = 0; i < 10; ++i) {
+    const torch::Tensor a = net->forward(x), b = net->forward(x);
+    for (int r = 0; r < 32; ++r) differed += !torch::equal(a[r], b[r]);
+    EXPECT_LT((a - b).abs().max().item<float>(), 1e-4);
+  }
+  SetInjectedNondeterminism(false);
+  EXPECT_GT(differed, 320 / 4) << differed << " of 320 rows";
 }
 
 TEST_F(TrainerTest, ShortMlpRunLearnsAndTheSavedModelServesTheSameAccuracy) {
@@ -76,6 +94,51 @@ TEST_F(TrainerTest, ShortMlpRunLearnsAndTheSavedModelServesTheSameAccuracy) {
   absl::StatusOr<double> served = EvaluateAccuracy(*model, *test_, 64);
   ASSERT_TRUE(served.ok()) << served.status();
   EXPECT_DOUBLE_EQ(*served, result->eval_accuracy);
+}
+
+// online_linear served as a compute-then-update model: each batch answers
+// with the weights it is given and returns the weights after one step on
+// its labels; from fresh weights its prequential accuracy (answers before
+// their labels are learnt from) rises well above chance.
+TEST_F(TrainerTest, OnlineLinearLearnsBatchByBatchFromItsState) {
+  TempDir dir;
+  torch::manual_seed(2);
+  std::shared_ptr<torch::nn::Module> net = *MakeBuiltinNet("online_linear");
+  ModelVersion v;
+  v.config = BuiltinModelConfig("online", "online_linear", 50);
+  v.dir = dir.path();
+  v.weights_path = dir.path() + "/model.pt";
+  torch::save(net, v.weights_path);
+  ASSERT_EQ(v.config.ModelStateElements(), 7850);
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(v);
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<float> state, next, out;
+  int first = 0, last = 0;
+  for (int b = 0; b < 60; ++b) {  // 3,000 training images, 50 per batch
+    std::vector<float> pixels = train_->ToFloat(b * 50, 50), in;
+    for (int i = 0; i < 50; ++i) {
+      in.insert(in.end(), pixels.begin() + i * 784, pixels.begin() + (i + 1) * 784);
+      in.push_back(train_->labels[b * 50 + i]);
+    }
+    ASSERT_TRUE((*model)->RunAndUpdate(in, 50, state, &out, &next).ok());
+    ASSERT_EQ(next.size(), 7850u);
+    EXPECT_NE(next, state);  // every labelled batch moves the weights
+    state = next;
+    const std::vector<int> pred = ArgmaxRows(out, 10);
+    for (int i = 0; i < 50; ++i) {
+      const bool right = pred[i] == train_->labels[b * 50 + i];
+      if (b < 10) first += right;
+      if (b >= 50) last += right;
+    }
+  }
+  EXPECT_GT(last, 300);  // of the last 500: > 60% (chance 10%)
+  EXPECT_GT(last, first);
+  // Unlabelled items (-1) leave the weights as they are.
+  std::vector<float> unlabelled(784 + 1, -1.0f);
+  ASSERT_TRUE((*model)->RunAndUpdate(unlabelled, 1, state, &out, &next).ok());
+  EXPECT_EQ(next, state);
+  EXPECT_THAT((*model)->RunAndUpdate(unlabelled, 1, std::vector<float>(3), &out, &next).message(),
+              HasSubstr("7850 state values"));
 }
 
 TEST_F(TrainerTest, SameSeedSameModel) {

@@ -117,6 +117,36 @@ absl::StatusOr<std::vector<TensorSpec>> ParseTensors(MapReader& r, absl::string_
   return out;
 }
 
+// sequence_batching: {max_sequence_idle_microseconds, state: [one implicit state]}.
+absl::StatusOr<SequenceBatching> ParseSequenceBatching(const YAML::Node& node) {
+  MapReader r(node, "sequence_batching");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  SequenceBatching out;
+  TUTTI_ASSIGN_OR_RETURN(auto idle, r.OptionalScalar<int64_t>("max_sequence_idle_microseconds", "an integer"));
+  if (idle) out.max_sequence_idle_us = *idle;
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node states, r.Require("state"));
+  if (!states.IsSequence() || states.size() != 1) {
+    return Invalid("sequence_batching.state", "expected a list of one implicit state (Tutti keeps one per model)");
+  }
+  MapReader sr(states[0], "sequence_batching.state[0]");
+  TUTTI_RETURN_IF_ERROR(sr.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(out.state_input, sr.RequireScalar<std::string>("input_name", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(out.state_output, sr.RequireScalar<std::string>("output_name", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto type, sr.OptionalScalar<std::string>("data_type", "a string"));
+  if (type && *type != "TYPE_FP32") {
+    return Invalid("sequence_batching.state[0].data_type", absl::StrCat("'", *type, "': only TYPE_FP32 is served"));
+  }
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node dims, sr.Require("dims"));
+  if (!dims.IsSequence()) return Invalid("sequence_batching.state[0].dims", "expected a list of dimensions");
+  for (size_t i = 0; i < dims.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(int64_t d, sr.Scalar<int64_t>("dims", dims[i], "integers"));
+    out.state_shape.push_back(d);
+  }
+  TUTTI_RETURN_IF_ERROR(sr.CheckNoUnknownFields());
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  return out;
+}
+
 absl::StatusOr<LatencyProfile> ParseProfile(const YAML::Node& node, const std::string& path) {
   MapReader r(node, path);
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
@@ -211,6 +241,20 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     if (c.platform != Platform::kEnsemble) return Invalid("ensemble_scheduling", "only allowed for platform ensemble");
     TUTTI_ASSIGN_OR_RETURN(c.steps, ParseSteps(scheduling, &c.early_exit, &c.merge));
   }
+  if (YAML::Node seq = r.Get("sequence_batching"); seq.IsDefined() && !seq.IsNull()) {
+    TUTTI_ASSIGN_OR_RETURN(c.sequence_batching, ParseSequenceBatching(seq));
+  }
+  if (YAML::Node ms = r.Get("model_state"); ms.IsDefined() && !ms.IsNull()) {
+    MapReader mr(ms, "model_state");
+    TUTTI_RETURN_IF_ERROR(mr.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(YAML::Node dims, mr.Require("dims"));
+    if (!dims.IsSequence()) return Invalid("model_state.dims", "expected a list of dimensions");
+    for (size_t i = 0; i < dims.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(int64_t d, mr.Scalar<int64_t>("dims", dims[i], "integers"));
+      c.model_state_shape.push_back(d);
+    }
+    TUTTI_RETURN_IF_ERROR(mr.CheckNoUnknownFields());
+  }
   if (YAML::Node hashes = r.Get("stage_hashes"); hashes.IsDefined() && !hashes.IsNull()) {
     if (!hashes.IsSequence()) return Invalid("stage_hashes", "expected a list of hashes");
     for (size_t i = 0; i < hashes.size(); ++i) {
@@ -244,6 +288,28 @@ absl::Status ValidateTensors(const std::vector<TensorSpec>& tensors, absl::strin
 }
 
 }  // namespace
+
+int64_t SequenceBatching::StateElements() const {
+  int64_t n = 1;
+  for (int64_t d : state_shape) n *= d;
+  return n;
+}
+
+int64_t ModelConfig::ModelStateElements() const {
+  if (model_state_shape.empty()) return 0;
+  int64_t n = 1;
+  for (int64_t d : model_state_shape) n *= d;
+  return n;
+}
+
+ModelConfig StatelessForm(const ModelConfig& config) {
+  ModelConfig out = config;
+  if (!config.sequence_batching || config.inputs.empty() || config.outputs.empty()) return out;
+  const int64_t state = config.sequence_batching->StateElements();
+  out.inputs[0].shape = {config.inputs[0].ElementCount() + state};
+  out.outputs[0].shape = {config.outputs[0].ElementCount() + state};
+  return out;
+}
 
 int64_t TensorSpec::ElementCount() const {
   int64_t n = 1;
@@ -318,6 +384,33 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   }
   if (!c.stage_hashes.empty() && c.platform != Platform::kBuiltin) {
     return Invalid("stage_hashes", "only allowed for platform builtin");
+  }
+  for (int64_t d : c.model_state_shape) {
+    if (d <= 0) return Invalid("model_state.dims", "dimensions must be positive");
+  }
+  if (!c.model_state_shape.empty() && c.sequence_batching) {
+    return Invalid("model_state", "a model keeps either sequences' states (sequence_batching) or its own, not both");
+  }
+  if (const std::optional<SequenceBatching>& q = c.sequence_batching) {
+    if (c.platform == Platform::kEnsemble) {
+      return Invalid("sequence_batching", "a graph is stateful through its steps: give it to the stateful step's model");
+    }
+    if (q->max_sequence_idle_us < 1) return Invalid("sequence_batching.max_sequence_idle_microseconds", "must be positive");
+    if (q->state_input.empty() || q->state_output.empty()) {
+      return Invalid("sequence_batching.state[0]", "name the state's input and output");
+    }
+    if (q->state_shape.empty()) return Invalid("sequence_batching.state[0].dims", "the state needs a shape");
+    for (int64_t d : q->state_shape) {
+      if (d <= 0) return Invalid("sequence_batching.state[0].dims", "dimensions must be positive");
+    }
+    for (const std::vector<TensorSpec>* tensors : {&c.inputs, &c.outputs}) {
+      for (const TensorSpec& t : *tensors) {
+        if (t.name == q->state_input || t.name == q->state_output) {
+          return Invalid("sequence_batching.state[0]",
+                         absl::StrCat("'", t.name, "' is also a tensor of the model: the state is implicit"));
+        }
+      }
+    }
   }
   if (c.platform == Platform::kEmulated && c.profiles.empty()) {
     return Invalid("profiles", "platform emulated needs at least one latency profile to emulate");
@@ -409,6 +502,18 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     if (c.early_exit) EmitRoute(out, "early_exit", *c.early_exit);
     if (!c.merge.empty()) out << YAML::Key << "merge" << YAML::Value << c.merge;
     out << YAML::EndMap;
+  }
+  if (const std::optional<SequenceBatching>& q = c.sequence_batching) {
+    out << YAML::Key << "sequence_batching" << YAML::Value << YAML::BeginMap << YAML::Key
+        << "max_sequence_idle_microseconds" << YAML::Value << q->max_sequence_idle_us << YAML::Key << "state"
+        << YAML::Value << YAML::BeginSeq << YAML::Flow << YAML::BeginMap << YAML::Key << "input_name"
+        << YAML::Value << q->state_input << YAML::Key << "output_name" << YAML::Value << q->state_output
+        << YAML::Key << "data_type" << YAML::Value << "TYPE_FP32" << YAML::Key << "dims" << YAML::Value
+        << YAML::Flow << q->state_shape << YAML::EndMap << YAML::EndSeq << YAML::EndMap;
+  }
+  if (!c.model_state_shape.empty()) {
+    out << YAML::Key << "model_state" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "dims"
+        << YAML::Value << YAML::Flow << c.model_state_shape << YAML::EndMap;
   }
   if (!c.stage_hashes.empty()) out << YAML::Key << "stage_hashes" << YAML::Value << YAML::Flow << c.stage_hashes;
   out << YAML::EndMap;

@@ -26,6 +26,11 @@
 //          route: {tensor: coarse_logits, argmax_in: [5, 7, 9]}}   # Tutti: runs only then
 //     early_exit: {tensor: coarse_logits, argmax_in: [8]}        # Tutti: answer with it then
 //     merge: mean                                                 # Tutti: several steps make the output
+//   sequence_batching:           # a stateful model (Triton's field names; implicit state):
+//     max_sequence_idle_microseconds: 1000000
+//     state: [{input_name: hidden_in, output_name: hidden_out, data_type: TYPE_FP32, dims: [64]}]
+//   model_state: {dims: [7850]}  # Tutti: compute-then-update — every batch updates the
+//                                # model's own state (online learning); see ModelConfig
 //   stage_hashes: [9f3c…, …]     # builtin only: per layer stage, written by tutti train
 //   profiles:                    # latency profile per executor kind (optional)
 //     cpu: {batch: [1, 2, 4], latency_us: [210.5, 260.1, 390.0], alpha_us: 60.1, beta_us: 150.2}
@@ -58,7 +63,8 @@ enum class Platform {
 };
 
 // Tutti's built-in architectures (src/tutti/models/architectures.h builds them).
-inline constexpr absl::string_view kBuiltinArchitectures[] = {"mlp", "lenet5", "resnet_small"};
+inline constexpr absl::string_view kBuiltinArchitectures[] = {"mlp", "lenet5", "resnet_small", "gru_rows",
+                                                                "online_linear"};
 
 struct TensorSpec {
   std::string name;
@@ -108,6 +114,23 @@ struct EnsembleStep {
   bool operator==(const EnsembleStep&) const = default;
 };
 
+// A stateful model (Triton's sequence_batching with implicit state): its
+// requests belong to sequences (the sequence_id request parameter), and
+// each sequence carries a state from one request to the next. The model
+// itself is a function of (input, state) → (output, state′): its weights
+// file computes on the concatenation [input…, state…] and returns
+// [output…, state′…]; the state starts as zeros at sequence_start and is
+// kept by the executor that runs the model (replication/), never sent by
+// the client.
+struct SequenceBatching {
+  int64_t max_sequence_idle_us = 1'000'000;  // a sequence idle this long is forgotten
+  std::string state_input = "state_in", state_output = "state_out";
+  std::vector<int64_t> state_shape;  // per sequence, FP32
+
+  int64_t StateElements() const;
+  bool operator==(const SequenceBatching&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   Platform platform = Platform::kBuiltin;
@@ -137,7 +160,17 @@ struct ModelConfig {
   // (models/architectures.h StageHashes), recorded by `tutti train`. Models
   // whose leading hashes agree share those layers (prefix batching).
   std::vector<std::string> stage_hashes;
+  std::optional<SequenceBatching> sequence_batching;  // set for stateful models only
+  // Tutti: a compute-then-update model (HAMS §II-B) — its state is the
+  // model's own (its weights), read by every item of a batch and replaced
+  // by the batch's update stage; the shape of that state. Empty: none.
+  std::vector<int64_t> model_state_shape;
+  int64_t ModelStateElements() const;
 };
+
+// The model as its weights compute: for a stateful model one input
+// [input…, state…] and one output [output…, state′…] (flat); else `config`.
+ModelConfig StatelessForm(const ModelConfig& config);
 
 // A model as it is served: its config, at the version served.
 struct ServedModel {

@@ -225,9 +225,54 @@ TEST(ModelConfigTest, EmulatedPlatformNeedsAProfile) {
               HasSubstr("platform emulated needs at least one latency profile"));
 }
 
+TEST(ModelConfigTest, SequenceBatchingRoundTripsAndGivesTheStatelessForm) {
+  const std::string text = kValid + std::string(R"(sequence_batching:
+  max_sequence_idle_microseconds: 5000
+  state: [{input_name: h_in, output_name: h_out, data_type: TYPE_FP32, dims: [2, 8]}]
+)");
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(text);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->sequence_batching.has_value());
+  EXPECT_EQ(c->sequence_batching->max_sequence_idle_us, 5000);
+  EXPECT_EQ(c->sequence_batching->StateElements(), 16);
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->sequence_batching, c->sequence_batching);
+  const ModelConfig form = StatelessForm(*c);
+  EXPECT_EQ(form.inputs[0].shape, (std::vector<int64_t>{784 + 16}));
+  EXPECT_EQ(form.outputs[0].shape, (std::vector<int64_t>{10 + 16}));
+  EXPECT_EQ(StatelessForm(*ParseModelConfig(kValid)).inputs[0].shape,
+            (std::vector<int64_t>{1, 28, 28}));  // a stateless model is its own form
+}
+
+TEST(ModelConfigTest, ModelStateRoundTrips) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(kValid + std::string("model_state: {dims: [10, 785]}\n"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ModelStateElements(), 7850);
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->model_state_shape, c->model_state_shape);
+  EXPECT_THAT(ErrorOf(kValid + std::string("model_state: {dims: [0]}\n")), HasSubstr("dimensions must be positive"));
+  EXPECT_THAT(ErrorOf(kValid + std::string("model_state: {dims: [4]}\nsequence_batching: {state: [{input_name: a, "
+                                           "output_name: b, dims: [4]}]}\n")),
+              HasSubstr("either sequences' states (sequence_batching) or its own"));
+}
+
+TEST(ModelConfigErrorTest, SequenceBatchingErrorsNameTheField) {
+  auto with = [](const std::string& seq) { return ErrorOf(kValid + std::string("sequence_batching: ") + seq + "\n"); };
+  EXPECT_THAT(with("{state: []}"), HasSubstr("sequence_batching.state"));
+  EXPECT_THAT(with("{state: [{input_name: a, output_name: b, dims: [0]}]}"), HasSubstr("dimensions must be positive"));
+  EXPECT_THAT(with("{state: [{input_name: a, output_name: b, data_type: TYPE_INT8, dims: [4]}]}"),
+              HasSubstr("only TYPE_FP32"));
+  EXPECT_THAT(with("{max_sequence_idle_microseconds: 0, state: [{input_name: a, output_name: b, dims: [4]}]}"),
+              HasSubstr("must be positive"));
+  EXPECT_THAT(with("{state: [{input_name: image, output_name: b, dims: [4]}]}"),
+              HasSubstr("'image' is also a tensor of the model: the state is implicit"));
+}
+
 TEST(ModelConfigErrorTest, UnknownArchitecture) {
   EXPECT_THAT(ErrorOf(Edit("architecture: lenet5", "architecture: vgg")),
-              HasSubstr("unknown architecture 'vgg' (expected one of mlp, lenet5, resnet_small)"));
+              HasSubstr("unknown architecture 'vgg' (expected one of mlp, lenet5, resnet_small, gru_rows, online_linear)"));
 }
 
 TEST(ModelConfigErrorTest, ArchitectureOnTorchScript) {

@@ -26,6 +26,16 @@ struct Request {
   Time deadline = 0;  // the response must reach the client by then
 };
 
+// A request's place in a sequence of a stateful model (Triton's sequence
+// batcher; model_config.h SequenceBatching): `id` 0 means none. The state
+// a sequence carries from request to request is kept beside the executor
+// that runs the model (replication/replicated_executor.h).
+struct SequenceRef {
+  uint64_t id = 0;
+  bool start = false;  // the state starts from zeros
+  bool end = false;    // the state is forgotten after this request
+};
+
 // A batch the scheduler dispatched: `gpu` runs `requests` of `model`
 // starting at `exec_at`, expected to take `latency` = ℓ(|requests|).
 struct Batch {

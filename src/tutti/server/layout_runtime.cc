@@ -7,6 +7,7 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/emulated_executor.h"
 #include "tutti/executors/torch_executor.h"
+#include "tutti/replication/replicated_executor.h"
 #include "tutti/stages/parm_stage.h"
 
 namespace tutti {
@@ -19,9 +20,11 @@ absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine
   return graphs;
 }
 
-absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
-                                                            int group, Clock* clock, std::string* description,
-                                                            int64_t* parameters) {
+namespace {
+
+absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& layout, const ServerConfig& config,
+                                                           int group, Clock* clock, std::string* description,
+                                                           int64_t* parameters) {
   const ExecutorGroupConfig& g = config.executors.at(group);
   const std::vector<const ModelVersion*>& models = layout.group_models.at(group);
   if (g.kind == "emulated") {
@@ -53,6 +56,53 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout&
                           held * 4.0 / (1 << 20));
   }
   return std::make_unique<TorchExecutor>(clock, std::move(loaded));
+}
+
+}  // namespace
+
+std::unique_ptr<SequenceEngine> ServeSequences(InferenceEngine* engine, const ClusterSpec& spec,
+                                               const ClusterLayout& layout, Clock* clock) {
+  std::vector<std::optional<SequenceBatching>> batching;
+  bool any = false;
+  for (size_t m = 0; m < spec.models.size(); ++m) {
+    batching.push_back(layout.served[m].config.sequence_batching);
+    any |= batching.back().has_value();
+  }
+  if (!any) return nullptr;
+  return std::make_unique<SequenceEngine>(engine, spec, std::move(batching), clock);
+}
+
+absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
+                                                            int group, Clock* clock, std::string* description,
+                                                            int64_t* parameters) {
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> primary,
+                         MakeBaseExecutor(layout, config, group, clock, description, parameters));
+  std::vector<SlotModel> slot;
+  bool stateful = false;
+  for (const ModelVersion* v : layout.group_models.at(group)) {
+    const ModelConfig& c = v->config;
+    SlotModel m{0, c.inputs[0].ElementCount(), c.outputs[0].ElementCount(), 0};
+    if (c.sequence_batching) {
+      stateful = true;
+      m.state_elements = c.sequence_batching->StateElements();
+      m.max_idle = c.sequence_batching->max_sequence_idle_us * kMicrosecond;
+    }
+    if (!c.model_state_shape.empty()) stateful = m.model_state = true;
+    slot.push_back(m);
+  }
+  if (!stateful) return primary;
+  // The backup, and the spare that replaces it after a failover, hold the
+  // same models.
+  auto make = [layout = std::make_shared<const ClusterLayout>(layout), config, group, clock] {
+    return MakeBaseExecutor(*layout, config, group, clock, nullptr, nullptr);
+  };
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> backup, make());
+  if (description != nullptr) {
+    absl::StrAppendFormat(description, "    a backup executor stands by; stateful models' states replicated: %s\n",
+                          ReplicationModeName(config.replication.mode));
+  }
+  return std::make_unique<ReplicatedExecutor>(clock, std::move(primary), std::move(backup), std::move(slot),
+                                              config.replication, make);
 }
 
 absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> MakeStages(

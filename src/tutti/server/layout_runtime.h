@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
+#include "tutti/sequences/sequence_engine.h"
 #include "tutti/server/cluster_layout.h"
 #include "tutti/serving/batch_stage.h"
 
@@ -31,11 +32,18 @@ absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> Mak
 absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine, const ClusterSpec& spec,
                                                          ClusterLayout* layout);
 
+// The layout's stateful models' sequences kept over `engine` (which serves
+// `spec`'s models): a SequenceEngine; null when no model is stateful.
+std::unique_ptr<SequenceEngine> ServeSequences(InferenceEngine* engine, const ClusterSpec& spec,
+                                               const ClusterLayout& layout, Clock* clock);
+
 // One executor of `group` (config.executors[group]), holding its models in
 // the group's order (a prefix group's members' weights as one model). A
 // line saying how many parameters a torch executor holds is appended to
 // `description` unless null, and the count stored in `parameters` unless
-// null. Errors: weights that fail to load.
+// null. A group with stateful models gets a ReplicatedExecutor
+// (replication/) over two: the primary and its backup, which keeps the
+// states as the config's replication mode says. Errors: weights that fail to load.
 absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
                                                             int group, Clock* clock,
                                                             std::string* description = nullptr,

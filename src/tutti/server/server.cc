@@ -20,6 +20,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
     clock = server->loop_.get();
   }
   SetTorchThreads(config.torch_threads);
+  SetInjectedNondeterminism(config.inject_nondeterminism);
   TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
   ClusterSpec& spec = layout.spec;
   std::string& d = server->description_;
@@ -37,6 +38,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(spec, std::move(layout.shapes),
                                                               std::move(executors), options, clock));
   InferenceEngine* engine = server->core_.get();
+  server->sequences_ = ServeSequences(engine, spec, layout, clock);
+  if (server->sequences_) engine = server->sequences_.get();
   TUTTI_ASSIGN_OR_RETURN(server->graphs_, ServeGraphs(engine, spec, &layout));
   if (server->graphs_) engine = server->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));

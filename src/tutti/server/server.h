@@ -14,6 +14,7 @@
 #include "tutti/frontend/frontend_server.h"
 #include "tutti/graphs/graph_engine.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/sequences/sequence_engine.h"
 #include "tutti/server/server_config.h"
 #include "tutti/serving/inference_core.h"
 
@@ -54,6 +55,7 @@ class Server {
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
   std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<SequenceEngine> sequences_;  // null: no stateful model served
   std::unique_ptr<GraphEngine> graphs_;  // null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
   bool shut_down_ = false;

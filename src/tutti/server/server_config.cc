@@ -151,6 +151,22 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto step_overhead, r.OptionalScalar<double>("graph_step_overhead_ms", "a number"));
   if (step_overhead && !(*step_overhead >= 0)) return Invalid("graph_step_overhead_ms", "must not be negative");
   if (step_overhead) c.graph_step_overhead = static_cast<Duration>(*step_overhead * kMillisecond);
+  if (YAML::Node rep = r.Get("replication"); rep.IsDefined() && !rep.IsNull()) {
+    MapReader rr(rep, "replication");
+    TUTTI_RETURN_IF_ERROR(rr.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(auto mode, rr.OptionalScalar<std::string>("mode", "none, nspb, remus or checkpoint"));
+    TUTTI_ASSIGN_OR_RETURN(auto every, rr.OptionalScalar<int>("checkpoint_every", "an integer"));
+    TUTTI_ASSIGN_OR_RETURN(auto noise, rr.OptionalScalar<bool>("inject_nondeterminism", "true or false"));
+    TUTTI_RETURN_IF_ERROR(rr.CheckNoUnknownFields());
+    if (mode) {
+      absl::StatusOr<ReplicationMode> m = ParseReplicationMode(*mode);
+      if (!m.ok()) return Invalid("replication.mode", m.status().message());
+      c.replication.mode = *m;
+    }
+    if (every && *every < 1) return Invalid("replication.checkpoint_every", "must be at least 1");
+    if (every) c.replication.checkpoint_every = *every;
+    c.inject_nondeterminism = noise.value_or(false);
+  }
   if (window && *window < 0) return Invalid("early_drop_window", "must not be negative");
   c.early_drop_window = window.value_or(0);
   TUTTI_ASSIGN_OR_RETURN(auto queue_size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));
@@ -223,7 +239,9 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
       const ModelConfig& m = (*repo.Find(name))->config;
       if (m.parity) continue;  // serves only under a `coding:` entry
       if (m.platform == Platform::kEnsemble) continue;  // a graph runs no executor of its own
-      if (m.platform != Platform::kEmulated) {
+      if ((m.sequence_batching || !m.model_state_shape.empty()) && m.platform != Platform::kEmulated) {
+        config.executors.push_back({"torch", 1, "cpu", {name}});  // its own, replicated
+      } else if (m.platform != Platform::kEmulated) {
         torch.models.push_back(name);
       } else {
         config.executors.push_back({"emulated", 1, m.profiles.begin()->first, {name}});
@@ -256,6 +274,11 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
         return absl::InvalidArgumentError(absl::StrCat(where, ": model '", name,
                                                        "' is platform emulated and has no weights; "
                                                        "put it on an emulated executor"));
+      }
+      if ((m.sequence_batching || !m.model_state_shape.empty()) && (g.kind != "torch" || g.count != 1)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": model '", name, "' is stateful: its group must be one torch executor (count: 1), whose "
+            "states a backup replicates (replication:)"));
       }
       if (g.profile.empty()) g.profile = m.profiles.empty() ? "" : m.profiles.begin()->first;
       if (!m.profiles.contains(g.profile)) {

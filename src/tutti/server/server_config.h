@@ -25,6 +25,9 @@
 //   prefix_batching: true            # builtin models of a torch executor group whose
 //                                    # leading layers are identical (stage_hashes) run
 //                                    # them once per batch for all (Nexus §6.3)
+//   replication: {mode: nspb,        # stateful models' states: none | nspb (HAMS) | remus |
+//                 checkpoint_every: 100,  # checkpoint (replication/replicated_executor.h)
+//                 inject_nondeterminism: false}  # stateful models' sums in a random order
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
 //          max_body_mb: 64, max_header_kb: 64, read_timeout_s: 10,
@@ -48,7 +51,8 @@
 // profile (from the models' configs) the scheduler plans with — and, for
 // emulated executors, the one they emulate. Without `executors`, every
 // non-emulated model of the repository goes on one torch executor with the
-// `cpu` profile, and each emulated model on one emulated executor of its
+// `cpu` profile (a stateful one on a torch executor of its own, whose
+// states a backup replicates), and each emulated model on one emulated executor of its
 // first profile; parity models (they serve only with `coding`) and graphs are left out.
 //
 // `coding` turns ParM on for a model: its batches are encoded into parity
@@ -65,6 +69,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/frontend/frontend_options.h"
+#include "tutti/replication/replicated_executor.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/scheduler.h"
@@ -105,6 +110,11 @@ struct ServerConfig {
   Duration graph_step_overhead = 2 * kMillisecond;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
+  // Groups with stateful models: how their states are replicated
+  // (replication/replicated_executor.h), and whether stateful
+  // architectures inject nondeterminism (experiments and tests).
+  ReplicationOptions replication;
+  bool inject_nondeterminism = false;
 };
 
 // Parses a serve config. InvalidArgument names the field: unknown fields,

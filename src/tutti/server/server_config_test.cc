@@ -151,6 +151,10 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("max_queue_size: -1"), HasSubstr("field 'max_queue_size': must not be negative"));
   EXPECT_THAT(ParseError("http: {max_connections: 0}"), HasSubstr("field 'http.max_connections'"));
   EXPECT_THAT(ParseError("coding: [{model: a}]"), HasSubstr("missing required field 'coding[0].parity_model'"));
+  EXPECT_THAT(ParseError("replication: {mode: paxos}"),
+              HasSubstr("field 'replication.mode': unknown replication mode 'paxos'"));
+  EXPECT_THAT(ParseError("replication: {checkpoint_every: 0}"), HasSubstr("'replication.checkpoint_every'"));
+  EXPECT_THAT(ParseError("replication: {modes: nspb}"), HasSubstr("unknown field 'replication.modes'"));
   EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),
               HasSubstr("field 'coding[0].reconstruct_delay_ms': must not be negative"));
 }
@@ -209,6 +213,28 @@ TEST_F(ResolveTest, DefaultExecutorsHoldEveryModelButParityModels) {
   EXPECT_EQ(c->executors[1].kind, "emulated");
   EXPECT_EQ(c->executors[1].profile, "a100");
   EXPECT_EQ(c->executors[1].models, std::vector<std::string>{"resnet50"});
+}
+
+TEST_F(ResolveTest, AStatefulModelGetsATorchExecutorOfItsOwn) {
+  dir_.WriteFile("gru/1/config.yaml", R"(name: gru
+platform: builtin
+architecture: gru_rows
+max_batch_size: 8
+inputs: [{name: rows, datatype: FP32, shape: [4, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
+sequence_batching: {state: [{input_name: h_in, output_name: h_out, dims: [64]}]}
+)");
+  dir_.WriteFile("gru/1/model.pt", "weights");
+  repo_ = *ModelRepository::Open(dir_.path());
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig("replication: {mode: remus}"), repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->replication.mode, ReplicationMode::kRemus);
+  ASSERT_EQ(c->executors.size(), 3u);
+  EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp"}));
+  EXPECT_EQ(c->executors[1].models, (std::vector<std::string>{"gru"}));
+  EXPECT_THAT(ResolveError("executors: [{kind: torch, count: 2, models: [gru]}]"),
+              HasSubstr("model 'gru' is stateful: its group must be one torch executor (count: 1)"));
 }
 
 TEST_F(ResolveTest, TheLayoutPlansWithTheConfiguredNetworkDelays) {

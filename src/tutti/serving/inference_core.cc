@@ -120,18 +120,25 @@ InferenceCore::~InferenceCore() {
 
 absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
                                    InferenceCallback done) {
+  return SubmitInSequence(model, {}, std::move(input), objective, std::move(done));
+}
+
+absl::Status InferenceCore::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
+                                             Duration objective, InferenceCallback done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     TUTTI_ASSIGN_OR_RETURN(const Time deadline, table_.Admit(model, input.size(), objective, clock_->Now()));
-    SubmitLocked(model, std::move(input), deadline, std::move(done));
+    SubmitLocked(model, std::move(input), deadline, std::move(done), sequence);
   }
   Flush();
   return absl::OkStatus();
 }
 
-void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done) {
+void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
+                                 SequenceRef sequence) {
   const Time now = clock_->Now();
   const Request r{table_.Add(model, std::move(input), std::move(done), now, deadline), model, now, deadline};
+  if (sequence.id != 0) table_.Find(r.id)->sequence = sequence;
   delays_->RecordArrival(model, r.arrival);
   scheduler_->Submit(r);
 }
@@ -155,6 +162,10 @@ void InferenceCore::OnDispatch(Batch batch) {
   for (const Request& r : batch.requests) {
     Pending p = table_.Take(r.id);
     exec.input.insert(exec.input.end(), p.input.begin(), p.input.end());
+    if (p.sequence.id != 0) {
+      exec.sequences.resize(members->size());
+      exec.sequences.push_back(p.sequence);
+    }
     std::vector<float>().swap(p.input);
     earliest = std::min(earliest, r.deadline);
     members->push_back(std::move(p));
@@ -212,7 +223,9 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, uint64_t ba
         continue;
       }
       InferenceOutcome out;
-      out.status = result.status;
+      out.status = result.status.ok() && static_cast<int64_t>(result.item_status.size()) == n
+                       ? result.item_status[i]
+                       : result.status;
       out.emulated = result.emulated;
       out.arrival = p.arrival;
       out.deadline = p.deadline;

@@ -77,6 +77,10 @@ class InferenceCore final : public InferenceEngine {
   // from its executor (real clocks only).
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective,
                       InferenceCallback done) override;
+  // Passes the sequence with the request to the executor that runs it
+  // (ExecBatch::sequences); sequences are checked before (SequenceEngine).
+  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+                                InferenceCallback done) override;
 
   void StopAccepting() override;
   void WaitIdle() override;
@@ -122,7 +126,8 @@ class InferenceCore final : public InferenceEngine {
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
-  void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done);
+  void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
+                    SequenceRef sequence = {});
   void OnExecuted(ModelId model, int gpu, Time decided, uint64_t batch, const Members& members, ExecResult result);
   // Moves the answers stages gave since the last call (and how many requests
   // they let leave in_flight_) to the caller. REQUIRES: mu_ held.

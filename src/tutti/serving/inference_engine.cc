@@ -1,5 +1,7 @@
 #include "tutti/serving/inference_engine.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 
 namespace tutti {
@@ -15,6 +17,12 @@ absl::Status CheckSubmission(const ClusterSpec& spec, const std::vector<ModelSha
   }
   if (objective < 0) return absl::InvalidArgumentError("the latency objective must not be negative");
   return absl::OkStatus();
+}
+
+absl::Status InferenceEngine::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
+                                               Duration objective, InferenceCallback done) {
+  if (sequence.id != 0) return absl::InvalidArgumentError("this server keeps no sequences");
+  return Submit(model, std::move(input), objective, std::move(done));
 }
 
 absl::Status DroppedError(const ClusterSpec& spec, ModelId model) {

@@ -122,6 +122,13 @@ class InferenceEngine {
   virtual absl::Status Submit(ModelId model, std::vector<float> input, Duration objective,
                               InferenceCallback done) = 0;
 
+  // Submit() for a request of a stateful model's sequence (model_config.h
+  // SequenceBatching; `sequence.id` != 0). Engines that keep sequences
+  // check them (serving/sequence_engine.h); the default passes a request
+  // with no sequence to Submit() and refuses one with a sequence.
+  virtual absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
+                                        Duration objective, InferenceCallback done);
+
   // New requests are refused from now on; accepted ones still complete.
   virtual void StopAccepting() = 0;
   // Blocks until every accepted request has been answered.

@@ -56,6 +56,7 @@ class RequestTable {
     InferenceCallback done;
     Time arrival;
     Time deadline;
+    SequenceRef sequence{};  // of a stateful model's request; set by the owner
     Extra extra{};
   };
 

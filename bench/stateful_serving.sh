@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Stateful serving (HAMS) on this CPU with the demo's real stateful model,
+# gru_rows (a GRU reading an image 4 rows per request of a sequence): RUNS
+# runs of `tutti bench stateful` (16 closed-loop clients in-process, 5 s
+# per mode, the eager policy, requests straight to the serving engine):
+#   1. none, remus, nspb, checkpoint without failures: throughput, latency,
+#      what the replication costs;
+#   2. the same with the model's sums in a random order (--nondeterminism)
+#      and the primary killed 2.5 s in: failover time, batches run again,
+#      answers reading a state not descended from their predecessor's, and
+#      whether every request was answered exactly once.
+# Then the medians (worst run beside) of each column per mode.
+#   bench/stateful_serving.sh [RUNS]   (after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RUNS=${1:-5}
+build/bin/tutti demo --repo demo_repository > /dev/null
+out=$(mktemp -d)
+for i in $(seq 1 "$RUNS"); do
+  echo "run $i of $RUNS…" >&2
+  build/bin/tutti bench stateful --modes none,remus,nspb,checkpoint --duration-s 5 | tail -n +2 >> "$out/steady"
+  build/bin/tutti bench stateful --modes none,remus,nspb,checkpoint --duration-s 5 --kill-at-s 2.5 \
+    --nondeterminism | tail -n +2 >> "$out/failover"
+done
+# Median and worst of column $2 for each mode ($1: "high" when larger is better).
+summary() {
+  local file=$1
+  shift
+  for mode in none remus nspb checkpoint; do
+    printf '%-10s' "$mode"
+    for spec in "$@"; do
+      col=${spec%%:*}; better=${spec##*:}
+      grep "^$mode " "$file" | awk -v c="$col" '{print $c}' | sort -g | awk -v b="$better" '
+        {v[NR]=$1} END {m=v[int((NR+1)/2)]; w=(b=="high")?v[1]:v[NR]; printf "  %s (%s)", m, w}'
+    done
+    echo
+  done
+}
+echo "steady state, median (worst) of $RUNS: req/s, p50 ms, p99 ms, state KB/s, proxy us/batch"
+summary "$out/steady" 2:high 3:low 4:low 7:low 8:low
+echo "failover with nondeterminism, median (worst) of $RUNS: failover ms, batches rerun, errors"
+summary "$out/failover" 11:low 12:low 5:low
+echo "inconsistent/audited per run:"
+for mode in none remus nspb checkpoint; do
+  printf '%-10s %s\n' "$mode" "$(grep "^$mode " "$out/failover" | awk '{printf "%s ", $13}')"
+done
+echo "answered exactly once in every run: $(grep -c ' yes$' "$out/failover") of $((RUNS * 4))"
+rm -rf "$out"

@@ -1,0 +1,202 @@
+#include "tutti/experiments/stateful_serving.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/core/real_clock.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/models/torch_model.h"
+#include "tutti/server/cluster_layout.h"
+#include "tutti/server/layout_runtime.h"
+#include "tutti/serving/inference_core.h"
+
+namespace tutti {
+namespace {
+
+// The clients: each walks through images, one request per step.
+class Clients {
+ public:
+  // `step_elements`: a sequence's step; 0 for a compute-then-update model,
+  // whose requests are whole images followed by their labels.
+  Clients(InferenceEngine* engine, ModelId model, const ImageSet& images, int64_t step_elements,
+          const StatefulServingSetup& setup, Clock* clock)
+      : engine_(engine), model_(model), images_(images), pixels_(images.ToFloat(0, images.size())),
+        online_(step_elements == 0), step_(online_ ? images.image_size() : step_elements),
+        steps_(static_cast<int>(images.image_size() / step_)), setup_(setup), clock_(clock),
+        clients_(setup.sequences) {
+    for (int c = 0; c < setup.sequences; ++c) clients_[c].image = c;
+  }
+
+  void Start(Time until) {
+    until_ = until;
+    for (int c = 0; c < static_cast<int>(clients_.size()); ++c) Send(c);
+  }
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    idle_.wait(lock, [this] { return outstanding_ == 0; });
+  }
+
+  StatefulServingResult Result() {
+    std::lock_guard<std::mutex> lock(mu_);
+    StatefulServingResult r;
+    r.requests = requests_;
+    r.answers = answers_;
+    r.duplicates = duplicates_;
+    r.errors = errors_;
+    r.late = late_;
+    r.images = images_done_;
+    r.accuracy = images_done_ == 0 ? 0 : static_cast<double>(correct_) / static_cast<double>(images_done_);
+    std::sort(latency_.begin(), latency_.end());
+    if (!latency_.empty()) {
+      r.p50_ms = ToMillis(latency_[latency_.size() / 2]);
+      r.p99_ms = ToMillis(latency_[std::min(latency_.size() - 1, latency_.size() * 99 / 100)]);
+    }
+    return r;
+  }
+
+ private:
+  struct Client {
+    int64_t image = 0;
+    int step = 0;
+    uint64_t sequence = 0;
+  };
+
+  void Send(int c) {
+    std::vector<float> input;
+    SequenceRef ref;
+    int64_t id;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      Client& cl = clients_[c];
+      if (cl.step == 0) {
+        if (clock_->Now() >= until_) return;  // no new image after the end
+        cl.sequence = online_ ? 0 : ++next_sequence_;
+      }
+      ref = {cl.sequence, cl.step == 0, cl.step == steps_ - 1};
+      const int64_t image = cl.image % images_.size();
+      const float* at = pixels_.data() + image * images_.image_size() + cl.step * step_;
+      input.assign(at, at + step_);
+      if (online_) input.push_back(images_.labels[image]);  // learnt from after its answer
+      id = requests_++;
+      ++outstanding_;
+      answered_.push_back(false);
+    }
+    const Time sent = clock_->Now();
+    absl::Status s = engine_->SubmitInSequence(model_, ref, std::move(input), setup_.objective,
+                                               [this, c, id, sent, ref](InferenceOutcome o) {
+                                                 OnAnswer(c, id, sent, ref, std::move(o));
+                                               });
+    if (!s.ok()) {
+      InferenceOutcome o;
+      o.status = s;
+      OnAnswer(c, id, sent, ref, std::move(o));
+    }
+  }
+
+  void OnAnswer(int c, int64_t id, Time sent, SequenceRef ref, InferenceOutcome o) {
+    bool next = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (answered_[id]) {
+        ++duplicates_;
+        return;
+      }
+      answered_[id] = true;
+      ++answers_;
+      latency_.push_back(clock_->Now() - sent);
+      late_ += o.late;
+      Client& cl = clients_[c];
+      if (!o.status.ok()) {
+        ++errors_;
+        cl.step = 0;  // the image is abandoned; its sequence is left to expire
+        cl.image += setup_.sequences;
+      } else if (ref.end) {
+        ++images_done_;
+        const auto best = std::max_element(o.output.begin(), o.output.end()) - o.output.begin();
+        correct_ += best == images_.labels[cl.image % images_.size()];
+        cl.step = 0;
+        cl.image += setup_.sequences;
+      } else {
+        ++cl.step;
+      }
+      next = true;
+    }
+    if (next) Send(c);
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--outstanding_ == 0) idle_.notify_all();
+  }
+
+  InferenceEngine* const engine_;
+  const ModelId model_;
+  const ImageSet& images_;
+  const std::vector<float> pixels_;
+  const bool online_;
+  const int64_t step_;
+  const int steps_;
+  const StatefulServingSetup& setup_;
+  Clock* const clock_;
+  Time until_ = 0;
+
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::vector<Client> clients_;
+  std::vector<bool> answered_;
+  std::vector<Duration> latency_;
+  uint64_t next_sequence_ = 0;
+  int64_t requests_ = 0, answers_ = 0, duplicates_ = 0, errors_ = 0, late_ = 0, outstanding_ = 0;
+  int64_t images_done_ = 0, correct_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelRepository& repo,
+                                                             const StatefulServingSetup& setup,
+                                                             const ImageSet& images) {
+  SetInjectedNondeterminism(setup.nondeterminism);
+  RealClock clock;
+  ServerConfig config;
+  config.policy = setup.policy;
+  config.replication = setup.replication;
+  config.executors = {{"torch", 1, "cpu", {setup.model}}};
+  TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(config, repo));
+  TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
+  const ModelConfig& model = layout.served[0].config;
+  if (!model.sequence_batching && model.model_state_shape.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", setup.model, "' is not stateful (neither sequence_batching nor model_state)"));
+  }
+  std::vector<std::unique_ptr<Executor>> executors;
+  TUTTI_ASSIGN_OR_RETURN(executors.emplace_back(), MakeGroupExecutor(layout, config, 0, &clock));
+  auto* slot = dynamic_cast<ReplicatedExecutor*>(executors[0].get());
+  InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<InferenceCore> core,
+                         InferenceCore::Create(layout.spec, layout.shapes, std::move(executors), options, &clock));
+  std::unique_ptr<SequenceEngine> sequences = ServeSequences(core.get(), layout.spec, layout, &clock);
+  InferenceEngine* engine = sequences ? static_cast<InferenceEngine*>(sequences.get()) : core.get();
+
+  Clients clients(engine, 0, images, model.sequence_batching ? model.inputs[0].ElementCount() : 0, setup, &clock);
+  const Time start = clock.Now();
+  clients.Start(start + setup.duration);
+  if (setup.kill_at > 0) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(setup.kill_at));
+    TUTTI_RETURN_IF_ERROR(slot->KillPrimary());
+  }
+  clients.Wait();
+  const Duration took = clock.Now() - start;
+  StatefulServingResult r = clients.Result();
+  r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
+  r.replication = slot->stats();
+  engine->StopAccepting();
+  engine->WaitIdle();
+  SetInjectedNondeterminism(false);
+  return r;
+}
+
+}  // namespace tutti

@@ -1,0 +1,64 @@
+// Stateful serving (HAMS, DSN'20) measured on this CPU with a real
+// stateful model: a builtin sequence model (gru_rows) on one torch executor
+// whose states a backup replicates in a given mode (none, nspb, remus,
+// checkpoint; replication/replicated_executor.h), served through the
+// server's own road (ResolveServerConfig, LayOutCluster, the group's
+// ReplicatedExecutor, InferenceCore, SequenceEngine) in this process:
+// requests go straight to the engine (no HTTP, no client).
+//
+// Closed loop: `sequences` clients, each reading Fashion-MNIST test images
+// one after another, each image a sequence of steps (4 rows per request,
+// the first with sequence_start, the last with sequence_end, whose answer
+// classifies the image); a client sends its next request when the last is
+// answered. A compute-then-update model (online_linear) gets each image
+// whole, followed by its label, which its batch's update learns from after
+// answering (its accuracy is prequential). With `kill_at`, the primary dies then (KillPrimary: what it
+// held is lost) and the backup takes over.
+#ifndef TUTTI_EXPERIMENTS_STATEFUL_SERVING_H_
+#define TUTTI_EXPERIMENTS_STATEFUL_SERVING_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "tutti/core/time.h"
+#include "tutti/datasets/fashion_mnist.h"
+#include "tutti/replication/replicated_executor.h"
+#include "tutti/repository/model_repository.h"
+
+namespace tutti {
+
+struct StatefulServingSetup {
+  std::string model = "gru_rows";
+  ReplicationOptions replication;
+  bool nondeterminism = false;      // injected into the model's sums
+  std::string policy = "deferred";
+  int sequences = 16;               // concurrent clients
+  Duration duration = 5 * kSecond;  // sending time
+  Duration kill_at = 0;             // > 0: the primary dies then
+  Duration objective = 100 * kMillisecond;
+};
+
+struct StatefulServingResult {
+  int64_t requests = 0;             // submitted
+  int64_t answers = 0;              // callbacks (each request exactly once, or counted in duplicates)
+  int64_t duplicates = 0;
+  int64_t errors = 0;               // answers with an error
+  int64_t late = 0;
+  double throughput = 0;            // answered requests per second
+  double p50_ms = 0, p99_ms = 0;    // submit to answer
+  int64_t images = 0;               // sequences finished
+  double accuracy = 0;              // of their last answers
+  ReplicationStats replication;
+};
+
+// Errors: the model's own (unknown, without a cpu profile, weights that
+// fail to load, not stateful).
+absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelRepository& repo,
+                                                             const StatefulServingSetup& setup,
+                                                             const ImageSet& images);
+
+}  // namespace tutti
+
+#endif  // TUTTI_EXPERIMENTS_STATEFUL_SERVING_H_

@@ -1,0 +1,875 @@
+#include "tutti/replication/replicated_executor.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace tutti {
+namespace {
+
+using Key = std::pair<int, uint64_t>;  // the model's position, the sequence id
+
+struct State {
+  std::vector<float> value;
+  uint64_t version = 0;  // requests of the sequence it has seen
+  uint64_t digest = 0;   // of its bits
+  uint64_t parent = 0;   // the digest of the state it was made from
+  Time touched = 0;
+};
+using StateMap = absl::flat_hash_map<Key, State>;
+
+// A digest of a state's bits: FNV-1a's step over 32-bit words, then a final
+// mix (the audit compares digests; they need not be cryptographic).
+uint64_t Digest(const float* p, int64_t n) {
+  uint64_t h = 14695981039346656037ULL;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t w;
+    std::memcpy(&w, p + i, sizeof w);
+    h = (h ^ w) * 1099511628211ULL;
+  }
+  return h ^ (h >> 29);
+}
+
+Duration ThreadCpu() {
+  timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<Duration>(t.tv_sec) * kSecond + t.tv_nsec;
+}
+
+// The bytes of messages to the backup: what would cross the network.
+class Writer {
+ public:
+  template <typename T>
+  void Put(const T& v) {
+    out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  void PutFloats(const float* p, int64_t n) {
+    Put(n);
+    out_.append(reinterpret_cast<const char*>(p), n * sizeof(float));
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Reader {
+ public:
+  explicit Reader(const std::string& in) : in_(in) {}
+  template <typename T>
+  T Get() {
+    T v;
+    std::memcpy(&v, in_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  void GetFloats(std::vector<float>* v) {
+    const int64_t n = Get<int64_t>();
+    v->resize(n);
+    std::memcpy(v->data(), in_.data() + at_, n * sizeof(float));
+    at_ += n * sizeof(float);
+  }
+
+ private:
+  const std::string& in_;
+  size_t at_ = 0;
+};
+
+enum Kind : uint8_t { kLog = 1, kStates = 2, kCheckpoint = 3 };
+
+void PutState(Writer& w, const Key& k, const State* s) {
+  w.Put(k.first);
+  w.Put(k.second);
+  w.Put<uint8_t>(s == nullptr);  // erased
+  if (s == nullptr) return;
+  w.Put(s->version);
+  w.Put(s->digest);
+  w.Put(s->parent);
+  w.Put(s->touched);
+  w.PutFloats(s->value.data(), static_cast<int64_t>(s->value.size()));
+}
+
+// A batch's inputs as served (the backup's log).
+struct Logged {
+  int model = 0;
+  int size = 0;
+  std::vector<SequenceRef> sequences;
+  std::vector<float> input;
+};
+
+// What the backup holds: the states it applied, in order, and the logged
+// batches whose states it has not.
+struct BackupState {
+  StateMap states;
+  std::map<uint64_t, Logged> log;
+  uint64_t applied = 0;  // the last batch whose states (or checkpoint) it applied
+
+  void Apply(const std::string& bytes) {
+    Reader r(bytes);
+    const auto kind = r.Get<uint8_t>();
+    const auto batch = r.Get<uint64_t>();
+    if (kind == kLog) {
+      Logged l;
+      l.model = r.Get<int>();
+      l.size = r.Get<int>();
+      for (int i = 0; i < l.size; ++i) {
+        SequenceRef s;
+        s.id = r.Get<uint64_t>();
+        s.start = r.Get<uint8_t>();
+        s.end = r.Get<uint8_t>();
+        l.sequences.push_back(s);
+      }
+      r.GetFloats(&l.input);
+      log.emplace(batch, std::move(l));
+      return;
+    }
+    if (kind == kCheckpoint) states.clear();
+    const auto count = r.Get<int64_t>();
+    for (int64_t i = 0; i < count; ++i) {
+      Key k;
+      k.first = r.Get<int>();
+      k.second = r.Get<uint64_t>();
+      if (r.Get<uint8_t>()) {
+        states.erase(k);
+        continue;
+      }
+      State& s = states[k];
+      s.version = r.Get<uint64_t>();
+      s.digest = r.Get<uint64_t>();
+      s.parent = r.Get<uint64_t>();
+      s.touched = r.Get<Time>();
+      r.GetFloats(&s.value);
+    }
+    applied = batch;
+    log.erase(log.begin(), log.upper_bound(batch));
+  }
+};
+
+// The link to the backup: messages applied in order on its own thread,
+// each acknowledged by its number.
+class Channel {
+ public:
+  Channel(BackupState* backup, std::mutex* backup_mu, std::function<void(uint64_t, Duration)> acked)
+      : backup_(backup), backup_mu_(backup_mu), acked_(std::move(acked)), thread_([this] { Loop(); }) {}
+  ~Channel() { Kill(); }
+
+  uint64_t Send(std::string bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.emplace_back(++sent_, std::move(bytes));
+    if (waiting_) wake_.notify_one();
+    return sent_;
+  }
+  // Messages not yet applied are lost; returns once none is being applied.
+  void Kill() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (dead_) return;
+      dead_ = true;
+      queue_.clear();
+      wake_.notify_one();
+    }
+    thread_.join();
+  }
+
+ private:
+  // Applies what arrived, in order, and acknowledges the last of it.
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    std::deque<std::pair<uint64_t, std::string>> arrived;
+    while (true) {
+      waiting_ = true;
+      wake_.wait(lock, [this] { return dead_ || !queue_.empty(); });
+      waiting_ = false;
+      if (dead_) return;
+      arrived.swap(queue_);
+      lock.unlock();
+      const Duration cpu = ThreadCpu();
+      {
+        std::lock_guard<std::mutex> b(*backup_mu_);
+        for (const auto& [seq, bytes] : arrived) backup_->Apply(bytes);
+      }
+      acked_(arrived.back().first, ThreadCpu() - cpu);
+      arrived.clear();
+      lock.lock();
+    }
+  }
+
+  BackupState* const backup_;
+  std::mutex* const backup_mu_;
+  const std::function<void(uint64_t, Duration)> acked_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::pair<uint64_t, std::string>> queue_;
+  uint64_t sent_ = 0;
+  bool dead_ = false;
+  bool waiting_ = false;
+  std::thread thread_;
+};
+
+}  // namespace
+
+absl::StatusOr<ReplicationMode> ParseReplicationMode(absl::string_view name) {
+  if (name == "none") return ReplicationMode::kNone;
+  if (name == "nspb") return ReplicationMode::kNspb;
+  if (name == "remus") return ReplicationMode::kRemus;
+  if (name == "checkpoint") return ReplicationMode::kCheckpoint;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown replication mode '", name, "' (expected none, nspb, remus or checkpoint)"));
+}
+
+absl::string_view ReplicationModeName(ReplicationMode mode) {
+  switch (mode) {
+    case ReplicationMode::kNone: return "none";
+    case ReplicationMode::kNspb: return "nspb";
+    case ReplicationMode::kRemus: return "remus";
+    case ReplicationMode::kCheckpoint: return "checkpoint";
+  }
+  return "?";
+}
+
+class ReplicatedExecutor::Impl {
+ public:
+  Impl(Clock* clock, std::unique_ptr<Executor> primary, std::unique_ptr<Executor> backup,
+       std::vector<SlotModel> models, ReplicationOptions options, ExecutorFactory spare)
+      : clock_(clock), models_(std::move(models)), options_(options), spare_(std::move(spare)),
+        primary_(std::move(primary)), backup_exec_(std::move(backup)) {
+    if (backup_exec_ != nullptr) StartChannel();
+  }
+
+  ~Impl() {
+    if (spare_thread_.joinable()) spare_thread_.join();
+    std::unique_ptr<Channel> channel;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      channel = std::move(channel_);
+    }
+    channel.reset();  // joins its thread: no ack after this
+    // Batches still queued finish first, calling back into this.
+    dead_.clear();
+    primary_.reset();
+    backup_exec_.reset();
+  }
+
+  void Run(ExecBatch batch, DoneFn done) {
+    Outside o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const uint64_t n = ++next_batch_;
+      Pending& p = pending_[n];
+      p.stateful = models_.at(batch.model).state_elements > 0 || models_.at(batch.model).model_state;
+      p.served = std::move(batch);
+      p.done = std::move(done);
+      if (recovering_) {
+        held_.push_back(n);
+        return;
+      }
+      Start(n);
+      o = TakeOutside();
+    }
+    Finish(std::move(o));
+  }
+
+  std::string kind() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return primary_->kind();
+  }
+
+  ReplicationMode mode() const { return options_.mode; }
+
+  absl::Status KillPrimary();
+  ReplicationStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    ReplicationStats s = stats_;
+    s.live_states = static_cast<int64_t>(states_.size());
+    std::lock_guard<std::mutex> b(backup_mu_);
+    s.backup_states = backup_ ? static_cast<int64_t>(backup_->states.size()) : 0;
+    return s;
+  }
+
+ private:
+  struct Row {
+    Key key;
+    bool start = false, end = false, lost = false;
+    uint64_t read_version = 0, read_digest = 0, read_parent = 0;
+  };
+  struct Pending {
+    bool stateful = false;
+    ExecBatch served;  // as received: kept until answered, to run again after a failover
+    DoneFn done;
+    std::vector<Row> rows;
+    uint64_t log_seq = 0;
+    ExecResult result;     // the primary's, with the states
+    uint64_t release_seq = 0;  // remus: its states' message
+    Time computed = 0;         // the primary answered
+    bool waited = false;       // its release waited for the backup
+  };
+  using Delivery = std::pair<DoneFn, ExecResult>;
+  // Work decided under mu_ and done outside it (Finish): batches for the
+  // primary, then answers.
+  struct Dispatch {
+    Executor* exec;
+    int generation;
+    uint64_t n;
+    ExecBatch batch;
+  };
+  struct Outside {
+    std::vector<Dispatch> dispatch;
+    std::vector<Delivery> answers;
+  };
+  static constexpr uint64_t kNotLogged = ~uint64_t{0};  // its log is being written
+
+  void StartChannel() {
+    {
+      std::lock_guard<std::mutex> b(backup_mu_);
+      backup_ = std::make_unique<BackupState>();
+    }
+    watermark_ = last_state_seq_ = 0;
+    channel_ = std::make_unique<Channel>(backup_.get(), &backup_mu_, [this](uint64_t seq, Duration cpu) {
+      OnAcked(seq, cpu);
+    });
+  }
+  bool replicating() const { return channel_ != nullptr && options_.mode != ReplicationMode::kNone; }
+
+  uint64_t Ship(std::string bytes, bool state) {
+    (state ? stats_.state_bytes : stats_.log_bytes) += static_cast<int64_t>(bytes.size());
+    ++stats_.messages;
+    return channel_->Send(std::move(bytes));
+  }
+
+  bool logs() const {
+    return options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kCheckpoint;
+  }
+
+  // Under mu_: batch n's inputs, to the backup's log.
+  uint64_t ShipLog(uint64_t n, const Pending& p) {
+    Writer w;
+    w.Put<uint8_t>(kLog);
+    w.Put(n);
+    w.Put(p.served.model);
+    w.Put(p.served.size);
+    for (int i = 0; i < p.served.size; ++i) {
+      w.Put(p.rows[i].key.second);
+      w.Put<uint8_t>(p.rows[i].start);
+      w.Put<uint8_t>(p.rows[i].end);
+    }
+    w.PutFloats(p.served.input.data(), static_cast<int64_t>(p.served.input.size()));
+    return Ship(w.Take(), false);
+  }
+
+  // Under mu_: the batch with each item's state after its input, and the
+  // rows' reads.
+  ExecBatch Prepare(uint64_t n) {
+    Pending& p = pending_.at(n);
+    ExecBatch full;
+    full.model = p.served.model;
+    full.size = p.served.size;
+    full.start_at = p.served.start_at;
+    if (!p.stateful) {
+      full.input = p.served.input;
+      return full;
+    }
+    const Duration cpu = ThreadCpu();
+    const SlotModel& m = models_[p.served.model];
+    const Time now = clock_->Now();
+    SweepIdle(now);
+    if (m.model_state) {  // every item reads the model's one state
+      full.input = p.served.input;
+      Row row;
+      row.key = {p.served.model, 0};
+      if (auto it = states_.find(row.key); it != states_.end()) {
+        full.state = it->second.value;
+        row.read_version = it->second.version;
+        row.read_digest = it->second.digest;
+        row.read_parent = it->second.parent;
+      }
+      p.rows.assign(p.served.size, row);
+      stats_.ship_cpu += ThreadCpu() - cpu;
+      return full;
+    }
+    full.input.reserve(p.served.size * (m.input_elements + m.state_elements));
+    p.rows.assign(p.served.size, Row{});
+    std::vector<float>& zeros = zeros_[p.served.model];
+    if (zeros.empty()) {
+      zeros.assign(m.state_elements, 0.0f);
+      zero_digest_[p.served.model] = Digest(zeros.data(), m.state_elements);
+    }
+    for (int i = 0; i < p.served.size; ++i) {
+      const SequenceRef ref = i < static_cast<int>(p.served.sequences.size()) ? p.served.sequences[i] : SequenceRef{};
+      Row& row = p.rows[i];
+      row.key = {p.served.model, ref.id};
+      row.start = ref.start;
+      row.end = ref.end;
+      const float* x = p.served.input.data() + i * m.input_elements;
+      full.input.insert(full.input.end(), x, x + m.input_elements);
+      const State* s = nullptr;
+      if (!ref.start) {
+        auto it = states_.find(row.key);
+        if (it != states_.end()) {
+          it->second.touched = now;
+          s = &it->second;
+        }
+      }
+      if (s != nullptr) {
+        row.read_version = s->version;
+        row.read_digest = s->digest;
+        row.read_parent = s->parent;
+        full.input.insert(full.input.end(), s->value.begin(), s->value.end());
+      } else {
+        row.lost = !ref.start;
+        row.read_digest = zero_digest_[p.served.model];
+        full.input.insert(full.input.end(), zeros.begin(), zeros.end());
+      }
+    }
+    stats_.ship_cpu += ThreadCpu() - cpu;
+    return full;
+  }
+
+  // Under mu_: forgets states idle beyond their model's limit, at most
+  // twice per limit.
+  void SweepIdle(Time now) {
+    if (now < next_sweep_) return;
+    Duration shortest = kInfiniteFuture;
+    for (auto it = states_.begin(); it != states_.end();) {
+      const Duration limit = models_[it->first.first].max_idle;
+      shortest = std::min(shortest, limit);
+      if (limit > 0 && now - it->second.touched > limit) {
+        audit_.erase(it->first);
+        states_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    next_sweep_ = now + (shortest == kInfiniteFuture ? kSecond : std::max<Duration>(shortest / 2, kMillisecond));
+  }
+
+  // Under mu_: stores the states batch n made (its update stage); returns
+  // their message to the backup when `encode` asks for it.
+  std::string Commit(uint64_t n, Pending& p, bool encode) {
+    const SlotModel& m = models_[p.served.model];
+    if (m.model_state) {
+      const Row& row = p.rows.at(0);
+      State& s = states_[row.key];
+      s.value = p.result.state;
+      s.version = row.read_version + 1;
+      s.parent = row.read_digest;
+      s.digest = Digest(s.value.data(), static_cast<int64_t>(s.value.size()));
+      s.touched = clock_->Now();
+      if (!encode) return {};
+      Writer w;
+      w.Put<uint8_t>(kStates);
+      w.Put(n);
+      w.Put<int64_t>(1);
+      PutState(w, row.key, &s);
+      return w.Take();
+    }
+    const int64_t width = m.output_elements + m.state_elements;
+    const Time now = clock_->Now();
+    Writer w;
+    if (encode) {
+      w.Put<uint8_t>(kStates);
+      w.Put(n);
+      w.Put<int64_t>(p.served.size);
+    }
+    for (int i = 0; i < p.served.size; ++i) {
+      const Row& row = p.rows[i];
+      if (row.lost || row.end) {
+        if (row.end) states_.erase(row.key);
+        if (encode) PutState(w, row.key, nullptr);
+        continue;
+      }
+      const float* h = p.result.output.data() + i * width + m.output_elements;
+      State& s = states_[row.key];
+      s.value.assign(h, h + m.state_elements);
+      s.version = row.read_version + 1;
+      s.parent = row.read_digest;
+      s.digest = Digest(h, m.state_elements);
+      s.touched = now;
+      if (encode) PutState(w, row.key, &s);
+    }
+    return w.Take();
+  }
+
+  // Under mu_: batch n's answer — its outputs without the states, its lost
+  // items' errors — checked by the consistency audit.
+  Delivery Answer(uint64_t n) {
+    Pending p = std::move(pending_.at(n));
+    pending_.erase(n);
+    ExecResult r = std::move(p.result);
+    if (p.stateful && r.status.ok() && models_[p.served.model].model_state) {
+      r.state.clear();
+      if (!p.rows.empty()) Audit(p.rows[0]);  // the batch read one state
+    } else if (p.stateful && r.status.ok()) {
+      const SlotModel& m = models_[p.served.model];
+      const int64_t width = m.output_elements + m.state_elements;
+      std::vector<float> out;
+      out.reserve(p.served.size * m.output_elements);
+      bool any_lost = false;
+      for (int i = 0; i < p.served.size; ++i) {
+        const float* y = r.output.data() + i * width;
+        out.insert(out.end(), y, y + m.output_elements);
+        any_lost |= p.rows[i].lost;
+      }
+      r.output = std::move(out);
+      if (any_lost) {
+        for (const Row& row : p.rows) {
+          r.item_status.push_back(row.lost ? absl::FailedPreconditionError(absl::StrCat(
+                                                 "the state of sequence ", row.key.second,
+                                                 " was lost with its executor (replication ",
+                                                 ReplicationModeName(options_.mode), "): start it again"))
+                                           : absl::OkStatus());
+          stats_.lost_states += row.lost;
+        }
+      }
+      for (const Row& row : p.rows) Audit(row);
+    }
+    if (kill_time_ != 0) {
+      stats_.failover_time = clock_->Now() - kill_time_;
+      kill_time_ = 0;
+    }
+    return {std::move(p.done), std::move(r)};
+  }
+
+  void Audit(const Row& row) {
+    if (row.lost) {
+      audit_.erase(row.key);
+      return;
+    }
+    if (!row.start) {
+      auto it = audit_.find(row.key);
+      if (it != audit_.end()) {
+        ++stats_.audited;
+        stats_.inconsistent += row.read_parent != it->second;
+      }
+    }
+    if (row.end) {
+      audit_.erase(row.key);
+    } else {
+      audit_[row.key] = row.read_digest;
+    }
+  }
+
+  // Under mu_: moves computed batches through their update stage and
+  // release, in order, as far as the backup's acknowledgements allow.
+  void Advance() {
+    const bool rep = replicating();
+    while (!computed_.empty()) {
+      const uint64_t n = computed_.front();
+      Pending& p = pending_.at(n);
+      uint64_t need = 0;
+      if (rep && options_.mode == ReplicationMode::kNspb) need = std::max(p.log_seq, last_state_seq_);
+      if (rep && options_.mode == ReplicationMode::kCheckpoint) need = p.log_seq;
+      if (watermark_ < need) {
+        p.waited = true;
+        break;
+      }
+      computed_.pop_front();
+      const int p_model = p.served.model;
+      const Duration cpu = ThreadCpu();
+      const bool ships = rep && (options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kRemus);
+      std::string states = Commit(n, p, ships);
+      ++stats_.stateful_batches;
+      if (ships) {
+        last_state_seq_ = Ship(std::move(states), true);
+      } else if (rep && options_.mode == ReplicationMode::kCheckpoint &&
+                 ++since_checkpoint_ >= options_.checkpoint_every) {
+        since_checkpoint_ = 0;
+        last_state_seq_ = Ship(Checkpoint(n), true);
+      }
+      stats_.ship_cpu += ThreadCpu() - cpu;
+      if (rep && options_.mode == ReplicationMode::kRemus) {
+        p.release_seq = last_state_seq_;
+        p.waited = p.release_seq > watermark_;
+        held_release_.push_back(n);
+      } else {
+        Release(n);
+      }
+      if (models_[p_model].model_state) Unblock(p_model);
+    }
+    while (!held_release_.empty() && pending_.at(held_release_.front()).release_seq <= watermark_) {
+      Release(held_release_.front());
+      held_release_.pop_front();
+    }
+  }
+
+  void Release(uint64_t n) {
+    const Pending& p = pending_.at(n);
+    if (p.waited) {
+      ++stats_.held_batches;
+      stats_.held_time += clock_->Now() - p.computed;
+    }
+    outside_.answers.push_back(Answer(n));
+  }
+
+  std::string Checkpoint(uint64_t n) {
+    Writer w;
+    w.Put<uint8_t>(kCheckpoint);
+    w.Put(n);
+    w.Put<int64_t>(static_cast<int64_t>(states_.size()));
+    for (const auto& [k, s] : states_) PutState(w, k, &s);
+    return w.Take();
+  }
+
+  void OnPrimaryDone(int gen, uint64_t n, ExecResult r) {
+    Outside o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (gen != generation_) return;  // from a primary that died: its batches run again
+      Pending& p = pending_.at(n);
+      p.result = std::move(r);
+      p.computed = clock_->Now();
+      if (!p.stateful || !p.result.status.ok()) {
+        const int model = p.served.model;
+        outside_.answers.push_back(Answer(n));
+        if (models_[model].model_state) Unblock(model);
+      } else {
+        computed_.push_back(n);
+        Advance();
+      }
+      o = TakeOutside();
+    }
+    Finish(std::move(o));
+  }
+
+  void OnAcked(uint64_t seq, Duration cpu) {
+    Outside o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.ship_cpu += cpu;
+      watermark_ = std::max(watermark_, seq);
+      Advance();
+      o = TakeOutside();
+    }
+    Finish(std::move(o));
+  }
+
+  // Under mu_: batch n goes to the primary — unless it is a compute-then-
+  // update model's and an earlier batch of that model has not passed its
+  // update stage: then it waits (Unblock), so that it reads the state the
+  // earlier one makes.
+  void Start(uint64_t n) {
+    Pending& p = pending_.at(n);
+    const int model = p.served.model;
+    if (models_[model].model_state) {
+      if (model_busy_[model]) {
+        model_waiting_[model].push_back(n);
+        return;
+      }
+      model_busy_[model] = true;
+    }
+    ExecBatch full = Prepare(n);
+    if (logs() && replicating() && p.stateful) p.log_seq = kNotLogged;
+    outside_.dispatch.push_back({primary_.get(), generation_, n, std::move(full)});
+  }
+
+  // Under mu_: `model`'s batch passed its update stage (or failed): its
+  // next waiting batch starts.
+  void Unblock(int model) {
+    model_busy_[model] = false;
+    std::deque<uint64_t>& waiting = model_waiting_[model];
+    if (waiting.empty()) return;
+    const uint64_t n = waiting.front();
+    waiting.pop_front();
+    Start(n);
+  }
+
+  Outside TakeOutside() {
+    Outside o;
+    std::swap(o, outside_);
+    return o;
+  }
+
+  // Without mu_: hands the batches to the primary — the request manager
+  // logs each one's inputs while it computes; its outputs wait for the log
+  // (Advance) — then gives the answers.
+  void Finish(Outside o) {
+    for (Dispatch& d : o.dispatch) {
+      const int gen = d.generation;
+      const uint64_t n = d.n;
+      d.exec->Run(std::move(d.batch), [this, gen, n](ExecResult r) { OnPrimaryDone(gen, n, std::move(r)); });
+      Outside more;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = pending_.find(n);
+        if (gen != generation_ || it == pending_.end() || it->second.log_seq != kNotLogged) continue;
+        const Duration cpu = ThreadCpu();
+        it->second.log_seq = ShipLog(n, it->second);
+        stats_.ship_cpu += ThreadCpu() - cpu;
+        Advance();
+        more = TakeOutside();
+      }
+      Finish(std::move(more));
+    }
+    for (auto& [done, result] : o.answers) done(std::move(result));
+  }
+
+  // Runs a prepared batch on `exec` and waits for it.
+  static ExecResult RunNow(Executor* exec, ExecBatch batch) {
+    std::promise<ExecResult> promise;
+    std::future<ExecResult> result = promise.get_future();
+    batch.start_at = 0;
+    exec->Run(std::move(batch), [&promise](ExecResult r) { promise.set_value(std::move(r)); });
+    return result.get();
+  }
+
+  void StartSpare();
+
+  Clock* const clock_;
+  const std::vector<SlotModel> models_;
+  const ReplicationOptions options_;
+  const ExecutorFactory spare_;
+
+  mutable std::mutex mu_;
+  std::unique_ptr<Executor> primary_;
+  std::unique_ptr<Executor> backup_exec_;
+  std::vector<std::unique_ptr<Executor>> dead_;  // primaries that died: their threads finish unheard
+  StateMap states_;                              // the primary's
+  absl::flat_hash_map<Key, uint64_t> audit_;     // per sequence: the digest its last answer read
+  absl::flat_hash_map<int, std::vector<float>> zeros_;  // per stateful model: its start state
+  absl::flat_hash_map<int, uint64_t> zero_digest_;
+  std::map<uint64_t, Pending> pending_;          // by batch number: not yet answered
+  std::deque<uint64_t> computed_;                // stateful batches computed, before their update stage
+  std::deque<uint64_t> held_release_;            // remus: updated, waiting for their states' ack
+  std::vector<uint64_t> held_;                   // received while recovering
+  Outside outside_;                              // for Finish()
+  // Compute-then-update models: a batch is between its start and its update
+  // stage; the batches waiting for it.
+  absl::flat_hash_map<int, bool> model_busy_;
+  absl::flat_hash_map<int, std::deque<uint64_t>> model_waiting_;
+  uint64_t next_batch_ = 0;
+  uint64_t watermark_ = 0, last_state_seq_ = 0;
+  int since_checkpoint_ = 0;
+  int generation_ = 0;
+  bool recovering_ = false;
+  Time kill_time_ = 0;
+  Time next_sweep_ = 0;
+  ReplicationStats stats_;
+  std::unique_ptr<Channel> channel_;
+  mutable std::mutex backup_mu_;
+  std::unique_ptr<BackupState> backup_;
+  std::thread spare_thread_;
+};
+
+absl::Status ReplicatedExecutor::Impl::KillPrimary() {
+  std::unique_ptr<Channel> channel;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (backup_exec_ == nullptr) return absl::FailedPreconditionError("no backup to promote");
+    ++generation_;
+    recovering_ = true;
+    kill_time_ = clock_->Now();
+    ++stats_.failovers;
+    channel = std::move(channel_);
+  }
+  if (channel) channel->Kill();  // what was on the wire is lost
+  std::unique_ptr<BackupState> backup;
+  {
+    std::lock_guard<std::mutex> b(backup_mu_);
+    backup = std::move(backup_);
+  }
+  std::vector<Delivery> out;
+  std::vector<uint64_t> order;
+  Executor* exec;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    dead_.push_back(std::move(primary_));
+    primary_ = std::move(backup_exec_);
+    exec = primary_.get();
+    states_ = backup && options_.mode != ReplicationMode::kNone ? std::move(backup->states) : StateMap{};
+    computed_.clear();
+    held_release_.clear();
+    held_.clear();
+    model_busy_.clear();
+    model_waiting_.clear();
+    std::set<uint64_t> rerun;
+    if (backup) {
+      for (auto& [n, logged] : backup->log) {
+        if (n > backup->applied) rerun.insert(n);
+      }
+    }
+    for (const auto& [n, p] : pending_) rerun.insert(n);
+    order.assign(rerun.begin(), rerun.end());
+    // Logged batches already answered come back as pending entries whose
+    // outputs are dropped.
+    if (backup) {
+      for (uint64_t n : order) {
+        if (pending_.contains(n)) continue;
+        Logged& l = backup->log.at(n);
+        Pending& p = pending_[n];
+        p.stateful = true;
+        p.served.model = l.model;
+        p.served.size = l.size;
+        p.served.sequences = std::move(l.sequences);
+        p.served.input = std::move(l.input);
+      }
+    }
+  }
+  for (uint64_t n : order) {
+    ExecBatch full;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      full = Prepare(n);
+    }
+    ExecResult r = RunNow(exec, std::move(full));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.rerun_batches;
+    Pending& p = pending_.at(n);  // (reruns pass their update stage in order)
+    p.result = std::move(r);
+    if (p.stateful && p.result.status.ok()) Commit(n, p, false);
+    if (p.done) {
+      out.push_back(Answer(n));
+    } else {
+      pending_.erase(n);  // answered before the failure: once is enough
+    }
+  }
+  Outside held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    recovering_ = false;
+    for (uint64_t n : held_) Start(n);
+    held_.clear();
+    held = TakeOutside();
+  }
+  for (auto& [done, result] : out) done(std::move(result));
+  Finish(std::move(held));
+  if (spare_) StartSpare();
+  return absl::OkStatus();
+}
+
+void ReplicatedExecutor::Impl::StartSpare() {
+  if (spare_thread_.joinable()) spare_thread_.join();
+  spare_thread_ = std::thread([this] {
+    absl::StatusOr<std::unique_ptr<Executor>> made = spare_();
+    if (!made.ok()) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    backup_exec_ = *std::move(made);
+    StartChannel();
+    if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(next_batch_), true);
+  });
+}
+
+ReplicatedExecutor::ReplicatedExecutor(Clock* clock, std::unique_ptr<Executor> primary,
+                                       std::unique_ptr<Executor> backup, std::vector<SlotModel> models,
+                                       ReplicationOptions options, ExecutorFactory spare)
+    : impl_(std::make_unique<Impl>(clock, std::move(primary), std::move(backup), std::move(models), options,
+                                   std::move(spare))) {}
+ReplicatedExecutor::~ReplicatedExecutor() = default;
+void ReplicatedExecutor::Run(ExecBatch batch, DoneFn done) { impl_->Run(std::move(batch), std::move(done)); }
+std::string ReplicatedExecutor::kind() const { return impl_->kind(); }
+absl::Status ReplicatedExecutor::KillPrimary() { return impl_->KillPrimary(); }
+ReplicationStats ReplicatedExecutor::stats() const { return impl_->stats(); }
+ReplicationMode ReplicatedExecutor::mode() const { return impl_->mode(); }
+
+}  // namespace tutti

@@ -1,0 +1,137 @@
+// ReplicatedExecutor: an execution slot whose stateful models keep their
+// state with a primary and a backup — HAMS's proxies (hams-excerpt.txt
+// §III, Figure 4) for one executor and its replica.
+//
+// A stateful model (model_config.h SequenceBatching) runs on the base
+// executors in its stateless form: each item's input is followed by its
+// sequence's state, and its output by the new state. The primary's proxy
+// keeps the states by sequence (zeros at a sequence's start, forgotten at
+// its end or when idle beyond the model's limit), puts them into the
+// batch, takes the new ones out of the answer, and answers with the
+// outputs alone. Stateless models run on the primary as they are and are
+// not replicated. A compute-then-update model (SlotModel::model_state) has
+// one state, its own, passed with each batch (ExecBatch::state) and replaced
+// by the state the batch's update made (ExecResult::state); it is
+// replicated the same way, as one state every item of a batch reads.
+//
+// Modes (ReplicationMode), for stateful batches:
+//   none        no backup keeps state: after a failure, sequences whose
+//               state was lost are answered with an error.
+//   nspb        HAMS's non-stop primary-backup: the primary logs each
+//               batch's inputs to the backup before it runs (the request
+//               manager), ships the states made by batch n while batch n+1
+//               computes (the state manager), and enters the update stage
+//               of n+1 (storing its states) only once state n is applied at
+//               the backup. Outputs leave as soon as the states they read
+//               are at the backup — at once when shipping keeps up with
+//               computing — never waiting for the states they made.
+//   remus       stop-and-buffer (Remus): batch n's outputs are held until
+//               the states it made are applied at the backup.
+//   checkpoint  checkpoint-replay: inputs are logged to the backup, the
+//               whole state is shipped every `checkpoint_every` stateful
+//               batches; a failover restores the checkpoint and replays
+//               the logged batches after it.
+//
+// Failover (KillPrimary, the fault injection; a real deployment calls it
+// when the primary's lease expires): what the primary held dies with it —
+// its states, and messages not yet applied at the backup. The backup
+// becomes the primary: it reruns, in order, the logged batches whose
+// states it lacks (keeping the outputs of those already answered as they
+// were: each request is answered once) and every batch still unanswered,
+// then serves. With a spare (ExecutorFactory), a new backup is started and
+// given the new primary's states. The backup only ever adopts states the
+// primary made or it made itself from states it holds, so every output
+// after the failover reads a state descended from the one the sequence's
+// previous output read (HAMS's global consistency); checkpoint-replay
+// breaks that when the model is not deterministic (HAMS Figure 3), which
+// the consistency audit counts: for each answered item it checks that the
+// state it read descends from the state the sequence's previous answer
+// read.
+//
+// Thread-safety: as Executor; KillPrimary() and stats() from any thread.
+#ifndef TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_
+#define TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tutti/core/clock.h"
+#include "tutti/executors/executor.h"
+
+namespace tutti {
+
+enum class ReplicationMode { kNone, kNspb, kRemus, kCheckpoint };
+absl::StatusOr<ReplicationMode> ParseReplicationMode(absl::string_view name);  // none | nspb | remus | checkpoint
+absl::string_view ReplicationModeName(ReplicationMode mode);
+
+// A model the slot holds, by its position (ExecBatch::model).
+struct SlotModel {
+  int64_t state_elements = 0;   // 0: stateless
+  int64_t input_elements = 0;   // as served: without the state
+  int64_t output_elements = 0;
+  Duration max_idle = 0;        // a sequence idle this long is forgotten
+  // A compute-then-update model: one state, the model's own (ExecBatch::
+  // state; empty at first: the executor's loaded weights), which every item
+  // of a batch reads and the batch's update replaces.
+  bool model_state = false;
+};
+
+struct ReplicationOptions {
+  ReplicationMode mode = ReplicationMode::kNspb;
+  int checkpoint_every = 100;  // stateful batches between checkpoints (kCheckpoint)
+};
+
+struct ReplicationStats {
+  int64_t stateful_batches = 0;
+  int64_t messages = 0;        // to the backup: logs, states, checkpoints
+  int64_t state_bytes = 0;     // of states and checkpoints
+  int64_t log_bytes = 0;       // of logged inputs
+  Duration ship_cpu = 0;       // the proxies' CPU time: states in and out of batches,
+                               // digests, encoding and applying messages (all threads)
+  int64_t held_batches = 0;    // whose outputs waited for the backup
+  Duration held_time = 0;      // how long, in all
+  int64_t failovers = 0;
+  Duration failover_time = 0;  // the last: from the kill to the new primary's first answer
+  int64_t rerun_batches = 0;   // run again at the new primary
+  int64_t lost_states = 0;     // items answered with an error: their state died
+  int64_t audited = 0;         // answered items of sequences checked by the audit
+  int64_t inconsistent = 0;    // of those, reading a state not descended from the previous answer's
+  int64_t live_states = 0;     // at the primary
+  int64_t backup_states = 0;
+};
+
+class ReplicatedExecutor final : public Executor {
+ public:
+  using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<Executor>>()>;
+
+  // `primary` and `backup` hold the same models, stateful ones in their
+  // stateless form (models[i] describes model i). In mode none the backup
+  // keeps no state; it only takes over. `backup` may be null: then a
+  // failure has nothing to promote. `spare`, if set, makes the next backup after a failover.
+  // `clock` must outlive this.
+  ReplicatedExecutor(Clock* clock, std::unique_ptr<Executor> primary, std::unique_ptr<Executor> backup,
+                     std::vector<SlotModel> models, ReplicationOptions options, ExecutorFactory spare = nullptr);
+  ~ReplicatedExecutor() override;
+
+  void Run(ExecBatch batch, DoneFn done) override;
+  std::string kind() const override;
+
+  // The primary dies now (fault injection); returns once the backup serves
+  // in its place. FailedPrecondition when there is no backup to promote.
+  absl::Status KillPrimary();
+  ReplicationStats stats() const;
+  ReplicationMode mode() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_

@@ -1,0 +1,273 @@
+#include "tutti/replication/replicated_executor.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/core/manual_clock.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A stateful model in its stateless form, run at once on the caller's
+// thread: input [x | h0, h1] → output [y | h0 + x, h1 + 1] with y the new
+// h0 — a running sum and a step count. With `noise`, each new h0 gets a
+// random offset of at most 1e-3 (bits that vary run to run).
+class SumExecutor final : public Executor {
+ public:
+  explicit SumExecutor(Clock* clock, bool noise = false) : clock_(clock), noise_(noise) {}
+  void Run(ExecBatch batch, DoneFn done) override {
+    ExecResult r;
+    r.received = r.ready = r.started = r.finished = clock_->Now();
+    ++runs;
+    for (int i = 0; i < batch.size; ++i) {
+      const float* in = batch.input.data() + i * 3;
+      float h0 = in[1] + in[0];
+      if (noise_) h0 += std::uniform_real_distribution<float>(0, 1e-3f)(rng_);
+      r.output.insert(r.output.end(), {h0, h0, in[2] + 1});
+    }
+    done(std::move(r));
+  }
+  std::string kind() const override { return "sum"; }
+  std::atomic<int> runs{0};
+
+ private:
+  Clock* const clock_;
+  const bool noise_;
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+const SlotModel kSum{.state_elements = 2, .input_elements = 1, .output_elements = 1, .max_idle = kSecond};
+
+struct Answers {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<ExecResult> results;
+  Executor::DoneFn Collect() {
+    return [this](ExecResult r) {
+      std::lock_guard<std::mutex> lock(mu);
+      results.push_back(std::move(r));
+      cv.notify_all();
+    };
+  }
+  void WaitFor(size_t n) {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return results.size() >= n; });
+  }
+};
+
+ExecBatch Step(std::vector<uint64_t> ids, std::vector<float> xs, bool start = false, bool end = false) {
+  ExecBatch b;
+  b.size = static_cast<int>(ids.size());
+  b.input = std::move(xs);
+  for (uint64_t id : ids) b.sequences.push_back({id, start, end});
+  return b;
+}
+
+struct Slot {
+  ManualClock clock;
+  SumExecutor* primary;
+  SumExecutor* backup;
+  std::unique_ptr<ReplicatedExecutor> slot;
+  Slot(ReplicationMode mode, bool noise = false, int checkpoint_every = 100) {
+    auto p = std::make_unique<SumExecutor>(&clock, noise);
+    auto b = std::make_unique<SumExecutor>(&clock, noise);
+    primary = p.get();
+    backup = b.get();
+    slot = std::make_unique<ReplicatedExecutor>(&clock, std::move(p), std::move(b), std::vector<SlotModel>{kSum},
+                                                ReplicationOptions{mode, checkpoint_every});
+  }
+};
+
+TEST(ReplicatedExecutorTest, StatesFollowTheirSequencesAndAnswersCarryNoState) {
+  Slot s(ReplicationMode::kNspb);
+  Answers a;
+  s.slot->Run(Step({1, 2}, {1, 10}, /*start=*/true), a.Collect());
+  a.WaitFor(1);
+  s.slot->Run(Step({2, 1}, {20, 2}), a.Collect());
+  a.WaitFor(2);
+  s.slot->Run(Step({1}, {3}), a.Collect());
+  a.WaitFor(3);
+  EXPECT_EQ(a.results[0].output, (std::vector<float>{1, 10}));
+  EXPECT_EQ(a.results[1].output, (std::vector<float>{30, 3}));
+  EXPECT_EQ(a.results[2].output, (std::vector<float>{6}));
+  EXPECT_TRUE(a.results[2].item_status.empty());
+  // A start begins again from zeros; an end forgets the state.
+  s.slot->Run(Step({1}, {5}, true, /*end=*/true), a.Collect());
+  a.WaitFor(4);
+  EXPECT_EQ(a.results[3].output, (std::vector<float>{5}));
+  EXPECT_EQ(s.slot->stats().live_states, 1);  // sequence 2
+}
+
+TEST(ReplicatedExecutorTest, BatchingAcrossSequencesGivesTheOutputsOfOneAtATime) {
+  std::mt19937 rng(3);
+  std::vector<std::vector<float>> xs(6, std::vector<float>(5));
+  for (auto& seq : xs) {
+    for (float& x : seq) x = std::uniform_int_distribution<int>(0, 9)(rng);
+  }
+  auto run = [&](bool batched) {
+    Slot s(ReplicationMode::kNspb);
+    Answers a;
+    std::vector<float> out;
+    size_t expected = 0;
+    for (int step = 0; step < 5; ++step) {
+      if (batched) {
+        std::vector<uint64_t> ids;
+        std::vector<float> in;
+        for (int q = 0; q < 6; ++q) {
+          ids.push_back(q + 1);
+          in.push_back(xs[q][step]);
+        }
+        s.slot->Run(Step(ids, in, step == 0), a.Collect());
+        a.WaitFor(++expected);
+        out.insert(out.end(), a.results.back().output.begin(), a.results.back().output.end());
+      } else {
+        for (int q = 0; q < 6; ++q) {
+          s.slot->Run(Step({static_cast<uint64_t>(q + 1)}, {xs[q][step]}, step == 0), a.Collect());
+          a.WaitFor(++expected);
+          out.push_back(a.results.back().output[0]);
+        }
+      }
+    }
+    return out;
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
+// Runs `steps` steps of sequences 1 … `sequences` (x = 1 each step), the
+// primary killed after `kill_after` steps; returns the last outputs.
+std::vector<ExecResult> RunWithFailover(Slot& s, int sequences, int steps, int kill_after) {
+  Answers a;
+  size_t expected = 0;
+  for (int step = 0; step < steps; ++step) {
+    if (step == kill_after) EXPECT_TRUE(s.slot->KillPrimary().ok());
+    for (int q = 1; q <= sequences; ++q) {
+      s.slot->Run(Step({static_cast<uint64_t>(q)}, {1}, step == 0), a.Collect());
+      a.WaitFor(++expected);
+    }
+  }
+  return std::vector<ExecResult>(a.results.end() - sequences, a.results.end());
+}
+
+TEST(ReplicatedExecutorTest, NspbFailoverKeepsEveryStateAndStaysConsistentWithNondeterminism) {
+  Slot s(ReplicationMode::kNspb, /*noise=*/true);
+  const std::vector<ExecResult> last = RunWithFailover(s, 4, 20, 10);
+  for (const ExecResult& r : last) {
+    ASSERT_TRUE(r.status.ok());
+    EXPECT_TRUE(r.item_status.empty());
+    EXPECT_NEAR(r.output[0], 20, 0.05);  // the sum of 20 ones: no step lost or repeated
+  }
+  const ReplicationStats st = s.slot->stats();
+  EXPECT_EQ(st.failovers, 1);
+  EXPECT_GT(st.audited, 60);
+  EXPECT_EQ(st.inconsistent, 0);
+  EXPECT_GT(st.messages, 0);
+  EXPECT_GT(s.backup->runs.load(), 0);  // the backup serves now
+}
+
+TEST(ReplicatedExecutorTest, RemusFailoverKeepsEveryState) {
+  Slot s(ReplicationMode::kRemus, true);
+  for (const ExecResult& r : RunWithFailover(s, 3, 12, 5)) EXPECT_NEAR(r.output[0], 12, 0.05);
+  EXPECT_EQ(s.slot->stats().inconsistent, 0);
+}
+
+TEST(ReplicatedExecutorTest, CheckpointReplayDivergesOnlyWhenTheModelIsNondeterministic) {
+  Slot deterministic(ReplicationMode::kCheckpoint, false, /*checkpoint_every=*/12);  // 3 steps
+  for (const ExecResult& r : RunWithFailover(deterministic, 4, 20, 11)) EXPECT_FLOAT_EQ(r.output[0], 20);
+  EXPECT_EQ(deterministic.slot->stats().inconsistent, 0);
+  EXPECT_GT(deterministic.slot->stats().rerun_batches, 0);  // replayed from the checkpoint
+
+  Slot noisy(ReplicationMode::kCheckpoint, true, 12);
+  RunWithFailover(noisy, 4, 20, 11);
+  EXPECT_GT(noisy.slot->stats().inconsistent, 0);  // replayed states are not the ones answers read
+}
+
+TEST(ReplicatedExecutorTest, WithoutReplicationLostStatesAreExplicitErrors) {
+  Slot s(ReplicationMode::kNone);
+  const std::vector<ExecResult> last = RunWithFailover(s, 2, 6, 3);
+  for (const ExecResult& r : last) {
+    ASSERT_EQ(r.item_status.size(), 1u);
+    EXPECT_EQ(r.item_status[0].code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(r.item_status[0].message(), HasSubstr("was lost with its executor"));
+  }
+  EXPECT_GT(s.slot->stats().lost_states, 0);
+}
+
+TEST(ReplicatedExecutorTest, IdleStatesAreForgotten) {
+  Slot s(ReplicationMode::kNspb);
+  Answers a;
+  s.slot->Run(Step({1, 2, 3}, {1, 1, 1}, true), a.Collect());
+  a.WaitFor(1);
+  EXPECT_EQ(s.slot->stats().live_states, 3);
+  s.clock.AdvanceBy(2 * kSecond);
+  s.slot->Run(Step({4}, {1}, true), a.Collect());  // sweeps the idle ones
+  a.WaitFor(2);
+  EXPECT_EQ(s.slot->stats().live_states, 1);
+}
+
+// A compute-then-update model: its state s (empty: 0) answers each item x
+// with s + x, then becomes s + Σx plus a small offset that differs between
+// executors (`replica` 0, 1, …): replaying its updates elsewhere does not
+// reproduce the bits.
+class CounterExecutor final : public Executor {
+ public:
+  explicit CounterExecutor(int replica) : offset_(1e-4f * static_cast<float>(replica + 1)) {}
+  void Run(ExecBatch batch, DoneFn done) override {
+    ExecResult r;
+    const float s = batch.state.empty() ? 0 : batch.state[0];
+    float next = s;
+    for (float x : batch.input) {
+      r.output.push_back(s + x);
+      next += x;
+    }
+    r.state = {next + offset_};
+    done(std::move(r));
+  }
+  std::string kind() const override { return "counter"; }
+
+ private:
+  const float offset_;
+};
+
+// 30 batches of 4 ones, the primary killed before batch 15: the last
+// answer, and the slot's stats.
+std::pair<float, ReplicationStats> RunCounter(ReplicationMode mode) {
+  ManualClock clock;
+  ReplicatedExecutor slot(&clock, std::make_unique<CounterExecutor>(0), std::make_unique<CounterExecutor>(1),
+                          {SlotModel{.input_elements = 1, .output_elements = 1, .model_state = true}},
+                          ReplicationOptions{mode, 100});
+  Answers a;
+  for (int b = 0; b < 30; ++b) {
+    if (b == 15) EXPECT_TRUE(slot.KillPrimary().ok());
+    ExecBatch batch;
+    batch.size = 4;
+    batch.input = {1, 1, 1, 1};
+    slot.Run(std::move(batch), a.Collect());
+    a.WaitFor(b + 1);
+  }
+  return {a.results.back().output[0], slot.stats()};
+}
+
+TEST(ReplicatedExecutorTest, ComputeThenUpdateModelsKeepTheirStateThroughAFailover) {
+  const auto [last, nspb] = RunCounter(ReplicationMode::kNspb);
+  EXPECT_NEAR(last, 4 * 29 + 1, 0.05);  // 29 batches' updates, none lost or repeated
+  EXPECT_EQ(nspb.inconsistent, 0);
+  EXPECT_GT(nspb.audited, 20);
+  const auto [replayed, checkpoint] = RunCounter(ReplicationMode::kCheckpoint);
+  EXPECT_NEAR(replayed, 4 * 29 + 1, 0.05);
+  EXPECT_GT(checkpoint.inconsistent, 0);  // the replayed updates are not the ones answers read
+}
+
+TEST(ReplicatedExecutorTest, ParsesModes) {
+  EXPECT_EQ(*ParseReplicationMode("nspb"), ReplicationMode::kNspb);
+  EXPECT_EQ(ReplicationModeName(*ParseReplicationMode("checkpoint")), "checkpoint");
+  EXPECT_THAT(ParseReplicationMode("paxos").status().message(), HasSubstr("expected none, nspb, remus or checkpoint"));
+}
+
+}  // namespace
+}  // namespace tutti
