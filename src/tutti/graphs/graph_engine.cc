@@ -361,11 +361,14 @@ void GraphEngine::Finish(const std::shared_ptr<Run>& run, InferenceOutcome outco
   outcome.arrival = run->arrival;
   outcome.deadline = run->deadline;
   if (outcome.status.ok()) outcome.late = outcome.finished > run->deadline;
-  const absl::Status status = outcome.status;
-  const bool late = outcome.late;
+  {
+    // Counted before it is answered, so that a client who reads the
+    // metrics after its answer finds it there.
+    std::lock_guard<std::mutex> lock(mu_);
+    CountOutcome(outcome.status, outcome.late, &counters_[run->graph]);
+  }
   run->done(std::move(outcome));
   std::lock_guard<std::mutex> lock(mu_);
-  CountOutcome(status, late, &counters_[run->graph]);
   if (--in_flight_ == 0) idle_.notify_all();
 }
 
