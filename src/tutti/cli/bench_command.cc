@@ -225,7 +225,7 @@ int BenchPrefix(const Args& args) {
 
 int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
-  double duration_s = 5, kill_at_s = 0, objective_ms = 100;
+  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100;
   int threads = 1;
   StatefulServingSetup setup;
   setup.policy = "eager";  // deferred holds each request near its deadline: latency would be the objective
@@ -240,13 +240,17 @@ int BenchStateful(const Args& args) {
                 "and what the replication cost. With --kill-at-s, the primary dies then (what it\n"
                 "held is lost) and the backup takes over: prints the failover time, the batches run\n"
                 "again, the answers that read a state not descended from the previous answer's\n"
-                "(inconsistent), and checks that every request was answered exactly once.");
+                "(inconsistent), and checks that every request was answered exactly once. With\n"
+                "--hang-at-s, the primary stops answering instead, unannounced: the failure detector\n"
+                "(a batch overdue by --detect-ms) finds it; prints how long that took too.");
   flags.String("repo", &repo_dir, "model repository");
   flags.String("model", &setup.model, "the stateful model");
   flags.String("modes", &modes, "replication modes to compare");
   flags.Int("sequences", &setup.sequences, "concurrent clients");
   flags.Double("duration-s", &duration_s, "seconds of load per mode");
   flags.Double("kill-at-s", &kill_at_s, "kill the primary this many seconds in (0: never)");
+  flags.Double("hang-at-s", &hang_at_s, "the primary stops answering this many seconds in, unannounced (0: never)");
+  flags.Double("detect-ms", &detect_ms, "the failure detector's limit: a batch overdue this long means the primary died");
   flags.Int("checkpoint-every", &setup.replication.checkpoint_every, "checkpoint mode: stateful batches between checkpoints");
   flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
@@ -257,6 +261,9 @@ int BenchStateful(const Args& args) {
   SetTorchThreads(threads);
   setup.duration = static_cast<Duration>(duration_s * kSecond);
   setup.kill_at = static_cast<Duration>(kill_at_s * kSecond);
+  setup.hang_at = static_cast<Duration>(hang_at_s * kSecond);
+  setup.replication.detect_after = Millis(detect_ms);
+  const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
@@ -264,7 +271,10 @@ int BenchStateful(const Args& args) {
   if (!test.ok()) return Fail(test.status());
   std::cout << absl::StrFormat("%-10s %9s %8s %8s %8s %7s %10s %11s %8s", "mode", "req/s", "p50 ms", "p99 ms",
                                "errors", "acc", "state KB/s", "proxy us/bat", "held %", "hold us");
-  if (setup.kill_at > 0) std::cout << absl::StrFormat(" %11s %6s %14s %6s", "failover ms", "rerun", "inconsistent", "once");
+  if (fault) {
+    std::cout << absl::StrFormat(" %11s %6s %14s %6s %12s", "failover ms", "rerun", "inconsistent", "once",
+                                 "detection ms");
+  }
   std::cout << "\n";
   for (absl::string_view name : absl::StrSplit(modes, ',', absl::SkipEmpty())) {
     absl::StatusOr<ReplicationMode> mode = ParseReplicationMode(name);
@@ -280,10 +290,10 @@ int BenchStateful(const Args& args) {
         st.stateful_batches == 0 ? 0.0 : ToMillis(st.ship_cpu) * 1000 / static_cast<double>(st.stateful_batches),
         st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.held_batches) / static_cast<double>(st.stateful_batches),
         st.held_batches == 0 ? 0.0 : ToMillis(st.held_time) * 1000 / static_cast<double>(st.held_batches));
-    if (setup.kill_at > 0) {
+    if (fault) {
       const bool once = r->duplicates == 0 && r->answers == r->requests;
-      std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s", ToMillis(st.failover_time), st.rerun_batches,
-                                   st.inconsistent, st.audited, once ? "yes" : "NO");
+      std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,
+                                   st.inconsistent, st.audited, once ? "yes" : "NO", ToMillis(st.detection_time));
     }
     std::cout << "\n";
     std::cout.flush();

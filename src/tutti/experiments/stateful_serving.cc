@@ -187,6 +187,9 @@ absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelReposito
   if (setup.kill_at > 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(setup.kill_at));
     TUTTI_RETURN_IF_ERROR(slot->KillPrimary());
+  } else if (setup.hang_at > 0) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(setup.hang_at));
+    slot->HangPrimary();
   }
   clients.Wait();
   const Duration took = clock.Now() - start;

@@ -37,6 +37,8 @@ struct StatefulServingSetup {
   int sequences = 16;               // concurrent clients
   Duration duration = 5 * kSecond;  // sending time
   Duration kill_at = 0;             // > 0: the primary dies then
+  Duration hang_at = 0;             // > 0: the primary stops answering then, unannounced: the
+                                    // failure detector (replication.detect_after) must find it
   Duration objective = 100 * kMillisecond;
 };
 

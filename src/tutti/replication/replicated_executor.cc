@@ -247,9 +247,20 @@ class ReplicatedExecutor::Impl {
       : clock_(clock), models_(std::move(models)), options_(options), spare_(std::move(spare)),
         primary_(std::move(primary)), backup_exec_(std::move(backup)) {
     if (backup_exec_ != nullptr) StartChannel();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (options_.detect_after > 0) ScheduleCheck();
   }
 
   ~Impl() {
+    {
+      std::lock_guard<std::mutex> g(gate_->mu);  // a check under way ends first
+      gate_->impl = nullptr;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (check_ != kNoTimer) clock_->Cancel(check_);
+    }
+    if (detector_.joinable()) detector_.join();
     if (spare_thread_.joinable()) spare_thread_.join();
     std::unique_ptr<Channel> channel;
     {
@@ -294,6 +305,7 @@ class ReplicatedExecutor::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     ReplicationStats s = stats_;
     s.live_states = static_cast<int64_t>(states_.size());
+    s.backup = backup_exec_ != nullptr;
     std::lock_guard<std::mutex> b(backup_mu_);
     s.backup_states = backup_ ? static_cast<int64_t>(backup_->states.size()) : 0;
     return s;
@@ -315,6 +327,9 @@ class ReplicatedExecutor::Impl {
     uint64_t release_seq = 0;  // remus: its states' message
     Time computed = 0;         // the primary answered
     bool waited = false;       // its release waited for the backup
+    bool answered = false;     // by the primary
+    bool dispatched = false;   // handed to the primary, at
+    Time dispatched_at = 0;
   };
   using Delivery = std::pair<DoneFn, ExecResult>;
   // Work decided under mu_ and done outside it (Finish): batches for the
@@ -458,6 +473,7 @@ class ReplicatedExecutor::Impl {
   // Under mu_: stores the states batch n made (its update stage); returns
   // their message to the backup when `encode` asks for it.
   std::string Commit(uint64_t n, Pending& p, bool encode) {
+    last_committed_ = std::max(last_committed_, n);
     const SlotModel& m = models_[p.served.model];
     if (m.model_state) {
       const Row& row = p.rows.at(0);
@@ -626,10 +642,11 @@ class ReplicatedExecutor::Impl {
     Outside o;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (gen != generation_) return;  // from a primary that died: its batches run again
+      if (gen != generation_ || hung_) return;  // from a primary that died: its batches run again
       Pending& p = pending_.at(n);
       p.result = std::move(r);
       p.computed = clock_->Now();
+      p.answered = true;
       if (!p.stateful || !p.result.status.ok()) {
         const int model = p.served.model;
         outside_.answers.push_back(Answer(n));
@@ -671,6 +688,9 @@ class ReplicatedExecutor::Impl {
     }
     ExecBatch full = Prepare(n);
     if (logs() && replicating() && p.stateful) p.log_seq = kNotLogged;
+    p.dispatched = true;
+    p.dispatched_at = clock_->Now();
+    if (hung_) return;  // the injected hang: the primary never hears of it
     outside_.dispatch.push_back({primary_.get(), generation_, n, std::move(full)});
   }
 
@@ -726,6 +746,54 @@ class ReplicatedExecutor::Impl {
 
   void StartSpare();
 
+ public:
+  void HangPrimary() {
+    std::lock_guard<std::mutex> lock(mu_);
+    hung_ = true;
+    hung_at_ = clock_->Now();
+  }
+
+ private:
+  // Under mu_: the failure detector's next look (ReplicationOptions::
+  // detect_after): a batch the primary has not answered that long after it
+  // could start means the primary is dead; the failover runs on a thread of
+  // its own.
+  void ScheduleCheck() {
+    const Duration every = std::max<Duration>(options_.detect_after / 4, kMillisecond);
+    check_ = clock_->ScheduleAfter(every, [gate = gate_] {
+      std::lock_guard<std::mutex> g(gate->mu);
+      if (gate->impl != nullptr) gate->impl->Check();
+    });
+  }
+  void Check() {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Time now = clock_->Now();
+    Time since = kInfiniteFuture;  // the oldest overdue batch could start then
+    for (const auto& [n, p] : pending_) {
+      if (!p.dispatched || p.answered) continue;
+      const Time could = std::max(p.dispatched_at, p.served.start_at);
+      if (now - could > options_.detect_after) since = std::min(since, could);
+    }
+    if (since != kInfiniteFuture && !recovering_ && backup_exec_ != nullptr) {
+      if (detector_.joinable()) detector_.join();  // the previous failover's thread: done (not recovering_)
+      stats_.detection_time = now - (hung_at_ != 0 ? hung_at_ : since);
+      recovering_ = true;  // from now: no second detection, and new batches wait
+      detector_ = std::thread([this] {
+        if (KillPrimary().ok()) return;
+        Outside o;  // nothing to promote after all: serve on as before
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          recovering_ = false;
+          for (uint64_t n : held_) Start(n);
+          held_.clear();
+          o = TakeOutside();
+        }
+        Finish(std::move(o));
+      });
+    }
+    ScheduleCheck();
+  }
+
   Clock* const clock_;
   const std::vector<SlotModel> models_;
   const ReplicationOptions options_;
@@ -749,10 +817,23 @@ class ReplicatedExecutor::Impl {
   absl::flat_hash_map<int, bool> model_busy_;
   absl::flat_hash_map<int, std::deque<uint64_t>> model_waiting_;
   uint64_t next_batch_ = 0;
+  uint64_t last_committed_ = 0;  // the last batch past its update stage
   uint64_t watermark_ = 0, last_state_seq_ = 0;
   int since_checkpoint_ = 0;
   int generation_ = 0;
   bool recovering_ = false;
+  bool hung_ = false;          // HangPrimary(): the primary hears nothing and says nothing
+  Time hung_at_ = 0;
+  TimerId check_ = kNoTimer;
+  // The detector's timers reach the slot through this, cleared (under its
+  // lock, which a running check holds) before the slot goes.
+  struct Gate {
+    explicit Gate(Impl* i) : impl(i) {}
+    std::mutex mu;
+    Impl* impl;
+  };
+  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>(this);
+  std::thread detector_;       // the failover the detector started
   Time kill_time_ = 0;
   Time next_sweep_ = 0;
   ReplicationStats stats_;
@@ -769,6 +850,8 @@ absl::Status ReplicatedExecutor::Impl::KillPrimary() {
     if (backup_exec_ == nullptr) return absl::FailedPreconditionError("no backup to promote");
     ++generation_;
     recovering_ = true;
+    hung_ = false;  // the new primary hears again
+    hung_at_ = 0;
     kill_time_ = clock_->Now();
     ++stats_.failovers;
     channel = std::move(channel_);
@@ -856,7 +939,10 @@ void ReplicatedExecutor::Impl::StartSpare() {
     std::lock_guard<std::mutex> lock(mu_);
     backup_exec_ = *std::move(made);
     StartChannel();
-    if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(next_batch_), true);
+    // The new backup starts from the states the batches committed so far;
+    // later batches' states follow in order, and outputs reading these wait
+    // for them to be applied.
+    if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(last_committed_), true);
   });
 }
 
@@ -871,5 +957,6 @@ std::string ReplicatedExecutor::kind() const { return impl_->kind(); }
 absl::Status ReplicatedExecutor::KillPrimary() { return impl_->KillPrimary(); }
 ReplicationStats ReplicatedExecutor::stats() const { return impl_->stats(); }
 ReplicationMode ReplicatedExecutor::mode() const { return impl_->mode(); }
+void ReplicatedExecutor::HangPrimary() { impl_->HangPrimary(); }
 
 }  // namespace tutti

@@ -32,8 +32,9 @@
 //               batches; a failover restores the checkpoint and replays
 //               the logged batches after it.
 //
-// Failover (KillPrimary, the fault injection; a real deployment calls it
-// when the primary's lease expires): what the primary held dies with it —
+// Failover (KillPrimary, the fault injection, or the failure detector when a
+// batch is overdue by ReplicationOptions::detect_after; in distributed mode
+// a primary's lease would expire): what the primary held dies with it —
 // its states, and messages not yet applied at the backup. The backup
 // becomes the primary: it reruns, in order, the logged batches whose
 // states it lacks (keeping the outputs of those already answered as they
@@ -84,6 +85,10 @@ struct SlotModel {
 struct ReplicationOptions {
   ReplicationMode mode = ReplicationMode::kNspb;
   int checkpoint_every = 100;  // stateful batches between checkpoints (kCheckpoint)
+  // > 0: the failure detector — a batch the primary has not answered this
+  // long after it could start means the primary is dead: the backup takes
+  // over (as KillPrimary). Checked every quarter of it on the clock.
+  Duration detect_after = 500 * kMillisecond;
 };
 
 struct ReplicationStats {
@@ -96,11 +101,13 @@ struct ReplicationStats {
   int64_t held_batches = 0;    // whose outputs waited for the backup
   Duration held_time = 0;      // how long, in all
   int64_t failovers = 0;
-  Duration failover_time = 0;  // the last: from the kill to the new primary's first answer
+  Duration failover_time = 0;  // the last: from the kill (or its detection) to the new primary's first answer
+  Duration detection_time = 0; // the last the detector found: from the hang to its detection
   int64_t rerun_batches = 0;   // run again at the new primary
   int64_t lost_states = 0;     // items answered with an error: their state died
   int64_t audited = 0;         // answered items of sequences checked by the audit
   int64_t inconsistent = 0;    // of those, reading a state not descended from the previous answer's
+  bool backup = false;          // a backup stands by (after a failover: once the spare is up)
   int64_t live_states = 0;     // at the primary
   int64_t backup_states = 0;
 };
@@ -124,6 +131,9 @@ class ReplicatedExecutor final : public Executor {
   // The primary dies now (fault injection); returns once the backup serves
   // in its place. FailedPrecondition when there is no backup to promote.
   absl::Status KillPrimary();
+  // The primary stops answering, unannounced (fault injection: a hung or
+  // cut-off primary); the failure detector must find it.
+  void HangPrimary();
   ReplicationStats stats() const;
   ReplicationMode mode() const;
 

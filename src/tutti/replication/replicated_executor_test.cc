@@ -1,6 +1,8 @@
 #include "tutti/replication/replicated_executor.h"
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <condition_variable>
 #include <mutex>
 #include <random>
@@ -261,6 +263,59 @@ TEST(ReplicatedExecutorTest, ComputeThenUpdateModelsKeepTheirStateThroughAFailov
   const auto [replayed, checkpoint] = RunCounter(ReplicationMode::kCheckpoint);
   EXPECT_NEAR(replayed, 4 * 29 + 1, 0.05);
   EXPECT_GT(checkpoint.inconsistent, 0);  // the replayed updates are not the ones answers read
+}
+
+TEST(ReplicatedExecutorTest, ASpareBecomesTheNewBackupAndASecondFailureLosesNothing) {
+  ManualClock clock;
+  std::atomic<int> spares{0};
+  ReplicatedExecutor slot(
+      &clock, std::make_unique<SumExecutor>(&clock, true), std::make_unique<SumExecutor>(&clock, true), {kSum},
+      ReplicationOptions{ReplicationMode::kNspb, 100}, [&]() -> absl::StatusOr<std::unique_ptr<Executor>> {
+        ++spares;
+        return std::make_unique<SumExecutor>(&clock, true);
+      });
+  Answers a;
+  size_t expected = 0;
+  for (int step = 0; step < 30; ++step) {
+    if (step == 10 || step == 20) {
+      ASSERT_TRUE(slot.KillPrimary().ok()) << "step " << step;
+      for (int i = 0; i < 10000 && !slot.stats().backup; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      ASSERT_TRUE(slot.stats().backup);  // the spare stands by
+    }
+    for (uint64_t q = 1; q <= 3; ++q) {
+      slot.Run(Step({q}, {1}, step == 0), a.Collect());
+      a.WaitFor(++expected);
+    }
+  }
+  for (size_t i = expected - 3; i < expected; ++i) EXPECT_NEAR(a.results[i].output[0], 30, 0.1);
+  const ReplicationStats st = slot.stats();
+  EXPECT_EQ(st.failovers, 2);
+  EXPECT_EQ(spares.load(), 2);
+  EXPECT_EQ(st.inconsistent, 0);
+  EXPECT_EQ(st.lost_states, 0);
+}
+
+TEST(ReplicatedExecutorTest, TheDetectorFindsAHungPrimaryAndTheBackupAnswersItsBatch) {
+  ManualClock clock;
+  ReplicatedExecutor slot(&clock, std::make_unique<SumExecutor>(&clock), std::make_unique<SumExecutor>(&clock), {kSum},
+                          ReplicationOptions{.mode = ReplicationMode::kNspb, .detect_after = 100 * kMillisecond});
+  Answers a;
+  for (int step = 0; step < 5; ++step) {
+    slot.Run(Step({1}, {1}, step == 0), a.Collect());
+    a.WaitFor(step + 1);
+  }
+  slot.HangPrimary();
+  slot.Run(Step({1}, {1}), a.Collect());  // the primary never answers it
+  clock.AdvanceBy(90 * kMillisecond);
+  EXPECT_EQ(slot.stats().failovers, 0);  // not overdue yet
+  clock.AdvanceBy(60 * kMillisecond);    // overdue: found by a check
+  a.WaitFor(6);
+  EXPECT_FLOAT_EQ(a.results[5].output[0], 6);  // the backup ran it on the state of step 5
+  const ReplicationStats st = slot.stats();
+  EXPECT_EQ(st.failovers, 1);
+  EXPECT_GE(st.detection_time, 100 * kMillisecond);
+  EXPECT_LE(st.detection_time, 150 * kMillisecond);  // checked every 25 ms
+  EXPECT_EQ(st.inconsistent, 0);
 }
 
 TEST(ReplicatedExecutorTest, ParsesModes) {

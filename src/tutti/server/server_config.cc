@@ -157,6 +157,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     TUTTI_ASSIGN_OR_RETURN(auto mode, rr.OptionalScalar<std::string>("mode", "none, nspb, remus or checkpoint"));
     TUTTI_ASSIGN_OR_RETURN(auto every, rr.OptionalScalar<int>("checkpoint_every", "an integer"));
     TUTTI_ASSIGN_OR_RETURN(auto noise, rr.OptionalScalar<bool>("inject_nondeterminism", "true or false"));
+    TUTTI_ASSIGN_OR_RETURN(auto detect, rr.OptionalScalar<double>("detect_after_ms", "a number"));
+    if (detect && !(*detect >= 0)) return Invalid("replication.detect_after_ms", "must not be negative (0: no detector)");
+    if (detect) c.replication.detect_after = static_cast<Duration>(*detect * kMillisecond);
     TUTTI_RETURN_IF_ERROR(rr.CheckNoUnknownFields());
     if (mode) {
       absl::StatusOr<ReplicationMode> m = ParseReplicationMode(*mode);

@@ -155,6 +155,7 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
               HasSubstr("field 'replication.mode': unknown replication mode 'paxos'"));
   EXPECT_THAT(ParseError("replication: {checkpoint_every: 0}"), HasSubstr("'replication.checkpoint_every'"));
   EXPECT_THAT(ParseError("replication: {modes: nspb}"), HasSubstr("unknown field 'replication.modes'"));
+  EXPECT_THAT(ParseError("replication: {detect_after_ms: -1}"), HasSubstr("'replication.detect_after_ms'"));
   EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),
               HasSubstr("field 'coding[0].reconstruct_delay_ms': must not be negative"));
 }
