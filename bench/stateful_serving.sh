@@ -44,5 +44,5 @@ echo "inconsistent/audited per run:"
 for mode in none remus nspb checkpoint; do
   printf '%-10s %s\n' "$mode" "$(grep "^$mode " "$out/failover" | awk '{printf "%s ", $13}')"
 done
-echo "answered exactly once in every run: $(grep -c ' yes$' "$out/failover") of $((RUNS * 4))"
+echo "runs in which every request was answered exactly once: $(awk '$14 == "yes"' "$out/failover" | wc -l) of $((RUNS * 4))"
 rm -rf "$out"
