@@ -117,6 +117,18 @@ absl::StatusOr<std::vector<TensorSpec>> ParseTensors(MapReader& r, absl::string_
   return out;
 }
 
+// The required `dims` list of `r`'s mapping.
+absl::StatusOr<std::vector<int64_t>> ParseDims(MapReader& r) {
+  TUTTI_ASSIGN_OR_RETURN(YAML::Node dims, r.Require("dims"));
+  if (!dims.IsSequence()) return Invalid(r.FieldPath("dims"), "expected a list of dimensions");
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    TUTTI_ASSIGN_OR_RETURN(int64_t d, r.Scalar<int64_t>("dims", dims[i], "integers"));
+    out.push_back(d);
+  }
+  return out;
+}
+
 // sequence_batching: {max_sequence_idle_microseconds, state: [one implicit state]}.
 absl::StatusOr<SequenceBatching> ParseSequenceBatching(const YAML::Node& node) {
   MapReader r(node, "sequence_batching");
@@ -136,12 +148,7 @@ absl::StatusOr<SequenceBatching> ParseSequenceBatching(const YAML::Node& node) {
   if (type && *type != "TYPE_FP32") {
     return Invalid("sequence_batching.state[0].data_type", absl::StrCat("'", *type, "': only TYPE_FP32 is served"));
   }
-  TUTTI_ASSIGN_OR_RETURN(YAML::Node dims, sr.Require("dims"));
-  if (!dims.IsSequence()) return Invalid("sequence_batching.state[0].dims", "expected a list of dimensions");
-  for (size_t i = 0; i < dims.size(); ++i) {
-    TUTTI_ASSIGN_OR_RETURN(int64_t d, sr.Scalar<int64_t>("dims", dims[i], "integers"));
-    out.state_shape.push_back(d);
-  }
+  TUTTI_ASSIGN_OR_RETURN(out.state_shape, ParseDims(sr));
   TUTTI_RETURN_IF_ERROR(sr.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   return out;
@@ -247,12 +254,7 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   if (YAML::Node ms = r.Get("model_state"); ms.IsDefined() && !ms.IsNull()) {
     MapReader mr(ms, "model_state");
     TUTTI_RETURN_IF_ERROR(mr.CheckIsMap());
-    TUTTI_ASSIGN_OR_RETURN(YAML::Node dims, mr.Require("dims"));
-    if (!dims.IsSequence()) return Invalid("model_state.dims", "expected a list of dimensions");
-    for (size_t i = 0; i < dims.size(); ++i) {
-      TUTTI_ASSIGN_OR_RETURN(int64_t d, mr.Scalar<int64_t>("dims", dims[i], "integers"));
-      c.model_state_shape.push_back(d);
-    }
+    TUTTI_ASSIGN_OR_RETURN(c.model_state_shape, ParseDims(mr));
     TUTTI_RETURN_IF_ERROR(mr.CheckNoUnknownFields());
   }
   if (YAML::Node hashes = r.Get("stage_hashes"); hashes.IsDefined() && !hashes.IsNull()) {
@@ -289,17 +291,20 @@ absl::Status ValidateTensors(const std::vector<TensorSpec>& tensors, absl::strin
 
 }  // namespace
 
-int64_t SequenceBatching::StateElements() const {
+namespace {
+
+int64_t Product(const std::vector<int64_t>& dims) {
   int64_t n = 1;
-  for (int64_t d : state_shape) n *= d;
+  for (int64_t d : dims) n *= d;
   return n;
 }
 
+}  // namespace
+
+int64_t SequenceBatching::StateElements() const { return Product(state_shape); }
+
 int64_t ModelConfig::ModelStateElements() const {
-  if (model_state_shape.empty()) return 0;
-  int64_t n = 1;
-  for (int64_t d : model_state_shape) n *= d;
-  return n;
+  return model_state_shape.empty() ? 0 : Product(model_state_shape);
 }
 
 ModelConfig StatelessForm(const ModelConfig& config) {
@@ -311,11 +316,7 @@ ModelConfig StatelessForm(const ModelConfig& config) {
   return out;
 }
 
-int64_t TensorSpec::ElementCount() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
+int64_t TensorSpec::ElementCount() const { return Product(shape); }
 
 absl::string_view PlatformName(Platform platform) {
   switch (platform) {
