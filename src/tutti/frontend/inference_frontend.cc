@@ -225,7 +225,7 @@ std::string InferenceFrontend::PrometheusText() const {
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m->served.config.name);
   return out + batches + attainment + queue + compute + sizes + coding + parity + steps + busy +
-         DelayPrometheusText(engine_->Delays(), names);
+         DelayPrometheusText(engine_->Delays(), names) + (options_.extra_metrics ? options_.extra_metrics() : "");
 }
 
 }  // namespace tutti

@@ -34,6 +34,9 @@ struct InferenceFrontendOptions {
   // Runs on an admin's shutdown request (POST /v2/tutti/shutdown); null:
   // remote shutdown is not offered.
   std::function<void()> shutdown;
+  // Prometheus text appended to /metrics (e.g. the server's replication
+  // figures); null: none.
+  std::function<std::string()> extra_metrics;
 };
 
 class InferenceFrontend {

@@ -142,6 +142,10 @@ class ReplicatedExecutor final : public Executor {
   std::unique_ptr<Impl> impl_;
 };
 
+// Prometheus text of the slots' figures (`slots[i]` is labelled slot="i"):
+// tutti_replication_* counters and gauges.
+std::string ReplicationPrometheusText(const std::vector<const ReplicatedExecutor*>& slots);
+
 }  // namespace tutti
 
 #endif  // TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_

@@ -26,10 +26,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   std::string& d = server->description_;
   d = layout.description;
   std::vector<std::unique_ptr<Executor>> executors;
+  std::vector<const ReplicatedExecutor*> replicated;  // owned by the core, which outlives the frontends
   for (size_t g = 0; g < config.executors.size(); ++g) {
     for (int i = 0; i < config.executors[g].count; ++i) {
       TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> e,
                              MakeGroupExecutor(layout, config, g, clock, i == 0 ? &d : nullptr));
+      if (const auto* r = dynamic_cast<const ReplicatedExecutor*>(e.get())) replicated.push_back(r);
       executors.push_back(std::move(e));
     }
   }
@@ -44,6 +46,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   if (server->graphs_) engine = server->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = std::move(on_shutdown_request);
+  if (!replicated.empty()) {
+    frontend.frontend.extra_metrics = [replicated] { return ReplicationPrometheusText(replicated); };
+  }
   TUTTI_ASSIGN_OR_RETURN(server->listeners_,
                          FrontendServer::Start(engine, std::move(layout.served), frontend, server->loop_.get()));
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);

@@ -92,6 +92,11 @@ TEST_F(StatefulServerTest, SequenceProtocolErrorsAreClear) {
   r = Step(R"({"sequence_id":5})");
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.body, HasSubstr("is not in progress"));
+  // The replication's figures are in /metrics.
+  const std::string metrics = HttpTestClient(server_->port()).Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_replication_backup_ready{slot="0",mode="nspb"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_replication_failovers_total{slot="0",mode="nspb"} 0)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_replication_states{slot="0",mode="nspb"} 0)"));  // sequence 5 ended
 }
 
 TEST_F(StatefulServerTest, SequencesKeepTheirOwnStatesWhetherInterleavedOrAlone) {
