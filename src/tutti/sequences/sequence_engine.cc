@@ -30,18 +30,23 @@ SequenceEngine::SequenceEngine(InferenceEngine* inner, ClusterSpec spec,
 }
 
 SequenceEngine::~SequenceEngine() {
+  {
+    std::lock_guard<std::mutex> g(gate_->mu);  // a sweep under way ends first
+    gate_->engine = nullptr;
+  }
   std::lock_guard<std::mutex> lock(mu_);
-  closing_ = true;
   if (sweep_ != kNoTimer) clock_->Cancel(sweep_);
 }
 
 void SequenceEngine::ScheduleSweep() {
   if (sweep_every_ == 0) return;
-  sweep_ = clock_->ScheduleAfter(sweep_every_, [this] {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (closing_) return;
-    ExpireIdle(clock_->Now());
-    ScheduleSweep();
+  sweep_ = clock_->ScheduleAfter(sweep_every_, [gate = gate_] {
+    std::lock_guard<std::mutex> g(gate->mu);
+    if (gate->engine == nullptr) return;
+    SequenceEngine* e = gate->engine;
+    std::lock_guard<std::mutex> lock(e->mu_);
+    e->ExpireIdle(e->clock_->Now());
+    e->ScheduleSweep();
   });
 }
 

@@ -107,7 +107,14 @@ class SequenceEngine final : public InferenceEngine {
   absl::flat_hash_set<Key> expired_ ABSL_GUARDED_BY(mu_);
   int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
   TimerId sweep_ ABSL_GUARDED_BY(mu_) = kNoTimer;
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  // The sweep timer reaches the engine through this, cleared (under its
+  // lock, which a running sweep holds) before the engine goes.
+  struct Gate {
+    explicit Gate(SequenceEngine* e) : engine(e) {}
+    std::mutex mu;
+    SequenceEngine* engine;
+  };
+  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>(this);
 };
 
 }  // namespace tutti
