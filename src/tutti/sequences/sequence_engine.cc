@@ -134,16 +134,7 @@ absl::Status SequenceEngine::Pass(ModelId model, Queued q, bool refuse) {
     std::optional<Queued> next;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      auto it = live_.find({model, ref.id});
-      if (it != live_.end()) {
-        Sequence& seq = it->second;
-        seq.running = false;
-        if (ref.end || (!seq.started && seq.waiting.empty())) {
-          live_.erase(it);
-        } else {
-          next = TakeNext(seq);
-        }
-      }
+      next = Settle(model, ref, /*ran=*/false, /*refused=*/true);
     }
     if (refuse) {
       first = s;  // the caller hears its own refusal
@@ -159,7 +150,20 @@ absl::Status SequenceEngine::Pass(ModelId model, Queued q, bool refuse) {
   return first;
 }
 
-std::optional<SequenceEngine::Queued> SequenceEngine::TakeNext(Sequence& s) {
+std::optional<SequenceEngine::Queued> SequenceEngine::Settle(ModelId model, const SequenceRef& ref, bool ran,
+                                                             bool refused) {
+  auto it = live_.find({model, ref.id});
+  if (it == live_.end()) return std::nullopt;
+  Sequence& s = it->second;
+  s.running = false;
+  s.last = clock_->Now();
+  if (ref.start && ran) s.started = true;
+  // Refused at once, a start that never ran leaves nothing behind unless
+  // requests wait behind it (the next carries the start).
+  if (ref.end || (refused && !s.started && s.waiting.empty())) {
+    live_.erase(it);
+    return std::nullopt;
+  }
   if (s.waiting.empty()) return std::nullopt;
   Queued next = std::move(s.waiting.front());
   s.waiting.pop_front();
@@ -173,18 +177,8 @@ void SequenceEngine::OnAnswer(ModelId model, SequenceRef ref, InferenceCallback 
   std::optional<Queued> next;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = live_.find({model, ref.id});
-    if (it != live_.end()) {
-      Sequence& s = it->second;
-      s.running = false;
-      s.last = clock_->Now();
-      if (ref.start && outcome.status.code() != absl::StatusCode::kDeadlineExceeded) s.started = true;
-      if (ref.end) {
-        live_.erase(it);
-      } else {
-        next = TakeNext(s);
-      }
-    }
+    // Dropped before it ran: a start it carried did not happen.
+    next = Settle(model, ref, outcome.status.code() != absl::StatusCode::kDeadlineExceeded, /*refused=*/false);
   }
   if (next) Pass(model, *std::move(next), /*refuse=*/false).IgnoreError();
   done(std::move(outcome));

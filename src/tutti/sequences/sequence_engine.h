@@ -87,9 +87,12 @@ class SequenceEngine final : public InferenceEngine {
   // in which case the error is returned instead. Call without mu_.
   absl::Status Pass(ModelId model, Queued q, bool refuse);
   void OnAnswer(ModelId model, SequenceRef ref, InferenceCallback done, InferenceOutcome outcome);
-  // Under mu_: the sequence's next waiting request, now running; none if
-  // nothing waits.
-  std::optional<Queued> TakeNext(Sequence& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Under mu_: the sequence's request `ref` is over — answered (`ran`
+  // unless dropped before it ran) or refused by the inner engine — and the
+  // sequence ends with it or goes on: its next waiting request, now
+  // running (a start added if its start never ran); none if nothing waits.
+  std::optional<Queued> Settle(ModelId model, const SequenceRef& ref, bool ran, bool refused)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Under mu_: forgets sequences idle beyond their model's limit.
   void ExpireIdle(Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleSweep();
