@@ -1,5 +1,7 @@
 #include "tutti/frontend/infer_request.h"
 
+#include "tutti/core/fnv_hash.h"
+
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -104,9 +106,7 @@ absl::StatusOr<uint64_t> SequenceIdOfInteger(int64_t value, bool negative) {
 
 uint64_t SequenceIdOfString(absl::string_view value) {
   if (value.empty()) return 0;
-  uint64_t h = 14695981039346656037ULL;  // FNV-1a
-  for (unsigned char c : value) h = (h ^ c) * 1099511628211ULL;
-  return h | (uint64_t{1} << 63);
+  return FnvMix(kFnvOffsetBasis, value.data(), value.size()) | (uint64_t{1} << 63);
 }
 
 absl::Status CheckSequenceBatch(const InferRequest& request) {

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/core/fnv_hash.h"
 #include "tutti/models/torch_model.h"
 
 namespace tutti {
@@ -274,15 +275,11 @@ int64_t CountParameters(const torch::nn::Module& module) {
 
 std::vector<std::string> StageHashes(BuiltinNetImpl& net) {
   torch::NoGradGuard no_grad;
-  auto mix = [](uint64_t h, const void* data, size_t n) {  // FNV-1a
-    const auto* p = static_cast<const unsigned char*>(data);
-    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
-    return h;
-  };
+  const auto mix = FnvMix;
   const auto children = net.named_children();
   std::vector<std::string> hashes;
   for (const std::vector<std::string>& stage : net.StageModules()) {
-    uint64_t h = 14695981039346656037ULL;
+    uint64_t h = kFnvOffsetBasis;
     for (const std::string& name : stage) {
       h = mix(h, name.data(), name.size() + 1);
       const torch::nn::Module& child = *children[name];

@@ -17,6 +17,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/core/fnv_hash.h"
 
 namespace tutti {
 namespace {
@@ -35,11 +36,11 @@ using StateMap = absl::flat_hash_map<Key, State>;
 // A digest of a state's bits: FNV-1a's step over 32-bit words, then a final
 // mix (the audit compares digests; they need not be cryptographic).
 uint64_t Digest(const float* p, int64_t n) {
-  uint64_t h = 14695981039346656037ULL;
+  uint64_t h = kFnvOffsetBasis;
   for (int64_t i = 0; i < n; ++i) {
     uint32_t w;
     std::memcpy(&w, p + i, sizeof w);
-    h = (h ^ w) * 1099511628211ULL;
+    h = (h ^ w) * kFnvPrime;
   }
   return h ^ (h >> 29);
 }
