@@ -62,16 +62,6 @@ struct Common {
     if (c.ok()) c = ResolveServerConfig(*std::move(c), *repo);
     if (!c.ok()) return c.status();
     config = *std::move(c);
-    for (const ExecutorGroupConfig& g : config.executors) {
-      for (const std::string& name : g.models) {
-        const ModelConfig& m = (*repo->Find(name))->config;
-        if (m.sequence_batching || !m.model_state_shape.empty()) {
-          return absl::UnimplementedError(absl::StrCat(
-              "model '", name, "' is stateful: distributed mode does not serve stateful models yet (`tutti serve` "
-              "does); list the executors in --config without it"));
-        }
-      }
-    }
     absl::StatusOr<ClusterLayout> l = LayOutCluster(*repo, config);
     if (!l.ok()) return l.status();
     layout = *std::move(l);
@@ -172,6 +162,7 @@ int BackendCommand(const Args& args) {
   ServerConfig& config = common.config;
   ClusterLayout& layout = common.layout;
   SetTorchThreads(config.torch_threads);
+  SetInjectedNondeterminism(config.inject_nondeterminism);
   absl::StatusOr<std::unique_ptr<BackendProcess>> p =
       BackendProcess::Start(layout, config, group, id, common.process);
   if (!p.ok()) return Fail(p.status());
@@ -203,7 +194,7 @@ int ClusterCommand(const Args& args) {
   flags.Int("schedulers", &options.schedulers, "scheduler processes: 1 leader + hot spares (default 1)");
   flags.Int("frontends", &options.frontends, "frontend processes (default 1)");
   flags.String("backends", &backends, "backend processes per executor group, e.g. 8 or 1,2 (default: the config's "
-                                      "counts)");
+                                      "counts, doubled for groups with stateful models: a backup per primary)");
   flags.Int("port", &options.http_port, "P: first frontend's HTTP port (default 8000; 0: any free ports)");
   flags.Int("lease-ttl-s", &options.lease_ttl_s, "schedulers' etcd lease TTL in seconds: how fast a spare "
                                                  "replaces a dead leader (default 1)");

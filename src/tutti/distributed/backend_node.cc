@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/core/fnv_hash.h"
 
 namespace tutti {
 
@@ -85,7 +86,17 @@ void BackendNode::OnPart(const std::shared_ptr<FeedPeer>& link, pb::Part& part) 
         Run(batch, std::move(*late));  // with the parts that came
       });
     }
-    a.pieces.push_back({link, {part.ids().begin(), part.ids().end()}, std::move(*part.mutable_inputs())});
+    Piece& piece = a.pieces.emplace_back();
+    piece.link = link;
+    piece.ids.assign(part.ids().begin(), part.ids().end());
+    piece.inputs = std::move(*part.mutable_inputs());
+    piece.source = part.source();
+    if (part.sequence_ids_size() == part.ids_size() && part.sequence_flags_size() == part.ids_size()) {
+      for (int i = 0; i < part.ids_size(); ++i) {
+        const uint32_t flags = part.sequence_flags(i);
+        piece.sequences.push_back({part.sequence_ids(i), (flags & 1) != 0, (flags & 2) != 0});
+      }
+    }
     if (static_cast<int>(a.pieces.size()) < a.parts) return;
     clock_->Cancel(a.grace_timer);
     complete = std::move(a);
@@ -119,7 +130,14 @@ void BackendNode::Run(uint64_t batch, Assembly assembly) {
     if (!p.inputs.empty()) std::memcpy(exec.input.data() + at, p.inputs.data(), p.inputs.size());
     std::string().swap(p.inputs);
     exec.size += static_cast<int>(p.ids.size());
+    for (size_t i = 0; i < p.ids.size(); ++i) {
+      exec.sequences.push_back(p.sequences.empty() ? SequenceRef{} : p.sequences[i]);
+      exec.tags.push_back(FnvMix(p.source ^ kFnvOffsetBasis, &p.ids[i], sizeof(uint64_t)));
+    }
   }
+  bool any_sequence = false;
+  for (const SequenceRef& r : exec.sequences) any_sequence |= r.id != 0;
+  if (!any_sequence) exec.sequences.clear();
   if (exec.size == 0) {
     ExecResult nothing;
     nothing.received = nothing.ready = nothing.started = nothing.finished = ready;
@@ -163,6 +181,7 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
   }
   // Each part's outputs go back on the stream it came on.
   size_t offset = 0;
+  size_t item = 0;  // the batch's first item of the piece
   for (const Piece& p : assembly.pieces) {
     if (p.ids.empty()) continue;
     const size_t bytes = p.ids.size() * item_bytes;
@@ -179,8 +198,15 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
       if (result.status.ok()) {
         o->set_outputs(reinterpret_cast<const char*>(result.output.data()) + offset, bytes);
       }
+      if (result.status.ok() && !result.item_status.empty()) {
+        for (size_t i = item; i < item + p.ids.size() && i < result.item_status.size(); ++i) {
+          o->add_item_codes(static_cast<int>(result.item_status[i].code()));
+          o->add_item_messages(std::string(result.item_status[i].message()));
+        }
+      }
     });
     offset += bytes;
+    item += p.ids.size();
   }
   if (options_.report_delay <= 0) SendReports();
   std::lock_guard<std::mutex> lock(mu_);
@@ -235,6 +261,13 @@ void BackendNode::Connect() {
 
 void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
   const Time now = clock_->Now();
+  if (down.has_role() && options_.on_role) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (epoch != epoch_) return;
+    }
+    options_.on_role(down.role());
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (epoch != epoch_ || !down.has_pong()) return;
   const pb::Pong& p = down.pong();

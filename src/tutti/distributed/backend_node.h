@@ -24,6 +24,7 @@
 #define TUTTI_DISTRIBUTED_BACKEND_NODE_H_
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -48,6 +49,10 @@ class BackendNode {
     Duration ping_every = kSecond;  // pings sync the clock with the leader's
     Duration part_grace = 200 * kMillisecond;
     Duration report_delay = 10 * kMillisecond;  // completion reports wait up to this long for company
+    // A stateful group's backend: what the leader asks of it (its role in
+    // HAMS's primary-backup, distributed/replica_node.h), on the leader
+    // stream's thread.
+    std::function<void(const internal::Role&)> on_role;
   };
   // `shapes[i]` is the size of the executor's model i. `clock` and
   // `connector` must outlive the node.
@@ -75,6 +80,8 @@ class BackendNode {
     std::shared_ptr<FeedPeer> link;
     std::vector<uint64_t> ids;
     std::string inputs;
+    std::vector<SequenceRef> sequences;  // a stateful model's: per id
+    uint64_t source = 0;                 // the frontend's name, hashed
   };
   struct Assembly {  // a batch whose parts are coming in
     int model = 0;

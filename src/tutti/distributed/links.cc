@@ -14,7 +14,7 @@ namespace {
 namespace pb = ::tutti::internal;
 
 // The first byte of a connection: which stream it carries.
-enum Kind : uint8_t { kFrontend = 'F', kBackend = 'B', kFeed = 'D' };
+enum Kind : uint8_t { kFrontend = 'F', kBackend = 'B', kFeed = 'D', kReplica = 'R' };
 
 // A stream that could not be set up: it has ended.
 template <typename Out>
@@ -62,6 +62,10 @@ std::shared_ptr<FeedLink> WireConnector::OpenFeed(const std::string& backend, Fe
   return Open(io_, tls_, backend, kFeed, std::move(handlers));
 }
 
+std::shared_ptr<ReplicaLink> WireConnector::OpenReplica(const std::string& backup, ReplicaHandlers handlers) {
+  return Open(io_, tls_, backup, kReplica, std::move(handlers));
+}
+
 absl::StatusOr<std::unique_ptr<WireListener>> ServeWire(boost::asio::io_context& io, const std::string& address,
                                                        Acceptors acceptors, std::shared_ptr<PeerTls> tls) {
   return WireListener::Start(io, address, [acceptors = std::move(acceptors)](uint8_t kind,
@@ -73,6 +77,8 @@ absl::StatusOr<std::unique_ptr<WireListener>> ServeWire(boost::asio::io_context&
         return Accept<pb::BackendUp, pb::BackendDown>(std::move(c), acceptors.backend);
       case kFeed:
         return Accept<pb::FeedDown, pb::FeedUp>(std::move(c), acceptors.feed);
+      case kReplica:
+        return Accept<pb::ReplicaDown, pb::ReplicaUp>(std::move(c), acceptors.replica);
       default:
         c->Close();
     }

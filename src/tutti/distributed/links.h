@@ -8,6 +8,7 @@
 //   frontend   frontend    scheduler    FrontendUp               FrontendDown
 //   backend    backend     scheduler    BackendUp                BackendDown
 //   feed       frontend    backend      FeedDown                 FeedUp
+//   replica    primary     its backup   ReplicaDown              ReplicaUp
 #ifndef TUTTI_DISTRIBUTED_LINKS_H_
 #define TUTTI_DISTRIBUTED_LINKS_H_
 
@@ -35,6 +36,8 @@ using BackendLink = Link<internal::BackendUp>;          // a backend's, to the s
 using BackendPeer = Link<internal::BackendDown>;        // the scheduler's, to a backend
 using FeedLink = Link<internal::FeedDown>;              // a frontend's, to a backend
 using FeedPeer = Link<internal::FeedUp>;                // a backend's, to a frontend
+using ReplicaLink = Link<internal::ReplicaDown>;        // a primary backend's, to its backup
+using ReplicaPeer = Link<internal::ReplicaUp>;          // a backup's, to its primary
 
 using FrontendHandlers = StreamHandlers<internal::FrontendDown, internal::FrontendUp>;  // at the frontend
 using FrontendPeerHandlers = StreamHandlers<internal::FrontendUp, internal::FrontendDown>;  // at the scheduler
@@ -42,6 +45,8 @@ using BackendHandlers = StreamHandlers<internal::BackendDown, internal::BackendU
 using BackendPeerHandlers = StreamHandlers<internal::BackendUp, internal::BackendDown>;
 using FeedHandlers = StreamHandlers<internal::FeedUp, internal::FeedDown>;
 using FeedPeerHandlers = StreamHandlers<internal::FeedDown, internal::FeedUp>;
+using ReplicaHandlers = StreamHandlers<internal::ReplicaUp, internal::ReplicaDown>;
+using ReplicaPeerHandlers = StreamHandlers<internal::ReplicaDown, internal::ReplicaUp>;
 
 // Opens the streams a node starts. A stream that cannot be set up ends at
 // once (its on_done runs), as one whose peer goes away does.
@@ -52,6 +57,7 @@ class Connector {
   virtual std::shared_ptr<FrontendLink> OpenFrontend(const std::string& scheduler, FrontendHandlers handlers) = 0;
   virtual std::shared_ptr<BackendLink> OpenBackend(const std::string& scheduler, BackendHandlers handlers) = 0;
   virtual std::shared_ptr<FeedLink> OpenFeed(const std::string& backend, FeedHandlers handlers) = 0;
+  virtual std::shared_ptr<ReplicaLink> OpenReplica(const std::string& backup, ReplicaHandlers handlers) = 0;
 };
 
 // What accepts streams: a node answers with its handlers, or none to
@@ -60,6 +66,7 @@ struct Acceptors {
   std::function<std::optional<FrontendPeerHandlers>(std::shared_ptr<FrontendPeer>)> frontend;
   std::function<std::optional<BackendPeerHandlers>(std::shared_ptr<BackendPeer>)> backend;
   std::function<std::optional<FeedPeerHandlers>(std::shared_ptr<FeedPeer>)> feed;
+  std::function<std::optional<ReplicaPeerHandlers>(std::shared_ptr<ReplicaPeer>)> replica;
 };
 
 // The internal protocol on Tutti's wire, on one io_context (a process's
@@ -72,6 +79,7 @@ class WireConnector final : public Connector {
   std::shared_ptr<FrontendLink> OpenFrontend(const std::string& scheduler, FrontendHandlers handlers) override;
   std::shared_ptr<BackendLink> OpenBackend(const std::string& scheduler, BackendHandlers handlers) override;
   std::shared_ptr<FeedLink> OpenFeed(const std::string& backend, FeedHandlers handlers) override;
+  std::shared_ptr<ReplicaLink> OpenReplica(const std::string& backup, ReplicaHandlers handlers) override;
 
  private:
   boost::asio::io_context& io_;

@@ -58,11 +58,15 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     c->socket_dir_ = dir;
   }
   std::vector<int> backends = options.backends;
-  if (backends.empty()) {  // one per GPU of the config
+  if (backends.empty()) {  // one per GPU of the config, and a backup for each of a stateful group's
     TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
     TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(options.config));
     TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
-    for (const ExecutorGroupConfig& g : config.executors) backends.push_back(g.count);
+    for (const ExecutorGroupConfig& g : config.executors) {
+      bool stateful = false;
+      for (const std::string& m : g.models) stateful |= (*repo.Find(m))->config.stateful();
+      backends.push_back(stateful ? 2 * g.count : g.count);
+    }
   }
   for (int i = 0; i < options.schedulers; ++i) TUTTI_RETURN_IF_ERROR(c->AddScheduler());
   for (size_t g = 0; g < backends.size(); ++g) {

@@ -18,6 +18,9 @@ class MemoryNetwork::ProcessConnector final : public Connector {
   std::shared_ptr<FeedLink> OpenFeed(const std::string& backend, FeedHandlers handlers) override {
     return network_->Open<pb::FeedDown, pb::FeedUp>(address_, backend, std::move(handlers));
   }
+  std::shared_ptr<ReplicaLink> OpenReplica(const std::string& backup, ReplicaHandlers handlers) override {
+    return network_->Open<pb::ReplicaDown, pb::ReplicaUp>(address_, backup, std::move(handlers));
+  }
 
  private:
   MemoryNetwork* const network_;

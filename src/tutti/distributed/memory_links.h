@@ -160,6 +160,8 @@ std::shared_ptr<Link<Up>> MemoryNetwork::Open(const std::string& from, const std
       if (a.frontend) accepted = a.frontend(down);
     } else if constexpr (std::is_same_v<Up, internal::BackendUp>) {
       if (a.backend) accepted = a.backend(down);
+    } else if constexpr (std::is_same_v<Up, internal::ReplicaDown>) {
+      if (a.replica) accepted = a.replica(down);
     } else {
       if (a.feed) accepted = a.feed(down);
     }

@@ -164,6 +164,8 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                                                    engine->SetLeader(a);
                                                  }));
   InferenceEngine* served = p->engine_.get();
+  p->sequences_ = ServeSequences(served, layout.spec, layout, p->loop_.get());  // a sequence's order is kept here
+  if (p->sequences_) served = p->sequences_.get();
   TUTTI_ASSIGN_OR_RETURN(p->graphs_, ServeGraphs(served, layout.spec, &layout));  // graphs run on this frontend
   if (p->graphs_) served = p->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
@@ -182,6 +184,7 @@ FrontendProcess::~FrontendProcess() {
   watch_.reset();
   listeners_.reset();
   graphs_.reset();
+  sequences_.reset();
   engine_.reset();  // closes its streams while the loop runs
   loop_->Stop();
 }
@@ -202,19 +205,37 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
   p->connector_ = std::make_unique<WireConnector>(p->loop_->context(), tls);
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
+  ServerConfig backend_config = config;
+  backend_config.replication.distributed = true;  // a stateful group's backup is another backend
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Executor> executor,
-                         MakeGroupExecutor(layout, config, group, p->loop_.get()));
+                         MakeGroupExecutor(layout, backend_config, group, p->loop_.get()));
   std::vector<ModelShape> shapes;
   for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
   BackendNode::Options node_options{p->id_, group};
   if (config.scheduler.await_completion) node_options.report_delay = 0;  // the scheduler waits for them
+  if (auto* slot = dynamic_cast<ReplicatedExecutor*>(executor.get())) {
+    p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get());
+    node_options.on_role = [replica = p->replica_.get(), id = p->id_](const internal::Role& role) {
+      replica->OnRole(role);
+      std::cout << absl::StrFormat("tutti backend %s: %s\n", id,
+                                   !role.holds_slot()     ? "standing by (a backup, or a spare)"
+                                   : role.backup().empty() ? "the primary of its slot; no backup"
+                                                           : absl::StrCat("the primary of its slot; backup ", role.backup()))
+                << std::flush;
+    };
+  }
   p->node_ = std::make_unique<BackendNode>(node_options, std::move(executor), std::move(shapes), p->loop_.get(),
                                            p->connector_.get());
   BackendNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(
       p->listener_,
       Listen(*p->loop_, options, std::move(tls),
-             Acceptors{{}, {}, [node](std::shared_ptr<FeedPeer> l) { return node->AcceptFeed(std::move(l)); }},
+             Acceptors{{},
+                       {},
+                       [node](std::shared_ptr<FeedPeer> l) { return node->AcceptFeed(std::move(l)); },
+                       [replica = p->replica_.get()](std::shared_ptr<ReplicaPeer> l) {
+                         return replica ? replica->AcceptReplica(std::move(l)) : std::nullopt;
+                       }},
              &p->address_));
   p->node_->SetAddress(p->address_);
   TUTTI_RETURN_IF_ERROR(
@@ -233,6 +254,7 @@ BackendProcess::~BackendProcess() {
   if (lease_ != 0) (void)etcd_->RevokeLease(lease_);
   if (node_) node_->WaitIdle();  // the batches it holds answer on the frontends' streams
   if (listener_) listener_->Stop();
+  replica_.reset();  // its streams first: they reach the executor node_ holds
   node_.reset();  // leaves the leader's stream, closes the feeds, while the loop runs
   loop_->Stop();
 }

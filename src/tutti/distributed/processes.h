@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/backend_node.h"
+#include "tutti/distributed/replica_node.h"
 #include "tutti/distributed/etcd_client.h"
 #include "tutti/distributed/links.h"
 #include "tutti/distributed/remote_engine.h"
@@ -126,6 +127,7 @@ class FrontendProcess {
   std::string name_;
   std::unique_ptr<EtcdClient> etcd_;
   std::unique_ptr<RemoteEngine> engine_;
+  std::unique_ptr<SequenceEngine> sequences_;  // over engine_, under graphs_
   std::unique_ptr<GraphEngine> graphs_;  // over engine_; null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
@@ -154,6 +156,7 @@ class BackendProcess {
   int64_t lease_ = 0;
   std::unique_ptr<EtcdClient::Background> keep_alive_;
   std::unique_ptr<BackendNode> node_;
+  std::unique_ptr<ReplicaNode> replica_;  // a stateful group's: over node_'s executor
   std::unique_ptr<WireListener> listener_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
 };

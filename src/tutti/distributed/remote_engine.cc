@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/core/fnv_hash.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -60,6 +61,7 @@ RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Opt
     : spec_(std::move(spec)),
       shapes_(std::move(shapes)),
       options_(std::move(options)),
+      source_(FnvMix(kFnvOffsetBasis, options_.name.data(), options_.name.size())),
       clock_(clock),
       connector_(connector),
       table_(&spec_, &shapes_),
@@ -183,6 +185,11 @@ void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Answers* answers
 
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
+  return SubmitInSequence(model, {}, std::move(input), objective, std::move(done));
+}
+
+absl::Status RemoteEngine::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
+                                            Duration objective, InferenceCallback done) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
   TUTTI_ASSIGN_OR_RETURN(const Time deadline, table_.Admit(model, input.size(), objective, now));
@@ -190,6 +197,7 @@ absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Durat
     return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
   }
   const uint64_t id = table_.Add(model, std::move(input), std::move(done), now, deadline);
+  if (sequence.id != 0) table_.Find(id)->sequence = sequence;
   if (sync_.synced()) SubmitLocked({id});
   return absl::OkStatus();
 }
@@ -218,7 +226,9 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
     part->set_exec_at(plan.exec_at());
     part->set_latency(plan.latency());
     part->set_parts(plan.parts());
+    part->set_source(source_);
     std::string& inputs = *part->mutable_inputs();
+    bool sequences = false;
     for (uint64_t id : plan.ids()) {
       Pending* p = table_.Find(id);
       if (p == nullptr) continue;  // answered meanwhile: left out
@@ -226,7 +236,14 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
       p->extra.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
       part->add_ids(id);
       ids.push_back(id);
+      part->add_sequence_ids(p->sequence.id);
+      part->add_sequence_flags((p->sequence.start ? 1u : 0u) | (p->sequence.end ? 2u : 0u));
+      sequences |= p->sequence.id != 0;
       inputs.append(reinterpret_cast<const char*>(p->input.data()), p->input.size() * sizeof(float));
+    }
+    if (!sequences) {  // sent only for a stateful model's requests
+      part->clear_sequence_ids();
+      part->clear_sequence_flags();
     }
   });
   if (ids.empty()) return;
@@ -353,7 +370,10 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         out.started = o.started() - offset;
         out.finished = o.finished() - offset;
         out.batch_size = o.batch_size();
-        if (status.ok()) {
+        if (status.ok() && i < o.item_codes_size() && o.item_codes(i) != 0) {  // this item failed alone
+          out.status = absl::Status(static_cast<absl::StatusCode>(o.item_codes(i)),
+                                    i < o.item_messages_size() ? o.item_messages(i) : "");
+        } else if (status.ok()) {
           out.batch_id = o.batch();
           out.batch_answers = delivered;
           out.batch_deadline = p.extra.batch_deadline;

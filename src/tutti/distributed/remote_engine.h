@@ -75,6 +75,10 @@ class RemoteEngine final : public InferenceEngine {
 
   // InferenceEngine.
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
+  // A stateful model's request: its sequence goes with its inputs to the
+  // backend (the sequence's order is its SequenceEngine's, in front).
+  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+                                InferenceCallback done) override;
   void StopAccepting() override;
   void WaitIdle() override;
   int64_t in_flight() const override;
@@ -131,6 +135,7 @@ class RemoteEngine final : public InferenceEngine {
   const ClusterSpec spec_;
   const std::vector<ModelShape> shapes_;
   const Options options_;
+  const uint64_t source_;  // options_.name hashed: the backends key requests by it and their ids
   Clock* const clock_;
   Connector* const connector_;
   StreamTracker streams_;

@@ -239,6 +239,37 @@ void SchedulerNode::AssignSlotsLocked() {
     m.gpu = g;
     (void)scheduler_->SetGpuUp(g, true, std::max(now, m.free_at));
   }
+  SendRolesLocked();
+}
+
+void SchedulerNode::SendRolesLocked() {
+  const int groups = slots_.empty() ? 0 : slots_.back().group + 1;
+  std::vector<std::vector<Member*>> spares(groups);
+  for (auto& [id, m] : members_) {
+    if (m.gpu < 0) spares[m.group].push_back(&m);
+  }
+  auto send = [](Member& m, bool holds, const std::string& backup) {
+    const std::string role = absl::StrCat(holds, "|", backup);
+    if (role == m.role) return;
+    m.role = role;
+    Send<pb::BackendDown>(m.link, [&](pb::BackendDown* d) {
+      d->mutable_role()->set_holds_slot(holds);
+      d->mutable_role()->set_backup(backup);
+    });
+  };
+  std::vector<size_t> paired(groups, 0);
+  for (auto& sp : spares) {
+    std::sort(sp.begin(), sp.end(), [](const Member* a, const Member* b) { return a->joined < b->joined; });
+  }
+  for (const Slot& slot : slots_) {
+    if (slot.backend.empty()) continue;
+    std::vector<Member*>& sp = spares[slot.group];
+    size_t& k = paired[slot.group];
+    send(members_.at(slot.backend), true, k < sp.size() ? sp[k++]->address : "");
+  }
+  for (auto& sp : spares) {
+    for (Member* m : sp) send(*m, false, "");
+  }
 }
 
 void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) {
@@ -246,7 +277,7 @@ void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) 
   if (it == members_.end() || scheduler_ == nullptr) return;
   const GpuId gpu = it->second.gpu;
   members_.erase(it);
-  if (gpu < 0) return;
+  if (gpu < 0) return SendRolesLocked();  // a backup may have left
   slots_[gpu].backend.clear();
   (void)scheduler_->SetGpuUp(gpu, false, 0);
   // Its unfinished batches: schedule their requests again (dropped, and so

@@ -22,6 +22,11 @@
 // the node's clock ("cluster time"); the peers convert with the pongs it
 // sends them (distributed/clock_sync.h).
 //
+// Roles (HAMS's primary-backup for stateful groups): each backend is told
+// whether it holds its slot and, if so, which spare of its group is its
+// backup (holders and spares paired in slot and join order), whenever that
+// changes; a backend of a group without state ignores it.
+//
 // Leadership (Symphony §6's hot spares): a node accepts streams only after
 // Lead(); a spare refuses them.
 //
@@ -109,6 +114,7 @@ class SchedulerNode {
     GpuId gpu = -1;       // -1: spare
     uint64_t joined = 0;  // join order
     Time free_at = 0;     // when what it held at joining is done
+    std::string role;     // the role last sent (SendRolesLocked)
   };
   struct InFlight {
     GpuId gpu;
@@ -124,7 +130,8 @@ class SchedulerNode {
   void OnDrop(const Request& request);
   // REQUIRES: mu_ held.
   // Gives free slots to members without one (slot_assignment.h).
-  void AssignSlotsLocked();
+  void AssignSlotsLocked();  // then SendRolesLocked()
+  void SendRolesLocked();
   void RemoveLocked(const std::string& id, const std::string& why);
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();

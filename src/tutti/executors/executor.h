@@ -28,6 +28,11 @@ struct ExecBatch {
   // A compute-then-update model's own state, which every item reads
   // (ModelConfig::model_state_shape); empty otherwise.
   std::vector<float> state;
+  // Per item, optional: a key of its request unique across the cluster
+  // (distributed mode: the frontend's and the request's). A replicated slot
+  // that took over answers a request it already ran (before the failover)
+  // with that run's output instead of running it again.
+  std::vector<uint64_t> tags;
 };
 
 // Timings, for the delay model (delays/delay_model.h): `received` when

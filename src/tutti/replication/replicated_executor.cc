@@ -104,20 +104,44 @@ void PutState(Writer& w, const Key& k, const State* s) {
   w.PutFloats(s->value.data(), static_cast<int64_t>(s->value.size()));
 }
 
-// A batch's inputs as served (the backup's log).
+// A batch's inputs as served (the backup's log), and what each item read.
 struct Logged {
   int model = 0;
   int size = 0;
   std::vector<SequenceRef> sequences;
+  std::vector<uint64_t> tags;   // per item; 0: none
+  std::vector<uint64_t> reads;  // per item: the digest of the state it read
   std::vector<float> input;
 };
 
-// What the backup holds: the states it applied, in order, and the logged
-// batches whose states it has not.
+// An answer the backup keeps for a request it may be asked again after a
+// failover (distributed mode: its primary died before the answer left).
+struct Kept {
+  std::vector<float> output;
+  absl::Status status;
+};
+
+// What the backup holds: the states it applied, in order, the logged
+// batches whose states it has not, per sequence the digest of the state its
+// last logged request read (for the audit), and the answers of the batches
+// whose states it applied, by tag (at most kKeptAnswers, oldest out first).
 struct BackupState {
+  static constexpr size_t kKeptAnswers = 1 << 16;
   StateMap states;
   std::map<uint64_t, Logged> log;
+  absl::flat_hash_map<Key, uint64_t> reads;
+  absl::flat_hash_map<uint64_t, Kept> answers;
+  std::deque<uint64_t> answer_order;
   uint64_t applied = 0;  // the last batch whose states (or checkpoint) it applied
+
+  void Keep(uint64_t tag, Kept kept) {
+    if (tag == 0) return;
+    if (answers.insert_or_assign(tag, std::move(kept)).second) answer_order.push_back(tag);
+    while (answer_order.size() > kKeptAnswers) {
+      answers.erase(answer_order.front());
+      answer_order.pop_front();
+    }
+  }
 
   void Apply(const std::string& bytes) {
     Reader r(bytes);
@@ -133,6 +157,14 @@ struct BackupState {
         s.start = r.Get<uint8_t>();
         s.end = r.Get<uint8_t>();
         l.sequences.push_back(s);
+        l.tags.push_back(r.Get<uint64_t>());
+        l.reads.push_back(r.Get<uint64_t>());
+        const Key key{l.model, s.id};
+        if (s.end) {
+          reads.erase(key);
+        } else {
+          reads[key] = l.reads.back();
+        }
       }
       r.GetFloats(&l.input);
       log.emplace(batch, std::move(l));
@@ -155,27 +187,44 @@ struct BackupState {
       s.touched = r.Get<Time>();
       r.GetFloats(&s.value);
     }
+    if (kind == kStates) {  // the batch's answers, by tag
+      const auto answered = r.Get<int64_t>();
+      for (int64_t i = 0; i < answered; ++i) {
+        const auto tag = r.Get<uint64_t>();
+        Kept kept;
+        r.GetFloats(&kept.output);
+        Keep(tag, std::move(kept));
+      }
+    }
     applied = batch;
     log.erase(log.begin(), log.upper_bound(batch));
   }
 };
 
-// The link to the backup: messages applied in order on its own thread,
-// each acknowledged by its number.
+// The link to the backup: messages applied in order, each acknowledged by
+// its number (1, 2, …).
 class Channel {
  public:
-  Channel(BackupState* backup, std::mutex* backup_mu, std::function<void(uint64_t, Duration)> acked)
-      : backup_(backup), backup_mu_(backup_mu), acked_(std::move(acked)), thread_([this] { Loop(); }) {}
-  ~Channel() { Kill(); }
+  virtual ~Channel() = default;
+  virtual uint64_t Send(std::string bytes) = 0;
+  // Messages not yet applied are lost; returns once none is being applied.
+  virtual void Kill() = 0;
+};
 
-  uint64_t Send(std::string bytes) {
+// A backup in this process: messages applied on a thread of its own.
+class LocalChannel final : public Channel {
+ public:
+  LocalChannel(BackupState* backup, std::mutex* backup_mu, std::function<void(uint64_t, Duration)> acked)
+      : backup_(backup), backup_mu_(backup_mu), acked_(std::move(acked)), thread_([this] { Loop(); }) {}
+  ~LocalChannel() override { Kill(); }
+
+  uint64_t Send(std::string bytes) override {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.emplace_back(++sent_, std::move(bytes));
     if (waiting_) wake_.notify_one();
     return sent_;
   }
-  // Messages not yet applied are lost; returns once none is being applied.
-  void Kill() {
+  void Kill() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (dead_) return;
@@ -221,6 +270,23 @@ class Channel {
   std::thread thread_;
 };
 
+// A backup in another process (distributed mode): messages go through the
+// transport's send function; acknowledgements come back through
+// ReplicatedExecutor::OnBackupApplied.
+class RemoteChannel final : public Channel {
+ public:
+  explicit RemoteChannel(ReplicatedExecutor::SendFn send) : send_(std::move(send)) {}
+  uint64_t Send(std::string bytes) override {
+    send_(++sent_, std::move(bytes));
+    return sent_;
+  }
+  void Kill() override {}
+
+ private:
+  const ReplicatedExecutor::SendFn send_;
+  uint64_t sent_ = 0;
+};
+
 }  // namespace
 
 absl::StatusOr<ReplicationMode> ParseReplicationMode(absl::string_view name) {
@@ -250,7 +316,13 @@ class ReplicatedExecutor::Impl {
         primary_(std::move(primary)), backup_exec_(std::move(backup)) {
     if (backup_exec_ != nullptr) StartChannel();
     std::lock_guard<std::mutex> lock(mu_);
-    if (options_.detect_after > 0) ScheduleCheck();
+    if (options_.distributed) {
+      standby_ = true;
+      std::lock_guard<std::mutex> b(backup_mu_);
+      backup_ = std::make_unique<BackupState>();
+    } else if (options_.detect_after > 0) {
+      ScheduleCheck();
+    }
   }
 
   ~Impl() {
@@ -264,6 +336,7 @@ class ReplicatedExecutor::Impl {
     }
     if (detector_.joinable()) detector_.join();
     if (spare_thread_.joinable()) spare_thread_.join();
+    for (std::thread& t : promoters_) t.join();
     std::unique_ptr<Channel> channel;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -279,7 +352,19 @@ class ReplicatedExecutor::Impl {
   void Run(ExecBatch batch, DoneFn done) {
     Outside o;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::unique_lock<std::mutex> lock(mu_);
+      if (standby_ || promoting_) {  // only the slot's holder gets batches: take over first
+        deferred_.emplace_back(std::move(batch), std::move(done));
+        StartPromotionLocked();
+        return;
+      }
+      if (!kept_.empty() && !batch.tags.empty()) {
+        std::vector<std::optional<Kept>> kept = TakeKeptLocked(batch);
+        if (!kept.empty()) {
+          lock.unlock();
+          return RunWithKept(std::move(batch), std::move(done), std::move(kept));
+        }
+      }
       const uint64_t n = ++next_batch_;
       Pending& p = pending_[n];
       p.stateful = models_.at(batch.model).state_elements > 0 || models_.at(batch.model).model_state;
@@ -300,6 +385,64 @@ class ReplicatedExecutor::Impl {
     return primary_->kind();
   }
 
+  // Distributed mode (see the header).
+  void AttachBackup(SendFn send) {
+    Outside o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      DetachLocked();
+      channel_ = std::make_unique<RemoteChannel>(std::move(send));
+      if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(last_committed_), true);
+      o = TakeOutside();
+    }
+    Finish(std::move(o));
+  }
+  void OnBackupApplied(uint64_t seq) { OnAcked(seq, 0); }
+  void DetachBackup() {
+    Outside o;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      DetachLocked();
+      o = TakeOutside();
+    }
+    Finish(std::move(o));
+  }
+  void BeginFromPrimary() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!standby_) return;
+    std::lock_guard<std::mutex> b(backup_mu_);
+    backup_ = std::make_unique<BackupState>();
+  }
+  void ApplyFromPrimary(const std::string& body) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!standby_) return;  // promoted: never adopts a state of the old primary's again
+    const Duration cpu = ThreadCpu();
+    {
+      std::lock_guard<std::mutex> b(backup_mu_);
+      backup_->Apply(body);
+    }
+    stats_.ship_cpu += ThreadCpu() - cpu;
+  }
+  void Promote() {
+    std::lock_guard<std::mutex> lock(mu_);
+    StartPromotionLocked();
+  }
+  void Demote() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (standby_ || promoting_ || !options_.distributed) return;
+    DetachLocked();
+    standby_ = true;
+    states_.clear();
+    audit_.clear();
+    kept_.clear();
+    std::lock_guard<std::mutex> b(backup_mu_);
+    backup_ = std::make_unique<BackupState>();
+  }
+  bool serving() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return !standby_ && !promoting_;
+  }
+
   ReplicationMode mode() const { return options_.mode; }
 
   absl::Status KillPrimary();
@@ -307,7 +450,7 @@ class ReplicatedExecutor::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     ReplicationStats s = stats_;
     s.live_states = static_cast<int64_t>(states_.size());
-    s.backup = backup_exec_ != nullptr;
+    s.backup = backup_exec_ != nullptr || (options_.distributed && channel_ != nullptr);
     std::lock_guard<std::mutex> b(backup_mu_);
     s.backup_states = backup_ ? static_cast<int64_t>(backup_->states.size()) : 0;
     return s;
@@ -348,13 +491,85 @@ class ReplicatedExecutor::Impl {
   };
   static constexpr uint64_t kNotLogged = ~uint64_t{0};  // its log is being written
 
+  // Under mu_: the remote backup goes; nothing waits for it any more.
+  void DetachLocked() {
+    if (channel_ == nullptr || !options_.distributed) return;
+    channel_.reset();
+    watermark_ = last_state_seq_ = 0;
+    for (auto& [n, p] : pending_) p.log_seq = p.release_seq = 0;
+    Advance();
+  }
+
+  // Under mu_: per item of `batch`, its kept answer (taken out), or none;
+  // empty if none is kept.
+  std::vector<std::optional<Kept>> TakeKeptLocked(const ExecBatch& batch) {
+    std::vector<std::optional<Kept>> kept(batch.size);
+    bool any = false;
+    for (int i = 0; i < batch.size && i < static_cast<int>(batch.tags.size()); ++i) {
+      auto it = kept_.find(batch.tags[i]);
+      if (it == kept_.end()) continue;
+      kept[i] = std::move(it->second);
+      kept_.erase(it);
+      any = true;
+    }
+    if (!any) kept.clear();
+    return kept;
+  }
+
+  // Answers the kept items with their answers, runs the others, and
+  // merges the two in the batch's order.
+  void RunWithKept(ExecBatch batch, DoneFn done, std::vector<std::optional<Kept>> kept) {
+    const SlotModel& m = models_[batch.model];
+    ExecBatch rest;
+    rest.model = batch.model;
+    rest.start_at = batch.start_at;
+    rest.state = batch.state;
+    for (int i = 0; i < batch.size; ++i) {
+      if (kept[i]) continue;
+      ++rest.size;
+      rest.input.insert(rest.input.end(), batch.input.begin() + i * m.input_elements,
+                        batch.input.begin() + (i + 1) * m.input_elements);
+      if (i < static_cast<int>(batch.sequences.size())) rest.sequences.push_back(batch.sequences[i]);
+      if (i < static_cast<int>(batch.tags.size())) rest.tags.push_back(batch.tags[i]);
+    }
+    const int64_t width = m.output_elements;
+    auto merge = [kept = std::move(kept), width, done = std::move(done)](ExecResult r) mutable {
+      ExecResult out;
+      out.received = r.received;
+      out.ready = r.ready;
+      out.started = r.started;
+      out.finished = r.finished;
+      bool any_error = false;
+      int j = 0;  // among the items run
+      for (std::optional<Kept>& k : kept) {
+        absl::Status status = k ? k->status : (!r.status.ok() ? r.status
+                                                : j < static_cast<int>(r.item_status.size()) ? r.item_status[j]
+                                                                                             : absl::OkStatus());
+        if (k && status.ok()) {
+          out.output.insert(out.output.end(), k->output.begin(), k->output.end());
+        } else if (!k && r.status.ok()) {
+          out.output.insert(out.output.end(), r.output.begin() + j * width, r.output.begin() + (j + 1) * width);
+        } else {
+          out.output.insert(out.output.end(), width, 0.0f);
+        }
+        if (!k) ++j;
+        any_error |= !status.ok();
+        out.item_status.push_back(std::move(status));
+      }
+      if (!any_error) out.item_status.clear();
+      done(std::move(out));
+    };
+    if (rest.size == 0) return merge(ExecResult{});
+    Run(std::move(rest), std::move(merge));
+  }
+
   void StartChannel() {
     {
       std::lock_guard<std::mutex> b(backup_mu_);
       backup_ = std::make_unique<BackupState>();
     }
     watermark_ = last_state_seq_ = 0;
-    channel_ = std::make_unique<Channel>(backup_.get(), &backup_mu_, [this](uint64_t seq, Duration cpu) {
+    channel_ = std::make_unique<LocalChannel>(backup_.get(), &backup_mu_, [this](uint64_t seq, Duration cpu) {
       OnAcked(seq, cpu);
     });
   }
@@ -381,6 +596,8 @@ class ReplicatedExecutor::Impl {
       w.Put(p.rows[i].key.second);
       w.Put<uint8_t>(p.rows[i].start);
       w.Put<uint8_t>(p.rows[i].end);
+      w.Put<uint64_t>(i < static_cast<int>(p.served.tags.size()) ? p.served.tags[i] : 0);
+      w.Put(p.rows[i].read_digest);
     }
     w.PutFloats(p.served.input.data(), static_cast<int64_t>(p.served.input.size()));
     return Ship(w.Take(), false);
@@ -491,6 +708,7 @@ class ReplicatedExecutor::Impl {
       w.Put(n);
       w.Put<int64_t>(1);
       PutState(w, row.key, &s);
+      PutAnswers(w, p, m.output_elements);
       return w.Take();
     }
     const int64_t width = m.output_elements + m.state_elements;
@@ -517,18 +735,34 @@ class ReplicatedExecutor::Impl {
       s.touched = now;
       if (encode) PutState(w, row.key, &s);
     }
+    if (encode) PutAnswers(w, p, width);
     return w.Take();
+  }
+
+  // The batch's answers, by tag, after its states (none without tags): the
+  // first output elements of each item's `stride`.
+  void PutAnswers(Writer& w, const Pending& p, int64_t stride) {
+    const SlotModel& m = models_[p.served.model];
+    int64_t kept = 0;
+    for (int i = 0; i < static_cast<int>(p.served.tags.size()); ++i) kept += p.served.tags[i] != 0 && !p.rows[i].lost;
+    w.Put(kept);
+    for (int i = 0; i < static_cast<int>(p.served.tags.size()); ++i) {
+      if (p.served.tags[i] == 0 || p.rows[i].lost) continue;
+      w.Put(p.served.tags[i]);
+      w.PutFloats(p.result.output.data() + i * stride, m.output_elements);
+    }
   }
 
   // Under mu_: batch n's answer — its outputs without the states, its lost
   // items' errors — checked by the consistency audit.
-  Delivery Answer(uint64_t n) {
+  // Not `delivered` (a rerun of a batch answered before): not audited.
+  Delivery Answer(uint64_t n, bool delivered = true) {
     Pending p = std::move(pending_.at(n));
     pending_.erase(n);
     ExecResult r = std::move(p.result);
     if (p.stateful && r.status.ok() && models_[p.served.model].model_state) {
       r.state.clear();
-      if (!p.rows.empty()) Audit(p.rows[0]);  // the batch read one state
+      if (!p.rows.empty() && delivered) Audit(p.rows[0]);  // the batch read one state
     } else if (p.stateful && r.status.ok()) {
       const SlotModel& m = models_[p.served.model];
       const int64_t width = m.output_elements + m.state_elements;
@@ -551,9 +785,11 @@ class ReplicatedExecutor::Impl {
           stats_.lost_states += row.lost;
         }
       }
-      for (const Row& row : p.rows) Audit(row);
+      if (delivered) {
+        for (const Row& row : p.rows) Audit(row);
+      }
     }
-    if (kill_time_ != 0) {
+    if (kill_time_ != 0 && delivered) {
       stats_.failover_time = clock_->Now() - kill_time_;
       kill_time_ = 0;
     }
@@ -616,7 +852,7 @@ class ReplicatedExecutor::Impl {
       }
       if (models_[p_model].model_state) Unblock(p_model);
     }
-    while (!held_release_.empty() && pending_.at(held_release_.front()).release_seq <= watermark_) {
+    while (!held_release_.empty() && (!rep || pending_.at(held_release_.front()).release_seq <= watermark_)) {
       Release(held_release_.front());
       held_release_.pop_front();
     }
@@ -747,6 +983,12 @@ class ReplicatedExecutor::Impl {
   }
 
   void StartSpare();
+  // The backup's states become the primary's; the logged batches whose
+  // states it lacks, then every batch not answered, run again on `exec` in
+  // order; then the batches that waited start.
+  void Recover(std::unique_ptr<BackupState> backup, Executor* exec);
+  // Under mu_: a standby takes over, on a thread of its own.
+  void StartPromotionLocked();
 
  public:
   void HangPrimary() {
@@ -843,6 +1085,13 @@ class ReplicatedExecutor::Impl {
   mutable std::mutex backup_mu_;
   std::unique_ptr<BackupState> backup_;
   std::thread spare_thread_;
+  // Distributed mode: a standby until promoted; the batches that came
+  // during the takeover; the answers kept for requests that come again.
+  bool standby_ = false;
+  bool promoting_ = false;
+  std::vector<std::pair<ExecBatch, DoneFn>> deferred_;
+  absl::flat_hash_map<uint64_t, Kept> kept_;
+  std::vector<std::thread> promoters_;
 };
 
 absl::Status ReplicatedExecutor::Impl::KillPrimary() {
@@ -864,15 +1113,30 @@ absl::Status ReplicatedExecutor::Impl::KillPrimary() {
     std::lock_guard<std::mutex> b(backup_mu_);
     backup = std::move(backup_);
   }
-  std::vector<Delivery> out;
-  std::vector<uint64_t> order;
   Executor* exec;
   {
     std::lock_guard<std::mutex> lock(mu_);
     dead_.push_back(std::move(primary_));
     primary_ = std::move(backup_exec_);
     exec = primary_.get();
-    states_ = backup && options_.mode != ReplicationMode::kNone ? std::move(backup->states) : StateMap{};
+  }
+  Recover(std::move(backup), exec);
+  if (spare_) StartSpare();
+  return absl::OkStatus();
+}
+
+void ReplicatedExecutor::Impl::Recover(std::unique_ptr<BackupState> backup, Executor* exec) {
+  std::vector<Delivery> out;
+  std::vector<uint64_t> order;
+  absl::flat_hash_map<uint64_t, std::vector<uint64_t>> logged_reads;  // rerun batch → what its items read first
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const bool keeps = options_.mode != ReplicationMode::kNone;
+    states_ = backup && keeps ? std::move(backup->states) : StateMap{};
+    if (backup && keeps && options_.distributed) {
+      audit_ = std::move(backup->reads);
+      kept_ = std::move(backup->answers);
+    }
     computed_.clear();
     held_release_.clear();
     held_.clear();
@@ -897,9 +1161,12 @@ absl::Status ReplicatedExecutor::Impl::KillPrimary() {
         p.served.model = l.model;
         p.served.size = l.size;
         p.served.sequences = std::move(l.sequences);
+        p.served.tags = std::move(l.tags);
         p.served.input = std::move(l.input);
+        logged_reads[n] = std::move(l.reads);
       }
     }
+    if (!order.empty()) next_batch_ = std::max(next_batch_, order.back());
   }
   for (uint64_t n : order) {
     ExecBatch full;
@@ -915,8 +1182,31 @@ absl::Status ReplicatedExecutor::Impl::KillPrimary() {
     if (p.stateful && p.result.status.ok()) Commit(n, p, false);
     if (p.done) {
       out.push_back(Answer(n));
-    } else {
-      pending_.erase(n);  // answered before the failure: once is enough
+      continue;
+    }
+    // Answered before the failure (once is enough), or — in distributed
+    // mode — perhaps not: kept for its request coming again. An item that
+    // now read another state than it did then makes the answers after it
+    // inconsistent with its first (checkpoint-replay's divergence).
+    if (auto it = logged_reads.find(n); it != logged_reads.end() && options_.distributed) {
+      for (size_t i = 0; i < it->second.size() && i < p.rows.size(); ++i) {
+        if (p.rows[i].start || p.rows[i].lost) continue;
+        ++stats_.audited;
+        stats_.inconsistent += p.rows[i].read_digest != it->second[i];
+      }
+    }
+    const std::vector<uint64_t> tags = p.served.tags;
+    const int model = p.served.model;
+    ExecResult answer = Answer(n, /*delivered=*/false).second;
+    const int64_t width = models_[model].output_elements;
+    for (size_t i = 0; i < tags.size(); ++i) {
+      if (tags[i] == 0) continue;
+      Kept kept;
+      kept.status = answer.status.ok() && i < answer.item_status.size() ? answer.item_status[i] : answer.status;
+      if (kept.status.ok()) {
+        kept.output.assign(answer.output.begin() + i * width, answer.output.begin() + (i + 1) * width);
+      }
+      kept_.insert_or_assign(tags[i], std::move(kept));
     }
   }
   Outside held;
@@ -929,8 +1219,32 @@ absl::Status ReplicatedExecutor::Impl::KillPrimary() {
   }
   for (auto& [done, result] : out) done(std::move(result));
   Finish(std::move(held));
-  if (spare_) StartSpare();
-  return absl::OkStatus();
+}
+
+void ReplicatedExecutor::Impl::StartPromotionLocked() {
+  if (!standby_) return;
+  standby_ = false;
+  promoting_ = true;
+  ++generation_;
+  kill_time_ = clock_->Now();
+  promoters_.emplace_back([this] {
+    std::unique_ptr<BackupState> backup;
+    {
+      std::lock_guard<std::mutex> b(backup_mu_);
+      backup = std::move(backup_);
+    }
+    bool had = backup && (backup->applied > 0 || !backup->log.empty() || !backup->states.empty());
+    Recover(std::move(backup), primary_.get());
+    std::vector<std::pair<ExecBatch, DoneFn>> deferred;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stats_.failovers += had;
+      promoting_ = false;
+      deferred.swap(deferred_);
+      if (deferred.empty()) kill_time_ = 0;  // nothing waited: no failover time to report
+    }
+    for (auto& [batch, done] : deferred) Run(std::move(batch), std::move(done));
+  });
 }
 
 void ReplicatedExecutor::Impl::StartSpare() {
@@ -1002,5 +1316,13 @@ absl::Status ReplicatedExecutor::KillPrimary() { return impl_->KillPrimary(); }
 ReplicationStats ReplicatedExecutor::stats() const { return impl_->stats(); }
 ReplicationMode ReplicatedExecutor::mode() const { return impl_->mode(); }
 void ReplicatedExecutor::HangPrimary() { impl_->HangPrimary(); }
+void ReplicatedExecutor::AttachBackup(SendFn send) { impl_->AttachBackup(std::move(send)); }
+void ReplicatedExecutor::OnBackupApplied(uint64_t seq) { impl_->OnBackupApplied(seq); }
+void ReplicatedExecutor::DetachBackup() { impl_->DetachBackup(); }
+void ReplicatedExecutor::BeginFromPrimary() { impl_->BeginFromPrimary(); }
+void ReplicatedExecutor::ApplyFromPrimary(const std::string& body) { impl_->ApplyFromPrimary(body); }
+void ReplicatedExecutor::Promote() { impl_->Promote(); }
+void ReplicatedExecutor::Demote() { impl_->Demote(); }
+bool ReplicatedExecutor::serving() const { return impl_->serving(); }
 
 }  // namespace tutti

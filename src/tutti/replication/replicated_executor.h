@@ -49,7 +49,22 @@
 // state it read descends from the state the sequence's previous answer
 // read.
 //
-// Thread-safety: as Executor; KillPrimary() and stats() from any thread.
+// Distributed mode (ReplicationOptions::distributed): the primary and the
+// backup are this class in two backend processes (distributed/
+// replica_node.h carries their messages over Tutti's wire). A slot starts as
+// a standby: it applies what a primary sends it (ApplyFromPrimary). It
+// becomes the primary on Promote() — the scheduler gave it the slot, its
+// primary having died — or on its first Run(), which only a slot holder
+// gets: it takes over as above, rerunning the logged batches whose states
+// it lacks. Requests of the dead primary come again (the frontends re-send
+// what was not answered); a request it already ran (ExecBatch::tags: its
+// batch's states were applied, or it reran it) is answered with that run's
+// output, not run twice. As the primary it ships to the backup it is given
+// (AttachBackup), starting with a checkpoint of its states; without one it
+// serves unreplicated. The failure detector is the cluster's (etcd leases,
+// streams ending), not this class's.
+//
+// Thread-safety: as Executor; every other method from any thread.
 #ifndef TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_
 #define TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_
 
@@ -89,6 +104,7 @@ struct ReplicationOptions {
   // long after it could start means the primary is dead: the backup takes
   // over (as KillPrimary). Checked every quarter of it on the clock.
   Duration detect_after = 500 * kMillisecond;
+  bool distributed = false;  // the backup is another process's slot (see above); detect_after unused
 };
 
 struct ReplicationStats {
@@ -115,6 +131,8 @@ struct ReplicationStats {
 class ReplicatedExecutor final : public Executor {
  public:
   using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<Executor>>()>;
+  // Sends message `seq` (1, 2, … per backup) to a backup in another process.
+  using SendFn = std::function<void(uint64_t seq, std::string body)>;
 
   // `primary` and `backup` hold the same models, stateful ones in their
   // stateless form (models[i] describes model i). In mode none the backup
@@ -136,6 +154,27 @@ class ReplicatedExecutor final : public Executor {
   void HangPrimary();
   ReplicationStats stats() const;
   ReplicationMode mode() const;
+
+  // ---- distributed mode ----
+  // As the primary: ship to a new backup through `send` from now on (its
+  // first message: a checkpoint of the states committed so far), replacing
+  // any other.
+  void AttachBackup(SendFn send);
+  // The backup applied every message up to `seq`.
+  void OnBackupApplied(uint64_t seq);
+  // The backup is gone: serve unreplicated; outputs waiting for it leave.
+  void DetachBackup();
+  // As a standby: a new primary streams to it (what an earlier one sent is
+  // dropped); then its messages, in order. Ignored once promoted.
+  void BeginFromPrimary();
+  void ApplyFromPrimary(const std::string& body);
+  // Take over as the primary (no-op if it is one); the takeover runs on a
+  // thread of its own, and batches wait for it.
+  void Promote();
+  // Back to a standby (the scheduler gave the slot to another): its states go.
+  void Demote();
+  // Promoted, and the takeover done.
+  bool serving() const;
 
  private:
   class Impl;

@@ -166,6 +166,8 @@ struct ModelConfig {
   // by the batch's update stage; the shape of that state. Empty: none.
   std::vector<int64_t> model_state_shape;
   int64_t ModelStateElements() const;
+  // It keeps state between requests (either kind above).
+  bool stateful() const { return sequence_batching.has_value() || !model_state_shape.empty(); }
 };
 
 // The model as its weights compute: for a stateful model one input

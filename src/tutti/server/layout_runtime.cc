@@ -91,6 +91,10 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout&
     slot.push_back(m);
   }
   if (!stateful) return primary;
+  if (config.replication.distributed) {  // the backup is another backend process (distributed/replica_node.h)
+    return std::make_unique<ReplicatedExecutor>(clock, std::move(primary), nullptr, std::move(slot),
+                                                config.replication);
+  }
   // The backup, and the spare that replaces it after a failover, hold the
   // same models.
   auto make = [layout = std::make_shared<const ClusterLayout>(layout), config, group, clock] {

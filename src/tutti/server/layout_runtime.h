@@ -43,7 +43,9 @@ std::unique_ptr<SequenceEngine> ServeSequences(InferenceEngine* engine, const Cl
 // `description` unless null, and the count stored in `parameters` unless
 // null. A group with stateful models gets a ReplicatedExecutor
 // (replication/) over two: the primary and its backup, which keeps the
-// states as the config's replication mode says. Errors: weights that fail to load.
+// states as the config's replication mode says — or, with
+// config.replication.distributed, over one, its backup being another
+// backend process's. Errors: weights that fail to load.
 absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout& layout, const ServerConfig& config,
                                                             int group, Clock* clock,
                                                             std::string* description = nullptr,

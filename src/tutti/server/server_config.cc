@@ -242,7 +242,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
       const ModelConfig& m = (*repo.Find(name))->config;
       if (m.parity) continue;  // serves only under a `coding:` entry
       if (m.platform == Platform::kEnsemble) continue;  // a graph runs no executor of its own
-      if ((m.sequence_batching || !m.model_state_shape.empty()) && m.platform != Platform::kEmulated) {
+      if (m.stateful() && m.platform != Platform::kEmulated) {
         config.executors.push_back({"torch", 1, "cpu", {name}});  // its own, replicated
       } else if (m.platform != Platform::kEmulated) {
         torch.models.push_back(name);
@@ -278,7 +278,7 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
                                                        "' is platform emulated and has no weights; "
                                                        "put it on an emulated executor"));
       }
-      if ((m.sequence_batching || !m.model_state_shape.empty()) && (g.kind != "torch" || g.count != 1)) {
+      if (m.stateful() && (g.kind != "torch" || g.count != 1)) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ": model '", name, "' is stateful: its group must be one torch executor (count: 1), whose "
             "states a backup replicates (replication:)"));

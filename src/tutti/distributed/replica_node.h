@@ -1,0 +1,60 @@
+// ReplicaNode: a stateful group's backend in distributed mode, as HAMS's
+// primary-backup pair sees it (hams-excerpt.txt §III): it carries the
+// messages of its ReplicatedExecutor (replication/replicated_executor.h)
+// between two backend processes on the replica stream (distributed/
+// links.h), and follows the role the leading scheduler gives it.
+//
+//   - Told it holds its slot (the leader's Role): its slot takes over as
+//     the primary (Promote(): a backup whose primary died reruns what it
+//     lacks). Told its backup's address: it opens a replica stream there
+//     and ships to it from then on (AttachBackup); when that stream ends,
+//     it serves unreplicated until it is given another (DetachBackup).
+//   - Not holding its slot: it stands by (Demote(), if it was the
+//     primary). A primary that opens a replica stream to it gets its states
+//     applied in order and acknowledged (ReplicaUp), until it is promoted.
+//
+// Thread-safety: every method may be called from any thread; the streams'
+// handlers run on their transport's thread.
+#ifndef TUTTI_DISTRIBUTED_REPLICA_NODE_H_
+#define TUTTI_DISTRIBUTED_REPLICA_NODE_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "tutti/distributed/links.h"
+#include "tutti/replication/replicated_executor.h"
+
+namespace tutti {
+
+class ReplicaNode {
+ public:
+  // `slot` (in distributed mode) and `connector` must outlive the node.
+  ReplicaNode(ReplicatedExecutor* slot, Connector* connector) : slot_(slot), connector_(connector) {}
+  // Closes its streams and waits for their handlers' last call (their
+  // transport must still be running).
+  ~ReplicaNode();
+
+  // The leader's word (BackendDown.role).
+  void OnRole(const internal::Role& role);
+  // A primary opened a replica stream to this backend.
+  std::optional<ReplicaPeerHandlers> AcceptReplica(std::shared_ptr<ReplicaPeer> link);
+
+ private:
+  void OnBackupGone(uint64_t epoch);
+
+  ReplicatedExecutor* const slot_;
+  Connector* const connector_;
+  StreamTracker streams_;
+
+  std::mutex mu_;
+  std::string backup_ ABSL_GUARDED_BY(mu_);  // its address; "": none
+  std::shared_ptr<ReplicaLink> to_backup_ ABSL_GUARDED_BY(mu_);
+  uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // +1 per stream to a backup
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_DISTRIBUTED_REPLICA_NODE_H_
