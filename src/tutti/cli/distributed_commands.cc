@@ -173,6 +173,9 @@ int BackendCommand(const Args& args) {
             << std::flush;
   const int sig = signals.Wait(0);
   std::cerr << StopSignals::Describe(sig) << ": backend leaving the cluster\n";
+  if (const std::string r = (*p)->ReplicationSummary(); !r.empty()) {
+    std::cout << "tutti backend " << (*p)->id() << ": " << r << "\n" << std::flush;
+  }
   p->reset();
   return 0;
 }

@@ -214,6 +214,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   BackendNode::Options node_options{p->id_, group};
   if (config.scheduler.await_completion) node_options.report_delay = 0;  // the scheduler waits for them
   if (auto* slot = dynamic_cast<ReplicatedExecutor*>(executor.get())) {
+    p->slot_ = slot;
     p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get());
     node_options.on_role = [replica = p->replica_.get(), id = p->id_](const internal::Role& role) {
       replica->OnRole(role);
@@ -246,6 +247,16 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
                            node->SetLeader(a);
                          }));
   return p;
+}
+
+std::string BackendProcess::ReplicationSummary() const {
+  if (slot_ == nullptr) return "";
+  const ReplicationStats s = slot_->stats();
+  return absl::StrFormat(
+      "replication %s: %d failovers (the last %.2f ms to its first answer), %d batches run again, %d answers "
+      "audited, %d inconsistent, %d lost states, %.1f MB sent to its backup",
+      ReplicationModeName(slot_->mode()), s.failovers, ToMillis(s.failover_time), s.rerun_batches, s.audited,
+      s.inconsistent, s.lost_states, (s.state_bytes + s.log_bytes) / 1e6);
 }
 
 BackendProcess::~BackendProcess() {

@@ -145,6 +145,8 @@ class BackendProcess {
 
   const std::string& address() const { return address_; }
   const std::string& id() const { return id_; }
+  // A stateful group's backend: what its replication did, one line ("" otherwise).
+  std::string ReplicationSummary() const;
 
  private:
   BackendProcess() = default;
@@ -156,7 +158,8 @@ class BackendProcess {
   int64_t lease_ = 0;
   std::unique_ptr<EtcdClient::Background> keep_alive_;
   std::unique_ptr<BackendNode> node_;
-  std::unique_ptr<ReplicaNode> replica_;  // a stateful group's: over node_'s executor
+  std::unique_ptr<ReplicaNode> replica_;  // a stateful group's: over node_'s executor, slot_
+  const ReplicatedExecutor* slot_ = nullptr;
   std::unique_ptr<WireListener> listener_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
 };

@@ -23,6 +23,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -53,7 +54,15 @@ void SaveScript(const std::string& path, const std::string& name, torch::Tensor 
   m.save(path);
 }
 
-class StatefulClusterTest : public ::testing::TestWithParam<const char*> {
+// A run: the replication mode, and whether the GRU's sums go in a random
+// order (bits that vary run to run, as on a GPU).
+struct Variant {
+  const char* mode;
+  bool nondeterminism;
+  const char* extra = "";  // more of the replication config
+};
+
+class StatefulClusterTest : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     const std::string repo = dir_.path() + "/repo";
@@ -104,7 +113,9 @@ ensemble_scheduling:
     options_.repo = repo;
     options_.config = dir_.WriteFile("serve.yaml", absl::StrCat(R"(policy: eager
 http: {threads: 1}
-replication: {mode: )", GetParam(), R"(}
+replication: {mode: )", GetParam().mode, ", inject_nondeterminism: ",
+                                                                 GetParam().nondeterminism ? "true" : "false",
+                                                                 GetParam().extra, R"(}
 executors:
   - {kind: torch, count: 1, models: [pre, post]}
   - {kind: torch, count: 1, models: [gru]}
@@ -146,6 +157,15 @@ executors:
     return reply;
   }
 
+  // The number just before the last `label` in `text`; -1 if none.
+  static int64_t FigureBefore(const std::string& text, const std::string& label) {
+    const size_t at = text.rfind(label);
+    if (at == std::string::npos) return -1;
+    const size_t from = text.rfind(' ', at - 1) + 1;
+    int64_t v = -1;
+    return absl::SimpleAtoi(absl::string_view(text).substr(from, at - from), &v) ? v : -1;
+  }
+
   // The backend process that holds the GRU's slot (it says so), or -1;
   // never `dead`.
   static int Primary(LocalCluster& cluster, int dead = -1) {
@@ -164,11 +184,16 @@ executors:
   std::vector<float> inputs_[kPatterns][kSteps];
 };
 
-// With NSPB and Remus-style replication nothing is lost; without
-// replication the sequences under way at the kill lose their states — each
-// told so by an explicit error, none silently answered from a wrong state.
+// With NSPB, Remus-style and checkpoint-replay replication nothing is lost;
+// without replication the sequences under way at the kill lose their
+// states — each told so by an explicit error, none silently answered from a
+// wrong state. The new primary's audit (printed when it stops) counts the
+// answers that read a state other than the one the answers before the kill
+// had read: none under NSPB, even with nondeterminism; checkpoint-replay
+// replays its logged batches into other bits (HAMS Figure 3).
 TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
-  const bool replicated = std::string(GetParam()) != "none";
+  const Variant variant = GetParam();
+  const bool replicated = std::string(variant.mode) != "none";
   absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(options_);
   ASSERT_TRUE(started.ok()) << started.status();
   LocalCluster& cluster = **started;
@@ -245,10 +270,10 @@ TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
   for (std::thread& t : streams) t.join();
 
   std::cout << absl::StrFormat(
-      "stateful graph (replication %s) under kill -9 of the GRU's primary: %d requests, %d answered (%d before the kill), "
+      "stateful graph (replication %s%s) under kill -9 of the GRU's primary: %d requests, %d answered (%d before the kill), "
       "%d errors, %d outputs differing from the reference; first answer to a request sent after the kill "
       "%.1f ms after it\n",
-      GetParam(), sent, ok, before_kill, errors, mismatched, first_after_kill_ms);
+      variant.mode, variant.nondeterminism ? ", nondeterminism" : "", sent, ok, before_kill, errors, mismatched, first_after_kill_ms);
   for (const std::string& e : error_bodies) std::cout << "  error: " << e << "\n";
   EXPECT_GT(before_kill, 0);
   EXPECT_GT(answered_after_kill, 0) << "nothing was answered after the kill: the backup did not take over";
@@ -267,11 +292,34 @@ TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_GE(now_primary, 0) << "no backend took the killed primary's place";
-  if (replicated) EXPECT_NE(cluster.backends()[now_primary].process->output().rfind("; backup "), std::string::npos)
-      << "the spare did not become the new primary's backup";
+  if (replicated) {
+    EXPECT_NE(cluster.backends()[now_primary].process->output().rfind("; backup "), std::string::npos)
+        << "the spare did not become the new primary's backup";
+  }
+  // The new primary's figures, as it prints them when it stops.
+  ChildProcess& promoted = *cluster.backends()[now_primary].process;
+  promoted.Terminate();
+  const std::string out = promoted.output();
+  const int64_t audited = FigureBefore(out, " answers audited"), inconsistent = FigureBefore(out, " inconsistent");
+  ASSERT_GE(audited, 0) << out;
+  ASSERT_GE(inconsistent, 0) << out;
+  std::cout << absl::StrFormat("  the new primary audited %d answers: %d inconsistent\n", audited, inconsistent);
+  if (!replicated) return;
+  EXPECT_GT(audited, 0);
+  if (std::string(variant.mode) == "checkpoint" && variant.nondeterminism) {
+    EXPECT_GT(inconsistent, 0) << "checkpoint-replay reproduced every bit: the nondeterminism did not show";
+  } else {
+    EXPECT_EQ(inconsistent, 0);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, StatefulClusterTest, ::testing::Values("nspb", "remus", "none"));
+INSTANTIATE_TEST_SUITE_P(Modes, StatefulClusterTest,
+                         ::testing::Values(Variant{"nspb", true}, Variant{"remus", false}, Variant{"none", false},
+                                           // never a checkpoint: the backup replays every logged batch
+                                           Variant{"checkpoint", true, ", checkpoint_every: 1000000"}),
+                         [](const ::testing::TestParamInfo<Variant>& info) {
+                           return absl::StrCat(info.param.mode, info.param.nondeterminism ? "_nondeterministic" : "");
+                         });
 
 }  // namespace
 }  // namespace tutti
