@@ -244,7 +244,7 @@ int BenchStateful(const Args& args) {
                 "--hang-at-s, the primary stops answering instead, unannounced: the failure detector\n"
                 "(a batch overdue by --detect-ms) finds it; prints how long that took too.");
   flags.String("repo", &repo_dir, "model repository");
-  flags.String("model", &setup.model, "the stateful model");
+  flags.String("model", &setup.model, "the stateful model, or a graph with stateful steps (the demo's gru_pipeline)");
   flags.String("modes", &modes, "replication modes to compare");
   flags.Int("sequences", &setup.sequences, "concurrent clients");
   flags.Double("duration-s", &duration_s, "seconds of load per mode");

@@ -1,6 +1,6 @@
 // HAMS's fault test in distributed mode: a graph whose stateful step (a
 // GRU, gru_rows, with seeded weights) sits between two stateless TorchScript
-// steps, served by a LocalCluster of `tutti` processes — the stateful group
+// steps (experiments/stateful_pipeline.h: an input clamp, a softmax), served by a LocalCluster of `tutti` processes — the stateful group
 // as a primary, its backup and a spare, each its own backend process — and
 // `kill -9` of the primary while sequences stream through the graph.
 //
@@ -12,7 +12,6 @@
 // consistency comes to); the backup takes over and the spare becomes the new
 // backup. The failover as the client saw it is printed, not asserted.
 #include <signal.h>
-#include <torch/script.h>
 #include <torch/torch.h>
 
 #include <atomic>
@@ -30,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "tutti/distributed/local_cluster.h"
+#include "tutti/experiments/stateful_pipeline.h"
 #include "tutti/models/architectures.h"
 #include "tutti/models/trainer.h"
 #include "tutti/repository/model_repository.h"
@@ -45,15 +45,6 @@ constexpr int kSteps = 7;     // a sequence: 7 requests of 4 image rows (gru_row
 constexpr int kPatterns = 4;  // distinct input sequences, each served alone first as the reference
 constexpr int kStreams = 8;   // concurrent clients, each one sequence at a time
 
-// A TorchScript module written from source (no Python needed): `forward`
-// over one parameter `w` of `shape`.
-void SaveScript(const std::string& path, const std::string& name, torch::Tensor w, const std::string& forward) {
-  torch::jit::Module m(name);
-  m.register_parameter("w", std::move(w), /*is_buffer=*/false);
-  m.define(forward);
-  m.save(path);
-}
-
 // A run: the replication mode, and whether the GRU's sums go in a random
 // order (bits that vary run to run, as on a GPU).
 struct Variant {
@@ -66,18 +57,6 @@ class StatefulClusterTest : public ::testing::TestWithParam<Variant> {
  protected:
   void SetUp() override {
     const std::string repo = dir_.path() + "/repo";
-    // pre: a per-row linear map (28 × 28, near identity) on the 4 rows.
-    torch::manual_seed(11);
-    std::filesystem::create_directories(repo + "/pre/1");
-    SaveScript(repo + "/pre/1/model.pt", "pre", torch::eye(28) + 0.05 * torch::randn({28, 28}),
-               "def forward(self, x):\n  return torch.matmul(x, self.w)\n");
-    dir_.WriteFile("repo/pre/1/config.yaml", R"(name: pre
-platform: torchscript
-max_batch_size: 32
-inputs: [{name: x, datatype: FP32, shape: [4, 28]}]
-outputs: [{name: y, datatype: FP32, shape: [4, 28]}]
-profiles: {cpu: {batch: [1, 32], latency_us: [100, 400]}}
-)");
     // gru: gru_rows with seeded random weights (a real GRU, untrained).
     ModelConfig gru = BuiltinModelConfig("gru", "gru_rows", 32);
     gru.profiles["cpu"] = *LatencyProfile::Linear(100 * kMicrosecond, 20 * kMicrosecond, 32);
@@ -86,29 +65,10 @@ profiles: {cpu: {batch: [1, 32], latency_us: [100, 400]}}
     torch::manual_seed(5);
     std::shared_ptr<torch::nn::Module> net = *MakeBuiltinNet("gru_rows");
     torch::save(net, repo + "/gru/1/model.pt");
-    // post: softmax at a learned temperature.
-    std::filesystem::create_directories(repo + "/post/1");
-    SaveScript(repo + "/post/1/model.pt", "post", torch::full({1}, 0.7),
-               "def forward(self, x):\n  return torch.softmax(x * self.w, 1)\n");
-    dir_.WriteFile("repo/post/1/config.yaml", R"(name: post
-platform: torchscript
-max_batch_size: 32
-inputs: [{name: x, datatype: FP32, shape: [10]}]
-outputs: [{name: y, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 32], latency_us: [100, 400]}}
-)");
-    dir_.WriteFile("repo/pipeline/1/config.yaml", R"(name: pipeline
-platform: ensemble
-max_batch_size: 32
-inputs: [{name: rows, datatype: FP32, shape: [4, 28]}]
-outputs: [{name: probs, datatype: FP32, shape: [10]}]
-latency_objective_ms: 2000
-ensemble_scheduling:
-  step:
-    - {model_name: pre, model_version: -1, input_map: {x: rows}, output_map: {y: scaled}}
-    - {model_name: gru, model_version: -1, input_map: {rows: scaled}, output_map: {logits: logits}}
-    - {model_name: post, model_version: -1, input_map: {x: logits}, output_map: {y: probs}}
-)");
+    // pipeline: pipeline_clamp (TorchScript) → gru → pipeline_softmax (TorchScript).
+    ASSERT_TRUE(WriteStatefulPipeline(repo, "pipeline", "gru", 2000,
+                                      *LatencyProfile::Linear(100 * kMicrosecond, 10 * kMicrosecond, 64))
+                    .ok());
     options_.tutti_binary = TUTTI_BINARY;
     options_.repo = repo;
     options_.config = dir_.WriteFile("serve.yaml", absl::StrCat(R"(policy: eager
@@ -117,7 +77,7 @@ replication: {mode: )", GetParam().mode, ", inject_nondeterminism: ",
                                                                  GetParam().nondeterminism ? "true" : "false",
                                                                  GetParam().extra, R"(}
 executors:
-  - {kind: torch, count: 1, models: [pre, post]}
+  - {kind: torch, count: 1, models: [pipeline_clamp, pipeline_softmax]}
   - {kind: torch, count: 1, models: [gru]}
 )"));
     options_.backends = {1, 3};  // the stateless group; the GRU's primary, backup and spare

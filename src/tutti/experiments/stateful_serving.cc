@@ -164,24 +164,52 @@ absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelReposito
   ServerConfig config;
   config.policy = setup.policy;
   config.replication = setup.replication;
-  config.executors = {{"torch", 1, "cpu", {setup.model}}};
+  // A graph (gru_pipeline): its stateful steps on one executor (with its
+  // backup), the stateless ones on another.
+  TUTTI_ASSIGN_OR_RETURN(const ModelVersion* top, repo.Find(setup.model));
+  std::vector<std::string> stateful, stateless;
+  if (top->config.platform == Platform::kEnsemble) {
+    for (const EnsembleStep& step : top->config.steps) {
+      TUTTI_ASSIGN_OR_RETURN(const ModelVersion* v, repo.Find(step.model_name));
+      (v->config.stateful() ? stateful : stateless).push_back(step.model_name);
+    }
+  } else {
+    stateful.push_back(setup.model);
+  }
+  if (stateful.empty() || !(*repo.Find(stateful[0]))->config.stateful()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", setup.model,
+        "' is not stateful (neither sequence_batching nor model_state), nor a graph with a stateful step"));
+  }
+  config.executors = {{"torch", 1, "cpu", stateful}};
+  if (!stateless.empty()) config.executors.push_back({"torch", 1, "cpu", stateless});
   TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(config, repo));
   TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
-  const ModelConfig& model = layout.served[0].config;
-  if (!model.sequence_batching && model.model_state_shape.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model '", setup.model, "' is not stateful (neither sequence_batching nor model_state)"));
-  }
+  const ModelConfig& model = layout.served[0].config;  // the stateful one
   std::vector<std::unique_ptr<Executor>> executors;
-  TUTTI_ASSIGN_OR_RETURN(executors.emplace_back(), MakeGroupExecutor(layout, config, 0, &clock));
+  for (size_t g = 0; g < config.executors.size(); ++g) {
+    TUTTI_ASSIGN_OR_RETURN(executors.emplace_back(), MakeGroupExecutor(layout, config, g, &clock));
+  }
   auto* slot = dynamic_cast<ReplicatedExecutor*>(executors[0].get());
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<InferenceCore> core,
                          InferenceCore::Create(layout.spec, layout.shapes, std::move(executors), options, &clock));
   std::unique_ptr<SequenceEngine> sequences = ServeSequences(core.get(), layout.spec, layout, &clock);
   InferenceEngine* engine = sequences ? static_cast<InferenceEngine*>(sequences.get()) : core.get();
+  ModelId served = 0;
+  const size_t inner = layout.spec.models.size();
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GraphEngine> graphs, ServeGraphs(engine, layout.spec, &layout));
+  if (top->config.platform == Platform::kEnsemble) {
+    for (size_t i = inner; i < layout.served.size(); ++i) {
+      if (layout.served[i].config.name == setup.model) served = static_cast<ModelId>(i);
+    }
+    if (graphs == nullptr || served == 0) {
+      return absl::InvalidArgumentError(absl::StrCat("graph '", setup.model, "' cannot be served"));
+    }
+    engine = graphs.get();
+  }
 
-  Clients clients(engine, 0, images, model.sequence_batching ? model.inputs[0].ElementCount() : 0, setup, &clock);
+  Clients clients(engine, served, images, model.sequence_batching ? model.inputs[0].ElementCount() : 0, setup, &clock);
   const Time start = clock.Now();
   clients.Start(start + setup.duration);
   if (setup.kill_at > 0) {
