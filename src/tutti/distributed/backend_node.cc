@@ -280,6 +280,7 @@ void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
     hello->set_group(options_.group);
     hello->set_address(address_);
     hello->set_busy_for(std::max<Duration>(0, busy_until_ - now));
+    if (options_.is_primary) hello->set_primary(options_.is_primary());
   });
 }
 

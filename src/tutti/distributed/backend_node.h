@@ -53,6 +53,8 @@ class BackendNode {
     // HAMS's primary-backup, distributed/replica_node.h), on the leader
     // stream's thread.
     std::function<void(const internal::Role&)> on_role;
+    // Whether it serves as such a group's primary now (told in its hello).
+    std::function<bool()> is_primary;
   };
   // `shapes[i]` is the size of the executor's model i. `clock` and
   // `connector` must outlive the node.

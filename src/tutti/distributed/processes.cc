@@ -216,6 +216,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   if (auto* slot = dynamic_cast<ReplicatedExecutor*>(executor.get())) {
     p->slot_ = slot;
     p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get());
+    node_options.is_primary = [slot] { return slot->serving(); };
     node_options.on_role = [replica = p->replica_.get(), id = p->id_](const internal::Role& role) {
       replica->OnRole(role);
       std::cout << absl::StrFormat("tutti backend %s: %s\n", id,

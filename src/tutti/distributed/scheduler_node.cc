@@ -200,7 +200,9 @@ void SchedulerNode::OnBackendMessage(const std::shared_ptr<BackendPeer>& link, s
       if (h.group() >= 0 && h.group() <= slots_.back().group) {  // slots are in group order
         RemoveLocked(h.id(), "reconnected");                    // a stream it had before is over
         *id = h.id();
-        members_[h.id()] = Member{h.id(), h.group(), h.address(), link, -1, ++joins_, now + h.busy_for()};
+        // A stateful group's primary (after a change of leader) goes first: it holds the states.
+        members_[h.id()] =
+            Member{h.id(), h.group(), h.address(), link, -1, h.primary() ? 0 : ++joins_, now + h.busy_for()};
         AssignSlotsLocked();
       }
     }

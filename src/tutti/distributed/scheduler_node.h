@@ -25,7 +25,9 @@
 // Roles (HAMS's primary-backup for stateful groups): each backend is told
 // whether it holds its slot and, if so, which spare of its group is its
 // backup (holders and spares paired in slot and join order), whenever that
-// changes; a backend of a group without state ignores it.
+// changes; a backend of a group without state ignores it. A backend that
+// says in its hello that it serves as a primary (a new leader's first
+// hellos) takes its group's free slot before the others.
 //
 // Leadership (Symphony §6's hot spares): a node accepts streams only after
 // Lead(); a spare refuses them.

@@ -51,6 +51,9 @@ struct Variant {
   const char* mode;
   bool nondeterminism;
   const char* extra = "";  // more of the replication config
+  friend void PrintTo(const Variant& v, std::ostream* os) {
+    *os << v.mode << (v.nondeterminism ? " with nondeterminism" : "");
+  }
 };
 
 class StatefulClusterTest : public ::testing::TestWithParam<Variant> {

@@ -358,6 +358,7 @@ class ReplicatedExecutor::Impl {
         StartPromotionLocked();
         return;
       }
+      if (!kept_.empty() && clock_->Now() > kept_until_) kept_.clear();  // the requests that come again came
       if (!kept_.empty() && !batch.tags.empty()) {
         std::vector<std::optional<Kept>> kept = TakeKeptLocked(batch);
         if (!kept.empty()) {
@@ -1091,6 +1092,10 @@ class ReplicatedExecutor::Impl {
   bool promoting_ = false;
   std::vector<std::pair<ExecBatch, DoneFn>> deferred_;
   absl::flat_hash_map<uint64_t, Kept> kept_;
+  // Long past the frontends' orphan grace: the requests of the dead primary
+  // have come again by then.
+  static constexpr Duration kKeepAnswersFor = 30 * kSecond;
+  Time kept_until_ = 0;
   std::vector<std::thread> promoters_;
 };
 
@@ -1136,6 +1141,7 @@ void ReplicatedExecutor::Impl::Recover(std::unique_ptr<BackupState> backup, Exec
     if (backup && keeps && options_.distributed) {
       audit_ = std::move(backup->reads);
       kept_ = std::move(backup->answers);
+      kept_until_ = clock_->Now() + kKeepAnswersFor;
     }
     computed_.clear();
     held_release_.clear();
