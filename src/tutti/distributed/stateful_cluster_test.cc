@@ -69,7 +69,9 @@ class StatefulClusterTest : public ::testing::TestWithParam<Variant> {
     std::shared_ptr<torch::nn::Module> net = *MakeBuiltinNet("gru_rows");
     torch::save(net, repo + "/gru/1/model.pt");
     // pipeline: pipeline_clamp (TorchScript) → gru → pipeline_softmax (TorchScript).
-    ASSERT_TRUE(WriteStatefulPipeline(repo, "pipeline", "gru", 2000,
+    // A long objective: no request is dropped for time, even on a slow
+    // machine (under TSan), so every error would be a lost state.
+    ASSERT_TRUE(WriteStatefulPipeline(repo, "pipeline", "gru", 30000,
                                       *LatencyProfile::Linear(100 * kMicrosecond, 10 * kMicrosecond, 64))
                     .ok());
     options_.tutti_binary = TUTTI_BINARY;

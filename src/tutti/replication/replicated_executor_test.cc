@@ -363,6 +363,10 @@ ExecBatch Tagged(ExecBatch b, std::vector<uint64_t> tags) {
   return b;
 }
 
+void WaitServing(const ReplicatedExecutor& slot) {
+  while (!slot.serving()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
 struct Pair {
   RealClock clock;  // promotions run on threads of their own
   SumExecutor* a_exec;
@@ -378,11 +382,14 @@ struct Pair {
     a = std::make_unique<ReplicatedExecutor>(&clock, std::move(pa), nullptr, std::vector<SlotModel>{kSum}, o);
     b = std::make_unique<ReplicatedExecutor>(&clock, std::move(pb), nullptr, std::vector<SlotModel>{kSum}, o);
   }
+  // a serves as the primary, shipping to b through `wire`.
+  void Start(Wire& wire) {
+    a->Promote();
+    WaitServing(*a);
+    b->BeginFromPrimary();
+    a->AttachBackup(wire.Sender());
+  }
 };
-
-void WaitServing(const ReplicatedExecutor& slot) {
-  while (!slot.serving()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-}
 
 // The backup (another process's slot) takes over from the states it
 // applied and the inputs logged after them; requests of the dead primary
@@ -391,10 +398,7 @@ TEST(DistributedReplicationTest, TheBackupTakesOverAndAnswersNoRequestTwice) {
   Pair p(ReplicationMode::kNspb);
   Wire wire;
   Answers a;
-  p.a->Promote();
-  WaitServing(*p.a);
-  p.b->BeginFromPrimary();
-  p.a->AttachBackup(wire.Sender());
+  p.Start(wire);
   wire.Deliver(*p.a, *p.b);  // the checkpoint of no state
   p.a->Run(Tagged(Step({1, 2}, {1, 10}, true), {101, 201}), a.Collect());
   wire.Deliver(*p.a, *p.b);  // its log, then its states (sent once the log was in)
@@ -431,9 +435,7 @@ TEST(DistributedReplicationTest, KeptAndNewRequestsShareABatch) {
   Pair p(ReplicationMode::kNspb);
   Wire wire;
   Answers a;
-  p.a->Promote();
-  WaitServing(*p.a);
-  p.a->AttachBackup(wire.Sender());
+  p.Start(wire);
   p.a->Run(Tagged(Step({1}, {5}, true), {11}), a.Collect());
   for (int i = 0; i < 3; ++i) wire.Deliver(*p.a, *p.b);
   a.WaitFor(1);
@@ -454,9 +456,7 @@ TEST(DistributedReplicationTest, APromotedSlotIgnoresTheOldPrimary) {
   Pair p(ReplicationMode::kNspb);
   Wire wire;
   Answers a;
-  p.a->Promote();
-  WaitServing(*p.a);
-  p.a->AttachBackup(wire.Sender());
+  p.Start(wire);
   p.a->Run(Tagged(Step({1}, {1}, true), {1}), a.Collect());
   for (int i = 0; i < 3; ++i) wire.Deliver(*p.a, *p.b);
   a.WaitFor(1);
@@ -480,9 +480,7 @@ TEST(DistributedReplicationTest, LosingTheBackupReleasesWhatWaitedForIt) {
   Pair p(ReplicationMode::kRemus);
   Wire wire;
   Answers a;
-  p.a->Promote();
-  WaitServing(*p.a);
-  p.a->AttachBackup(wire.Sender());
+  p.Start(wire);
   p.a->Run(Tagged(Step({1}, {4}, true), {1}), a.Collect());
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   {
