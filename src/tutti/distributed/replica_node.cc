@@ -46,6 +46,7 @@ void ReplicaNode::OnRole(const pb::Role& role) {
                             std::lock_guard<std::mutex> l(mu_);
                             if (epoch != epoch_) return;
                           }
+                          if (up.promoted()) return slot_->Demote();  // its backup took over: fenced off
                           slot_->OnBackupApplied(up.applied());
                         },
                         [this, epoch] { OnBackupGone(epoch); },
@@ -83,7 +84,12 @@ std::optional<ReplicaPeerHandlers> ReplicaNode::AcceptReplica(std::shared_ptr<Re
   return streams_.Track<pb::ReplicaDown, pb::ReplicaUp>(
       {[this, link](pb::ReplicaDown& down) {
          if (down.messages().empty()) return;
-         for (const pb::ReplicaMessage& m : down.messages()) slot_->ApplyFromPrimary(m.body());
+         for (const pb::ReplicaMessage& m : down.messages()) {
+           if (!slot_->ApplyFromPrimary(m.body())) {  // it took over: the sender is no primary any more
+             link->Send([](pb::ReplicaUp* up) { up->set_promoted(true); });
+             return;
+           }
+         }
          link->Send([applied = down.messages().rbegin()->seq()](pb::ReplicaUp* up) { up->set_applied(applied); });
        },
        {},

@@ -11,7 +11,9 @@
 //     it serves unreplicated until it is given another (DetachBackup).
 //   - Not holding its slot: it stands by (Demote(), if it was the
 //     primary). A primary that opens a replica stream to it gets its states
-//     applied in order and acknowledged (ReplicaUp), until it is promoted.
+//     applied in order and acknowledged (ReplicaUp), until it is promoted;
+//     from then on it answers `promoted`, and a primary told so stands down
+//     (Demote: a hung primary that wakes up answers nothing its states made).
 //
 // Thread-safety: every method may be called from any thread; the streams'
 // handlers run on their transport's thread.

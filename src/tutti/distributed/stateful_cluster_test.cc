@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -71,7 +72,7 @@ class StatefulClusterTest : public ::testing::TestWithParam<Variant> {
     // pipeline: pipeline_clamp (TorchScript) → gru → pipeline_softmax (TorchScript).
     // A long objective: no request is dropped for time, even on a slow
     // machine (under TSan), so every error would be a lost state.
-    ASSERT_TRUE(WriteStatefulPipeline(repo, "pipeline", "gru", 30000,
+    ASSERT_TRUE(WriteStatefulPipeline(repo, "pipeline", "gru", 100000,
                                       *LatencyProfile::Linear(100 * kMicrosecond, 10 * kMicrosecond, 64))
                     .ok());
     options_.tutti_binary = TUTTI_BINARY;
@@ -144,9 +145,114 @@ executors:
     return -1;
   }
 
+  // Starts the cluster, serves each pattern alone (the reference) and finds
+  // the GRU's primary.
+  void StartCluster() {
+    absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(options_);
+    ASSERT_TRUE(started.ok()) << started.status();
+    cluster_ = *std::move(started);
+    port_ = cluster_->frontends()[0].http_port;
+    testing::HttpTestClient client(port_);
+    for (int p = 0; p < kPatterns; ++p) {
+      for (int s = 0; s < kSteps; ++s) {
+        Reply r = Step(client, 1000 + p, p, s);
+        ASSERT_EQ(r.status, 200) << r.body;
+        ASSERT_EQ(r.probs.size(), 10u);
+        reference_[p].push_back(r.probs);
+      }
+    }
+    for (int i = 0; i < 100 && primary_ < 0; ++i) {
+      primary_ = Primary(*cluster_);
+      if (primary_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_GE(primary_, 0) << "no backend of the GRU's group says it is the primary";
+  }
+
+  struct Outcome {
+    int64_t sent = 0, ok = 0, errors = 0, mismatched = 0, before_fault = 0, after_fault = 0;
+    double first_after_fault_ms = -1;  // the first answer to a request sent after the fault, after it
+    std::vector<std::string> error_bodies;
+  };
+
+  // kStreams clients stream sequences (each checks every answer against
+  // the reference) for `before`, then `fault` runs, then they go on for
+  // `after`.
+  Outcome Stream(std::chrono::milliseconds before, const std::function<void()>& fault,
+                 std::chrono::milliseconds after) {
+    std::atomic<bool> stop{false};
+    std::atomic<SteadyClock::rep> fault_at{0};
+    std::mutex mu;
+    Outcome o;
+    std::vector<std::thread> streams;
+    for (int t = 0; t < kStreams; ++t) {
+      streams.emplace_back([&, t] {
+        testing::HttpTestClient client(port_);
+        for (uint64_t round = 0; !stop; ++round) {
+          const uint64_t sequence = 1 + t + kStreams * round;
+          const int pattern = static_cast<int>(sequence % kPatterns);
+          for (int s = 0; s < kSteps; ++s) {
+            const SteadyClock::rep sent_at = SteadyClock::now().time_since_epoch().count();
+            Reply r = Step(client, sequence, pattern, s);
+            const SteadyClock::rep answered_at = SteadyClock::now().time_since_epoch().count();
+            std::lock_guard<std::mutex> lock(mu);
+            ++o.sent;
+            if (r.status != 200) {  // an explicit error: this sequence is over
+              ++o.errors;
+              if (o.error_bodies.size() < 5) o.error_bodies.push_back(absl::StrCat(r.status, " ", r.body));
+              break;
+            }
+            ++o.ok;
+            bool same = r.probs.size() == 10;
+            for (size_t k = 0; same && k < 10; ++k) same = std::abs(r.probs[k] - reference_[pattern][s][k]) < 1e-4;
+            o.mismatched += !same;
+            const SteadyClock::rep at = fault_at.load();
+            if (at != 0 && sent_at > at) {
+              ++o.after_fault;
+              if (o.first_after_fault_ms < 0) o.first_after_fault_ms = (answered_at - at) / 1e6;
+            }
+          }
+        }
+      });
+    }
+    std::this_thread::sleep_for(before);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      o.before_fault = o.ok;
+    }
+    fault_at = SteadyClock::now().time_since_epoch().count();
+    fault();
+    std::this_thread::sleep_for(after);
+    stop = true;
+    for (std::thread& t : streams) t.join();
+    for (const std::string& e : o.error_bodies) std::cout << "  error: " << e << "\n";
+    return o;
+  }
+
+  // The backend that took the place of the primary (within 2 s), or -1.
+  int NewPrimary() {
+    int now = -1;
+    for (int i = 0; i < 100 && now < 0; ++i) {
+      now = Primary(*cluster_, primary_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return now;
+  }
+
+  // Stops backend `i` (SIGTERM) and reads its audit: {answers audited, inconsistent}.
+  std::pair<int64_t, int64_t> StopAndAudit(int i) {
+    ChildProcess& p = *cluster_->backends()[i].process;
+    p.Terminate();
+    const std::string out = p.output();
+    return {FigureBefore(out, " answers audited"), FigureBefore(out, " inconsistent")};
+  }
+
   testing::TempDir dir_;
   LocalClusterOptions options_;
   std::vector<float> inputs_[kPatterns][kSteps];
+  std::unique_ptr<LocalCluster> cluster_;
+  int port_ = 0;
+  int primary_ = -1;  // the GRU's primary at the start
+  std::vector<std::vector<double>> reference_[kPatterns];
 };
 
 // With NSPB, Remus-style and checkpoint-replay replication nothing is lost;
@@ -159,115 +265,36 @@ executors:
 TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
   const Variant variant = GetParam();
   const bool replicated = std::string(variant.mode) != "none";
-  absl::StatusOr<std::unique_ptr<LocalCluster>> started = LocalCluster::Start(options_);
-  ASSERT_TRUE(started.ok()) << started.status();
-  LocalCluster& cluster = **started;
-  const int port = cluster.frontends()[0].http_port;
-
-  // The reference: each pattern served alone, one step at a time.
-  std::vector<std::vector<double>> reference[kPatterns];
-  {
-    testing::HttpTestClient client(port);
-    for (int p = 0; p < kPatterns; ++p) {
-      for (int s = 0; s < kSteps; ++s) {
-        Reply r = Step(client, 1000 + p, p, s);
-        ASSERT_EQ(r.status, 200) << r.body;
-        ASSERT_EQ(r.probs.size(), 10u);
-        reference[p].push_back(r.probs);
-      }
-    }
-  }
-  int primary = -1;
-  for (int i = 0; i < 100 && primary < 0; ++i) {
-    primary = Primary(cluster);
-    if (primary < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  ASSERT_GE(primary, 0) << "no backend of the GRU's group says it is the primary";
-
-  // Streams: sequence after sequence until stopped; each checks every
-  // answer against the reference.
-  std::atomic<bool> stop{false};
-  std::atomic<SteadyClock::rep> killed_at{0};
-  std::mutex mu;
-  int64_t sent = 0, ok = 0, errors = 0, mismatched = 0, answered_after_kill = 0;
-  double first_after_kill_ms = -1;
-  std::vector<std::string> error_bodies;
-  std::vector<std::thread> streams;
-  for (int t = 0; t < kStreams; ++t) {
-    streams.emplace_back([&, t] {
-      testing::HttpTestClient client(port);
-      for (uint64_t round = 0; !stop; ++round) {
-        const uint64_t sequence = 1 + t + kStreams * round;
-        const int pattern = static_cast<int>(sequence % kPatterns);
-        for (int s = 0; s < kSteps; ++s) {
-          const SteadyClock::rep before = SteadyClock::now().time_since_epoch().count();
-          Reply r = Step(client, sequence, pattern, s);
-          const SteadyClock::rep after = SteadyClock::now().time_since_epoch().count();
-          std::lock_guard<std::mutex> lock(mu);
-          ++sent;
-          if (r.status != 200) {  // an explicit error: this sequence is over
-            ++errors;
-            if (error_bodies.size() < 5) error_bodies.push_back(absl::StrCat(r.status, " ", r.body));
-            break;
-          }
-          ++ok;
-          bool same = r.probs.size() == 10;
-          for (size_t k = 0; same && k < 10; ++k) same = std::abs(r.probs[k] - reference[pattern][s][k]) < 1e-4;
-          mismatched += !same;
-          const SteadyClock::rep kill = killed_at.load();
-          if (kill != 0 && before > kill) {
-            ++answered_after_kill;
-            if (first_after_kill_ms < 0) first_after_kill_ms = (after - kill) / 1e6;
-          }
-        }
-      }
-    });
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  const int64_t before_kill = [&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return ok;
-  }();
-  killed_at = SteadyClock::now().time_since_epoch().count();
-  cluster.backends()[primary].process->Signal(SIGKILL);
-  std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-  stop = true;
-  for (std::thread& t : streams) t.join();
-
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  const Outcome o = Stream(
+      std::chrono::milliseconds(1500), [&] { cluster_->backends()[primary_].process->Signal(SIGKILL); },
+      std::chrono::milliseconds(2000));
   std::cout << absl::StrFormat(
-      "stateful graph (replication %s%s) under kill -9 of the GRU's primary: %d requests, %d answered (%d before the kill), "
-      "%d errors, %d outputs differing from the reference; first answer to a request sent after the kill "
-      "%.1f ms after it\n",
-      variant.mode, variant.nondeterminism ? ", nondeterminism" : "", sent, ok, before_kill, errors, mismatched, first_after_kill_ms);
-  for (const std::string& e : error_bodies) std::cout << "  error: " << e << "\n";
-  EXPECT_GT(before_kill, 0);
-  EXPECT_GT(answered_after_kill, 0) << "nothing was answered after the kill: the backup did not take over";
-  EXPECT_EQ(sent, ok + errors);  // one reply per request: an answer or an explicit error
-  EXPECT_EQ(mismatched, 0) << "an answer read a state other than its sequence's";
+      "stateful graph (replication %s%s) under kill -9 of the GRU's primary: %d requests, %d answered (%d before "
+      "the kill), %d errors, %d outputs differing from the reference; first answer to a request sent after the "
+      "kill %.1f ms after it\n",
+      variant.mode, variant.nondeterminism ? ", nondeterminism" : "", o.sent, o.ok, o.before_fault, o.errors,
+      o.mismatched, o.first_after_fault_ms);
+  EXPECT_GT(o.before_fault, 0);
+  EXPECT_GT(o.after_fault, 0) << "nothing was answered after the kill: the backup did not take over";
+  EXPECT_EQ(o.sent, o.ok + o.errors);  // one reply per request: an answer or an explicit error
+  EXPECT_EQ(o.mismatched, 0) << "an answer read a state other than its sequence's";
   if (replicated) {
-    EXPECT_EQ(errors, 0) << "a sequence lost its state or a request was refused";
+    EXPECT_EQ(o.errors, 0) << "a sequence lost its state or a request was refused";
   } else {
-    EXPECT_GT(errors, 0) << "states died with the primary, yet no sequence was told";
-    for (const std::string& e : error_bodies) EXPECT_NE(e.find("was lost with its executor"), std::string::npos) << e;
+    EXPECT_GT(o.errors, 0) << "states died with the primary, yet no sequence was told";
+    for (const std::string& e : o.error_bodies) EXPECT_NE(e.find("was lost with its executor"), std::string::npos) << e;
   }
   // The backup holds the slot now, and the spare backs it up.
-  int now_primary = -1;
-  for (int i = 0; i < 100 && now_primary < 0; ++i) {
-    now_primary = Primary(cluster, primary);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int now_primary = NewPrimary();
   ASSERT_GE(now_primary, 0) << "no backend took the killed primary's place";
   if (replicated) {
-    EXPECT_NE(cluster.backends()[now_primary].process->output().rfind("; backup "), std::string::npos)
+    EXPECT_NE(cluster_->backends()[now_primary].process->output().rfind("; backup "), std::string::npos)
         << "the spare did not become the new primary's backup";
   }
-  // The new primary's figures, as it prints them when it stops.
-  ChildProcess& promoted = *cluster.backends()[now_primary].process;
-  promoted.Terminate();
-  const std::string out = promoted.output();
-  const int64_t audited = FigureBefore(out, " answers audited"), inconsistent = FigureBefore(out, " inconsistent");
-  ASSERT_GE(audited, 0) << out;
-  ASSERT_GE(inconsistent, 0) << out;
+  const auto [audited, inconsistent] = StopAndAudit(now_primary);
+  ASSERT_GE(audited, 0);
+  ASSERT_GE(inconsistent, 0);
   std::cout << absl::StrFormat("  the new primary audited %d answers: %d inconsistent\n", audited, inconsistent);
   if (!replicated) return;
   EXPECT_GT(audited, 0);
@@ -277,6 +304,49 @@ TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
     EXPECT_EQ(inconsistent, 0);
   }
 }
+
+// A primary that hangs (SIGSTOP) keeps its streams open but loses its etcd
+// lease (TTL 1 s here): the scheduler gives the slot to the backup, which
+// takes over. When the old primary wakes (SIGCONT), its backup refuses its
+// messages (it was promoted) and its lease is gone: it answers nothing its
+// states made. The clients see what they see after a kill: every request
+// answered once, every output the reference's.
+class StatefulClusterHangTest : public StatefulClusterTest {};
+
+TEST_P(StatefulClusterHangTest, AHungPrimaryIsReplacedAndAnswersNothingWhenItWakes) {
+  options_.backend_lease_ttl_s = 1;
+  ASSERT_NO_FATAL_FAILURE(StartCluster());
+  ChildProcess& hung = *cluster_->backends()[primary_].process;
+  int replaced_by = -1;
+  const Outcome o = Stream(
+      std::chrono::milliseconds(1500),
+      [&] {
+        hung.Signal(SIGSTOP);
+        for (int i = 0; i < 400 && replaced_by < 0; ++i) {
+          replaced_by = Primary(*cluster_, primary_);
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        hung.Signal(SIGCONT);
+      },
+      std::chrono::milliseconds(1500));
+  std::cout << absl::StrFormat(
+      "stateful graph (replication nspb) with the GRU's primary hung (SIGSTOP, lease TTL 1 s): %d requests, %d "
+      "answered (%d before the hang), %d errors, %d outputs differing from the reference; first answer to a "
+      "request sent after the hang %.1f ms after it\n",
+      o.sent, o.ok, o.before_fault, o.errors, o.mismatched, o.first_after_fault_ms);
+  ASSERT_GE(replaced_by, 0) << "no backend took the hung primary's place";
+  EXPECT_GT(o.after_fault, 0);
+  EXPECT_EQ(o.sent, o.ok + o.errors);
+  EXPECT_EQ(o.mismatched, 0) << "an answer read a state other than its sequence's";
+  EXPECT_EQ(o.errors, 0);
+  const auto [audited, inconsistent] = StopAndAudit(replaced_by);
+  EXPECT_GT(audited, 0);
+  EXPECT_EQ(inconsistent, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Nspb, StatefulClusterHangTest, ::testing::Values(Variant{"nspb", true}),
+                         [](const ::testing::TestParamInfo<Variant>&) { return std::string("nspb"); });
 
 INSTANTIATE_TEST_SUITE_P(Modes, StatefulClusterTest,
                          ::testing::Values(Variant{"nspb", true}, Variant{"remus", false}, Variant{"none", false},

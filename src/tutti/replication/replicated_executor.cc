@@ -414,30 +414,53 @@ class ReplicatedExecutor::Impl {
     std::lock_guard<std::mutex> b(backup_mu_);
     backup_ = std::make_unique<BackupState>();
   }
-  void ApplyFromPrimary(const std::string& body) {
+  bool ApplyFromPrimary(const std::string& body) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!standby_) return;  // promoted: never adopts a state of the old primary's again
+    if (!standby_) return false;  // promoted: never adopts a state of the old primary's again
     const Duration cpu = ThreadCpu();
     {
       std::lock_guard<std::mutex> b(backup_mu_);
       backup_->Apply(body);
     }
     stats_.ship_cpu += ThreadCpu() - cpu;
+    return true;
   }
   void Promote() {
     std::lock_guard<std::mutex> lock(mu_);
     StartPromotionLocked();
   }
   void Demote() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (standby_ || promoting_ || !options_.distributed) return;
-    DetachLocked();
-    standby_ = true;
-    states_.clear();
-    audit_.clear();
-    kept_.clear();
-    std::lock_guard<std::mutex> b(backup_mu_);
-    backup_ = std::make_unique<BackupState>();
+    std::vector<Delivery> failed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (standby_ || promoting_ || !options_.distributed) return;
+      // Nothing it holds leaves as an answer: the backup that took over
+      // may not have the states those answers read. What the executor
+      // still runs answers nobody (another generation).
+      ++generation_;
+      channel_.reset();
+      watermark_ = last_state_seq_ = 0;
+      for (auto& [n, p] : pending_) {
+        if (!p.done) continue;
+        ExecResult r;
+        r.status = absl::UnavailableError(
+            "this backend lost its slot to its backup before answering (the sequence's state is the backup's "
+            "now): start the sequence again");
+        failed.emplace_back(std::move(p.done), std::move(r));
+      }
+      pending_.clear();
+      computed_.clear();
+      held_release_.clear();
+      model_busy_.clear();
+      model_waiting_.clear();
+      standby_ = true;
+      states_.clear();
+      audit_.clear();
+      kept_.clear();
+      std::lock_guard<std::mutex> b(backup_mu_);
+      backup_ = std::make_unique<BackupState>();
+    }
+    for (auto& [done, result] : failed) done(std::move(result));
   }
   bool serving() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1247,7 +1270,7 @@ void ReplicatedExecutor::Impl::StartPromotionLocked() {
       stats_.failovers += had;
       promoting_ = false;
       deferred.swap(deferred_);
-      if (deferred.empty()) kill_time_ = 0;  // nothing waited: no failover time to report
+      if (!had) kill_time_ = 0;  // a first start, not a failover
     }
     for (auto& [batch, done] : deferred) Run(std::move(batch), std::move(done));
   });
@@ -1326,7 +1349,7 @@ void ReplicatedExecutor::AttachBackup(SendFn send) { impl_->AttachBackup(std::mo
 void ReplicatedExecutor::OnBackupApplied(uint64_t seq) { impl_->OnBackupApplied(seq); }
 void ReplicatedExecutor::DetachBackup() { impl_->DetachBackup(); }
 void ReplicatedExecutor::BeginFromPrimary() { impl_->BeginFromPrimary(); }
-void ReplicatedExecutor::ApplyFromPrimary(const std::string& body) { impl_->ApplyFromPrimary(body); }
+bool ReplicatedExecutor::ApplyFromPrimary(const std::string& body) { return impl_->ApplyFromPrimary(body); }
 void ReplicatedExecutor::Promote() { impl_->Promote(); }
 void ReplicatedExecutor::Demote() { impl_->Demote(); }
 bool ReplicatedExecutor::serving() const { return impl_->serving(); }

@@ -165,13 +165,17 @@ class ReplicatedExecutor final : public Executor {
   // The backup is gone: serve unreplicated; outputs waiting for it leave.
   void DetachBackup();
   // As a standby: a new primary streams to it (what an earlier one sent is
-  // dropped); then its messages, in order. Ignored once promoted.
+  // dropped); then its messages, in order. Once promoted they are ignored:
+  // false.
   void BeginFromPrimary();
-  void ApplyFromPrimary(const std::string& body);
+  bool ApplyFromPrimary(const std::string& body);
   // Take over as the primary (no-op if it is one); the takeover runs on a
   // thread of its own, and batches wait for it.
   void Promote();
-  // Back to a standby (the scheduler gave the slot to another): its states go.
+  // Back to a standby (the scheduler gave the slot to another, or its
+  // backup took over): its states go, and the batches it has not answered
+  // are answered with an error (Unavailable) — none with an output the new
+  // primary's states may not follow.
   void Demote();
   // Promoted, and the takeover done.
   bool serving() const;

@@ -328,7 +328,9 @@ TEST(ReplicatedExecutorTest, ParsesModes) {
 // ---- distributed mode: the primary and the backup as two slots ----
 
 // The wire between two slots, run by the test: the primary's messages wait
-// until delivered (applied at the backup, then acknowledged) or lost.
+// until delivered (applied at the backup, then acknowledged) or lost. As
+// distributed/replica_node.h does, a backup that took over answers
+// "promoted", and the sender stands down.
 struct Wire {
   std::mutex mu;
   std::vector<std::pair<uint64_t, std::string>> queued;
@@ -348,7 +350,7 @@ struct Wire {
       queued.erase(queued.begin(), queued.begin() + k);
     }
     for (auto& [seq, body] : now) {
-      to.ApplyFromPrimary(body);
+      if (!to.ApplyFromPrimary(body)) return from.Demote();
       from.OnBackupApplied(seq);
     }
   }
@@ -451,7 +453,8 @@ TEST(DistributedReplicationTest, KeptAndNewRequestsShareABatch) {
 }
 
 // Once promoted, a slot adopts nothing more from the old primary (HAMS
-// never lets a backup take a state the primary made after the takeover).
+// never lets a backup take a state the primary made after the takeover),
+// and the old primary, told so, answers nothing its states made.
 TEST(DistributedReplicationTest, APromotedSlotIgnoresTheOldPrimary) {
   Pair p(ReplicationMode::kNspb);
   Wire wire;
@@ -463,12 +466,11 @@ TEST(DistributedReplicationTest, APromotedSlotIgnoresTheOldPrimary) {
   p.b->Promote();  // e.g. the old primary hung and its lease expired
   WaitServing(*p.b);
   p.a->Run(Tagged(Step({1}, {100}), {2}), a.Collect());  // the old primary still runs one
-  // Its log and states arrive late: ignored (still acknowledged by the
-  // transport, so the old primary answers).
   while (wire.size() < 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  wire.Deliver(*p.a, *p.b);
+  wire.Deliver(*p.a, *p.b);  // its log: refused, and the old primary stands down
   a.WaitFor(2);
-  wire.Deliver(*p.a, *p.b);
+  EXPECT_EQ(a.results[1].status.code(), absl::StatusCode::kUnavailable) << a.results[1].status;
+  EXPECT_TRUE(a.results[1].output.empty());
   p.b->Run(Tagged(Step({1}, {2}), {3}), a.Collect());
   a.WaitFor(3);
   EXPECT_EQ(a.results[2].output, (std::vector<float>{3}));  // 1 + 2, not 1 + 100 + 2
