@@ -261,6 +261,13 @@ void BackendNode::Connect() {
 
 void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
   const Time now = clock_->Now();
+  if (down.rejoin() && options_.on_role) {  // taken for dead: it holds no slot any more
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (epoch != epoch_) return;
+    }
+    options_.on_role(pb::Role());
+  }
   if (down.has_role() && options_.on_role) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -269,7 +276,9 @@ void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
     options_.on_role(down.role());
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (epoch != epoch_ || !down.has_pong()) return;
+  if (epoch != epoch_) return;
+  if (down.rejoin()) said_hello_ = false;  // the next pong brings a new hello: it joins as a spare
+  if (!down.has_pong()) return;
   const pb::Pong& p = down.pong();
   sync_.Add(p.ping_sent(), p.received(), p.sent(), now);
   if (said_hello_) return;

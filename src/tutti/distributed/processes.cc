@@ -86,8 +86,16 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   p->loop_ = std::make_unique<EventLoop>(1, "tutti-sched");
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
-  p->node_ = std::make_unique<SchedulerNode>(
-      layout.spec, SchedulerNode::Options{config.policy, config.scheduler, config.delays}, p->loop_.get());
+  SchedulerNode::Options node_options{config.policy, config.scheduler, config.delays};
+  // Stateful groups: a primary that stops answering is replaced after
+  // replication.detect_after, not only when its lease expires.
+  node_options.detect_after = config.replication.detect_after;
+  for (const std::vector<const ModelVersion*>& models : layout.group_models) {
+    bool stateful = false;
+    for (const ModelVersion* v : models) stateful |= v->config.stateful();
+    node_options.watched_groups.push_back(stateful);
+  }
+  p->node_ = std::make_unique<SchedulerNode>(layout.spec, std::move(node_options), p->loop_.get());
   SchedulerNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(
       p->listener_,
@@ -215,7 +223,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   if (config.scheduler.await_completion) node_options.report_delay = 0;  // the scheduler waits for them
   if (auto* slot = dynamic_cast<ReplicatedExecutor*>(executor.get())) {
     p->slot_ = slot;
-    p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get());
+    p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get(), p->loop_.get());
     node_options.is_primary = [slot] { return slot->serving(); };
     node_options.on_role = [replica = p->replica_.get(), id = p->id_](const internal::Role& role) {
       replica->OnRole(role);

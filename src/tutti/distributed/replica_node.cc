@@ -8,8 +8,14 @@ namespace pb = ::tutti::internal;
 
 ReplicaNode::~ReplicaNode() {
   {
+    std::lock_guard<std::mutex> g(gate_->mu);  // a retry under way ends first
+    gate_->node = nullptr;
+  }
+  {
     std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
     ++epoch_;  // its on_done changes nothing now
+    if (retry_timer_ != kNoTimer) clock_->Cancel(retry_timer_);
     if (to_backup_) to_backup_->Close();
     to_backup_ = nullptr;
   }
@@ -23,6 +29,7 @@ void ReplicaNode::OnRole(const pb::Role& role) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       ++epoch_;
+      holds_slot_ = false;
       backup_.clear();
       closing = std::move(to_backup_);
     }
@@ -31,14 +38,22 @@ void ReplicaNode::OnRole(const pb::Role& role) {
     return;
   }
   slot_->Promote();
-  std::shared_ptr<ReplicaLink> closing;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    holds_slot_ = true;
     if (role.backup() == backup_ && (to_backup_ != nullptr || backup_.empty())) return;
-    const uint64_t epoch = ++epoch_;
     backup_ = role.backup();
+  }
+  ConnectBackup();
+}
+
+void ReplicaNode::ConnectBackup() {
+  std::shared_ptr<ReplicaLink> closing, link;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const uint64_t epoch = ++epoch_;
     closing = std::move(to_backup_);
-    if (!backup_.empty()) {
+    if (!backup_.empty() && holds_slot_ && !stopping_) {
       to_backup_ = connector_->OpenReplica(
           backup_, streams_.Track<pb::ReplicaUp, pb::ReplicaDown>(
                        {[this, epoch](pb::ReplicaUp& up) {
@@ -52,13 +67,9 @@ void ReplicaNode::OnRole(const pb::Role& role) {
                         [this, epoch] { OnBackupGone(epoch); },
                         {}}));
     }
-  }
-  if (closing) closing->Close();
-  std::shared_ptr<ReplicaLink> link;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
     link = to_backup_;
   }
+  if (closing) closing->Close();
   if (link == nullptr) return slot_->DetachBackup();
   slot_->AttachBackup([link](uint64_t seq, std::string body) {
     link->Send([&](pb::ReplicaDown* down) {
@@ -73,19 +84,38 @@ void ReplicaNode::OnBackupGone(uint64_t epoch) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (epoch != epoch_) return;
-    to_backup_ = nullptr;  // until a role names one again
-    backup_.clear();
+    to_backup_ = nullptr;
+    // The backup refused the stream (it still serves as a primary that the
+    // leader has not yet told to stand down) or went away: try again soon,
+    // while the role names it.
+    if (!stopping_ && holds_slot_ && !backup_.empty() && retry_timer_ == kNoTimer) {
+      retry_timer_ = clock_->ScheduleAfter(kRetryAfter, [gate = gate_] {
+        std::lock_guard<std::mutex> g(gate->mu);
+        if (gate->node != nullptr) gate->node->Retry();
+      });
+    }
   }
   slot_->DetachBackup();
 }
 
+void ReplicaNode::Retry() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retry_timer_ = kNoTimer;
+    if (to_backup_ != nullptr) return;
+  }
+  ConnectBackup();
+}
+
 std::optional<ReplicaPeerHandlers> ReplicaNode::AcceptReplica(std::shared_ptr<ReplicaPeer> link) {
-  slot_->BeginFromPrimary();
+  // Only a standby takes a primary's stream: a slot still serving as a
+  // primary refuses it until the leader tells it to stand down.
+  if (!slot_->BeginFromPrimary()) return std::nullopt;
   return streams_.Track<pb::ReplicaDown, pb::ReplicaUp>(
       {[this, link](pb::ReplicaDown& down) {
          if (down.messages().empty()) return;
          for (const pb::ReplicaMessage& m : down.messages()) {
-           if (!slot_->ApplyFromPrimary(m.body())) {  // it took over: the sender is no primary any more
+           if (!slot_->ApplyFromPrimary(m.body())) {  // it took over from this primary, which must stand down
              link->Send([](pb::ReplicaUp* up) { up->set_promoted(true); });
              return;
            }

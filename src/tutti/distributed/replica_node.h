@@ -14,6 +14,9 @@
 //     applied in order and acknowledged (ReplicaUp), until it is promoted;
 //     from then on it answers `promoted`, and a primary told so stands down
 //     (Demote: a hung primary that wakes up answers nothing its states made).
+//     A stream that comes while it still serves as a primary (the leader
+//     has not yet told it to stand down) is refused; its opener tries again
+//     every kRetryAfter while the role names this backup.
 //
 // Thread-safety: every method may be called from any thread; the streams'
 // handlers run on their transport's thread.
@@ -26,6 +29,7 @@
 #include <string>
 
 #include "absl/base/thread_annotations.h"
+#include "tutti/core/clock.h"
 #include "tutti/distributed/links.h"
 #include "tutti/replication/replicated_executor.h"
 
@@ -33,8 +37,9 @@ namespace tutti {
 
 class ReplicaNode {
  public:
-  // `slot` (in distributed mode) and `connector` must outlive the node.
-  ReplicaNode(ReplicatedExecutor* slot, Connector* connector) : slot_(slot), connector_(connector) {}
+  // `slot` (in distributed mode), `connector` and `clock` must outlive the node.
+  ReplicaNode(ReplicatedExecutor* slot, Connector* connector, Clock* clock)
+      : slot_(slot), connector_(connector), clock_(clock) {}
   // Closes its streams and waits for their handlers' last call (their
   // transport must still be running).
   ~ReplicaNode();
@@ -45,16 +50,32 @@ class ReplicaNode {
   std::optional<ReplicaPeerHandlers> AcceptReplica(std::shared_ptr<ReplicaPeer> link);
 
  private:
+  static constexpr Duration kRetryAfter = 100 * kMillisecond;
+
+  void ConnectBackup();  // (again) to backup_, and ships to it
   void OnBackupGone(uint64_t epoch);
+  void Retry();
 
   ReplicatedExecutor* const slot_;
   Connector* const connector_;
+  Clock* const clock_;
   StreamTracker streams_;
 
   std::mutex mu_;
+  bool holds_slot_ ABSL_GUARDED_BY(mu_) = false;
   std::string backup_ ABSL_GUARDED_BY(mu_);  // its address; "": none
   std::shared_ptr<ReplicaLink> to_backup_ ABSL_GUARDED_BY(mu_);
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // +1 per stream to a backup
+  TimerId retry_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // The retry timer reaches the node through this, cleared (under its
+  // lock, which a running retry holds) before the node goes.
+  struct Gate {
+    explicit Gate(ReplicaNode* n) : node(n) {}
+    std::mutex mu;
+    ReplicaNode* node;
+  };
+  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>(this);
 };
 
 }  // namespace tutti

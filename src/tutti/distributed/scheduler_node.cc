@@ -43,6 +43,7 @@ SchedulerNode::~SchedulerNode() {
   locked_clock_.Close(lock);
   if (delays_) delays_->Stop();
   clock_->Cancel(report_timer_);
+  clock_->Cancel(detect_timer_);
   scheduler_.reset();
 }
 
@@ -57,6 +58,9 @@ absl::Status SchedulerNode::Lead() {
                                          DelayPlan{spec_.delays, options_.scheduler.frontrun_slack, {}});
   delays_->Start(&locked_clock_, [this](const DelayPlan& plan) { scheduler_->SetDelayPlan(plan); });
   report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
+  if (options_.detect_after > 0) {
+    detect_timer_ = locked_clock_.ScheduleAfter(options_.detect_after / 4, [this] { DetectTick(); });
+  }
   return absl::OkStatus();
 }
 
@@ -146,7 +150,7 @@ void SchedulerNode::OnDispatch(Batch batch) {
   const Time now = clock_->Now();
   Time deadline = kInfiniteFuture;
   for (const Request& r : batch.requests) deadline = std::min(deadline, r.deadline);
-  in_flight_[batch_id] = InFlight{batch.gpu, now, std::move(batch.requests)};
+  in_flight_[batch_id] = InFlight{batch.gpu, now, batch.exec_at + batch.latency, std::move(batch.requests)};
   if (parts.empty()) {  // nobody to answer: nothing runs (done from a timer: not inside the scheduler's call)
     locked_clock_.ScheduleAt(now, [this, batch_id] {
       pb::Done d;
@@ -334,6 +338,27 @@ void SchedulerNode::SendReportLocked() {
   for (const FrontendState& f : frontends_) {
     Send<pb::FrontendDown>(f.link, [&report](pb::FrontendDown* d) { *d->mutable_delays() = *report; });
   }
+}
+
+void SchedulerNode::DetectTick() {
+  const Time now = clock_->Now();
+  std::vector<std::string> overdue;
+  for (const auto& [id, f] : in_flight_) {
+    const Slot& slot = slots_[f.gpu];
+    const bool watched = slot.group < static_cast<int>(options_.watched_groups.size()) &&
+                         options_.watched_groups[slot.group];
+    if (watched && !slot.backend.empty() && now - f.due > options_.detect_after) overdue.push_back(slot.backend);
+  }
+  for (const std::string& id : overdue) {
+    auto it = members_.find(id);
+    if (it == members_.end()) continue;  // (two overdue batches)
+    const std::shared_ptr<BackendPeer> link = it->second.link;
+    RemoveLocked(id, absl::StrFormat("stopped answering (a batch %.0f ms past its planned end)",
+                                     ToMillis(options_.detect_after)));
+    Send<pb::BackendDown>(link, [](pb::BackendDown* d) { d->set_rejoin(true); });
+  }
+  detect_timer_ = locked_clock_.ScheduleAfter(std::max<Duration>(options_.detect_after / 4, kMillisecond),
+                                              [this] { DetectTick(); });
 }
 
 void SchedulerNode::ReportTick() {

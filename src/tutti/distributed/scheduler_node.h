@@ -68,6 +68,12 @@ class SchedulerNode {
     SchedulerOptions scheduler;
     DelayModelOptions delays;
     Duration report_every = 500 * kMillisecond;  // the delay report to frontends
+    // > 0: a backend of a watched group (stateful groups: HAMS's failure
+    // detection, faster than the etcd lease) that leaves a batch unreported
+    // this long past its planned end is taken as dead, as if its lease had
+    // expired; it is told so, and says hello again (as a spare) if it wakes.
+    Duration detect_after = 0;
+    std::vector<bool> watched_groups;  // by executor group
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.
@@ -121,6 +127,7 @@ class SchedulerNode {
   struct InFlight {
     GpuId gpu;
     Time decided;
+    Time due;  // its planned end
     std::vector<Request> requests;
   };
 
@@ -138,6 +145,7 @@ class SchedulerNode {
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();
   void ReportTick();
+  void DetectTick();  // Options::detect_after
   // Sends on `link`, if there is one.
   template <typename Msg>
   static void Send(const std::shared_ptr<Link<Msg>>& link, const std::function<void(Msg*)>& fill) {
@@ -164,6 +172,7 @@ class SchedulerNode {
   RequestId next_request_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t next_batch_ ABSL_GUARDED_BY(mu_);
   TimerId report_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  TimerId detect_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   StreamTracker streams_;  // last: destroyed first, once every stream has ended
 };
 

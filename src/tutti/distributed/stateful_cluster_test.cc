@@ -305,16 +305,17 @@ TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
   }
 }
 
-// A primary that hangs (SIGSTOP) keeps its streams open but loses its etcd
-// lease (TTL 1 s here): the scheduler gives the slot to the backup, which
-// takes over. When the old primary wakes (SIGCONT), its backup refuses its
-// messages (it was promoted) and its lease is gone: it answers nothing its
-// states made. The clients see what they see after a kill: every request
-// answered once, every output the reference's.
+// A primary that hangs (SIGSTOP) keeps its streams open and its etcd lease
+// (3 s) for a while: the leader finds it by its overdue batch
+// (replication.detect_after, 500 ms) and gives the slot to the backup, which
+// takes over. When the old primary wakes (SIGCONT) it is told it was taken
+// for dead, and its backup refuses its messages: it stands down, answering
+// nothing its states made, and joins again as a spare. The clients see what
+// they see after a kill: every request answered once, every output the
+// reference's.
 class StatefulClusterHangTest : public StatefulClusterTest {};
 
 TEST_P(StatefulClusterHangTest, AHungPrimaryIsReplacedAndAnswersNothingWhenItWakes) {
-  options_.backend_lease_ttl_s = 1;
   ASSERT_NO_FATAL_FAILURE(StartCluster());
   ChildProcess& hung = *cluster_->backends()[primary_].process;
   int replaced_by = -1;
@@ -331,7 +332,7 @@ TEST_P(StatefulClusterHangTest, AHungPrimaryIsReplacedAndAnswersNothingWhenItWak
       },
       std::chrono::milliseconds(1500));
   std::cout << absl::StrFormat(
-      "stateful graph (replication nspb) with the GRU's primary hung (SIGSTOP, lease TTL 1 s): %d requests, %d "
+      "stateful graph (replication nspb) with the GRU's primary hung (SIGSTOP): %d requests, %d "
       "answered (%d before the hang), %d errors, %d outputs differing from the reference; first answer to a "
       "request sent after the hang %.1f ms after it\n",
       o.sent, o.ok, o.before_fault, o.errors, o.mismatched, o.first_after_fault_ms);
@@ -343,6 +344,10 @@ TEST_P(StatefulClusterHangTest, AHungPrimaryIsReplacedAndAnswersNothingWhenItWak
   const auto [audited, inconsistent] = StopAndAudit(replaced_by);
   EXPECT_GT(audited, 0);
   EXPECT_EQ(inconsistent, 0);
+  // The old primary stood down and stayed in the cluster as a spare.
+  const std::string old = hung.output();
+  EXPECT_NE(old.rfind("standing by"), std::string::npos) << old;
+  EXPECT_GT(old.rfind("standing by"), old.rfind("the primary of its slot")) << old;
 }
 
 INSTANTIATE_TEST_SUITE_P(Nspb, StatefulClusterHangTest, ::testing::Values(Variant{"nspb", true}),

@@ -408,11 +408,12 @@ class ReplicatedExecutor::Impl {
     }
     Finish(std::move(o));
   }
-  void BeginFromPrimary() {
+  bool BeginFromPrimary() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!standby_) return;
+    if (!standby_) return false;
     std::lock_guard<std::mutex> b(backup_mu_);
     backup_ = std::make_unique<BackupState>();
+    return true;
   }
   bool ApplyFromPrimary(const std::string& body) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1348,7 +1349,7 @@ void ReplicatedExecutor::HangPrimary() { impl_->HangPrimary(); }
 void ReplicatedExecutor::AttachBackup(SendFn send) { impl_->AttachBackup(std::move(send)); }
 void ReplicatedExecutor::OnBackupApplied(uint64_t seq) { impl_->OnBackupApplied(seq); }
 void ReplicatedExecutor::DetachBackup() { impl_->DetachBackup(); }
-void ReplicatedExecutor::BeginFromPrimary() { impl_->BeginFromPrimary(); }
+bool ReplicatedExecutor::BeginFromPrimary() { return impl_->BeginFromPrimary(); }
 bool ReplicatedExecutor::ApplyFromPrimary(const std::string& body) { return impl_->ApplyFromPrimary(body); }
 void ReplicatedExecutor::Promote() { impl_->Promote(); }
 void ReplicatedExecutor::Demote() { impl_->Demote(); }

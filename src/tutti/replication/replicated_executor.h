@@ -165,9 +165,9 @@ class ReplicatedExecutor final : public Executor {
   // The backup is gone: serve unreplicated; outputs waiting for it leave.
   void DetachBackup();
   // As a standby: a new primary streams to it (what an earlier one sent is
-  // dropped); then its messages, in order. Once promoted they are ignored:
-  // false.
-  void BeginFromPrimary();
+  // dropped; false, and nothing done, when it is no standby); then its
+  // messages, in order. Once promoted they are ignored: false.
+  bool BeginFromPrimary();
   bool ApplyFromPrimary(const std::string& body);
   // Take over as the primary (no-op if it is one); the takeover runs on a
   // thread of its own, and batches wait for it.
