@@ -28,7 +28,8 @@
 //   replication: {mode: nspb,        # stateful models' states: none | nspb (HAMS) | remus |
 //                 checkpoint_every: 100,  # checkpoint (replication/replicated_executor.h)
 //                 detect_after_ms: 500,   # a batch the primary leaves unanswered this long:
-//                                         # it is dead, the backup takes over (0: no detector)
+//                                         # it is dead, the backup takes over (0: no detector;
+//                                         # distributed: past its planned end, by the leader)
 //                 inject_nondeterminism: false}  # stateful models' sums in a random order
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
