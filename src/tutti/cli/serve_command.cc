@@ -19,12 +19,24 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
   const std::string host = absl::StrFormat("%s:%d", config.http.address == "0.0.0.0" ? "127.0.0.1"
                                                                                        : config.http.address,
                                            port);
-  const std::string& model = config.executors[0].models[0];
+  // The example request is one Fashion-MNIST image: shown with the first
+  // served model that takes one, outside any sequence.
+  std::string model = config.executors[0].models[0], takes_image;
+  for (const ExecutorGroupConfig& g : config.executors) {
+    for (const std::string& name : g.models) {
+      absl::StatusOr<const ModelVersion*> v = repo.Find(name);
+      if (takes_image.empty() && v.ok() && !(*v)->config.stateful() && !(*v)->config.inputs.empty() &&
+          (*v)->config.inputs[0].shape == std::vector<int64_t>{1, 28, 28}) {
+        takes_image = name;
+      }
+    }
+  }
+  if (!takes_image.empty()) model = takes_image;
   out << "Try:\n"
       << absl::StrFormat("  curl -s -o /dev/null -w '%%{http_code}\\n' %s/v2/health/ready\n", host)
       << absl::StrFormat("  curl -s %s/v2/models/%s\n", host, model);
   const std::string example = (std::filesystem::path(repo.root()) / kExampleRequestFile).string();
-  if (std::filesystem::exists(example)) {
+  if (std::filesystem::exists(example) && !takes_image.empty()) {
     out << absl::StrFormat("  curl -s -X POST %s/v2/models/%s/infer -H 'Content-Type: application/json' -d @%s\n",
                            host, model, example);
   }
