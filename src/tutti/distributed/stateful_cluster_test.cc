@@ -305,6 +305,9 @@ TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
   }
 }
 
+// Faults other than a kill, under NSPB.
+class StatefulClusterNspbTest : public StatefulClusterTest {};
+
 // A primary that hangs (SIGSTOP) keeps its streams open and its etcd lease
 // (3 s) for a while: the leader finds it by its overdue batch
 // (replication.detect_after, 500 ms) and gives the slot to the backup, which
@@ -313,9 +316,6 @@ TEST_P(StatefulClusterTest, KillingTheStatefulPrimaryUnderLoad) {
 // nothing its states made, and joins again as a spare. The clients see what
 // they see after a kill: every request answered once, every output the
 // reference's.
-// Faults other than a kill, under NSPB.
-class StatefulClusterNspbTest : public StatefulClusterTest {};
-
 TEST_P(StatefulClusterNspbTest, AHungPrimaryIsReplacedAndAnswersNothingWhenItWakes) {
   ASSERT_NO_FATAL_FAILURE(StartCluster());
   ChildProcess& hung = *cluster_->backends()[primary_].process;
