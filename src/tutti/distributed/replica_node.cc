@@ -7,10 +7,7 @@ namespace tutti {
 namespace pb = ::tutti::internal;
 
 ReplicaNode::~ReplicaNode() {
-  {
-    std::lock_guard<std::mutex> g(gate_->mu);  // a retry under way ends first
-    gate_->node = nullptr;
-  }
+  gate_->Close();  // a retry under way ends first
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -90,8 +87,7 @@ void ReplicaNode::OnBackupGone(uint64_t epoch) {
     // while the role names it.
     if (!stopping_ && holds_slot_ && !backup_.empty() && retry_timer_ == kNoTimer) {
       retry_timer_ = clock_->ScheduleAfter(kRetryAfter, [gate = gate_] {
-        std::lock_guard<std::mutex> g(gate->mu);
-        if (gate->node != nullptr) gate->node->Retry();
+        gate->Run([](ReplicaNode& node) { node.Retry(); });
       });
     }
   }

@@ -30,6 +30,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "tutti/core/clock.h"
+#include "tutti/core/timer_gate.h"
 #include "tutti/distributed/links.h"
 #include "tutti/replication/replicated_executor.h"
 
@@ -68,14 +69,8 @@ class ReplicaNode {
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // +1 per stream to a backup
   TimerId retry_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // The retry timer reaches the node through this, cleared (under its
-  // lock, which a running retry holds) before the node goes.
-  struct Gate {
-    explicit Gate(ReplicaNode* n) : node(n) {}
-    std::mutex mu;
-    ReplicaNode* node;
-  };
-  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>(this);
+  // The retry timer reaches the node through this, closed before the node goes.
+  const std::shared_ptr<TimerGate<ReplicaNode>> gate_ = std::make_shared<TimerGate<ReplicaNode>>(this);
 };
 
 }  // namespace tutti

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/fnv_hash.h"
+#include "tutti/core/timer_gate.h"
 
 namespace tutti {
 namespace {
@@ -327,8 +328,7 @@ class ReplicatedExecutor::Impl {
 
   ~Impl() {
     {
-      std::lock_guard<std::mutex> g(gate_->mu);  // a check under way ends first
-      gate_->impl = nullptr;
+      gate_->Close();  // a check under way ends first
     }
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1029,10 +1029,7 @@ class ReplicatedExecutor::Impl {
   // its own.
   void ScheduleCheck() {
     const Duration every = std::max<Duration>(options_.detect_after / 4, kMillisecond);
-    check_ = clock_->ScheduleAfter(every, [gate = gate_] {
-      std::lock_guard<std::mutex> g(gate->mu);
-      if (gate->impl != nullptr) gate->impl->Check();
-    });
+    check_ = clock_->ScheduleAfter(every, [gate = gate_] { gate->Run([](Impl& impl) { impl.Check(); }); });
   }
   void Check() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -1094,14 +1091,8 @@ class ReplicatedExecutor::Impl {
   bool hung_ = false;          // HangPrimary(): the primary hears nothing and says nothing
   Time hung_at_ = 0;
   TimerId check_ = kNoTimer;
-  // The detector's timers reach the slot through this, cleared (under its
-  // lock, which a running check holds) before the slot goes.
-  struct Gate {
-    explicit Gate(Impl* i) : impl(i) {}
-    std::mutex mu;
-    Impl* impl;
-  };
-  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>(this);
+  // The detector's timers reach the slot through this, closed before the slot goes.
+  const std::shared_ptr<TimerGate<Impl>> gate_ = std::make_shared<TimerGate<Impl>>(this);
   std::thread detector_;       // the failover the detector started
   Time kill_time_ = 0;
   Time next_sweep_ = 0;

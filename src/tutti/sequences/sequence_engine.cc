@@ -31,8 +31,7 @@ SequenceEngine::SequenceEngine(InferenceEngine* inner, ClusterSpec spec,
 
 SequenceEngine::~SequenceEngine() {
   {
-    std::lock_guard<std::mutex> g(gate_->mu);  // a sweep under way ends first
-    gate_->engine = nullptr;
+    gate_->Close();  // a sweep under way ends first
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (sweep_ != kNoTimer) clock_->Cancel(sweep_);
@@ -41,12 +40,11 @@ SequenceEngine::~SequenceEngine() {
 void SequenceEngine::ScheduleSweep() {
   if (sweep_every_ == 0) return;
   sweep_ = clock_->ScheduleAfter(sweep_every_, [gate = gate_] {
-    std::lock_guard<std::mutex> g(gate->mu);
-    if (gate->engine == nullptr) return;
-    SequenceEngine* e = gate->engine;
-    std::lock_guard<std::mutex> lock(e->mu_);
-    e->ExpireIdle(e->clock_->Now());
-    e->ScheduleSweep();
+    gate->Run([](SequenceEngine& e) {
+      std::lock_guard<std::mutex> lock(e.mu_);
+      e.ExpireIdle(e.clock_->Now());
+      e.ScheduleSweep();
+    });
   });
 }
 

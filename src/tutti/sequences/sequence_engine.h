@@ -35,6 +35,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "tutti/core/clock.h"
+#include "tutti/core/timer_gate.h"
 #include "tutti/repository/model_config.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/serving/inference_engine.h"
@@ -110,14 +111,8 @@ class SequenceEngine final : public InferenceEngine {
   absl::flat_hash_set<Key> expired_ ABSL_GUARDED_BY(mu_);
   int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;
   TimerId sweep_ ABSL_GUARDED_BY(mu_) = kNoTimer;
-  // The sweep timer reaches the engine through this, cleared (under its
-  // lock, which a running sweep holds) before the engine goes.
-  struct Gate {
-    explicit Gate(SequenceEngine* e) : engine(e) {}
-    std::mutex mu;
-    SequenceEngine* engine;
-  };
-  const std::shared_ptr<Gate> gate_ = std::make_shared<Gate>(this);
+  // The sweep timer reaches the engine through this, closed before the engine goes.
+  const std::shared_ptr<TimerGate<SequenceEngine>> gate_ = std::make_shared<TimerGate<SequenceEngine>>(this);
 };
 
 }  // namespace tutti
