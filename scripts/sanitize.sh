@@ -26,7 +26,7 @@ case "$KIND" in
     ;;
   tsan)
     FLAGS="-fsanitize=thread"
-    SELECT='InferenceCore|ReplicatedExecutor|StatefulGraph|SequenceEngine|StatefulServer|RequestTable|GraphEngine|GraphRouting|ParmStage|MeasuredDelays|Kserve|Server|Security|Admission|Wire|DistributedNodes|Distributed|ClusterTls|Etcd|LoadGenerator|DelayModel|SerializedClock|Clock'
+    SELECT='InferenceCore|ReplicatedExecutor|StatefulGraph|SequenceEngine|StatefulServer|StatefulCluster|RequestTable|GraphEngine|GraphRouting|ParmStage|MeasuredDelays|Kserve|Server|Security|Admission|Wire|DistributedNodes|Distributed|ClusterTls|Etcd|LoadGenerator|DelayModel|SerializedClock|Clock'
     # Debian's gRPC, Abseil, protobuf and libtorch are not instrumented:
     # ThreadSanitizer cannot see how their own threads synchronize, so the
     # calls they make (memmove, epoll, close, …) are not checked
