@@ -62,7 +62,10 @@ class Nodes {
     // A graph's second step: model 1, "head" (kOutput values → kOutput), on
     // one more backend of its own.
     bool graph = false;
-    int slow_backend = -1;  // this one of model 0's backends runs 4x slower than its profile
+    int slow_backend = -1;  // this one of model 0's backends runs `slowdown` times slower than its profile
+    int slowdown = 4;
+    // > 0: group 0 is watched as a stateful group's (SchedulerNode::Options::detect_after).
+    Duration detect_after = 0;
     std::string policy = "deferred";
     bool measure_delays = true;  // false: plan with the profile and the fixed delays
   };
@@ -84,6 +87,8 @@ class Nodes {
       so.policy = o.policy;
       so.delays.measure = o.measure_delays;
       so.scheduler.frontrun_slack = Micros(500);
+      so.detect_after = o.detect_after;
+      so.watched_groups = {o.detect_after > 0};
       schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
       SchedulerNode* node = schedulers_.back().get();
       network_.Listen(absl::StrCat("s", i),
@@ -93,7 +98,7 @@ class Nodes {
     }
     frontend_clock_ = std::make_unique<OffsetClock>(&clock_, o.frontend_offset);
     backend_clock_ = std::make_unique<OffsetClock>(&clock_, o.backend_offset);
-    for (int i = 0; i < o.backends; ++i) AddBackend(0, i == o.slow_backend ? 4 : 1);
+    for (int i = 0; i < o.backends; ++i) AddBackend(0, i == o.slow_backend ? o.slowdown : 1);
     RemoteEngine::Options f{"f"};
     std::vector<ModelShape> shapes(spec_.models.size(), {kInput, kOutput});
     if (o.graph) {
@@ -121,7 +126,13 @@ class Nodes {
   void AddBackend(int group = 0, int slowdown = 1, int input = kInput) {
     const std::string id = absl::StrCat("b", backends_.size());
     std::vector<EmulatedExecutor::Model> models = {{ResNet50(slowdown), kOutput}};
-    auto node = std::make_unique<BackendNode>(BackendNode::Options{id, group},
+    BackendNode::Options options{id, group};
+    const size_t index = backends_.size();
+    roles_.emplace_back();
+    options.on_role = [this, index](const internal::Role& r) {
+      roles_[index].push_back(absl::StrCat(r.holds_slot(), "|", r.backup()));
+    };
+    auto node = std::make_unique<BackendNode>(options,
                                               std::make_unique<EmulatedExecutor>(backend_clock_.get(), models),
                                               std::vector<ModelShape>{{input, kOutput}},
                                               backend_clock_.get(), network_.ConnectorFor(id));
@@ -196,6 +207,8 @@ class Nodes {
   }
 
   ManualClock& clock() { return clock_; }
+  // The roles backend i was given, oldest first: "holds|backup".
+  const std::vector<std::string>& roles(int i) const { return roles_[i]; }
   MemoryNetwork& network() { return network_; }
   SchedulerNode& scheduler(int i) { return *schedulers_[i]; }
   RemoteEngine& frontend() { return *frontend_; }
@@ -212,6 +225,7 @@ class Nodes {
   std::unique_ptr<RemoteEngine> frontend_;
   std::vector<InferenceOutcome> outcomes_;
   std::vector<bool> answered_;
+  std::vector<std::vector<std::string>> roles_;  // per backend
 };
 
 TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
@@ -374,6 +388,36 @@ TEST(DistributedNodesTest, ASpareRefusesStreamsUntilItLeads) {
   n.clock().AdvanceTo(Millis(100));
   EXPECT_EQ(n.scheduler(1).membership().frontends, 1);
   EXPECT_EQ(n.scheduler(1).membership().backends, 3);
+}
+
+// A stateful group's backends (HAMS's primary-backup): the slot's holder is
+// told its backup (the spare), the spare that it stands by. A holder whose
+// batch is detect_after past its planned end is taken for dead: the spare
+// takes the slot, the old holder is told to rejoin (it stands down) and
+// becomes the new holder's backup; every request is answered.
+TEST(DistributedNodesTest, AStatefulGroupsHolderThatStopsAnsweringIsReplacedByItsBackup) {
+  Nodes::Options o;
+  o.gpus = 1;
+  o.backends = 2;
+  o.slow_backend = 0;
+  o.slowdown = 200;  // a batch takes a second instead of 5 ms: as good as hung
+  o.detect_after = Millis(500);
+  Nodes n(o);
+  n.Lead(0);
+  n.clock().AdvanceTo(Millis(50));
+  ASSERT_FALSE(n.roles(0).empty());
+  ASSERT_FALSE(n.roles(1).empty());
+  EXPECT_EQ(n.roles(0).back(), "1|b1");
+  EXPECT_EQ(n.roles(1).back(), "0|");
+  n.Load(100, Millis(100), Seconds(2));
+  n.clock().AdvanceTo(Seconds(300));  // the batches b0 got before it was found end too
+  EXPECT_EQ(n.roles(1).back(), "1|b0");
+  EXPECT_EQ(n.roles(0).back(), "0|");
+  const Nodes::Tally t = n.Count();
+  EXPECT_EQ(t.unanswered, 0);
+  EXPECT_GT(t.on_time, t.total / 2);  // b1 served what came after the takeover
+  EXPECT_EQ(n.scheduler(0).membership().backends, 1);
+  EXPECT_EQ(n.scheduler(0).membership().spares, 1);
 }
 
 }  // namespace
