@@ -261,19 +261,13 @@ void BackendNode::Connect() {
 
 void BackendNode::OnLeaderMessage(uint64_t epoch, pb::BackendDown& down) {
   const Time now = clock_->Now();
-  if (down.rejoin() && options_.on_role) {  // taken for dead: it holds no slot any more
+  if ((down.rejoin() || down.has_role()) && options_.on_role) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (epoch != epoch_) return;
     }
-    options_.on_role(pb::Role());
-  }
-  if (down.has_role() && options_.on_role) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (epoch != epoch_) return;
-    }
-    options_.on_role(down.role());
+    if (down.rejoin()) options_.on_role(pb::Role());  // taken for dead: it holds no slot any more
+    if (down.has_role()) options_.on_role(down.role());
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (epoch != epoch_) return;
