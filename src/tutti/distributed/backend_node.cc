@@ -120,6 +120,8 @@ void BackendNode::Run(uint64_t batch, Assembly assembly) {
     std::lock_guard<std::mutex> lock(mu_);
     exec.start_at = sync_.synced() ? sync_.ToLocal(assembly.exec_at) : assembly.exec_at;
   }
+  bool sequences = false;  // a stateful model's batch
+  for (const Piece& p : assembly.pieces) sequences |= !p.sequences.empty();
   for (Piece& p : assembly.pieces) {
     if (p.inputs.size() != p.ids.size() * item_bytes) {  // a part that does not add up: left out
       p.ids.clear();
@@ -131,13 +133,10 @@ void BackendNode::Run(uint64_t batch, Assembly assembly) {
     std::string().swap(p.inputs);
     exec.size += static_cast<int>(p.ids.size());
     for (size_t i = 0; i < p.ids.size(); ++i) {
-      exec.sequences.push_back(p.sequences.empty() ? SequenceRef{} : p.sequences[i]);
+      if (sequences) exec.sequences.push_back(p.sequences.empty() ? SequenceRef{} : p.sequences[i]);
       exec.tags.push_back(FnvMix(p.source ^ kFnvOffsetBasis, &p.ids[i], sizeof(uint64_t)));
     }
   }
-  bool any_sequence = false;
-  for (const SequenceRef& r : exec.sequences) any_sequence |= r.id != 0;
-  if (!any_sequence) exec.sequences.clear();
   if (exec.size == 0) {
     ExecResult nothing;
     nothing.received = nothing.ready = nothing.started = nothing.finished = ready;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/server/cluster_layout.h"
 #include "tutti/server/server_config.h"
 
 namespace tutti {
@@ -62,10 +63,10 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
     TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(options.config));
     TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
-    for (const ExecutorGroupConfig& g : config.executors) {
-      bool stateful = false;
-      for (const std::string& m : g.models) stateful |= (*repo.Find(m))->config.stateful();
-      backends.push_back(stateful ? 2 * g.count : g.count);
+    TUTTI_ASSIGN_OR_RETURN(const ClusterLayout layout, LayOutCluster(repo, config));
+    const std::vector<bool> stateful = StatefulGroups(layout);
+    for (size_t g = 0; g < config.executors.size(); ++g) {
+      backends.push_back(stateful[g] ? 2 * config.executors[g].count : config.executors[g].count);
     }
   }
   for (int i = 0; i < options.schedulers; ++i) TUTTI_RETURN_IF_ERROR(c->AddScheduler());

@@ -64,7 +64,8 @@ class Nodes {
     bool graph = false;
     int slow_backend = -1;  // this one of model 0's backends runs `slowdown` times slower than its profile
     int slowdown = 4;
-    // > 0: group 0 is watched as a stateful group's (SchedulerNode::Options::detect_after).
+    // > 0: group 0 is a stateful group's, its holders replaced after this
+    // (SchedulerNode::Options::detect_after).
     Duration detect_after = 0;
     std::string policy = "deferred";
     bool measure_delays = true;  // false: plan with the profile and the fixed delays
@@ -88,7 +89,7 @@ class Nodes {
       so.delays.measure = o.measure_delays;
       so.scheduler.frontrun_slack = Micros(500);
       so.detect_after = o.detect_after;
-      so.watched_groups = {o.detect_after > 0};
+      so.stateful_groups = {o.detect_after > 0};
       schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
       SchedulerNode* node = schedulers_.back().get();
       network_.Listen(absl::StrCat("s", i),

@@ -87,14 +87,11 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
   SchedulerNode::Options node_options{config.policy, config.scheduler, config.delays};
-  // Stateful groups: a primary that stops answering is replaced after
-  // replication.detect_after, not only when its lease expires.
+  // Stateful groups: roles for HAMS's primary-backup, and a primary that
+  // stops answering replaced after replication.detect_after, not only when
+  // its lease expires.
+  node_options.stateful_groups = StatefulGroups(layout);
   node_options.detect_after = config.replication.detect_after;
-  for (const std::vector<const ModelVersion*>& models : layout.group_models) {
-    bool stateful = false;
-    for (const ModelVersion* v : models) stateful |= v->config.stateful();
-    node_options.watched_groups.push_back(stateful);
-  }
   p->node_ = std::make_unique<SchedulerNode>(layout.spec, std::move(node_options), p->loop_.get());
   SchedulerNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(

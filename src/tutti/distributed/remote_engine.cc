@@ -228,7 +228,6 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
     part->set_parts(plan.parts());
     part->set_source(source_);
     std::string& inputs = *part->mutable_inputs();
-    bool sequences = false;
     for (uint64_t id : plan.ids()) {
       Pending* p = table_.Find(id);
       if (p == nullptr) continue;  // answered meanwhile: left out
@@ -236,14 +235,19 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
       p->extra.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
       part->add_ids(id);
       ids.push_back(id);
-      part->add_sequence_ids(p->sequence.id);
-      part->add_sequence_flags((p->sequence.start ? 1u : 0u) | (p->sequence.end ? 2u : 0u));
-      sequences |= p->sequence.id != 0;
+      // Sequences go only with a stateful model's requests: from the first
+      // one on, one entry per id (none before it).
+      if (p->sequence.id != 0 && part->sequence_ids_size() == 0) {
+        for (int k = 1; k < part->ids_size(); ++k) {
+          part->add_sequence_ids(0);
+          part->add_sequence_flags(0);
+        }
+      }
+      if (part->sequence_ids_size() > 0) {
+        part->add_sequence_ids(p->sequence.id);
+        part->add_sequence_flags((p->sequence.start ? 1u : 0u) | (p->sequence.end ? 2u : 0u));
+      }
       inputs.append(reinterpret_cast<const char*>(p->input.data()), p->input.size() * sizeof(float));
-    }
-    if (!sequences) {  // sent only for a stateful model's requests
-      part->clear_sequence_ids();
-      part->clear_sequence_flags();
     }
   });
   if (ids.empty()) return;

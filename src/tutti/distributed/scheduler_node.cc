@@ -58,7 +58,8 @@ absl::Status SchedulerNode::Lead() {
                                          DelayPlan{spec_.delays, options_.scheduler.frontrun_slack, {}});
   delays_->Start(&locked_clock_, [this](const DelayPlan& plan) { scheduler_->SetDelayPlan(plan); });
   report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
-  if (options_.detect_after > 0) {
+  if (options_.detect_after > 0 && std::find(options_.stateful_groups.begin(), options_.stateful_groups.end(), true) !=
+                                       options_.stateful_groups.end()) {
     detect_timer_ = locked_clock_.ScheduleAfter(options_.detect_after / 4, [this] { DetectTick(); });
   }
   return absl::OkStatus();
@@ -252,7 +253,7 @@ void SchedulerNode::SendRolesLocked() {
   const int groups = slots_.empty() ? 0 : slots_.back().group + 1;
   std::vector<std::vector<Member*>> spares(groups);
   for (auto& [id, m] : members_) {
-    if (m.gpu < 0) spares[m.group].push_back(&m);
+    if (m.gpu < 0 && Stateful(m.group)) spares[m.group].push_back(&m);
   }
   auto send = [](Member& m, bool holds, const std::string& backup) {
     const std::string role = absl::StrCat(holds, "|", backup);
@@ -268,7 +269,7 @@ void SchedulerNode::SendRolesLocked() {
     std::sort(sp.begin(), sp.end(), [](const Member* a, const Member* b) { return a->joined < b->joined; });
   }
   for (const Slot& slot : slots_) {
-    if (slot.backend.empty()) continue;
+    if (slot.backend.empty() || !Stateful(slot.group)) continue;
     std::vector<Member*>& sp = spares[slot.group];
     size_t& k = paired[slot.group];
     send(members_.at(slot.backend), true, k < sp.size() ? sp[k++]->address : "");
@@ -345,9 +346,9 @@ void SchedulerNode::DetectTick() {
   std::vector<std::string> overdue;
   for (const auto& [id, f] : in_flight_) {
     const Slot& slot = slots_[f.gpu];
-    const bool watched = slot.group < static_cast<int>(options_.watched_groups.size()) &&
-                         options_.watched_groups[slot.group];
-    if (watched && !slot.backend.empty() && now - f.due > options_.detect_after) overdue.push_back(slot.backend);
+    if (Stateful(slot.group) && !slot.backend.empty() && now - f.due > options_.detect_after) {
+      overdue.push_back(slot.backend);
+    }
   }
   for (const std::string& id : overdue) {
     auto it = members_.find(id);

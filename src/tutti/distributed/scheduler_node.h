@@ -22,10 +22,10 @@
 // the node's clock ("cluster time"); the peers convert with the pongs it
 // sends them (distributed/clock_sync.h).
 //
-// Roles (HAMS's primary-backup for stateful groups): each backend is told
-// whether it holds its slot and, if so, which spare of its group is its
-// backup (holders and spares paired in slot and join order), whenever that
-// changes; a backend of a group without state ignores it. A backend that
+// Roles (HAMS's primary-backup): each backend of a stateful group
+// (Options::stateful_groups) is told whether it holds its slot and, if so,
+// which spare of its group is its backup (holders and spares paired in slot
+// and join order), whenever that changes. A backend that
 // says in its hello that it serves as a primary (a new leader's first
 // hellos) takes its group's free slot before the others.
 //
@@ -68,12 +68,14 @@ class SchedulerNode {
     SchedulerOptions scheduler;
     DelayModelOptions delays;
     Duration report_every = 500 * kMillisecond;  // the delay report to frontends
-    // > 0: a backend of a watched group (stateful groups: HAMS's failure
-    // detection, faster than the etcd lease) that leaves a batch unreported
-    // this long past its planned end is taken as dead, as if its lease had
-    // expired; it is told so, and says hello again (as a spare) if it wakes.
+    // By executor group: whether it holds a stateful model. Only their
+    // backends are given roles (below).
+    std::vector<bool> stateful_groups;
+    // > 0: a backend of a stateful group that leaves a batch unreported this
+    // long past its planned end is taken as dead (HAMS's failure detection,
+    // faster than the etcd lease), as if its lease had expired; it is told
+    // so, and says hello again (as a spare) if it wakes.
     Duration detect_after = 0;
-    std::vector<bool> watched_groups;  // by executor group
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.
@@ -146,6 +148,9 @@ class SchedulerNode {
   void SendReportLocked();
   void ReportTick();
   void DetectTick();  // Options::detect_after
+  bool Stateful(int group) const {
+    return group < static_cast<int>(options_.stateful_groups.size()) && options_.stateful_groups[group];
+  }
   // Sends on `link`, if there is one.
   template <typename Msg>
   static void Send(const std::shared_ptr<Link<Msg>>& link, const std::function<void(Msg*)>& fill) {

@@ -43,18 +43,19 @@ absl::Status WriteStatefulPipeline(const std::string& repo_dir, const std::strin
                                    double objective_ms, const std::optional<LatencyProfile>& profile) {
   const TensorSpec rows{"rows", DataType::kFp32, {4, 28}};
   const TensorSpec logits{"logits", DataType::kFp32, {10}};
+  const TensorSpec probabilities{"probabilities", DataType::kFp32, {10}};
   const std::string clamp = absl::StrCat(graph, "_clamp"), softmax = absl::StrCat(graph, "_softmax");
   TUTTI_RETURN_IF_ERROR(WriteScriptModel(repo_dir, clamp, "def forward(self, x):\n  return torch.clamp(x, 0.0, 1.0)\n",
                                          rows, rows, profile));
   TUTTI_RETURN_IF_ERROR(WriteScriptModel(repo_dir, softmax, "def forward(self, x):\n  return torch.softmax(x, 1)\n",
-                                         logits, TensorSpec{"probabilities", DataType::kFp32, {10}}, profile));
+                                         logits, probabilities, profile));
   ModelConfig g;
   g.name = graph;
   g.platform = Platform::kEnsemble;
   g.task = "fashion-mnist";
   g.max_batch_size = 64;
   g.inputs = {rows};
-  g.outputs = {TensorSpec{"probabilities", DataType::kFp32, {10}}};
+  g.outputs = {probabilities};
   g.latency_objective_ms = objective_ms;
   g.steps.push_back({clamp, -1, {{"rows", "rows"}}, {{"rows", "clamped"}}});
   g.steps.push_back({gru, -1, {{"rows", "clamped"}}, {{"logits", "logits"}}});

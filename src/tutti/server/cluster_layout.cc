@@ -275,4 +275,14 @@ SimConfig SimulatedCluster(const ClusterLayout& layout, const ServerConfig& conf
   return sim;
 }
 
+std::vector<bool> StatefulGroups(const ClusterLayout& layout) {
+  std::vector<bool> stateful;
+  for (const std::vector<const ModelVersion*>& models : layout.group_models) {
+    bool any = false;
+    for (const ModelVersion* v : models) any |= v->config.stateful();
+    stateful.push_back(any);
+  }
+  return stateful;
+}
+
 }  // namespace tutti

@@ -60,6 +60,9 @@ struct ClusterLayout {
 // outlive the layout.
 absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config);
 
+// Per executor group: whether it holds a stateful model (ModelConfig::stateful()).
+std::vector<bool> StatefulGroups(const ClusterLayout& layout);
+
 // The simulator's view of the same cluster: the layout's spec, with the
 // config's policy, scheduler options and delay model; a run of 10 s after
 // a warm-up of 1 s, to which an experiment adds its workload.
