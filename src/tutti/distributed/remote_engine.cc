@@ -243,7 +243,7 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
           part->add_sequence_flags(0);
         }
       }
-      if (part->sequence_ids_size() > 0) {
+      if (p->sequence.id != 0 || part->sequence_ids_size() > 0) {
         part->add_sequence_ids(p->sequence.id);
         part->add_sequence_flags((p->sequence.start ? 1u : 0u) | (p->sequence.end ? 2u : 0u));
       }
