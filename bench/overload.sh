@@ -69,7 +69,7 @@ for s in "${shares[@]}"; do
   client=$(awk -v d="$DURATION" 'END {printf "%.2f", ($1 + $2) / d}' "$OUT/client_cpu_$s.txt")
   awk -v s="$s" -v r="$rate" -v p="$peak" -v rss="${rss:-0}" -v sc="$server" -v cc="$client" '
     /^total/ {sent = $2; good = $4; bad = $5}
-    /sender lag/ {split($0, a, "sender lag "); lag = a[2]}
+    /sender lag/ {split($0, a, "sender lag "); split(a[2], b, ";"); lag = b[1]}
     END {excess = r > p ? 100 * (r - p) / r : 0
          printf "%-6s %8d %10.0f %10.0f %8s %13.1f%% %12.0f %7s %7s  %s\n", s, r, sent, good, bad, excess, rss / 1024,
                 sc, cc, lag}

@@ -58,6 +58,9 @@ int LoadCommand(const Args& args) {
   flags.Double("slo-ms", &slo_ms, "latency objective sent with every request and judged");
   flags.Int("connections", &spec.connections, "most keep-alive connections (http)");
   flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension (http)");
+  flags.Bool("kernel-timestamps", &spec.kernel_timestamps,
+             "an answer's latency ends at the kernel's receive timestamp, leaving out this client's own wait "
+             "for a core (http; false: when the client has read it)");
   std::string token_file;
   flags.String("token-file", &token_file, "send the first token of this file as Authorization: Bearer (both "
                                           "protocols; see tutti serve --inference-tokens-file)");

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <future>
 #include <algorithm>
@@ -129,6 +130,7 @@ class HttpClientPool::Impl {
     std::string out;                           // the request being written
     size_t written = 0;
     std::string in;                            // bytes read, not yet consumed
+    std::optional<timespec> stamp;             // the kernel's, of the last bytes read (CLOCK_REALTIME)
     std::optional<Job> job;
     bool used = false;  // has carried a request before (may be stale)
   };
@@ -231,6 +233,7 @@ class HttpClientPool::Impl {
     if (fd < 0) return opened(absl::UnavailableError(absl::StrCat("socket: ", std::strerror(errno))));
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof(one));  // ClientResponse::arrived
     if (connect(fd, reinterpret_cast<const sockaddr*>(&address_), address_length_) != 0 && errno != EINPROGRESS) {
       const int e = errno;
       close(fd);
@@ -298,10 +301,24 @@ class HttpClientPool::Impl {
   void Readable(Conn* c) {
     bool eof = false;
     char buffer[64 << 10];
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
     while (true) {
-      const ssize_t n = recv(c->fd, buffer, sizeof(buffer), 0);
+      iovec iov{buffer, sizeof(buffer)};
+      msghdr msg{};
+      msg.msg_iov = &iov;
+      msg.msg_iovlen = 1;
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof(control);
+      const ssize_t n = recvmsg(c->fd, &msg, 0);
       if (n > 0) {
         c->in.append(buffer, n);
+        for (cmsghdr* m = CMSG_FIRSTHDR(&msg); m != nullptr; m = CMSG_NXTHDR(&msg, m)) {
+          if (m->cmsg_level == SOL_SOCKET && m->cmsg_type == SCM_TIMESTAMPNS) {
+            timespec ts;
+            std::memcpy(&ts, CMSG_DATA(m), sizeof(ts));
+            c->stamp = ts;
+          }
+        }
       } else if (n == 0) {
         eof = true;
         break;
@@ -328,7 +345,8 @@ class HttpClientPool::Impl {
 
   void Answered(Conn* c, const ResponseHead& head) {
     ClientResponse out{absl::OkStatus(), head.status, c->in.substr(head.head_length, head.body_length),
-                       head.json_length};
+                       head.json_length, Arrived(c->stamp)};
+    c->stamp.reset();
     c->in.erase(0, head.head_length + head.body_length);
     Job job = std::move(*c->job);
     c->job.reset();
@@ -341,6 +359,17 @@ class HttpClientPool::Impl {
     }
     job.done(std::move(out));
     Pump();
+  }
+
+  // A kernel timestamp (CLOCK_REALTIME) on the steady clock; never later
+  // than now.
+  static std::optional<std::chrono::steady_clock::time_point> Arrived(const std::optional<timespec>& stamp) {
+    if (!stamp) return std::nullopt;
+    timespec real;
+    clock_gettime(CLOCK_REALTIME, &real);
+    const auto now = std::chrono::steady_clock::now();
+    const int64_t ago_ns = (int64_t{real.tv_sec} - stamp->tv_sec) * 1'000'000'000 + (real.tv_nsec - stamp->tv_nsec);
+    return now - std::chrono::nanoseconds(std::max<int64_t>(0, ago_ns));
   }
 
   void Failed(Conn* c, const std::string& why) {

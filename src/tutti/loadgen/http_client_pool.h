@@ -15,6 +15,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,11 @@ struct ClientResponse {
   int status = 0;            // HTTP status
   std::string body;
   std::string json_length;   // Inference-Header-Content-Length, if any
+  // When its last bytes reached this host: the kernel's receive timestamp
+  // (SO_TIMESTAMPNS), on the steady clock; unset if the kernel gave none.
+  // Unlike the moment the callback runs, it leaves out the client's own
+  // wait for a core.
+  std::optional<std::chrono::steady_clock::time_point> arrived;
 };
 
 struct ClientRequest {

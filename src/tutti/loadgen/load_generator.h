@@ -41,6 +41,10 @@ struct LoadSpec {
   int connections = 1024;
   LoadProtocol protocol = LoadProtocol::kHttp;
   bool binary = true;                    // HTTP: binary tensor extension (else JSON data)
+  // HTTP: an answer's latency ends when it reached this host (the kernel's
+  // receive timestamp), so that the client's own wait for a core — it may
+  // share the server's — is not counted; else when the client has read it.
+  bool kernel_timestamps = true;
   std::string token;                     // sent as "Authorization: Bearer <token>" ("" : none)
   int64_t max_per_model = 0;             // stop a model's stream after this many (0: no limit)
   // Closed loop (perf_analyzer's concurrency mode): keep this many requests
@@ -76,6 +80,7 @@ struct LoadResult {
   LoadModelResult total;
   Duration max_send_lag = 0;             // worst lateness of a send vs its schedule
   Duration p99_send_lag = 0;
+  bool kernel_timed = false;             // latencies end at the kernel's receive timestamps
 
   double Throughput() const;             // answered OK / window
   double Goodput() const;                // answered OK within the SLO / window

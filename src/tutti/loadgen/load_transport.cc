@@ -79,6 +79,7 @@ class HttpTransport final : public LoadTransport {
     }
     pool_.Send(std::move(r), [done = std::move(done)](ClientResponse r) {
       LoadAnswer a;
+      a.arrived = r.arrived;
       if (!r.transport.ok()) {
         a.error = std::string(r.transport.message());
       } else if (r.status != 200) {

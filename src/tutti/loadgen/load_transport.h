@@ -40,6 +40,8 @@ struct LoadAnswer {
   std::vector<float> output;  // the first output's values
   bool emulated = false;
   std::optional<Duration> server_time;  // tutti_server_us: receipt to answer, on the server
+  // HTTP: when it reached this host (the kernel's receive timestamp).
+  std::optional<std::chrono::steady_clock::time_point> arrived;
 };
 
 class LoadTransport {
