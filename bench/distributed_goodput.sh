@@ -4,7 +4,7 @@
 # scheduling with early drop (bench/serve_resnet50_a100_8gpu.yaml).
 #   embedded:    one `tutti serve` process
 #   distributed: `tutti cluster` — etcd, 1 scheduler, 1 frontend and 8
-#                backend processes, over Tutti's internal gRPC protocol
+#                backend processes, over Tutti's wire (Unix sockets)
 # `tutti load --find-goodput` searches each one's goodput (p99 <= SLO); both
 # and their ratio are printed. Everything shares this machine's cores.
 #   bench/distributed_goodput.sh        (after scripts/build.sh)

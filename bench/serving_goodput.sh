@@ -13,6 +13,8 @@
 #   bench/serving_goodput.sh            (after scripts/build.sh)
 #   HOG=1 bench/serving_goodput.sh      the same beside a background CPU hog
 #                                       (stress-ng --cpu 1 --cpu-load 30)
+# LOAD_FLAGS: more `tutti load` flags, e.g. --kernel-timestamps=false (time
+# answers when the client has read them, its own waits included).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-8010}
@@ -32,6 +34,6 @@ until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
 sim=$(build/bin/tutti sim goodput bench/resnet50_a100_8gpu_slo20.yaml 2>/dev/null | awk '/^goodput:/ {print $2}')
 echo "tutti sim goodput (same workload): $sim r/s"
 build/bin/tutti load --models resnet50 --rate 8000 --slo-ms 20 --duration-s "$PROBE_S" \
-  --warmup-s "$WARMUP_S" --find-goodput --tolerance 0.02 --port "$PORT" | tee /tmp/tutti_serving_goodput.txt
+  --warmup-s "$WARMUP_S" --find-goodput --tolerance 0.02 --port "$PORT" ${LOAD_FLAGS:-} | tee /tmp/tutti_serving_goodput.txt
 load=$(awk '/^goodput:/ {print $2}' /tmp/tutti_serving_goodput.txt)
 awk -v l="$load" -v s="$sim" 'BEGIN {printf "end-to-end / simulated goodput: %.1f / %.1f = %.1f%%\n", l, s, 100 * l / s}'
