@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
 #include "rapidjson/stringbuffer.h"
@@ -383,6 +384,127 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
   w.StartArray();
   for (const TensorSpec& t : config.outputs) WriteTensorSpec(w, t);
   w.EndArray();
+  w.EndObject();
+  return buf.GetString();
+}
+
+namespace {
+
+void WriteConfigTensor(Writer& w, const std::string& name, DataType type, const std::vector<int64_t>& dims,
+                       const char* name_key = "name") {
+  w.StartObject();
+  w.Key(name_key);
+  w.String(name.c_str());
+  w.Key("data_type");
+  w.String(absl::StrCat("TYPE_", DataTypeName(type)).c_str());
+  w.Key("dims");
+  w.StartArray();
+  for (int64_t d : dims) w.Int64(d);
+  w.EndArray();
+  w.EndObject();
+}
+
+void WriteStringMap(Writer& w, const std::map<std::string, std::string>& map) {
+  w.StartObject();
+  for (const auto& [k, v] : map) {
+    w.Key(k.c_str());
+    w.String(v.c_str());
+  }
+  w.EndObject();
+}
+
+}  // namespace
+
+std::string WriteModelConfig(const ModelConfig& config) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  w.Key("name");
+  w.String(config.name.c_str());
+  w.Key("platform");
+  const absl::string_view platform = KservePlatformName(config);
+  w.String(platform.data(), static_cast<rapidjson::SizeType>(platform.size()));
+  w.Key("max_batch_size");
+  w.Int(config.max_batch_size);
+  for (const auto& [key, tensors] : {std::pair{"input", &config.inputs}, std::pair{"output", &config.outputs}}) {
+    w.Key(key);
+    w.StartArray();
+    for (const TensorSpec& t : *tensors) WriteConfigTensor(w, t.name, t.datatype, t.shape);
+    w.EndArray();
+  }
+  if (config.max_queue_delay_us) {
+    w.Key("dynamic_batching");
+    w.StartObject();
+    w.Key("max_queue_delay_microseconds");
+    w.Int64(*config.max_queue_delay_us);
+    w.EndObject();
+  }
+  if (const std::optional<SequenceBatching>& sb = config.sequence_batching) {
+    w.Key("sequence_batching");
+    w.StartObject();
+    w.Key("max_sequence_idle_microseconds");
+    w.Int64(sb->max_sequence_idle_us);
+    w.Key("state");
+    w.StartArray();
+    w.StartObject();
+    w.Key("input_name");
+    w.String(sb->state_input.c_str());
+    w.Key("output_name");
+    w.String(sb->state_output.c_str());
+    w.Key("data_type");
+    w.String("TYPE_FP32");
+    w.Key("dims");
+    w.StartArray();
+    for (int64_t d : sb->state_shape) w.Int64(d);
+    w.EndArray();
+    w.EndObject();
+    w.EndArray();
+    w.EndObject();
+  }
+  if (!config.steps.empty()) {
+    w.Key("ensemble_scheduling");
+    w.StartObject();
+    w.Key("step");
+    w.StartArray();
+    for (const EnsembleStep& step : config.steps) {
+      w.StartObject();
+      w.Key("model_name");
+      w.String(step.model_name.c_str());
+      w.Key("model_version");
+      w.Int64(step.model_version);
+      w.Key("input_map");
+      WriteStringMap(w, step.input_map);
+      w.Key("output_map");
+      WriteStringMap(w, step.output_map);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+  }
+  // Tutti's fields, as Triton's free-form parameters ({key: {string_value}}).
+  std::map<std::string, std::string> params;
+  if (!config.task.empty()) params["task"] = config.task;
+  if (!config.architecture.empty()) params["architecture"] = config.architecture;
+  if (config.latency_objective_ms) params["latency_objective_ms"] = absl::StrCat(*config.latency_objective_ms);
+  if (config.accuracy) params["accuracy"] = absl::StrCat(*config.accuracy);
+  if (!config.profiles.empty()) {
+    std::vector<std::string> kinds;
+    for (const auto& [kind, profile] : config.profiles) kinds.push_back(kind);
+    params["profiles"] = absl::StrJoin(kinds, ",");
+  }
+  if (config.parity) params["parity_of"] = config.parity->deployed;
+  if (!config.merge.empty()) params["merge"] = config.merge;
+  if (!config.model_state_shape.empty()) params["model_state_shape"] = absl::StrJoin(config.model_state_shape, ",");
+  w.Key("parameters");
+  w.StartObject();
+  for (const auto& [k, v] : params) {
+    w.Key(k.c_str());
+    w.StartObject();
+    w.Key("string_value");
+    w.String(v.c_str());
+    w.EndObject();
+  }
+  w.EndObject();
   w.EndObject();
   return buf.GetString();
 }

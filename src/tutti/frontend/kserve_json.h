@@ -84,6 +84,15 @@ absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::op
 // {"name", "versions": [...], "platform", "inputs": [...], "outputs": [...]}
 std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int64_t>& versions);
 
+// Triton's model configuration (GET /v2/models/{m}/config; the JSON form of
+// Triton's model_config.proto): name, platform, max_batch_size, input and
+// output ({name, data_type: "TYPE_FP32", dims} without the batch
+// dimension), dynamic_batching, sequence_batching (with its implicit
+// state), ensemble_scheduling (steps with their input and output maps), and
+// Tutti's own fields (task, objective, accuracy, profiled executor kinds,
+// parity, routes) as string `parameters`.
+std::string WriteModelConfig(const ModelConfig& config);
+
 inline constexpr int kMaxJsonDepth = 64;
 
 // {"name": "tutti", "version", "extensions": [...]}: the protocol

@@ -300,5 +300,59 @@ TEST(KserveJsonTest, ServerMetadataListsItsExtensions) {
   EXPECT_STREQ(d["extensions"][1].GetString(), "sequence");
 }
 
+// Triton's model configuration JSON: a stateful step's sequence batching
+// with its implicit state, a graph's steps, Tutti's fields as parameters.
+TEST(KserveJsonTest, ModelConfigInTritonsShape) {
+  ModelConfig gru;
+  gru.name = "gru";
+  gru.platform = Platform::kBuiltin;
+  gru.architecture = "gru_rows";
+  gru.task = "fashion_mnist";
+  gru.max_batch_size = 32;
+  gru.inputs = {{"rows", DataType::kFp32, {4, 28}}};
+  gru.outputs = {{"logits", DataType::kFp32, {10}}};
+  gru.latency_objective_ms = 50;
+  gru.max_queue_delay_us = 500;
+  gru.sequence_batching = SequenceBatching{};
+  gru.sequence_batching->max_sequence_idle_us = 2'000'000;
+  gru.sequence_batching->state_shape = {64};
+  rapidjson::Document d;
+  d.Parse(WriteModelConfig(gru).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_STREQ(d["name"].GetString(), "gru");
+  EXPECT_EQ(d["max_batch_size"].GetInt(), 32);
+  EXPECT_STREQ(d["input"][0]["name"].GetString(), "rows");
+  EXPECT_STREQ(d["input"][0]["data_type"].GetString(), "TYPE_FP32");
+  ASSERT_EQ(d["input"][0]["dims"].Size(), 2u);  // no batch dimension
+  EXPECT_EQ(d["input"][0]["dims"][1].GetInt(), 28);
+  EXPECT_EQ(d["output"][0]["dims"][0].GetInt(), 10);
+  EXPECT_EQ(d["dynamic_batching"]["max_queue_delay_microseconds"].GetInt(), 500);
+  EXPECT_EQ(d["sequence_batching"]["max_sequence_idle_microseconds"].GetInt(), 2'000'000);
+  EXPECT_STREQ(d["sequence_batching"]["state"][0]["input_name"].GetString(), "state_in");
+  EXPECT_EQ(d["sequence_batching"]["state"][0]["dims"][0].GetInt(), 64);
+  EXPECT_STREQ(d["parameters"]["task"]["string_value"].GetString(), "fashion_mnist");
+  EXPECT_STREQ(d["parameters"]["latency_objective_ms"]["string_value"].GetString(), "50");
+  EXPECT_FALSE(d.HasMember("ensemble_scheduling"));
+
+  ModelConfig graph;
+  graph.name = "pipeline";
+  graph.platform = Platform::kEnsemble;
+  graph.inputs = gru.inputs;
+  graph.outputs = gru.outputs;
+  EnsembleStep step;
+  step.model_name = "gru";
+  step.input_map = {{"rows", "rows"}};
+  step.output_map = {{"logits", "logits"}};
+  graph.steps = {step};
+  d.Parse(WriteModelConfig(graph).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_FALSE(d.HasMember("sequence_batching"));
+  EXPECT_FALSE(d.HasMember("dynamic_batching"));
+  const rapidjson::Value& s = d["ensemble_scheduling"]["step"][0];
+  EXPECT_STREQ(s["model_name"].GetString(), "gru");
+  EXPECT_EQ(s["model_version"].GetInt(), -1);
+  EXPECT_STREQ(s["output_map"]["logits"].GetString(), "logits");
+}
+
 }  // namespace
 }  // namespace tutti

@@ -103,7 +103,8 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
   absl::StatusOr<int> model = frontend_->FindModel(parts[2], version);
   if (!model.ok()) return respond(Error(404, model.status().message()));
   const std::string action = next < parts.size() ? parts[next] : "";
-  if (next + 1 < parts.size() || (action != "" && action != "ready" && action != "infer" && action != "stats")) {
+  if (next + 1 < parts.size() ||
+      (action != "" && action != "ready" && action != "infer" && action != "stats" && action != "config")) {
     return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
   }
   if (action == "infer") {
@@ -113,6 +114,7 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
   if (!get) return respond(Error(405, "use GET"));
   if (action == "ready") return respond(HttpResponse{ready, ""});
   if (action == "stats") return respond(Json(200, frontend_->StatsJson(*model)));
+  if (action == "config") return respond(Json(200, WriteModelConfig(frontend_->served(*model).config)));
   const InferenceFrontend::ServedModel& m = frontend_->served(*model);
   respond(Json(200, WriteModelMetadata(m.config, {m.version})));
 }

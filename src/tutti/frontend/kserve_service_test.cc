@@ -54,6 +54,12 @@ TEST_F(KserveServiceTest, HealthAndMetadata) {
   EXPECT_EQ(meta.status, 200);
   EXPECT_THAT(meta.body, HasSubstr(R"("inputs":[{"name":"image","datatype":"FP32","shape":[-1,1,2,2]}])"));
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1").status, 200);
+  testing::ClientResponse config = c.Request("GET", "/v2/models/mlp/config");
+  EXPECT_EQ(config.status, 200);
+  EXPECT_THAT(config.body, HasSubstr(R"("input":[{"name":"image","data_type":"TYPE_FP32","dims":[1,2,2]}])"));
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1/config").status, 200);
+  EXPECT_EQ(c.Request("POST", "/v2/models/mlp/config").status, 405);
+  EXPECT_EQ(c.Request("GET", "/v2/models/nope/config").status, 404);
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 200);
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1/ready").status, 200);
   frontend_->StopAccepting();
