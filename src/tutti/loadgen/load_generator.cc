@@ -126,7 +126,8 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     transport->Infer(t, data, ToMillis(spec.slo), [&, model = a.model, measured, label, sent_at](LoadAnswer r) {
       const bool kernel = spec.kernel_timestamps && r.arrived;
       const Duration latency =
-          kernel ? std::chrono::duration_cast<std::chrono::nanoseconds>(*r.arrived - sent_at).count() : Since(sent_at);
+          kernel ? std::max<Duration>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(*r.arrived - sent_at).count())
+                 : Since(sent_at);
       const int predicted = Prediction(r);
       if (spec.concurrency > 0) again(model);  // before this one stops counting as outstanding
       std::lock_guard<std::mutex> lock(mu);
