@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Scheduling policies across workloads, in the simulator (the same scheduler
+# objects as the server): the goodput (p99 within every model's SLO) of
+# deferred with early drop (Symphony, Tutti's default) and of eager, and
+# their ratio, on
+#   - the A100 and GTX 1080Ti zoos of Symphony's appendix C (Tables 4 and 3,
+#     data/profiles/symphony_zoo_*.csv): every model ("mixed"), the
+#     strong-batching ones (β/α > 2: batching pays) and the weak ones;
+#   - 16, 32, 64 and 128 GPUs, Poisson arrivals, equal popularity;
+#   - at 64 GPUs also Zipf popularity (exponent 1) and bursty Gamma arrivals
+#     (shape 0.25: CV 2), mixed zoo.
+# A ratio below 1 is a workload where deferral loses to eager (issue 19:
+# fewer GPUs than models). Deterministic (fixed seed): one run per cell.
+#   bench/policy_suite.sh [GPU_COUNTS]   (after scripts/build.sh; default "16 32 64 128")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GPU_COUNTS=${1:-16 32 64 128}
+DURATION_S=${DURATION_S:-10}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# Model names of a zoo CSV (model,alpha_ms,beta_ms,slo_ms) by batching strength.
+names() {  # $1: csv, $2: strong | weak
+  awk -F, -v want="$2" '!/^#/ && $1 != "model" {
+    strong = ($3 / $2 > 2); if ((want == "strong") == strong) printf "%s%s", (n++ ? ", " : ""), $1 }' "$1"
+}
+
+# One cell: prints "deferred eager ratio".
+cell() {  # $1: zoo csv, $2: subset (mixed|strong|weak), $3: gpus, $4: workload YAML
+  local csv=$PWD/$1 models
+  case $2 in
+    mixed) models="  - {zoo: $csv}" ;;
+    *) models="  - {zoo: $csv, names: [$(names "$1" "$2")]}" ;;
+  esac
+  cat > "$work/x.yaml" <<EOF
+seed: 1
+duration_s: $DURATION_S
+warmup_s: 1
+gpus: $3
+policies: [deferred+early, eager]
+models:
+$models
+workload: $4
+EOF
+  build/bin/tutti sim compare "$work/x.yaml" --goodput 2> /dev/null |
+    awk '$1 == "deferred+early" && !d {d = $2} $1 == "eager" && !e {e = $2}
+         END {printf "%10.0f %10.0f %7.2fx", d, e, (e > 0 ? d / e : 0)}'
+}
+
+printf "%-7s %-7s %5s %-26s %10s %10s %8s\n" zoo models GPUs arrivals deferred eager ratio
+for zoo in a100 1080ti; do
+  csv=data/profiles/symphony_zoo_$zoo.csv
+  for subset in mixed strong weak; do
+    for g in $GPU_COUNTS; do
+      printf "%-7s %-7s %5d %-26s %s\n" "$zoo" "$subset" "$g" "poisson, equal" \
+        "$(cell "$csv" "$subset" "$g" "{arrival: poisson, rate: $((g * 100))}")"
+    done
+  done
+  printf "%-7s %-7s %5d %-26s %s\n" "$zoo" mixed 64 "poisson, zipf 1" \
+    "$(cell "$csv" mixed 64 "{arrival: poisson, rate: 6400, zipf: 1}")"
+  printf "%-7s %-7s %5d %-26s %s\n" "$zoo" mixed 64 "gamma (CV 2), equal" \
+    "$(cell "$csv" mixed 64 "{arrival: gamma, gamma_shape: 0.25, rate: 6400}")"
+done
