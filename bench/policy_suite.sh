@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Scheduling policies across workloads, in the simulator (the same scheduler
 # objects as the server): the goodput (p99 within every model's SLO) of
-# deferred with early drop (Symphony, Tutti's default) and of eager, and
-# their ratio, on
+# deferred with early drop (Symphony, Tutti's default), of adaptive (deferred
+# that stops waiting when GPUs are scarce) and of eager, and their ratios to
+# eager, on
 #   - the A100 and GTX 1080Ti zoos of Symphony's appendix C (Tables 4 and 3,
 #     data/profiles/symphony_zoo_*.csv): every model ("mixed"), the
 #     strong-batching ones (β/α > 2: batching pays) and the weak ones;
 #   - 16, 32, 64 and 128 GPUs, Poisson arrivals, equal popularity;
 #   - at 64 GPUs also Zipf popularity (exponent 1) and bursty Gamma arrivals
 #     (shape 0.25: CV 2), mixed zoo.
-# A ratio below 1 is a workload where deferral loses to eager (issue 19:
+# A ratio below 1 is a workload where the policy loses to eager (issue 19:
 # fewer GPUs than models). Deterministic (fixed seed): one run per cell.
 #   bench/policy_suite.sh [GPU_COUNTS]   (after scripts/build.sh; default "16 32 64 128")
 set -euo pipefail
@@ -25,7 +26,7 @@ names() {  # $1: csv, $2: strong | weak
     strong = ($3 / $2 > 2); if ((want == "strong") == strong) printf "%s%s", (n++ ? ", " : ""), $1 }' "$1"
 }
 
-# One cell: prints "deferred eager ratio".
+# One cell: prints "deferred adaptive eager deferred/eager adaptive/eager".
 cell() {  # $1: zoo csv, $2: subset (mixed|strong|weak), $3: gpus, $4: workload YAML
   local csv=$PWD/$1 models
   case $2 in
@@ -37,17 +38,17 @@ seed: 1
 duration_s: $DURATION_S
 warmup_s: 1
 gpus: $3
-policies: [deferred+early, eager]
+policies: [deferred+early, adaptive+early, eager]
 models:
 $models
 workload: $4
 EOF
   build/bin/tutti sim compare "$work/x.yaml" --goodput 2> /dev/null |
-    awk '$1 == "deferred+early" && !d {d = $2} $1 == "eager" && !e {e = $2}
-         END {printf "%10.0f %10.0f %7.2fx", d, e, (e > 0 ? d / e : 0)}'
+    awk '$1 == "deferred+early" && !d {d = $2} $1 == "adaptive+early" && !a {a = $2} $1 == "eager" && !e {e = $2}
+         END {printf "%10.0f %10.0f %10.0f %7.2fx %7.2fx", d, a, e, (e > 0 ? d / e : 0), (e > 0 ? a / e : 0)}'
 }
 
-printf "%-7s %-7s %5s %-26s %10s %10s %8s\n" zoo models GPUs arrivals deferred eager ratio
+printf "%-7s %-7s %5s %-26s %10s %10s %10s %8s %8s\n" zoo models GPUs arrivals deferred adaptive eager d/e a/e
 for zoo in a100 1080ti; do
   csv=data/profiles/symphony_zoo_$zoo.csv
   for subset in mixed strong weak; do

@@ -183,7 +183,7 @@ int BenchPrefix(const Args& args) {
   flags.String("prefix", &prefix, "the models are named PREFIX0, PREFIX1, …");
   flags.String("sizes", &sizes, "numbers of models to compare");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
-  flags.String("policy", &setup.policy, "scheduling policy: deferred | eager | timeout | nexus");
+  flags.String("policy", &setup.policy, "scheduling policy: deferred | adaptive | eager | timeout | nexus");
   flags.Double("probe-s", &probe_s, "seconds per probed rate");
   flags.Double("rate", &setup.start_rate, "the search's first rate, requests/s");
   flags.Double("tolerance", &setup.tolerance, "relative precision of the search");
@@ -254,7 +254,7 @@ int BenchStateful(const Args& args) {
   flags.Int("checkpoint-every", &setup.replication.checkpoint_every, "checkpoint mode: stateful batches between checkpoints");
   flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
-  flags.String("policy", &setup.policy, "scheduling policy: deferred | eager | timeout | nexus");
+  flags.String("policy", &setup.policy, "scheduling policy: deferred | adaptive | eager | timeout | nexus");
   flags.Int("threads", &threads, "libtorch intra-op threads");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;

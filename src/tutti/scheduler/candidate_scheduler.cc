@@ -8,8 +8,9 @@ namespace tutti {
 
 CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec,
                                        const SchedulerOptions& options, Clock* clock,
-                                       SchedulerListener* listener)
+                                       SchedulerListener* listener, bool adaptive)
     : kind_(kind),
+      adaptive_(adaptive),
       spec_(spec),
       options_(options),
       plan_{spec.delays, options.frontrun_slack, {}},
@@ -67,9 +68,41 @@ void CandidateScheduler::Refresh(ModelId m) {
   if (s.candidate.size == 0) return;
   if (s.candidate.dispatch_at > now) {
     s.timer = clock_->ScheduleAt(s.candidate.dispatch_at, [this, m] { Refresh(m); });
+    if (adaptive_) OfferFreeGpus(s.rank);
     return;
   }
   MakeReady(m);
+}
+
+ModelId CandidateScheduler::ScarceTake(int rank, GpuId g, Time now) const {
+  int waiting = 0;
+  ModelId best = -1;
+  Time first_dispatch = kInfiniteFuture;
+  for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
+    const ModelState& s = models_[m];
+    if (s.rank != rank || s.candidate.size == 0 || s.ready) continue;
+    ++waiting;
+    first_dispatch = std::min(first_dispatch, s.candidate.dispatch_at);
+    if (best < 0 || s.candidate.latest_dispatch < models_[best].candidate.latest_dispatch) best = m;
+  }
+  if (best < 0 || first_dispatch <= now) return -1;
+  int free = 0;  // by the first dispatch time
+  for (GpuId h = 0; h < static_cast<GpuId>(gpus_.size()); ++h) {
+    const GpuState& gs = gpus_[h];
+    if (gs.rank != rank || gs.down) continue;
+    free += h == g || ranks_[rank].available.contains(h) || gs.free_at - plan_.network.ctrl <= first_dispatch;
+  }
+  return waiting > free ? best : -1;
+}
+
+void CandidateScheduler::OfferFreeGpus(int rank) {
+  const std::set<GpuId>& available = ranks_[rank].available;
+  while (!available.empty()) {
+    const GpuId g = *available.begin();
+    const ModelId m = ScarceTake(rank, g, clock_->Now());
+    if (m < 0) return;
+    Grant(m, g);
+  }
 }
 
 void CandidateScheduler::MakeReady(ModelId m) {
@@ -128,6 +161,9 @@ void CandidateScheduler::Release(GpuId g) {
     }
     Grant(m, g);
     return;
+  }
+  if (adaptive_) {
+    if (const ModelId m = ScarceTake(gpus_[g].rank, g, now); m >= 0) return Grant(m, g);
   }
   rank.available.insert(g);
 }

@@ -1,5 +1,5 @@
-// CandidateScheduler: the engine behind the `deferred`, `eager` and
-// `timeout` policies — Symphony's Algorithm 1 with its appendix D extensions,
+// CandidateScheduler: the engine behind the `deferred`, `adaptive`, `eager`
+// and `timeout` policies — Symphony's Algorithm 1 with its appendix D extensions,
 // generalised over the batch policy that computes candidates.
 //
 // State is split as in Symphony's ModelThread / RankThread design, so that
@@ -14,6 +14,15 @@
 // A model timer takes the smallest-id available GPU; a GPU timer takes the
 // sendable candidate with the best priority. Every event costs
 // O(log M + log G + log max_batch).
+//
+// `adaptive` (the `adaptive` policy: deferred candidates, issue 19): a
+// deferred candidate waits for its dispatch time only while waiting costs
+// no GPU time. When a GPU is free and no candidate is sendable, it takes the
+// waiting candidate with the earliest `latest` at once if the rank's models
+// with queued work outnumber the GPUs that are free or come free before the
+// first of their dispatch times — with fewer GPUs than models, a GPU left
+// idle until then is time the queues never get back (an O(M + G) check per
+// such event).
 //
 // GPUs are modelled by prediction: a batch started at s frees its GPU at
 // s + scale·ℓ(b) (that GPU's occupancy in the delay plan); the GPU timer
@@ -39,7 +48,7 @@ class CandidateScheduler final : public Scheduler {
  public:
   // REQUIRES: ValidateClusterSpec(spec).ok(); clock and listener outlive this.
   CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec, const SchedulerOptions& options,
-                     Clock* clock, SchedulerListener* listener);
+                     Clock* clock, SchedulerListener* listener, bool adaptive = false);
   ~CandidateScheduler() override;
 
   void Submit(const Request& request) override;
@@ -82,8 +91,14 @@ class CandidateScheduler final : public Scheduler {
   void Grant(ModelId m, GpuId g);
   void Release(GpuId g);
   void Dispatch(ModelId m, GpuId g, int size, Time now);
+  // adaptive: the waiting candidate a free GPU `g` of `rank` should take
+  // now because GPUs are scarce (see above), or -1.
+  ModelId ScarceTake(int rank, GpuId g, Time now) const;
+  // adaptive: free GPUs of `rank` take waiting candidates while scarce.
+  void OfferFreeGpus(int rank);
 
   const BatchPolicyKind kind_;
+  const bool adaptive_;
   const ClusterSpec spec_;
   const SchedulerOptions options_;
   DelayPlan plan_;

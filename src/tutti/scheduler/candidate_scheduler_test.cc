@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
@@ -71,6 +72,50 @@ TEST(SymphonyExampleTest, FirstBatchIsR1ToR4AtTwoPointTwoFiveOnGpu0ThenStaggered
     EXPECT_EQ(rec.batches[k].requests.size(), 4u) << k;
   }
   EXPECT_TRUE(rec.drops.empty());
+}
+
+// With GPUs to spare, adaptive is deferred: the §3.3 example's batches.
+TEST(AdaptivePolicyTest, WithGpusToSpareItPlansAsDeferred) {
+  Recorder deferred = RunExample("deferred", 60);
+  Recorder adaptive = RunExample("adaptive", 60);
+  ASSERT_EQ(adaptive.batches.size(), deferred.batches.size());
+  for (size_t k = 0; k < deferred.batches.size(); ++k) {
+    EXPECT_EQ(adaptive.batches[k].exec_at, deferred.batches[k].exec_at) << k;
+    EXPECT_EQ(adaptive.batches[k].gpu, deferred.batches[k].gpu) << k;
+    EXPECT_EQ(adaptive.batches[k].requests.size(), deferred.batches[k].requests.size()) << k;
+  }
+}
+
+// One GPU, three models with work queued: waiting for each one's latest
+// moment would leave the GPU idle while the others wait too. Adaptive sends
+// the most urgent at once; deferred waits until its dispatch time.
+TEST(AdaptivePolicyTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
+  ClusterSpec spec;
+  for (int i = 0; i < 3; ++i) {
+    ModelSpec m;
+    m.name = absl::StrCat("m", i);
+    m.profile = *LatencyProfile::Linear(Millis(1), Millis(5), 32);
+    m.slo = Millis(40 + 10 * i);
+    spec.models.push_back(m);
+  }
+  spec.gpus = 1;
+  for (const std::string policy : {"deferred", "adaptive"}) {
+    ManualClock clock;
+    Recorder rec;
+    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, {}, &clock, &rec);
+    for (int i = 0; i < 3; ++i) s->Submit(Request{static_cast<RequestId>(i + 1), i, 0, spec.models[i].slo});
+    clock.AdvanceBy(Millis(1));
+    if (policy == "deferred") {
+      EXPECT_TRUE(rec.batches.empty()) << "deferred waits for the latest moment";
+    } else {
+      ASSERT_EQ(rec.batches.size(), 1u);
+      EXPECT_EQ(rec.batches[0].model, 0) << "the earliest deadline first";
+      EXPECT_EQ(rec.batches[0].exec_at, 0);
+    }
+    clock.AdvanceBy(Seconds(1));
+    EXPECT_EQ(rec.batches.size(), 3u) << policy;
+    EXPECT_TRUE(rec.drops.empty()) << policy;
+  }
 }
 
 TEST(SymphonyExampleTest, WithR13ToR15MissingEagerDropsAndDeferredDoesNot) {
@@ -155,7 +200,7 @@ TEST(CandidateSchedulerTest, UnknownPolicyAndBadSpecAreErrors) {
   ManualClock clock;
   Recorder rec;
   EXPECT_THAT(CreateScheduler("fifo", ExampleCluster(), {}, &clock, &rec).status().message(),
-              HasSubstr("unknown scheduling policy 'fifo' (expected one of deferred, eager"));
+              HasSubstr("unknown scheduling policy 'fifo' (expected one of deferred, adaptive, eager"));
   ClusterSpec bad = ExampleCluster();
   bad.gpus = 0;
   EXPECT_THAT(CreateScheduler("eager", bad, {}, &clock, &rec).status().message(),

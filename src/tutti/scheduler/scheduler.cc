@@ -14,7 +14,7 @@ absl::Status Scheduler::SetGpuUp(GpuId, bool, Time) {
 
 const std::vector<std::string>& SchedulerPolicyNames() {
   static const std::vector<std::string>* names =
-      new std::vector<std::string>{"deferred", "eager", "timeout", "nexus"};
+      new std::vector<std::string>{"deferred", "adaptive", "eager", "timeout", "nexus"};
   return *names;
 }
 
@@ -28,7 +28,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
     return std::unique_ptr<Scheduler>(std::make_unique<NexusScheduler>(spec, options, clock, listener));
   }
   BatchPolicyKind kind;
-  if (policy == "deferred") {
+  if (policy == "deferred" || policy == "adaptive") {
     kind = BatchPolicyKind::kDeferred;
   } else if (policy == "eager") {
     kind = BatchPolicyKind::kEager;
@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
                                                    absl::StrJoin(SchedulerPolicyNames(), ", "), ")"));
   }
   return std::unique_ptr<Scheduler>(
-      std::make_unique<CandidateScheduler>(kind, spec, options, clock, listener));
+      std::make_unique<CandidateScheduler>(kind, spec, options, clock, listener, policy == "adaptive"));
 }
 
 }  // namespace tutti

@@ -1,7 +1,7 @@
 // ServerConfig: what `tutti serve --config FILE` reads — the scheduling
 // policy, the HTTP and gRPC listeners, and the executors with the models each holds.
 //
-//   policy: deferred                 # deferred | eager | timeout | nexus
+//   policy: deferred                 # deferred | adaptive | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
 //   frontrun_slack_ms: 2             # timer margin for `deferred` (a floor: see delay_model)
 //   head_guard_share: 0.1            # `deferred`: a lone head ends this share of its objective

@@ -128,7 +128,7 @@ TEST(ServerConfigTest, FrontendOptionsReadTheTokenFiles) {
 
 TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("polcy: deferred"), HasSubstr("unknown field 'polcy'"));
-  EXPECT_THAT(ParseError("policy: fifo"), HasSubstr("unknown policy 'fifo' (expected one of deferred, eager"));
+  EXPECT_THAT(ParseError("policy: fifo"), HasSubstr("unknown policy 'fifo' (expected one of deferred, adaptive, eager"));
   EXPECT_THAT(ParseError("drop: sometimes"), HasSubstr("field 'drop': expected lazy or early"));
   EXPECT_THAT(ParseError("http: {port: 70000}"), HasSubstr("field 'http.port': must be in [0, 65535]"));
   EXPECT_THAT(ParseError("http: {prot: 1}"), HasSubstr("unknown field 'http.prot'"));
