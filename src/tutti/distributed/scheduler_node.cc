@@ -5,6 +5,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
@@ -58,8 +59,7 @@ absl::Status SchedulerNode::Lead() {
                                          DelayPlan{spec_.delays, options_.scheduler.frontrun_slack, {}});
   delays_->Start(&locked_clock_, [this](const DelayPlan& plan) { scheduler_->SetDelayPlan(plan); });
   report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
-  if (options_.detect_after > 0 && std::find(options_.stateful_groups.begin(), options_.stateful_groups.end(), true) !=
-                                       options_.stateful_groups.end()) {
+  if (options_.detect_after > 0 && absl::c_linear_search(options_.stateful_groups, true)) {
     detect_timer_ = locked_clock_.ScheduleAfter(options_.detect_after / 4, [this] { DetectTick(); });
   }
   return absl::OkStatus();

@@ -390,18 +390,15 @@ std::string WriteModelMetadata(const ModelConfig& config, const std::vector<int6
 
 namespace {
 
-void WriteConfigTensor(Writer& w, const std::string& name, DataType type, const std::vector<int64_t>& dims,
-                       const char* name_key = "name") {
-  w.StartObject();
-  w.Key(name_key);
-  w.String(name.c_str());
+// Triton's tensor fields: data_type ("TYPE_FP32") and dims (without the
+// batch dimension), inside an object the caller opened and closes.
+void WriteConfigTensorFields(Writer& w, DataType type, const std::vector<int64_t>& dims) {
   w.Key("data_type");
   w.String(absl::StrCat("TYPE_", DataTypeName(type)).c_str());
   w.Key("dims");
   w.StartArray();
   for (int64_t d : dims) w.Int64(d);
   w.EndArray();
-  w.EndObject();
 }
 
 void WriteStringMap(Writer& w, const std::map<std::string, std::string>& map) {
@@ -429,7 +426,13 @@ std::string WriteModelConfig(const ModelConfig& config) {
   for (const auto& [key, tensors] : {std::pair{"input", &config.inputs}, std::pair{"output", &config.outputs}}) {
     w.Key(key);
     w.StartArray();
-    for (const TensorSpec& t : *tensors) WriteConfigTensor(w, t.name, t.datatype, t.shape);
+    for (const TensorSpec& t : *tensors) {
+      w.StartObject();
+      w.Key("name");
+      w.String(t.name.c_str());
+      WriteConfigTensorFields(w, t.datatype, t.shape);
+      w.EndObject();
+    }
     w.EndArray();
   }
   if (config.max_queue_delay_us) {
@@ -451,12 +454,7 @@ std::string WriteModelConfig(const ModelConfig& config) {
     w.String(sb->state_input.c_str());
     w.Key("output_name");
     w.String(sb->state_output.c_str());
-    w.Key("data_type");
-    w.String("TYPE_FP32");
-    w.Key("dims");
-    w.StartArray();
-    for (int64_t d : sb->state_shape) w.Int64(d);
-    w.EndArray();
+    WriteConfigTensorFields(w, DataType::kFp32, sb->state_shape);
     w.EndObject();
     w.EndArray();
     w.EndObject();
