@@ -9,14 +9,14 @@
 # shares the machine's cores, so what it saw is printed separately.
 #   bench/server_cpu.sh [embedded|distributed|both] [RATE] [DURATION_S]
 # (after scripts/build.sh; defaults: both, 2000 r/s, 10 s; CLUSTER_FLAGS: more
-# `tutti cluster` flags, e.g. --batch-cpu-policy=false)
+# `tutti cluster` flags, e.g. --batch-cpu-policy=false; CONFIG: another serve config)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-both}
 RATE=${2:-2000}
 DURATION=${3:-10}
 PORT=${PORT:-8040}
-CONFIG=bench/serve_resnet50_a100_8gpu.yaml
+CONFIG=${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml}
 TCK=$(getconf CLK_TCK)
 
 # CPU ticks (user + system) of a process and all its descendants.

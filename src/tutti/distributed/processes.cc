@@ -161,6 +161,7 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   p->name_ = HostPid();
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   RemoteEngine::Options engine{p->name_};
+  engine.metadata_hold = config.metadata_hold;
   TUTTI_ASSIGN_OR_RETURN(engine.stages, MakeStages(layout, config));  // ParM's coding, on this frontend's parts
   p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, std::move(engine), p->loop_.get(),
                                               p->connector_.get());

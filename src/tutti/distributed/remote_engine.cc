@@ -25,7 +25,7 @@ class RemoteEngine::Host final : public StageHost {
                                          e->RunStaged([&] { done(std::move(o)); });
                                        },
                                        e_->clock_->Now(), deadline);
-    if (e_->sync_.synced()) e_->SubmitLocked({id});
+    if (e_->sync_.synced()) e_->HoldLocked(id, e_->clock_->Now());
   }
 
   void Answer(uint64_t staged, int position, InferenceOutcome out) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -79,6 +79,7 @@ RemoteEngine::~RemoteEngine() {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     clock_->Cancel(tick_timer_);
+    clock_->Cancel(hold_timer_);
     for (TimerId t : stage_timers_) clock_->Cancel(t);
     ++epoch_;  // the streams' handlers do nothing from now on
     leader = std::move(leader_link_);
@@ -158,6 +159,7 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
     }
     if (down.has_delays()) report_ = FromProto(down.delays());
     TakeStageAnswersLocked(&answers);  // what stages answered when shown the plans
+    PiggybackLocked(now);
   }
   Run(std::move(answers));
 }
@@ -198,15 +200,68 @@ absl::Status RemoteEngine::SubmitInSequence(ModelId model, SequenceRef sequence,
   }
   const uint64_t id = table_.Add(model, std::move(input), std::move(done), now, deadline);
   if (sequence.id != 0) table_.Find(id)->sequence = sequence;
-  if (sync_.synced()) SubmitLocked({id});
+  if (sync_.synced()) HoldLocked(id, now);
   return absl::OkStatus();
+}
+
+void RemoteEngine::HoldLocked(uint64_t id, Time now) {
+  held_.push_back(id);
+  const Duration left = table_.Find(id)->deadline - now;
+  const Time by = now + std::min(options_.metadata_hold, left / 10);
+  if (held_.size() + held_samples_.size() == 1) held_since_ = now;
+  flush_by_ = std::min(flush_by_, by);
+  PiggybackLocked(now);
+}
+
+void RemoteEngine::HoldSamplesLocked(const std::vector<ResponseTracker::Sample>& samples, Time now) {
+  if (held_.empty() && held_samples_.empty()) held_since_ = now;
+  held_samples_.insert(held_samples_.end(), samples.begin(), samples.end());
+  flush_by_ = std::min(flush_by_, now + options_.metadata_hold);
+  PiggybackLocked(now);
+}
+
+void RemoteEngine::PiggybackLocked(Time now) {
+  if (held_.empty() && held_samples_.empty()) return;
+  if (now >= held_since_ + (flush_by_ - held_since_) * 3 / 4) {
+    FlushHeldLocked();
+    return;
+  }
+  if (hold_timer_ != kNoTimer && hold_timer_at_ <= flush_by_) return;
+  clock_->Cancel(hold_timer_);
+  hold_timer_at_ = flush_by_;
+  hold_timer_ = clock_->ScheduleAt(flush_by_, [this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_timer_ = kNoTimer;
+    if (!stopping_) FlushHeldLocked();
+  });
+}
+
+void RemoteEngine::FlushHeldLocked() {
+  clock_->Cancel(hold_timer_);
+  hold_timer_ = kNoTimer;
+  flush_by_ = kInfiniteFuture;
+  std::vector<uint64_t> ids;
+  ids.swap(held_);
+  std::vector<ResponseTracker::Sample> samples;
+  samples.swap(held_samples_);
+  if (leader_link_ == nullptr || !sync_.synced()) return;  // requests: failed, or they go with the first pong
+  leader_link_->Send([&](pb::FrontendUp* up) {
+    for (const ResponseTracker::Sample& sample : samples) {
+      pb::ResponseSample* s = up->add_responses();
+      s->set_at(sync_.ToCluster(sample.at));
+      s->set_delay(sample.delay);
+    }
+  });
+  SubmitLocked(ids);
 }
 
 void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
   if (ids.empty() || leader_link_ == nullptr) return;
   leader_link_->Send([&](pb::FrontendUp* up) {
     for (uint64_t id : ids) {
-      Pending& p = *table_.Find(id);
+      Pending* found = table_.Find(id);
+      if (found == nullptr || found->extra.state != State::kWaiting) continue;  // answered while held
+      Pending& p = *found;
       p.extra.state = State::kSubmitted;
       pb::RequestMeta* m = up->add_submit();
       m->set_id(id);
@@ -400,6 +455,7 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
       }
       TakeStageAnswersLocked(&answers);
     }
+    PiggybackLocked(now);
   }
   Run(std::move(answers));
 }
@@ -409,13 +465,7 @@ void RemoteEngine::OnAnswerWritten(const WrittenAnswer& answer) {
   std::vector<ResponseTracker::Sample> samples;
   answers_.Written(answer, clock_->Now(), &samples);
   if (samples.empty() || leader_link_ == nullptr || !sync_.synced()) return;
-  leader_link_->Send([&](pb::FrontendUp* up) {
-    for (const ResponseTracker::Sample& sample : samples) {
-      pb::ResponseSample* s = up->add_responses();
-      s->set_at(sync_.ToCluster(sample.at));
-      s->set_delay(sample.delay);
-    }
-  });
+  HoldSamplesLocked(samples, clock_->Now());
 }
 
 // ---- answers --------------------------------------------------------------------

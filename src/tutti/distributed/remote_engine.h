@@ -56,6 +56,10 @@ class RemoteEngine final : public InferenceEngine {
     std::string name;                      // unique among the cluster's frontends
     Duration orphan_grace = 2 * kSecond;
     Duration ping_every = kSecond;  // pings sync the clock with the leader's
+    // How long a request's metadata may wait for others to share its
+    // message to the leader: at most this, and at most a tenth of the time
+    // it has left. 0: each goes at once.
+    Duration metadata_hold = 0;
     // At most one per model (e.g. MakeParmStages, stages/parm_stage.h).
     std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>> stages;
   };
@@ -114,6 +118,13 @@ class RemoteEngine final : public InferenceEngine {
   void OnOutputs(internal::FeedUp& up);
   // REQUIRES: mu_ held.
   void SubmitLocked(const std::vector<uint64_t>& ids);
+  // Metadata and samples for the leader wait (held_, held_samples_) until
+  // flush_by_, or go earlier with the first event past 3/4 of their wait
+  // (which spares the timer's wake-up when events are frequent).
+  void HoldLocked(uint64_t id, Time now);
+  void HoldSamplesLocked(const std::vector<ResponseTracker::Sample>& samples, Time now);
+  void PiggybackLocked(Time now);
+  void FlushHeldLocked();
   void PlanLocked(const internal::PlanPart& part, Answers* answers);
   // Shows a planned part of a staged model to its stage.
   void StageLocked(uint64_t batch, ModelId model, std::vector<uint64_t> ids, std::vector<float> inputs);
@@ -152,6 +163,12 @@ class RemoteEngine final : public InferenceEngine {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Time reconnect_at_ ABSL_GUARDED_BY(mu_) = 0;  // leader stream broken
   TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  std::vector<uint64_t> held_ ABSL_GUARDED_BY(mu_);
+  std::vector<ResponseTracker::Sample> held_samples_ ABSL_GUARDED_BY(mu_);
+  Time held_since_ ABSL_GUARDED_BY(mu_) = 0;   // when the oldest of held_ and held_samples_ came
+  Time flush_by_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // when they must go (the timer's time)
+  TimerId hold_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  Time hold_timer_at_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
   std::unique_ptr<Host> host_;

@@ -71,9 +71,17 @@ class EventLoop::Impl {
     return id;
   }
 
+  // A cancelled timer that was the earliest re-arms the asio timer, so
+  // that it does not wake the loop for nothing.
   bool Cancel(TimerId id) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return timers_.Cancel(id);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!timers_.Cancel(id)) return false;
+      if (timers_.NextTime().value_or(kInfiniteFuture) <= armed_for_) return true;
+      armed_for_ = kInfiniteFuture;
+    }
+    net::post(contexts_[0]->ioc, [this] { Arm(); });
+    return true;
   }
 
  private:

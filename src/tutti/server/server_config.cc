@@ -151,6 +151,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto step_overhead, r.OptionalScalar<double>("graph_step_overhead_ms", "a number"));
   if (step_overhead && !(*step_overhead >= 0)) return Invalid("graph_step_overhead_ms", "must not be negative");
   if (step_overhead) c.graph_step_overhead = static_cast<Duration>(*step_overhead * kMillisecond);
+  TUTTI_ASSIGN_OR_RETURN(auto hold, r.OptionalScalar<double>("metadata_hold_ms", "a number"));
+  if (hold && !(*hold >= 0)) return Invalid("metadata_hold_ms", "must not be negative");
+  if (hold) c.metadata_hold = static_cast<Duration>(*hold * kMillisecond);
   if (YAML::Node rep = r.Get("replication"); rep.IsDefined() && !rep.IsNull()) {
     MapReader rr(rep, "replication");
     TUTTI_RETURN_IF_ERROR(rr.CheckIsMap());

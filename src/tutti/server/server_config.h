@@ -111,6 +111,10 @@ struct ServerConfig {
   bool even_graph_split = false;  // graph_split: even
   bool prefix_batching = true;
   Duration graph_step_overhead = 2 * kMillisecond;
+  // Distributed mode: how long a frontend may hold a request's metadata
+  // (and its answers' delay samples) so that several share one message to
+  // the scheduler (distributed/remote_engine.h).
+  Duration metadata_hold = 2 * kMillisecond;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
   // Groups with stateful models: how their states are replicated
