@@ -207,16 +207,17 @@ absl::Status RemoteEngine::SubmitInSequence(ModelId model, SequenceRef sequence,
 void RemoteEngine::HoldLocked(uint64_t id, Time now) {
   held_.push_back(id);
   const Duration left = table_.Find(id)->deadline - now;
-  const Time by = now + std::min(options_.metadata_hold, left / 10);
-  if (held_.size() + held_samples_.size() == 1) held_since_ = now;
-  flush_by_ = std::min(flush_by_, by);
-  PiggybackLocked(now);
+  HeldUntilLocked(now, now + std::min(options_.metadata_hold, left / 10));
 }
 
 void RemoteEngine::HoldSamplesLocked(const std::vector<ResponseTracker::Sample>& samples, Time now) {
-  if (held_.empty() && held_samples_.empty()) held_since_ = now;
   held_samples_.insert(held_samples_.end(), samples.begin(), samples.end());
-  flush_by_ = std::min(flush_by_, now + options_.metadata_hold);
+  HeldUntilLocked(now, now + options_.metadata_hold);
+}
+
+void RemoteEngine::HeldUntilLocked(Time now, Time by) {
+  if (flush_by_ == kInfiniteFuture) held_since_ = now;  // the first held since the last flush
+  flush_by_ = std::min(flush_by_, by);
   PiggybackLocked(now);
 }
 
@@ -462,10 +463,11 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
 
 void RemoteEngine::OnAnswerWritten(const WrittenAnswer& answer) {
   std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_->Now();
   std::vector<ResponseTracker::Sample> samples;
-  answers_.Written(answer, clock_->Now(), &samples);
+  answers_.Written(answer, now, &samples);
   if (samples.empty() || leader_link_ == nullptr || !sync_.synced()) return;
-  HoldSamplesLocked(samples, clock_->Now());
+  HoldSamplesLocked(samples, now);
 }
 
 // ---- answers --------------------------------------------------------------------

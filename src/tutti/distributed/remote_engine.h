@@ -123,6 +123,7 @@ class RemoteEngine final : public InferenceEngine {
   // (which spares the timer's wake-up when events are frequent).
   void HoldLocked(uint64_t id, Time now);
   void HoldSamplesLocked(const std::vector<ResponseTracker::Sample>& samples, Time now);
+  void HeldUntilLocked(Time now, Time by);  // something was just held, to go by `by`
   void PiggybackLocked(Time now);
   void FlushHeldLocked();
   void PlanLocked(const internal::PlanPart& part, Answers* answers);
@@ -166,9 +167,9 @@ class RemoteEngine final : public InferenceEngine {
   std::vector<uint64_t> held_ ABSL_GUARDED_BY(mu_);
   std::vector<ResponseTracker::Sample> held_samples_ ABSL_GUARDED_BY(mu_);
   Time held_since_ ABSL_GUARDED_BY(mu_) = 0;   // when the oldest of held_ and held_samples_ came
-  Time flush_by_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // when they must go (the timer's time)
+  Time flush_by_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // when they must go; kInfiniteFuture: nothing held
   TimerId hold_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
-  Time hold_timer_at_ ABSL_GUARDED_BY(mu_) = 0;
+  Time hold_timer_at_ ABSL_GUARDED_BY(mu_) = 0;  // hold_timer_'s time (a flush_by_ since lowered re-arms it)
 
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
   std::unique_ptr<Host> host_;
