@@ -113,8 +113,9 @@ struct ServerConfig {
   Duration graph_step_overhead = 2 * kMillisecond;
   // Distributed mode: how long a frontend may hold a request's metadata
   // (and its answers' delay samples) so that several share one message to
-  // the scheduler (distributed/remote_engine.h).
-  Duration metadata_hold = 2 * kMillisecond;
+  // the scheduler (distributed/remote_engine.h). 0: each goes at once (a
+  // hold adds up to its length to a request's latency at light load).
+  Duration metadata_hold = 0;
   std::vector<ExecutorGroupConfig> executors;  // empty: the defaults above
   std::vector<CodingConfig> coding;
   // Groups with stateful models: how their states are replicated
