@@ -108,7 +108,10 @@ std::string FlagSet::Help() const {
   for (const Flag& f : flags_) {
     std::string left = absl::StrCat("  --", f.name, f.is_bool ? "" : " VALUE");
     absl::StrAppendFormat(&out, "%-26s %s", left, f.help);
-    if (!f.default_text.empty()) absl::StrAppend(&out, " (default: ", f.default_text, ")");
+    // A help text that explains its default itself is not told it twice.
+    if (!f.default_text.empty() && !absl::StrContains(f.help, "(default")) {
+      absl::StrAppend(&out, " (default: ", f.default_text, ")");
+    }
     absl::StrAppend(&out, "\n");
   }
   absl::StrAppendFormat(&out, "%-26s %s\n", "  --help", "show this help");

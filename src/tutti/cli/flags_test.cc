@@ -7,6 +7,7 @@ namespace tutti::cli {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Fixture {
   std::string repo = "models";
@@ -53,6 +54,15 @@ TEST(FlagsTest, HelpListsFlagsWithDefaults) {
   EXPECT_THAT(help, HasSubstr("--repo VALUE"));
   EXPECT_THAT(help, HasSubstr("(default: models)"));
   EXPECT_THAT(help, HasSubstr("--verbose"));
+}
+
+TEST(FlagsTest, HelpThatExplainsItsDefaultIsNotGivenItTwice) {
+  FlagSet flags("tutti x [flags]", "Does x.");
+  int port = 8000;
+  flags.Int("port", &port, "HTTP port (default 8000; 0: any free port)");
+  const std::string help = flags.Help();
+  EXPECT_THAT(help, HasSubstr("HTTP port (default 8000; 0: any free port)\n"));
+  EXPECT_THAT(help, Not(HasSubstr("(default: 8000)")));
 }
 
 }  // namespace

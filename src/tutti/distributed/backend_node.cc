@@ -24,14 +24,12 @@ BackendNode::BackendNode(Options options, std::unique_ptr<Executor> executor,
 
 BackendNode::~BackendNode() {
   WaitIdle();
-  SendReports();
   std::shared_ptr<BackendLink> leader;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     ++epoch_;
     clock_->Cancel(tick_timer_);
-    clock_->Cancel(report_timer_);
     for (auto& [batch, a] : assembling_) clock_->Cancel(a.grace_timer);
     leader = std::move(leader_link_);
   }
@@ -174,9 +172,6 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
     done.set_could_start(ToCluster(std::max(result.ready, ready)));
     done.set_started(started);
     done.set_finished(finished);
-    if (report_timer_ == kNoTimer && options_.report_delay > 0) {
-      report_timer_ = clock_->ScheduleAfter(options_.report_delay, [this] { SendReports(); });
-    }
   }
   // Each part's outputs go back on the stream it came on.
   size_t offset = 0;
@@ -207,14 +202,13 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
     offset += bytes;
     item += p.ids.size();
   }
-  if (options_.report_delay <= 0) SendReports();
+  SendReports();
   std::lock_guard<std::mutex> lock(mu_);
   if (--held_ == 0) idle_.notify_all();
 }
 
 void BackendNode::SendReports() {
   std::lock_guard<std::mutex> lock(mu_);
-  report_timer_ = kNoTimer;
   if (reports_.empty()) return;
   if (leader_link_) {
     leader_link_->Send([this](pb::BackendUp* up) {

@@ -10,11 +10,13 @@
 //
 // The leader stream: a hello (its id, group, Feed address and how long the
 // batches it holds keep it busy) once its clock is synced with the leader's
-// (clock_sync.h), then pings and completion reports — held up to
-// `report_delay` so that several share a message: the scheduler plans with
-// predicted completions and uses the reports only for its measurements
-// (unless it awaits completions; then send them at once). A new leader gets
-// a new stream and a new hello.
+// (clock_sync.h), then pings and completion reports, each sent in the
+// wake-up that finished its batch. (Holding them for several to share a
+// message saved the scheduler little — a backend's batches are seldom
+// closer than a hold worth waiting — and cost the backend a timer wake-up
+// per batch: at 2,000 r/s on the emulated A100s, 515 against ~380 backend
+// context switches per second.) A new leader gets a new stream and a new
+// hello.
 //
 // Streams (distributed/links.h): feeds come in through AcceptFeed(); the
 // leader stream is opened through the Connector.
@@ -48,7 +50,6 @@ class BackendNode {
     int group = 0;
     Duration ping_every = kSecond;  // pings sync the clock with the leader's
     Duration part_grace = 200 * kMillisecond;
-    Duration report_delay = 10 * kMillisecond;  // completion reports wait up to this long for company
     // A stateful group's backend: what the leader asks of it (its role in
     // HAMS's primary-backup, distributed/replica_node.h), on the leader
     // stream's thread.
@@ -101,7 +102,7 @@ class BackendNode {
   void OnLeaderMessage(uint64_t epoch, internal::BackendDown& down);
   void OnLeaderGone(uint64_t epoch);
   void Tick();
-  void SendReports();  // the completion reports held
+  void SendReports();  // the batch's completion report
   Time ToCluster(Time local) const;  // REQUIRES: mu_ held
 
   const Options options_;
@@ -119,8 +120,7 @@ class BackendNode {
   std::string address_ ABSL_GUARDED_BY(mu_);
   std::string leader_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<BackendLink> leader_link_ ABSL_GUARDED_BY(mu_);
-  std::vector<internal::Done> reports_ ABSL_GUARDED_BY(mu_);  // held for report_delay
-  TimerId report_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  std::vector<internal::Done> reports_ ABSL_GUARDED_BY(mu_);  // made, not yet sent
   uint64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
   ClockSync sync_ ABSL_GUARDED_BY(mu_);
   bool said_hello_ ABSL_GUARDED_BY(mu_) = false;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -235,6 +236,7 @@ class Nodes {
   SchedulerNode& scheduler(int i) { return *schedulers_[i]; }
   RemoteEngine& frontend() { return *frontend_; }
   const ClusterSpec& spec() const { return spec_; }
+  const std::vector<InferenceOutcome>& outcomes() const { return outcomes_; }
 
  private:
   const Options options_;
@@ -264,6 +266,15 @@ TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
   const SchedulerNode::Membership m = n.scheduler(0).membership();
   EXPECT_EQ(m.backends, 3);
   EXPECT_EQ(m.frontends, 1);
+  // The frontend counts batches as a server in one process does: once each.
+  absl::flat_hash_map<uint64_t, int> sizes;  // batch → size
+  for (const InferenceOutcome& o : n.outcomes()) sizes[o.batch_id] = o.batch_size;
+  int64_t batched = 0;
+  for (const auto& [batch, size] : sizes) batched += size;
+  const ModelCounters c = n.frontend().Counters()[0];
+  EXPECT_LT(c.batches, t.total / 2) << "batches, not requests";
+  EXPECT_EQ(c.batches, static_cast<int64_t>(sizes.size()));
+  EXPECT_EQ(c.batched_requests, batched);
   // What the batches met on the way to their backend: the plan's trip to
   // the frontend and the inputs' to the backend, two latencies.
   const DelayReport d = n.scheduler(0).Delays();

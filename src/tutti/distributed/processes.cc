@@ -218,7 +218,6 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   std::vector<ModelShape> shapes;
   for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
   BackendNode::Options node_options{p->id_, group};
-  if (config.scheduler.await_completion) node_options.report_delay = 0;  // the scheduler waits for them
   if (auto* slot = dynamic_cast<ReplicatedExecutor*>(executor.get())) {
     p->slot_ = slot;
     p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get(), p->loop_.get());

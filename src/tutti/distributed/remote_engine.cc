@@ -417,6 +417,7 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
       }
       int delivered = 0;
       for (int i = 0; i < o.ids_size(); ++i) delivered += deliver[i] && table_.contains(o.ids(i));
+      bool counted = false;
       for (int i = 0; i < o.ids_size(); ++i) {
         const Pending* found = table_.Find(o.ids(i));
         // Answered already (a re-dispatched copy, the watchdog, or its stage), or kept by its stage.
@@ -447,9 +448,10 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
             out.late = now > out.deadline;
           }
         }
-        if (out.status.ok()) {
+        if (out.status.ok() && !counted) {  // once per batch, as in process: the batches this frontend's requests ran in
+          counted = true;
           ModelCounters& c = table_.counters(p.model);
-          ++c.batches;  // counted per item, so the mean batch size is the one requests saw
+          ++c.batches;
           c.batched_requests += out.batch_size;
         }
         table_.Answer(o.ids(i), std::move(out), &answers);

@@ -108,6 +108,7 @@ void CandidateScheduler::OfferFreeGpus(int rank) {
 void CandidateScheduler::MakeReady(ModelId m) {
   ModelState& s = models_[m];
   RankState& rank = ranks_[s.rank];
+  CatchUpDeferred(s.rank, clock_->Now());
   if (!rank.available.empty()) {
     Grant(m, *rank.available.begin());
     return;
@@ -115,6 +116,7 @@ void CandidateScheduler::MakeReady(ModelId m) {
   s.ready = true;
   s.ready_key = {s.candidate.priority, m};
   rank.ready.insert(s.ready_key);
+  ArmDeferred(s.rank);  // it waits for a GPU: their releases must grant it
   if (s.candidate.latest_dispatch != kInfiniteFuture) {
     // Past its latest moment the candidate must shrink (or its head drop).
     s.timer = clock_->ScheduleAt(s.candidate.latest_dispatch + 1, [this, m] { Refresh(m); });
@@ -176,16 +178,45 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   queued_ -= size;
   gpu.free_at = batch.exec_at + batch.latency;
   ++gpu.running;
-  gpu.timer = clock_->ScheduleAt(gpu.free_at - plan_.network.ctrl, [this, g] {
-    GpuState& gs = gpus_[g];
-    if (options_.await_completion && gs.running > 0) {
-      gs.timer = kNoTimer;
-      gs.awaiting = true;  // OnBatchDone releases it
-      return;
-    }
-    Release(g);
-  });
+  ScheduleRelease(g);
   listener_->OnDispatch(std::move(batch));
+}
+
+void CandidateScheduler::ScheduleRelease(GpuId g) {
+  GpuState& gpu = gpus_[g];
+  gpu.release_at = gpu.free_at - plan_.network.ctrl;
+  RankState& rank = ranks_[gpu.rank];
+  if (!adaptive_ && !options_.await_completion && rank.ready.empty()) {
+    rank.deferred.push_back(g);
+    return;
+  }
+  gpu.timer = clock_->ScheduleAt(gpu.release_at, [this, g] { OnReleaseTimer(g); });
+}
+
+void CandidateScheduler::OnReleaseTimer(GpuId g) {
+  GpuState& gpu = gpus_[g];
+  if (options_.await_completion && gpu.running > 0) {
+    gpu.timer = kNoTimer;
+    gpu.awaiting = true;  // OnBatchDone releases it
+    return;
+  }
+  Release(g);
+}
+
+void CandidateScheduler::CatchUpDeferred(int r, Time now) {
+  std::vector<GpuId>& deferred = ranks_[r].deferred;
+  const auto due = [&](GpuId g) { return gpus_[g].release_at <= now; };
+  for (GpuId g : deferred) {
+    if (due(g)) ranks_[r].available.insert(g);  // what Release(g) does with no candidate sendable
+  }
+  deferred.erase(std::remove_if(deferred.begin(), deferred.end(), due), deferred.end());
+}
+
+void CandidateScheduler::ArmDeferred(int r) {
+  for (GpuId g : ranks_[r].deferred) {
+    gpus_[g].timer = clock_->ScheduleAt(gpus_[g].release_at, [this, g] { OnReleaseTimer(g); });
+  }
+  ranks_[r].deferred.clear();
 }
 
 void CandidateScheduler::OnBatchDone(GpuId g) {
@@ -201,6 +232,8 @@ absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   GpuState& gpu = gpus_[g];
   if (up == !gpu.down) return absl::OkStatus();
   ranks_[gpu.rank].available.erase(g);
+  std::vector<GpuId>& deferred = ranks_[gpu.rank].deferred;
+  deferred.erase(std::remove(deferred.begin(), deferred.end(), g), deferred.end());
   clock_->Cancel(gpu.timer);
   gpu.timer = kNoTimer;
   gpu.running = 0;

@@ -15,6 +15,14 @@
 // sendable candidate with the best priority. Every event costs
 // O(log M + log G + log max_batch).
 //
+// A GPU timer is armed only when its firing can grant something: while the
+// rank has sendable candidates (or under `adaptive` or await_completion).
+// Otherwise the release is deferred: the GPU joins the available set at the
+// rank's next MakeReady if its time has come by then — the same set the
+// timer would have made, without waking a real server's scheduler for it
+// (about one wake-up per batch at light load) — and its timer is armed as
+// soon as a candidate has to wait for a GPU.
+//
 // `adaptive` (the `adaptive` policy: deferred candidates, issue 19): a
 // deferred candidate waits for its dispatch time only while waiting costs
 // no GPU time. When a GPU is free and no candidate is sendable, it takes the
@@ -72,6 +80,7 @@ class CandidateScheduler final : public Scheduler {
   struct GpuState {
     int rank = 0;
     Time free_at = 0;
+    Time release_at = 0;  // free_at − d_ctrl, as planned at its last dispatch
     TimerId timer = kNoTimer;
     int running = 0;        // await_completion: batches not reported done
     bool awaiting = false;  // await_completion: predicted free, still running
@@ -80,6 +89,7 @@ class CandidateScheduler final : public Scheduler {
   struct RankState {
     std::set<GpuId> available;  // GPU timer fired, not granted yet
     std::set<ReadyKey> ready;   // sendable candidates by priority
+    std::vector<GpuId> deferred;  // released at free_at − d_ctrl without a timer (see above)
   };
 
   // ModelThread side.
@@ -91,6 +101,13 @@ class CandidateScheduler final : public Scheduler {
   void Grant(ModelId m, GpuId g);
   void Release(GpuId g);
   void Dispatch(ModelId m, GpuId g, int size, Time now);
+  // GPU g's release at free_at − d_ctrl: a timer, or deferred (see above).
+  void ScheduleRelease(GpuId g);
+  void OnReleaseTimer(GpuId g);
+  // The rank's deferred releases: those due by `now` join the available
+  // set; ArmDeferred gives the others their timers.
+  void CatchUpDeferred(int rank, Time now);
+  void ArmDeferred(int rank);
   // adaptive: the waiting candidate a free GPU `g` of `rank` should take
   // now because GPUs are scarce (see above), or -1.
   ModelId ScarceTake(int rank, GpuId g, Time now) const;

@@ -147,6 +147,65 @@ TEST(CandidateSchedulerTest, EagerUsesTheSmallestIdleGpuAtOnce) {
   EXPECT_EQ(s->queued(), 0);
 }
 
+// A ManualClock that counts the timers it fires: each is a wake-up of a real
+// server's scheduler.
+class FiringClock final : public Clock {
+ public:
+  Time Now() const override { return base_.Now(); }
+  TimerId ScheduleAt(Time when, Callback callback) override {
+    return base_.ScheduleAt(when, [this, callback = std::move(callback)] {
+      ++fired_;
+      callback();
+    });
+  }
+  bool Cancel(TimerId id) override { return base_.Cancel(id); }
+  void AdvanceTo(Time t) { base_.AdvanceTo(t); }
+  int fired() const { return fired_; }
+
+ private:
+  ManualClock base_;
+  int fired_ = 0;
+};
+
+// A GPU's release arms a timer only when a candidate waits for a GPU: at
+// light load a batch costs one timer (its dispatch), not two; a candidate
+// that waits is still granted the GPU at its release.
+TEST(CandidateSchedulerTest, AGpuReleaseWakesTheSchedulerOnlyWhenACandidateWaits) {
+  ClusterSpec spec = ExampleCluster();
+  FiringClock clock;
+  Recorder rec;
+  std::unique_ptr<Scheduler> s = *CreateScheduler("deferred", spec, {}, &clock, &rec);
+  for (int i = 0; i < 50; ++i) {  // one request every 20 ms: a batch of 1 each, on GPU 0
+    const Time t = Millis(20) * i;
+    clock.AdvanceTo(t);
+    s->Submit({static_cast<RequestId>(i + 1), 0, t, t + spec.models[0].slo});
+  }
+  clock.AdvanceTo(Seconds(2));
+  ASSERT_EQ(rec.batches.size(), 50u);
+  EXPECT_GT(rec.batches[0].exec_at, 0) << "deferred";
+  for (const Batch& b : rec.batches) {
+    EXPECT_EQ(b.gpu, 0);
+    EXPECT_EQ(b.requests.size(), 1u);
+    EXPECT_EQ(b.exec_at - b.requests[0].arrival, rec.batches[0].exec_at) << "deferred alike";
+  }
+  EXPECT_EQ(clock.fired(), 50) << "one dispatch timer per batch, no GPU timers";
+
+  // One GPU, eager: request 2 comes while request 1's batch runs, so it waits
+  // for the release, which must then come by timer, at ℓ(1) = 6 ms.
+  spec.gpus = 1;
+  FiringClock busy_clock;
+  Recorder busy;
+  std::unique_ptr<Scheduler> b = *CreateScheduler("eager", spec, {}, &busy_clock, &busy);
+  b->Submit({1, 0, 0, Millis(12)});
+  busy_clock.AdvanceTo(Millis(1));
+  b->Submit({2, 0, Millis(1), Millis(13)});
+  EXPECT_EQ(busy.batches.size(), 1u);
+  busy_clock.AdvanceTo(Millis(20));
+  ASSERT_EQ(busy.batches.size(), 2u);
+  EXPECT_EQ(busy.batches[1].exec_at, Millis(6));
+  EXPECT_EQ(busy_clock.fired(), 1) << "the GPU's release, armed when request 2 began to wait";
+}
+
 TEST(CandidateSchedulerTest, OccupiesEachGpuByItsComputePlanAndPlansDeadlinesWithTheSlowest) {
   ClusterSpec spec = ExampleCluster();
   ManualClock clock;
