@@ -19,6 +19,7 @@ PACKAGES=(
   stress-ng                    # a background CPU hog for the serving benchmarks (HOG=1)
   time                         # /usr/bin/time: the client's CPU in bench/overload.sh
   clang libclang-rt-dev        # libFuzzer and the sanitizers (scripts/fuzz.sh, scripts/sanitize.sh)
+  coinor-libcbc-dev            # COIN-OR CBC: INFaaS's variant-scaling ILP (planner/variant_scaling.h)
 )
 
 missing=()

@@ -17,6 +17,12 @@ struct InferenceFrontend::ModelState {
   std::atomic<int64_t> rejected{0};    // refused before scheduling (bad input)
   std::atomic<int64_t> overloaded{0};  // refused by admission control (queue full)
   std::atomic<int64_t> queued{0};      // items accepted and not yet answered
+  // Model control: kReady, kUnloading (until queued is 0), kUnavailable.
+  // Changed under control_mu; read without it.
+  enum Control { kReady, kUnloading, kUnavailable };
+  std::atomic<int> control{kReady};
+  std::mutex control_mu;
+  std::vector<std::function<void(absl::Status)>> unloading;  // waiting for the drain
   // Over answered items: arrival → batch start, batch start → finish, and
   // the size of the batch each ran in.
   PromHistogram queue_seconds{PromHistogram::SecondsBounds()};
@@ -89,8 +95,16 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
   const int64_t per_item = state.served.config.inputs[0].ElementCount();
   const Duration objective = Millis(request.objective_ms);
   const int64_t queued = state.queued.fetch_add(request.batch) + request.batch;
+  // Counted before the check: an unload that begins now waits for these.
+  if (state.control.load() != ModelState::kReady) {
+    Release(state, request.batch);
+    return done(absl::UnavailableError(absl::StrCat("model '", state.served.config.name,
+                                                    "' is not loaded (unloaded through the repository API; "
+                                                    "POST /v2/repository/models/",
+                                                    state.served.config.name, "/load loads it)")));
+  }
   if (options_.max_queue_size > 0 && queued > options_.max_queue_size) {
-    state.queued -= request.batch;
+    Release(state, request.batch);
     ++state.overloaded;
     return done(absl::ResourceExhaustedError(absl::StrCat(
         "model '", state.served.config.name, "' has ", queued - request.batch,
@@ -121,15 +135,109 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
       }
       if (--pending->remaining > 0) return;
     }
-    state.queued -= batch;
-    if (!pending->first_error.ok()) return done(pending->first_error);
-    done(std::move(pending->result));
+    // Answered before the unload it may complete is reported.
+    if (!pending->first_error.ok()) {
+      done(pending->first_error);
+    } else {
+      done(std::move(pending->result));
+    }
+    Release(state, batch);
   };
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
     absl::Status s = engine_->SubmitInSequence(model, request.sequence, std::move(item), objective,
                                                [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
+  }
+}
+
+void InferenceFrontend::Release(ModelState& state, int64_t n) {
+  if (state.queued.fetch_sub(n) != n || state.control.load() != ModelState::kUnloading) return;
+  std::vector<std::function<void(absl::Status)>> drained;
+  {
+    std::lock_guard<std::mutex> lock(state.control_mu);
+    if (state.control.load() != ModelState::kUnloading || state.queued.load() != 0) return;
+    state.control = ModelState::kUnavailable;
+    drained.swap(state.unloading);
+  }
+  for (auto& done : drained) done(absl::OkStatus());
+}
+
+InferenceFrontend::ModelStatus InferenceFrontend::Status(int model) const {
+  const ModelState& state = *models_[model];
+  if (!ready_) return {"UNAVAILABLE", "the server is shutting down"};
+  switch (state.control.load()) {
+    case ModelState::kReady:
+      return {"READY", ""};
+    case ModelState::kUnloading:
+      return {"UNLOADING", absl::StrCat("answering the ", state.queued.load(), " items it accepted")};
+    default:
+      return {"UNAVAILABLE", "unloaded"};
+  }
+}
+
+bool InferenceFrontend::model_ready(int model) const {
+  return ready_ && models_[model]->control.load() == ModelState::kReady;
+}
+
+void InferenceFrontend::Load(int model) {
+  ModelState& state = *models_[model];
+  std::vector<std::function<void(absl::Status)>> aborted;
+  {
+    std::lock_guard<std::mutex> lock(state.control_mu);
+    state.control = ModelState::kReady;
+    aborted.swap(state.unloading);
+  }
+  for (auto& done : aborted) {
+    done(absl::AbortedError(absl::StrCat("model '", state.served.config.name, "' was loaded again before it drained")));
+  }
+}
+
+void InferenceFrontend::Unload(int model, std::function<void(absl::Status)> done) {
+  ModelState& state = *models_[model];
+  {
+    std::lock_guard<std::mutex> lock(state.control_mu);
+    if (state.control.load() == ModelState::kUnavailable) {
+      done(absl::OkStatus());
+      return;
+    }
+    state.control = ModelState::kUnloading;
+    state.unloading.push_back(std::move(done));
+  }
+  // Completes at once when nothing is pending (a Release that ran before
+  // the state changed did not).
+  state.queued.fetch_add(1);
+  Release(state, 1);
+}
+
+void InferenceFrontend::UnloadWithDependents(int model, bool dependents, std::function<void(absl::Status)> done) {
+  std::vector<int> unload = {model};
+  for (int g = 0; dependents && g < num_models(); ++g) {
+    for (const EnsembleStep& step : models_[g]->served.config.steps) {
+      if (step.model_name == models_[model]->served.config.name) {
+        unload.push_back(g);
+        break;
+      }
+    }
+  }
+  struct Join {
+    std::mutex mu;
+    size_t left;
+    absl::Status first;
+    std::function<void(absl::Status)> done;
+  };
+  auto join = std::make_shared<Join>();
+  join->left = unload.size();
+  join->done = std::move(done);
+  for (int m : unload) {
+    Unload(m, [join](absl::Status s) {
+      {
+        std::lock_guard<std::mutex> lock(join->mu);
+        join->first.Update(s);
+        if (--join->left > 0) return;
+      }
+      join->done(join->first);
+    });
   }
 }
 

@@ -9,6 +9,13 @@
 // Options::max_queue_size is refused at once (ResourceExhausted), as
 // Triton's max_queue_size does, instead of queueing without bound.
 //
+// Model control (Triton's model repository extension): every served model
+// is loaded at start. Unload() stops a model taking requests and reports
+// once every request it accepted is answered (nothing accepted is lost);
+// Load() takes them again. Its executors and the scheduler's plan stay as
+// the serve config placed them, so a model is loaded again at once; in
+// distributed mode each frontend process controls its own.
+//
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_FRONTEND_INFERENCE_FRONTEND_H_
 #define TUTTI_FRONTEND_INFERENCE_FRONTEND_H_
@@ -76,14 +83,38 @@ class InferenceFrontend {
   bool ready() const { return ready_; }
   void StopAccepting() { ready_ = false; }
 
+  // Model control. A model's state in the repository index: "READY",
+  // "UNLOADING" (answering what it accepted) or "UNAVAILABLE" (unloaded),
+  // and why when it is not ready.
+  struct ModelStatus {
+    std::string state;
+    std::string reason;
+  };
+  ModelStatus Status(int model) const;
+  // ready() and the model loaded.
+  bool model_ready(int model) const;
+  // Takes the model's requests again (an unload still draining is answered
+  // Aborted).
+  void Load(int model);
+  // Stops taking the model's requests (they are answered Unavailable, with
+  // how to load it) and calls `done` once every request it accepted is
+  // answered: at once when none is pending, else on the thread that answers
+  // the last. Unloading an unloaded model is done at once.
+  void Unload(int model, std::function<void(absl::Status)> done);
+  // Unload(), and with `dependents` also every graph that runs `model` as a
+  // step (Triton's unload_dependents); `done` once all have drained, with
+  // the first error if any.
+  void UnloadWithDependents(int model, bool dependents, std::function<void(absl::Status)> done);
+
   // Counts a request refused before scheduling (bad input) for `model`.
   void CountRejected(int model);
 
   // Schedules the request's items; `done` is called exactly once, on any
   // thread, possibly before Infer returns: with the outputs, or with the
   // error of the first failed item (DeadlineExceeded: the objective cannot
-  // be met; Unavailable: shutting down; ResourceExhausted: the model's
-  // queue is full; others: execution failures).
+  // be met; Unavailable: shutting down, or the model is unloaded;
+  // ResourceExhausted: the model's queue is full; others: execution
+  // failures).
   void Infer(int model, InferRequest request, InferDone done);
 
   // How long the server has held the request of `result` by now, from
@@ -103,6 +134,9 @@ class InferenceFrontend {
 
  private:
   struct ModelState;
+  // `n` of the model's items are answered (or refused); completes an unload
+  // that waited for them.
+  static void Release(ModelState& state, int64_t n);
 
   InferenceEngine* const engine_;
   const Options options_;

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -92,6 +93,60 @@ TEST_F(AdmissionTest, RequestsBeyondTheQueueLimitAreRefusedAtOnceAndPlacesFreeAs
   Infer(3, &later);
   EXPECT_FALSE(later.has_value());  // accepted, held
   EXPECT_EQ(engine_.in_flight(), 4);
+}
+
+// Model control: an unload stops new requests at once, answers every one it
+// accepted, and only then reports done; a load takes requests again.
+TEST_F(AdmissionTest, UnloadingWhileBusyAnswersWhatItAcceptedBeforeItReportsDone) {
+  std::vector<std::string> events;
+  std::optional<absl::Status> a, b, refused, after;
+  Infer(2, &a);
+  Infer(1, &b);
+  EXPECT_EQ(frontend_->Status(0).state, "READY");
+  std::optional<absl::Status> unloaded;
+  frontend_->Unload(0, [&](absl::Status s) {
+    unloaded = s;
+    events.push_back(absl::StrCat("unloaded with a ", a.has_value() ? "answered" : "pending", " and b ",
+                                  b.has_value() ? "answered" : "pending"));
+  });
+  EXPECT_FALSE(unloaded.has_value()) << "3 items still in flight";
+  EXPECT_EQ(frontend_->Status(0).state, "UNLOADING");
+  EXPECT_THAT(frontend_->Status(0).reason, HasSubstr("answering the 3 items"));
+  EXPECT_FALSE(frontend_->model_ready(0));
+  Infer(1, &refused);
+  ASSERT_TRUE(refused.has_value()) << "refused at once";
+  EXPECT_EQ(refused->code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(refused->message(), HasSubstr("POST /v2/repository/models/mlp/load"));
+  EXPECT_EQ(engine_.in_flight(), 3) << "the refused request never reached the engine";
+  engine_.AnswerOne();
+  engine_.AnswerOne();
+  EXPECT_FALSE(unloaded.has_value());
+  engine_.AnswerOne();
+  ASSERT_TRUE(unloaded.has_value());
+  EXPECT_TRUE(unloaded->ok());
+  EXPECT_THAT(events, ::testing::ElementsAre("unloaded with a answered and b answered"));
+  EXPECT_TRUE(a->ok());
+  EXPECT_TRUE(b->ok());
+  EXPECT_EQ(frontend_->Status(0).state, "UNAVAILABLE");
+  EXPECT_EQ(frontend_->Status(0).reason, "unloaded");
+  std::optional<absl::Status> again;  // unloading an unloaded model: done at once
+  frontend_->Unload(0, [&](absl::Status s) { again = s; });
+  ASSERT_TRUE(again.has_value());
+  EXPECT_TRUE(again->ok());
+
+  frontend_->Load(0);
+  EXPECT_TRUE(frontend_->model_ready(0));
+  Infer(1, &after);
+  EXPECT_FALSE(after.has_value()) << "accepted, held";
+  // Loaded again while an unload drains: that unload is answered Aborted.
+  std::optional<absl::Status> interrupted;
+  frontend_->Unload(0, [&](absl::Status s) { interrupted = s; });
+  frontend_->Load(0);
+  ASSERT_TRUE(interrupted.has_value());
+  EXPECT_EQ(interrupted->code(), absl::StatusCode::kAborted);
+  engine_.AnswerOne();
+  EXPECT_TRUE(after->ok());
+  EXPECT_EQ(frontend_->Status(0).state, "READY");
 }
 
 }  // namespace

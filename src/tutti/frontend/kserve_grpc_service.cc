@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
+#include "tutti/frontend/kserve_json.h"
 #include "tutti/grpc/grpc_util.h"
 
 namespace tutti {
@@ -166,7 +167,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelReady(grpc::CallbackServerCont
                                                         inference::ModelReadyResponse* response) {
   absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
   if (!model.ok()) return FinishUnary(context, model.status());
-  response->set_ready(frontend_->ready());
+  response->set_ready(frontend_->model_ready(*model));
   return FinishUnary(context);
 }
 
@@ -178,6 +179,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServer
   response->set_version(std::string(kServerVersion));
   response->add_extensions("binary_tensor_data");
   response->add_extensions("sequence");
+  response->add_extensions("model_repository");
   return FinishUnary(context);
 }
 
@@ -239,14 +241,64 @@ grpc::ServerUnaryReactor* KserveGrpcService::RepositoryIndex(grpc::CallbackServe
                                                              const inference::RepositoryIndexRequest* request,
                                                              inference::RepositoryIndexResponse* response) {
   if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
-  if (request->ready() && !frontend_->ready()) return FinishUnary(context);
   for (int m = 0; m < frontend_->num_models(); ++m) {
+    InferenceFrontend::ModelStatus status = frontend_->Status(m);
+    if (request->ready() && status.state != "READY") continue;
     inference::RepositoryIndexResponse::ModelIndex* index = response->add_models();
     index->set_name(frontend_->served(m).config.name);
     index->set_version(std::to_string(frontend_->served(m).version));
-    index->set_state(frontend_->ready() ? "READY" : "UNAVAILABLE");
+    index->set_state(status.state);
+    index->set_reason(status.reason);
   }
   return FinishUnary(context);
+}
+
+namespace {
+
+// The parameters of a load or unload, as on HTTP (ParseRepositoryModelRequest).
+absl::StatusOr<RepositoryModelRequest> RepositoryParameters(
+    const google::protobuf::Map<std::string, inference::ModelRepositoryParameter>& params) {
+  RepositoryModelRequest out;
+  for (const auto& [name, value] : params) {
+    if (name == "unload_dependents") {
+      if (value.parameter_choice_case() != inference::ModelRepositoryParameter::kBoolParam) {
+        return absl::InvalidArgumentError("'unload_dependents' must be a bool_param");
+      }
+      out.unload_dependents = value.bool_param();
+    } else {
+      return RefuseRepositoryParameter(name);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* KserveGrpcService::RepositoryModelLoad(grpc::CallbackServerContext* context,
+                                                                 const inference::RepositoryModelLoadRequest* request,
+                                                                 inference::RepositoryModelLoadResponse*) {
+  if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<int> model = frontend_->FindModel(request->model_name());
+  if (!model.ok()) return FinishUnary(context, model.status());
+  if (absl::StatusOr<RepositoryModelRequest> p = RepositoryParameters(request->parameters()); !p.ok()) {
+    return FinishUnary(context, p.status());
+  }
+  frontend_->Load(*model);
+  return FinishUnary(context);
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::RepositoryModelUnload(
+    grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<int> model = frontend_->FindModel(request->model_name());
+  if (!model.ok()) return FinishUnary(context, model.status());
+  absl::StatusOr<RepositoryModelRequest> p = RepositoryParameters(request->parameters());
+  if (!p.ok()) return FinishUnary(context, p.status());
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  frontend_->UnloadWithDependents(*model, p->unload_dependents,
+                                  [reactor](absl::Status s) { reactor->Finish(ToGrpcStatus(s)); });
+  return reactor;
 }
 
 }  // namespace tutti

@@ -6,7 +6,8 @@
 //   ServerLive, ServerReady, ModelReady    health (ready follows the frontend)
 //   ServerMetadata, ModelMetadata          metadata (NOT_FOUND: unknown model/version)
 //   ModelInfer                             inference
-//   RepositoryIndex                        the served models (Triton's, admin)
+//   RepositoryIndex, RepositoryModelLoad,  Triton's model repository extension
+//   RepositoryModelUnload                  (admin; see InferenceFrontend's model control)
 //
 // Access (access.h) as on HTTP, from the `authorization` metadata:
 // UNAUTHENTICATED without a valid token, PERMISSION_DENIED for an admin
@@ -60,6 +61,12 @@ class KserveGrpcService final
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelLoad(grpc::CallbackServerContext* context,
+                                                const inference::RepositoryModelLoadRequest* request,
+                                                inference::RepositoryModelLoadResponse* response) override;
+  grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* context,
+                                                  const inference::RepositoryModelUnloadRequest* request,
+                                                  inference::RepositoryModelUnloadResponse* response) override;
 
  private:
   // Whether the call may run (InferenceFrontend::Authorize on its

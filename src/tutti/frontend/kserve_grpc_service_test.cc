@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <future>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -115,6 +116,68 @@ TEST_F(KserveGrpcServiceTest, HealthAndMetadata) {
   EXPECT_FALSE(server_ready());
   EXPECT_EQ(model_ready("mlp", "", &ready), grpc::StatusCode::OK);
   EXPECT_FALSE(ready);
+}
+
+// Triton's RepositoryIndex / RepositoryModelLoad / RepositoryModelUnload.
+TEST_F(KserveGrpcServiceTest, ModelControlUnloadsLoadsAndIndexesModels) {
+  auto index = [&](bool ready_only) {
+    grpc::ClientContext c;
+    inference::RepositoryIndexRequest q;
+    q.set_ready(ready_only);
+    inference::RepositoryIndexResponse r;
+    EXPECT_TRUE(stub_->RepositoryIndex(&c, q, &r).ok());
+    return r;
+  };
+  auto control = [&](bool load, const std::string& model, const std::string& param = "",
+                     std::optional<inference::ModelRepositoryParameter> value = std::nullopt) {
+    grpc::ClientContext c;
+    if (load) {
+      inference::RepositoryModelLoadRequest q;
+      q.set_model_name(model);
+      if (value) (*q.mutable_parameters())[param] = *value;
+      inference::RepositoryModelLoadResponse r;
+      return stub_->RepositoryModelLoad(&c, q, &r);
+    }
+    inference::RepositoryModelUnloadRequest q;
+    q.set_model_name(model);
+    if (value) (*q.mutable_parameters())[param] = *value;
+    inference::RepositoryModelUnloadResponse r;
+    return stub_->RepositoryModelUnload(&c, q, &r);
+  };
+  EXPECT_EQ(index(false).models(0).state(), "READY");
+  inference::ModelRepositoryParameter dependents;
+  dependents.set_bool_param(false);
+  ASSERT_TRUE(control(false, "mlp", "unload_dependents", dependents).ok());
+  inference::RepositoryIndexResponse after = index(false);
+  ASSERT_EQ(after.models_size(), 1);
+  EXPECT_EQ(after.models(0).state(), "UNAVAILABLE");
+  EXPECT_EQ(after.models(0).reason(), "unloaded");
+  EXPECT_EQ(index(true).models_size(), 0);
+  grpc::Status refused = InferError(Request(1));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.error_message(), HasSubstr("is not loaded"));
+  {
+    grpc::ClientContext c;
+    inference::ModelReadyRequest q;
+    q.set_name("mlp");
+    inference::ModelReadyResponse r;
+    ASSERT_TRUE(stub_->ModelReady(&c, q, &r).ok());
+    EXPECT_FALSE(r.ready());
+  }
+  ASSERT_TRUE(control(true, "mlp").ok());
+  inference::ModelInferResponse answer;
+  EXPECT_TRUE(Infer(Request(1), &answer).ok());
+
+  EXPECT_EQ(control(true, "nope").error_code(), grpc::StatusCode::NOT_FOUND);
+  inference::ModelRepositoryParameter config;
+  config.set_string_param("{}");
+  grpc::Status bad = control(true, "mlp", "config", config);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("restart the server"));
+  inference::ModelRepositoryParameter not_bool;
+  not_bool.set_int64_param(1);
+  EXPECT_EQ(control(false, "mlp", "unload_dependents", not_bool).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(index(true).models_size(), 1) << "errors change nothing";
 }
 
 TEST_F(KserveGrpcServiceTest, InferTakesContentsOrRawBytesAndAnswersRawOutputs) {
@@ -256,7 +319,7 @@ TEST_F(KserveGrpcServiceTest, ObjectivesThatRoundToNothingOrOverflowAreRefused) 
   grpc::ClientContext c;
   inference::ServerMetadataResponse meta;
   ASSERT_TRUE(stub_->ServerMetadata(&c, {}, &meta).ok());
-  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data", "sequence"));
+  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data", "sequence", "model_repository"));
 }
 
 }  // namespace

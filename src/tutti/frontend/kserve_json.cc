@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "rapidjson/document.h"
@@ -509,26 +510,85 @@ std::string WriteModelConfig(const ModelConfig& config) {
 
 std::string WriteServerMetadata() {
   return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion,
-                      R"(","extensions":["binary_tensor_data","sequence"]})");
+                      R"(","extensions":["binary_tensor_data","sequence","model_repository"]})");
 }
 
-std::string WriteRepositoryIndex(const std::vector<std::pair<std::string, int64_t>>& models, bool ready) {
+std::string WriteRepositoryIndex(const std::vector<RepositoryIndexEntry>& models) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartArray();
-  for (const auto& [name, version] : models) {
-    const std::string v = std::to_string(version);
+  for (const RepositoryIndexEntry& m : models) {
+    const std::string v = std::to_string(m.version);
     w.StartObject();
     w.Key("name");
-    w.String(name.data(), static_cast<rapidjson::SizeType>(name.size()));
+    w.String(m.name.data(), static_cast<rapidjson::SizeType>(m.name.size()));
     w.Key("version");
     w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
     w.Key("state");
-    w.String(ready ? "READY" : "UNAVAILABLE");
+    w.String(m.state.data(), static_cast<rapidjson::SizeType>(m.state.size()));
+    if (!m.reason.empty()) {
+      w.Key("reason");
+      w.String(m.reason.data(), static_cast<rapidjson::SizeType>(m.reason.size()));
+    }
     w.EndObject();
   }
   w.EndArray();
   return buf.GetString();
+}
+
+namespace {
+
+// An empty body, or a JSON object.
+absl::StatusOr<rapidjson::Document> ParseOptionalObject(absl::string_view body) {
+  rapidjson::Document doc;
+  if (body.find_first_not_of(" \t\r\n") == absl::string_view::npos) {
+    doc.SetObject();
+    return doc;
+  }
+  TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body));
+  doc.Parse<kParseFlags>(body.data(), body.size());
+  if (doc.HasParseError()) {
+    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
+                            rapidjson::GetParseError_En(doc.GetParseError())));
+  }
+  if (!doc.IsObject()) return Bad("the request body must be a JSON object");
+  return doc;
+}
+
+}  // namespace
+
+absl::StatusOr<bool> ParseRepositoryIndexRequest(absl::string_view body) {
+  TUTTI_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseOptionalObject(body));
+  if (!doc.HasMember("ready")) return false;
+  if (!doc["ready"].IsBool()) return Bad("'ready' must be true or false");
+  return doc["ready"].GetBool();
+}
+
+absl::Status RefuseRepositoryParameter(absl::string_view name) {
+  if (name == "config" || absl::StartsWith(name, "file:")) {
+    return Bad(absl::StrCat("parameter ", QuoteUserText(name),
+                            ": Tutti loads a model only as the repository and serve config placed it at start; "
+                            "change its config.yaml and restart the server to serve another configuration"));
+  }
+  return Bad(absl::StrCat("unknown parameter ", QuoteUserText(name), " (known: unload_dependents)"));
+}
+
+absl::StatusOr<RepositoryModelRequest> ParseRepositoryModelRequest(absl::string_view body) {
+  TUTTI_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseOptionalObject(body));
+  RepositoryModelRequest out;
+  if (!doc.HasMember("parameters")) return out;
+  const Value& params = doc["parameters"];
+  if (!params.IsObject()) return Bad("'parameters' must be an object");
+  for (auto it = params.MemberBegin(); it != params.MemberEnd(); ++it) {
+    const std::string name(it->name.GetString(), it->name.GetStringLength());
+    if (name == "unload_dependents") {
+      if (!it->value.IsBool()) return Bad("'unload_dependents' must be true or false");
+      out.unload_dependents = it->value.GetBool();
+    } else {
+      return RefuseRepositoryParameter(name);
+    }
+  }
+  return out;
 }
 
 std::string WriteError(absl::string_view message) {

@@ -96,12 +96,32 @@ std::string WriteModelConfig(const ModelConfig& config);
 inline constexpr int kMaxJsonDepth = 64;
 
 // {"name": "tutti", "version", "extensions": [...]}: the protocol
-// extensions Tutti serves (binary_tensor_data).
+// extensions Tutti serves (binary_tensor_data, sequence, model_repository).
 std::string WriteServerMetadata();
 
-// [{"name", "version", "state": "READY"|"UNAVAILABLE"}, …]: Triton's
-// repository index (POST /v2/repository/index) of the served models.
-std::string WriteRepositoryIndex(const std::vector<std::pair<std::string, int64_t>>& models, bool ready);
+// Triton's model repository extension over HTTP.
+struct RepositoryIndexEntry {
+  std::string name;
+  int64_t version = 1;
+  std::string state;   // READY | UNLOADING | UNAVAILABLE
+  std::string reason;  // "" when ready
+};
+// [{"name", "version", "state", "reason"?}, …] (POST /v2/repository/index).
+std::string WriteRepositoryIndex(const std::vector<RepositoryIndexEntry>& models);
+// The index request's body: empty, or {"ready": bool} (only ready models).
+absl::StatusOr<bool> ParseRepositoryIndexRequest(absl::string_view body);
+// A load or unload request's body: empty, or {"parameters": {…}}.
+// `unload_dependents` (bool) is read; `config` and Triton's "file:…"
+// overrides are refused (InvalidArgument): Tutti places a model's
+// executors from the serve config at start, so a model is only loaded as
+// it was configured.
+struct RepositoryModelRequest {
+  bool unload_dependents = false;
+};
+absl::StatusOr<RepositoryModelRequest> ParseRepositoryModelRequest(absl::string_view body);
+// The InvalidArgument for a load or unload parameter other than
+// unload_dependents (gRPC reads the parameters from its own map).
+absl::Status RefuseRepositoryParameter(absl::string_view name);
 
 // {"error": message}, with the message JSON-escaped.
 std::string WriteError(absl::string_view message);

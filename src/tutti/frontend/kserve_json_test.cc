@@ -295,9 +295,10 @@ TEST(KserveJsonTest, ServerMetadataListsItsExtensions) {
   rapidjson::Document d;
   d.Parse(WriteServerMetadata().c_str());
   ASSERT_TRUE(d["extensions"].IsArray());
-  ASSERT_EQ(d["extensions"].Size(), 2u);
+  ASSERT_EQ(d["extensions"].Size(), 3u);
   EXPECT_STREQ(d["extensions"][0].GetString(), "binary_tensor_data");
   EXPECT_STREQ(d["extensions"][1].GetString(), "sequence");
+  EXPECT_STREQ(d["extensions"][2].GetString(), "model_repository");
 }
 
 // Triton's model configuration JSON: a stateful step's sequence batching

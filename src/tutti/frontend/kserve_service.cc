@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tutti/core/user_text.h"
 #include "tutti/frontend/kserve_json.h"
@@ -31,6 +32,8 @@ int HttpStatusOf(const absl::Status& s) {
       return 503;
     case absl::StatusCode::kUnimplemented:
       return 501;
+    case absl::StatusCode::kAborted:
+      return 409;
     default:
       return 500;
   }
@@ -80,14 +83,7 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
     if (parts[2] == "live") return respond(HttpResponse{200, ""});
     if (parts[2] == "ready") return respond(HttpResponse{ready, ""});
   }
-  if (path == "/v2/repository/index") {  // Triton's model repository extension (read only)
-    if (request.method != "POST") return respond(Error(405, "use POST"));
-    std::vector<std::pair<std::string, int64_t>> index;
-    for (int m = 0; m < frontend_->num_models(); ++m) {
-      index.emplace_back(frontend_->served(m).config.name, frontend_->served(m).version);
-    }
-    return respond(Json(200, WriteRepositoryIndex(index, frontend_->ready())));
-  }
+  if (parts[1] == "repository") return Repository(parts, request, std::move(respond));
   if (path == "/v2/tutti/shutdown") {
     if (request.method != "POST") return respond(Error(405, "use POST"));
     if (absl::Status s = frontend_->RequestShutdown(); !s.ok()) return respond(StatusError(s));
@@ -112,11 +108,43 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
     return Infer(*model, request, std::move(respond));
   }
   if (!get) return respond(Error(405, "use GET"));
-  if (action == "ready") return respond(HttpResponse{ready, ""});
+  if (action == "ready") return respond(HttpResponse{frontend_->model_ready(*model) ? 200 : 400, ""});
   if (action == "stats") return respond(Json(200, frontend_->StatsJson(*model)));
   if (action == "config") return respond(Json(200, WriteModelConfig(frontend_->served(*model).config)));
   const InferenceFrontend::ServedModel& m = frontend_->served(*model);
   respond(Json(200, WriteModelMetadata(m.config, {m.version})));
+}
+
+// Triton's model repository extension: POST /v2/repository/index and
+// POST /v2/repository/models/{m}/load|unload.
+void KserveService::Repository(const std::vector<std::string>& parts, const HttpRequest& request, Respond respond) {
+  if (request.method != "POST") return respond(Error(405, "use POST"));
+  if (parts.size() == 3 && parts[2] == "index") {
+    absl::StatusOr<bool> ready_only = ParseRepositoryIndexRequest(request.body);
+    if (!ready_only.ok()) return respond(StatusError(ready_only.status()));
+    std::vector<RepositoryIndexEntry> index;
+    for (int m = 0; m < frontend_->num_models(); ++m) {
+      InferenceFrontend::ModelStatus status = frontend_->Status(m);
+      if (*ready_only && status.state != "READY") continue;
+      index.push_back({frontend_->served(m).config.name, frontend_->served(m).version, std::move(status.state),
+                       std::move(status.reason)});
+    }
+    return respond(Json(200, WriteRepositoryIndex(index)));
+  }
+  if (parts.size() != 5 || parts[2] != "models" || (parts[4] != "load" && parts[4] != "unload")) {
+    return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(absl::StrJoin(parts, "/")))));
+  }
+  absl::StatusOr<int> model = frontend_->FindModel(parts[3]);
+  if (!model.ok()) return respond(StatusError(model.status()));
+  absl::StatusOr<RepositoryModelRequest> params = ParseRepositoryModelRequest(request.body);
+  if (!params.ok()) return respond(StatusError(params.status()));
+  if (parts[4] == "load") {
+    frontend_->Load(*model);
+    return respond(HttpResponse{200, ""});
+  }
+  frontend_->UnloadWithDependents(*model, params->unload_dependents, [respond = std::move(respond)](absl::Status s) {
+    respond(s.ok() ? HttpResponse{200, ""} : StatusError(s));
+  });
 }
 
 void KserveService::Infer(int model, const HttpRequest& request, Respond respond) {

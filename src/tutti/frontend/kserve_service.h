@@ -30,6 +30,7 @@ class KserveService final : public HttpHandler {
 
  private:
   void Infer(int model, const HttpRequest& request, Respond respond);
+  void Repository(const std::vector<std::string>& parts, const HttpRequest& request, Respond respond);
 
   InferenceFrontend* const frontend_;
 };

@@ -66,6 +66,50 @@ TEST_F(KserveServiceTest, HealthAndMetadata) {
   EXPECT_EQ(c.Request("GET", "/v2/health/ready").status, 400);
 }
 
+// Triton's model repository extension over HTTP: index, unload, load and
+// their errors (unloading while busy: inference_frontend_test.cc).
+TEST_F(KserveServiceTest, ModelControlUnloadsLoadsAndIndexesModels) {
+  HttpTestClient c(server_->port());
+  EXPECT_THAT(c.Request("GET", "/v2").body, HasSubstr(R"("model_repository")"));
+  testing::ClientResponse index = c.Request("POST", "/v2/repository/index");
+  EXPECT_EQ(index.status, 200);
+  EXPECT_EQ(index.body, R"([{"name":"mlp","version":"1","state":"READY"}])");
+  testing::ClientResponse unload = c.Request("POST", "/v2/repository/models/mlp/unload", "");
+  EXPECT_EQ(unload.status, 200) << unload.body;
+  EXPECT_EQ(c.Request("POST", "/v2/repository/index", "{}").body,
+            R"([{"name":"mlp","version":"1","state":"UNAVAILABLE","reason":"unloaded"}])");
+  EXPECT_EQ(c.Request("POST", "/v2/repository/index", R"({"ready":true})").body, "[]");
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 400);
+  EXPECT_EQ(c.Request("GET", "/v2/health/ready").status, 200) << "the server is still ready";
+  testing::ClientResponse refused = c.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]"));
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_THAT(refused.body, HasSubstr("is not loaded"));
+  EXPECT_EQ(c.Request("POST", "/v2/repository/models/mlp/load", R"({"parameters":{}})").status, 200);
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 200);
+  EXPECT_EQ(c.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+  EXPECT_EQ(c.Request("POST", "/v2/repository/models/mlp/unload", R"({"parameters":{"unload_dependents":true}})").status,
+            200);
+  EXPECT_EQ(c.Request("POST", "/v2/repository/models/mlp/load").status, 200);
+
+  // Errors.
+  testing::ClientResponse r = c.Request("POST", "/v2/repository/models/nope/load");
+  EXPECT_EQ(r.status, 404);
+  EXPECT_THAT(r.body, HasSubstr("unknown model 'nope'"));
+  r = c.Request("POST", "/v2/repository/models/mlp/load", R"({"parameters":{"config":"{}"}})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("restart the server"));
+  r = c.Request("POST", "/v2/repository/models/mlp/unload", R"({"parameters":{"unload_dependents":"yes"}})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, HasSubstr("'unload_dependents' must be true or false"));
+  EXPECT_THAT(c.Request("POST", "/v2/repository/models/mlp/load", R"({"parameters":{"colour":1}})").body,
+              HasSubstr("unknown parameter 'colour'"));
+  EXPECT_EQ(c.Request("POST", "/v2/repository/index", "[").status, 400);
+  EXPECT_EQ(c.Request("POST", "/v2/repository/index", R"({"ready":1})").status, 400);
+  EXPECT_EQ(c.Request("GET", "/v2/repository/index").status, 405);
+  EXPECT_EQ(c.Request("POST", "/v2/repository/models/mlp/reload").status, 404);
+  EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 200) << "errors change nothing";
+}
+
 TEST_F(KserveServiceTest, InferReturnsOneOutputRowPerItemMarkedEmulated) {
   HttpTestClient c(server_->port());
   testing::ClientResponse r = c.Request("POST", "/v2/models/mlp/infer", Infer("[2,1,2,2]", "[1,2,3,4,5,6,7,8]"));
