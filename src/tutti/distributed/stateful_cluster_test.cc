@@ -104,10 +104,10 @@ executors:
     std::string body;
   };
 
-  Reply Step(testing::HttpTestClient& client, uint64_t sequence, int pattern, int step) {
+  // Step `step` of a sequence; `last`: it ends there.
+  Reply Step(testing::HttpTestClient& client, uint64_t sequence, int pattern, int step, bool last) {
     const std::string params = absl::StrFormat(R"({"sequence_id":%d,"sequence_start":%s,"sequence_end":%s})",
-                                               sequence, step == 0 ? "true" : "false",
-                                               step == kSteps - 1 ? "true" : "false");
+                                               sequence, step == 0 ? "true" : "false", last ? "true" : "false");
     const testing::ClientResponse r = client.Request(
         "POST", "/v2/models/pipeline/infer",
         absl::StrCat(R"({"inputs":[{"name":"rows","datatype":"FP32","shape":[1,4,28],"data":[)",
@@ -155,7 +155,7 @@ executors:
     testing::HttpTestClient client(port_);
     for (int p = 0; p < kPatterns; ++p) {
       for (int s = 0; s < kSteps; ++s) {
-        Reply r = Step(client, 1000 + p, p, s);
+        Reply r = Step(client, 1000 + p, p, s, s == kSteps - 1);
         ASSERT_EQ(r.status, 200) << r.body;
         ASSERT_EQ(r.probs.size(), 10u);
         reference_[p].push_back(r.probs);
@@ -190,9 +190,15 @@ executors:
         for (uint64_t round = 0; !stop; ++round) {
           const uint64_t sequence = 1 + t + kStreams * round;
           const int pattern = static_cast<int>(sequence % kPatterns);
-          for (int s = 0; s < kSteps; ++s) {
+          // Stream t's first sequence ends after 1 + t % kSteps steps, so
+          // that the streams are at different steps at any moment: batched
+          // together, they advance in lockstep, and had they all begun
+          // together a fault could find every one between sequences (with
+          // none to lose its state).
+          const int steps = round == 0 ? 1 + t % kSteps : kSteps;
+          for (int s = 0; s < steps; ++s) {
             const SteadyClock::rep sent_at = SteadyClock::now().time_since_epoch().count();
-            Reply r = Step(client, sequence, pattern, s);
+            Reply r = Step(client, sequence, pattern, s, s == steps - 1);
             const SteadyClock::rep answered_at = SteadyClock::now().time_since_epoch().count();
             std::lock_guard<std::mutex> lock(mu);
             ++o.sent;
