@@ -57,6 +57,9 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
   ModelConfig config = BuiltinModelConfig(name, job.train.architecture, job.max_batch_size);
   config.parameters = result.parameters;
   config.stage_hashes = result.stage_hashes;
+  // Measured on some classes only: a narrower task than the whole dataset's
+  // (model-less requests for the task must not pick it for its accuracy).
+  if (!job.classes.empty()) absl::StrAppend(&config.task, "/classes=", absl::StrJoin(job.classes, ","));
   // Measure the artifact on disk through the executor, then write the config once.
   TUTTI_ASSIGN_OR_RETURN(double accuracy,
                          MeasureServedAccuracy(ModelVersion{config, job.version, dir, weights}, test));

@@ -26,6 +26,7 @@ struct InferRequest {
   double objective_ms = 0;      // 0: the model's default
   bool binary_output = false;   // answer with binary output data (HTTP only)
   SequenceRef sequence;         // sequence_id, sequence_start, sequence_end (Triton's)
+  double min_accuracy = 0;      // the "accuracy" parameter, 0..1: what a model-less request needs
 };
 
 // The `sequence_id` parameter (Triton's convention): an unsigned integer

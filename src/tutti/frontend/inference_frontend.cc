@@ -1,5 +1,7 @@
 #include "tutti/frontend/inference_frontend.h"
 
+#include <algorithm>
+#include <limits>
 #include <mutex>
 
 #include "absl/strings/numbers.h"
@@ -9,6 +11,7 @@
 #include "tutti/core/user_text.h"
 #include "tutti/frontend/delay_metrics.h"
 #include "tutti/frontend/prometheus.h"
+#include "tutti/planner/variant_selection.h"
 
 namespace tutti {
 
@@ -239,6 +242,45 @@ void InferenceFrontend::UnloadWithDependents(int model, bool dependents, std::fu
       join->done(join->first);
     });
   }
+}
+
+std::vector<int> InferenceFrontend::TaskVariants(absl::string_view task) const {
+  std::vector<int> out;
+  const ModelConfig* first = nullptr;
+  for (int m = 0; m < num_models(); ++m) {
+    const ModelConfig& c = models_[m]->served.config;
+    if (c.task != task || !c.accuracy || c.stateful() || c.parity.has_value()) continue;
+    if (first == nullptr) {
+      first = &c;
+    } else if (!(c.inputs[0] == first->inputs[0]) || c.outputs[0].ElementCount() != first->outputs[0].ElementCount()) {
+      continue;
+    }
+    if (models_[m]->control.load() == ModelState::kReady) out.push_back(m);
+  }
+  return out;
+}
+
+absl::StatusOr<InferenceFrontend::TaskChoice> InferenceFrontend::ChooseForTask(absl::string_view task,
+                                                                               double min_accuracy,
+                                                                               Duration objective) const {
+  const std::vector<int> variants = TaskVariants(task);
+  if (variants.empty()) return absl::NotFoundError(absl::StrCat("no loaded model serves task ", QuoteUserText(task)));
+  // A request's least latency: ℓ(1) and, per scheduled step, the margins
+  // the scheduler plans with now (dispatch, response, slack, guard).
+  const DelayPlan plan = engine_->Delays().plan;
+  const Duration margins =
+      plan.network.Dispatch(1) + plan.network.resp + plan.frontrun_slack + plan.head_guard;
+  std::vector<SelectableVariant> selectable;
+  for (int m : variants) {
+    const ModelState& s = *models_[m];
+    const ModelConfig& c = s.served.config;
+    const Duration latency = s.served.latency + margins * static_cast<int64_t>(std::max<size_t>(1, c.steps.size()));
+    selectable.push_back({c.name, c.accuracy.value_or(0), latency, 0, 0, VariantState::kActive,
+                          static_cast<double>(s.queued.load()) / std::max(1, c.max_batch_size)});
+  }
+  const VariantRequirements req{min_accuracy, objective > 0 ? objective : std::numeric_limits<Duration>::max()};
+  const VariantChoice choice = SelectVariant(selectable, req);
+  return TaskChoice{variants[choice.index], choice.meets, choice.note};
 }
 
 std::string InferenceFrontend::StatsJson(int model) const {

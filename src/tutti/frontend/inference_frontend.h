@@ -106,6 +106,23 @@ class InferenceFrontend {
   // the first error if any.
   void UnloadWithDependents(int model, bool dependents, std::function<void(absl::Status)> done);
 
+  // Model-less requests (INFaaS): the request names a task and what it
+  // needs. A task's variants are its served models with a measured
+  // accuracy, stateless, with the same input and output tensors as the
+  // first such (in model order), and loaded (an unloaded one was unloaded on
+  // purpose).
+  std::vector<int> TaskVariants(absl::string_view task) const;
+  // INFaaS's getVariant (planner/variant_selection.h) over the task's
+  // variants: accuracy from their configs; latency their profiled ℓ(1) plus,
+  // per scheduled step, the margins the scheduler plans with now; load
+  // their items in flight. NotFound for a task no loaded model serves.
+  struct TaskChoice {
+    int model = -1;
+    bool meets = false;
+    std::string note;  // why, when it does not meet the requirements
+  };
+  absl::StatusOr<TaskChoice> ChooseForTask(absl::string_view task, double min_accuracy, Duration objective) const;
+
   // Counts a request refused before scheduling (bad input) for `model`.
   void CountRejected(int model);
 

@@ -70,6 +70,13 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
     if (absl::Status s = CheckObjective(ms); !s.ok()) return s;
     out->objective_ms = ms;
   }
+  if (p.HasMember("accuracy")) {
+    const Value& v = p["accuracy"];
+    if (!v.IsNumber() || !(v.GetDouble() >= 0 && v.GetDouble() <= 1)) {
+      return Bad("parameter 'accuracy' must be a number from 0 to 1");
+    }
+    out->min_accuracy = v.GetDouble();
+  }
   if (p.HasMember("binary_data_output")) {
     if (!p["binary_data_output"].IsBool()) return Bad("parameter 'binary_data_output' must be true or false");
     out->binary_output = p["binary_data_output"].GetBool();
@@ -589,6 +596,49 @@ absl::StatusOr<RepositoryModelRequest> ParseRepositoryModelRequest(absl::string_
     }
   }
   return out;
+}
+
+std::string WriteTaskVariants(absl::string_view task, const std::vector<TaskVariantEntry>& variants) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  const std::string t = ValidUtf8(task);
+  w.Key("task");
+  w.String(t.data(), static_cast<rapidjson::SizeType>(t.size()));
+  w.Key("variants");
+  w.StartArray();
+  for (const TaskVariantEntry& v : variants) {
+    w.StartObject();
+    w.Key("name");
+    w.String(v.name.data(), static_cast<rapidjson::SizeType>(v.name.size()));
+    w.Key("accuracy");
+    w.Double(v.accuracy);
+    w.Key("latency_ms");
+    w.Double(v.latency_ms);
+    w.EndObject();
+  }
+  w.EndArray();
+  w.EndObject();
+  return buf.GetString();
+}
+
+std::string WriteTaskParameters(absl::string_view task, bool meets, absl::string_view note) {
+  rapidjson::StringBuffer buf;
+  Writer w(buf);
+  w.StartObject();
+  const std::string t = ValidUtf8(task);
+  w.Key("tutti_task");
+  w.String(t.data(), static_cast<rapidjson::SizeType>(t.size()));
+  w.Key("tutti_meets_requirements");
+  w.Bool(meets);
+  if (!note.empty()) {
+    const std::string n = ValidUtf8(note);
+    w.Key("tutti_variant_note");
+    w.String(n.data(), static_cast<rapidjson::SizeType>(n.size()));
+  }
+  w.EndObject();
+  std::string members = buf.GetString();  // {…} → …,
+  return members.substr(1, members.size() - 2) + ",";
 }
 
 std::string WriteError(absl::string_view message) {

@@ -123,6 +123,19 @@ absl::StatusOr<RepositoryModelRequest> ParseRepositoryModelRequest(absl::string_
 // unload_dependents (gRPC reads the parameters from its own map).
 absl::Status RefuseRepositoryParameter(absl::string_view name);
 
+// {"task", "variants": [{"name", "accuracy", "latency_ms"}, …]}: what
+// GET /v2/tasks/{task} shows of the variants a model-less request chooses from.
+struct TaskVariantEntry {
+  std::string name;
+  double accuracy = 0;
+  double latency_ms = 0;
+};
+std::string WriteTaskVariants(absl::string_view task, const std::vector<TaskVariantEntry>& variants);
+
+// The members a model-less answer adds to its parameters (no braces):
+// "tutti_task":…,"tutti_meets_requirements":…[,"tutti_variant_note":…],
+std::string WriteTaskParameters(absl::string_view task, bool meets, absl::string_view note);
+
 // {"error": message}, with the message JSON-escaped.
 std::string WriteError(absl::string_view message);
 

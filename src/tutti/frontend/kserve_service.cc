@@ -56,7 +56,9 @@ Api ApiOf(const std::vector<std::string>& parts) {
   if (parts.size() >= 4 && parts[1] == "models" && (parts.back() == "ready" || parts.back() == "stats")) {
     return parts.back() == "ready" ? Api::kHealth : Api::kAdmin;
   }
-  if (parts.size() >= 2 && parts[1] == "models") return parts.back() == "infer" ? Api::kInference : Api::kMetadata;
+  if (parts.size() >= 2 && (parts[1] == "models" || parts[1] == "tasks")) {
+    return parts.back() == "infer" ? Api::kInference : Api::kMetadata;
+  }
   return Api::kMetadata;
 }
 
@@ -84,6 +86,9 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
     if (parts[2] == "ready") return respond(HttpResponse{ready, ""});
   }
   if (parts[1] == "repository") return Repository(parts, request, std::move(respond));
+  if (parts[1] == "tasks" && (parts.size() == 3 || (parts.size() == 4 && parts[3] == "infer"))) {
+    return Task(parts, request, std::move(respond));
+  }
   if (path == "/v2/tutti/shutdown") {
     if (request.method != "POST") return respond(Error(405, "use POST"));
     if (absl::Status s = frontend_->RequestShutdown(); !s.ok()) return respond(StatusError(s));
@@ -148,33 +153,67 @@ void KserveService::Repository(const std::vector<std::string>& parts, const Http
 }
 
 void KserveService::Infer(int model, const HttpRequest& request, Respond respond) {
-  const InferenceFrontend::ServedModel& served = frontend_->served(model);
+  absl::StatusOr<InferRequest> parsed = Parse(model, request);
+  if (!parsed.ok()) return respond(Error(400, parsed.status().message()));
+  Run(model, *std::move(parsed), "", std::move(respond));
+}
+
+absl::StatusOr<InferRequest> KserveService::Parse(int model, const HttpRequest& request) {
   std::optional<int64_t> json_length;
   if (const std::string h = request.Header("Inference-Header-Content-Length"); !h.empty()) {
     int64_t n = 0;
     if (!absl::SimpleAtoi(h, &n)) {
       frontend_->CountRejected(model);
-      return respond(Error(400, absl::StrCat("Inference-Header-Content-Length ", QuoteUserText(h), " is not a number")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("Inference-Header-Content-Length ", QuoteUserText(h), " is not a number"));
     }
     json_length = n;
   }
-  absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, served.config, json_length);
-  if (!parsed.ok()) {
-    frontend_->CountRejected(model);
-    return respond(Error(400, parsed.status().message()));
+  absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, frontend_->served(model).config, json_length);
+  if (!parsed.ok()) frontend_->CountRejected(model);
+  return parsed;
+}
+
+void KserveService::Task(const std::vector<std::string>& parts, const HttpRequest& request, Respond respond) {
+  const std::string& task = parts[2];
+  const std::vector<int> variants = frontend_->TaskVariants(task);
+  if (variants.empty()) {
+    return respond(Error(404, absl::StrCat("no loaded model serves task ", QuoteUserText(task))));
   }
-  auto done = [frontend = frontend_, &served, id = parsed->id, binary = parsed->binary_output,
+  if (parts.size() == 3) {  // the task's variants, as the selection sees them
+    if (request.method != "GET") return respond(Error(405, "use GET"));
+    std::vector<TaskVariantEntry> entries;
+    for (int m : variants) {
+      const InferenceFrontend::ServedModel& s = frontend_->served(m);
+      entries.push_back({s.config.name, s.config.accuracy.value_or(0), ToMillis(s.latency)});
+    }
+    return respond(Json(200, WriteTaskVariants(task, entries)));
+  }
+  if (request.method != "POST") return respond(Error(405, "use POST for inference"));
+  // Parsed against the task's first variant: its variants share their input.
+  absl::StatusOr<InferRequest> parsed = Parse(variants[0], request);
+  if (!parsed.ok()) return respond(Error(400, parsed.status().message()));
+  absl::StatusOr<InferenceFrontend::TaskChoice> choice =
+      frontend_->ChooseForTask(task, parsed->min_accuracy, Millis(parsed->objective_ms));
+  if (!choice.ok()) return respond(StatusError(choice.status()));
+  Run(choice->model, *std::move(parsed), WriteTaskParameters(task, choice->meets, choice->note), std::move(respond));
+}
+
+void KserveService::Run(int model, InferRequest request, std::string parameters, Respond respond) {
+  const InferenceFrontend::ServedModel& served = frontend_->served(model);
+  auto done = [frontend = frontend_, &served, id = request.id, binary = request.binary_output,
+               parameters = std::move(parameters),
                respond = std::move(respond)](absl::StatusOr<InferenceFrontend::InferResult> r) {
     if (!r.ok()) return respond(StatusError(r.status()));
     HttpResponse response;
     response.on_written = [frontend, written = r->written] { frontend->AnswerWritten(written); };
     // Serialized on the connection's thread, just before it is written: its
     // tutti_server_us then covers all the time the server held the request.
-    response.prepare = [frontend, &served, id, binary, r = *std::move(r)](HttpResponse* out) {
+    response.prepare = [frontend, &served, id, binary, parameters, r = *std::move(r)](HttpResponse* out) {
       const std::string params = absl::StrFormat(
-          R"({"reconstructed":%s,"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,)"
+          R"({%s"reconstructed":%s,"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,)"
           R"("tutti_compute_us":%.1f,"tutti_server_us":%.1f})",
-          r.reconstructed ? "true" : "false", r.emulated ? "true" : "false", r.late ? "true" : "false", r.max_batch,
+          parameters, r.reconstructed ? "true" : "false", r.emulated ? "true" : "false", r.late ? "true" : "false", r.max_batch,
           ToMicros(r.max_queue), ToMicros(r.max_compute), ToMicros(frontend->ServerTime(r)));
       InferResponseBody body = WriteInferResponse(served.config, served.version, id, r.outputs, params, binary);
       out->body = std::move(body.body);
@@ -185,7 +224,7 @@ void KserveService::Infer(int model, const HttpRequest& request, Respond respond
     };
     respond(std::move(response));
   };
-  frontend_->Infer(model, *std::move(parsed), std::move(done));
+  frontend_->Infer(model, std::move(request), std::move(done));
 }
 
 }  // namespace tutti

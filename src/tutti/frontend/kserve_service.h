@@ -30,6 +30,12 @@ class KserveService final : public HttpHandler {
 
  private:
   void Infer(int model, const HttpRequest& request, Respond respond);
+  // POST /v2/tasks/{task}/infer (model-less, INFaaS) and GET /v2/tasks/{task}.
+  void Task(const std::vector<std::string>& parts, const HttpRequest& request, Respond respond);
+  // The request parsed for `model` (counted as rejected when it is bad).
+  absl::StatusOr<InferRequest> Parse(int model, const HttpRequest& request);
+  // Runs a parsed request; `parameters` are members added to the answer's.
+  void Run(int model, InferRequest request, std::string parameters, Respond respond);
   void Repository(const std::vector<std::string>& parts, const HttpRequest& request, Respond respond);
 
   InferenceFrontend* const frontend_;

@@ -110,6 +110,119 @@ TEST_F(KserveServiceTest, ModelControlUnloadsLoadsAndIndexesModels) {
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/ready").status, 200) << "errors change nothing";
 }
 
+// Model-less requests (INFaaS): variants of a task "toy" with different
+// accuracies and latencies, over the fake engine; a specialist (a narrower
+// task) and a model with another output are not variants.
+class ModelLessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    struct Variant {
+      const char* name;
+      const char* task;
+      double accuracy;
+      double ms;  // ℓ(1)
+      int64_t outputs;
+    };
+    const std::vector<Variant> variants = {{"small", "toy", 0.80, 1, 3},
+                                           {"medium", "toy", 0.90, 5, 3},
+                                           {"large", "toy", 0.95, 20, 3},
+                                           {"special", "toy/classes=1", 0.99, 1, 3},
+                                           {"wide", "toy", 0.99, 1, 4}};
+    ClusterSpec spec;
+    std::vector<ModelShape> shapes;
+    std::vector<InferenceFrontend::ServedModel> served;
+    for (const Variant& v : variants) {
+      ModelConfig c;
+      c.name = v.name;
+      c.task = v.task;
+      c.platform = Platform::kBuiltin;
+      c.architecture = "mlp";
+      c.max_batch_size = 8;
+      c.accuracy = v.accuracy;
+      c.inputs = {{"image", DataType::kFp32, {1, 2, 2}}};
+      c.outputs = {{"logits", DataType::kFp32, {v.outputs}}};
+      spec.models.push_back({v.name, *LatencyProfile::Linear(Micros(100), Millis(v.ms), 8), kSecond});
+      shapes.push_back({4, v.outputs});
+      served.push_back({c, 1, Millis(v.ms + 0.1)});
+    }
+    spec.gpus = 2;
+    engine_ = std::make_unique<testing::FakeEngine>(spec, shapes, &clock_);
+    frontend_ = std::make_unique<InferenceFrontend>(engine_.get(), served);
+    service_ = std::make_unique<KserveService>(frontend_.get());
+    server_ = *HttpServer::Start(HttpServerOptions{.port = 0}, service_.get());
+  }
+  void TearDown() override {
+    server_->StopAccepting();
+    engine_->StopAccepting();
+    server_->Stop();
+  }
+  // Asks task "toy" for an image with these requirements: {status, model, parameters}.
+  struct Answer {
+    int status;
+    std::string model;
+    bool meets = false;
+    std::string note;
+    std::string body;
+  };
+  Answer Ask(HttpTestClient& c, const std::string& parameters) {
+    const testing::ClientResponse r = c.Request(
+        "POST", "/v2/tasks/toy/infer",
+        absl::StrCat(R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2],"data":[1,2,3,4]}],)",
+                     R"("parameters":)", parameters, "}"));
+    Answer a{r.status, "", false, "", r.body};
+    rapidjson::Document d;
+    d.Parse(r.body.c_str());
+    if (r.status == 200 && !d.HasParseError()) {
+      a.model = d["model_name"].GetString();
+      a.meets = d["parameters"]["tutti_meets_requirements"].GetBool();
+      if (d["parameters"].HasMember("tutti_variant_note")) a.note = d["parameters"]["tutti_variant_note"].GetString();
+      EXPECT_STREQ(d["parameters"]["tutti_task"].GetString(), "toy");
+    }
+    return a;
+  }
+
+  ManualClock clock_;
+  std::unique_ptr<testing::FakeEngine> engine_;
+  std::unique_ptr<InferenceFrontend> frontend_;
+  std::unique_ptr<KserveService> service_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(ModelLessTest, TheAnswerNamesTheVariantThatMetTheRequirements) {
+  HttpTestClient c(server_->port());
+  testing::ClientResponse list = c.Request("GET", "/v2/tasks/toy");
+  EXPECT_EQ(list.status, 200);
+  EXPECT_THAT(list.body, HasSubstr(R"("task":"toy","variants":[{"name":"small","accuracy":0.8,"latency_ms":1.1})"));
+  EXPECT_THAT(list.body, HasSubstr(R"("name":"large")"));
+  EXPECT_THAT(list.body, ::testing::Not(HasSubstr("special"))) << "a narrower task";
+  EXPECT_THAT(list.body, ::testing::Not(HasSubstr("wide"))) << "another output";
+
+  Answer a = Ask(c, R"({"accuracy":0.85,"latency_objective_ms":10})");
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.model, "medium");
+  EXPECT_TRUE(a.meets);
+  EXPECT_EQ(a.note, "");
+  EXPECT_EQ(Ask(c, R"({"accuracy":0.94,"latency_objective_ms":30})").model, "large");
+  EXPECT_EQ(Ask(c, R"({"accuracy":0.8,"latency_objective_ms":2})").model, "small");
+  EXPECT_EQ(Ask(c, R"({"latency_objective_ms":50})").model, "small") << "no accuracy asked: the first that meets";
+  // Nothing is that accurate: the most accurate within the objective, told so.
+  a = Ask(c, R"({"accuracy":0.99,"latency_objective_ms":30})");
+  ASSERT_EQ(a.status, 200);
+  EXPECT_EQ(a.model, "large");
+  EXPECT_FALSE(a.meets);
+  EXPECT_THAT(a.note, HasSubstr("no variant meets accuracy >= 0.99 within 30 ms; closest: large"));
+  // An unloaded variant is not chosen.
+  frontend_->Unload(*frontend_->FindModel("medium"), [](absl::Status) {});
+  a = Ask(c, R"({"accuracy":0.85,"latency_objective_ms":10})");
+  EXPECT_EQ(a.model, "small");
+  EXPECT_FALSE(a.meets);
+
+  EXPECT_EQ(c.Request("POST", "/v2/tasks/nope/infer", "{}").status, 404);
+  EXPECT_THAT(Ask(c, R"({"accuracy":1.5})").body, HasSubstr("parameter 'accuracy' must be a number from 0 to 1"));
+  EXPECT_EQ(c.Request("GET", "/v2/tasks/toy/infer").status, 405);
+  EXPECT_EQ(c.Request("POST", "/v2/tasks/toy").status, 405);
+}
+
 TEST_F(KserveServiceTest, InferReturnsOneOutputRowPerItemMarkedEmulated) {
   HttpTestClient c(server_->port());
   testing::ClientResponse r = c.Request("POST", "/v2/models/mlp/infer", Infer("[2,1,2,2]", "[1,2,3,4,5,6,7,8]"));

@@ -1,5 +1,7 @@
 #include "tutti/planner/variant_selection.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
@@ -97,10 +99,12 @@ VariantChoice SelectVariant(const std::vector<SelectableVariant>& variants, cons
   choice.index = accurate_in_time >= 0 ? accurate_in_time : accurate >= 0 ? accurate : fastest;
   const SelectableVariant& v = variants[choice.index];
   choice.note = absl::StrFormat(
-      "no variant meets accuracy >= %.4g within %.4g ms%s; closest: %s (accuracy %.4g, %.4g ms, cost %.4g)",
-      req.min_accuracy, ToMillis(req.latency_objective),
+      "no variant meets accuracy >= %.4g%s%s; closest: %s (accuracy %.4g, %.4g ms%s)", req.min_accuracy,
+      req.latency_objective == std::numeric_limits<Duration>::max()
+          ? std::string()
+          : absl::StrFormat(" within %.4g ms", ToMillis(req.latency_objective)),
       req.max_cost > 0 ? absl::StrFormat(" at cost <= %.4g", req.max_cost) : std::string(), v.name, v.accuracy,
-      ToMillis(v.latency), v.cost);
+      ToMillis(v.latency), v.cost > 0 ? absl::StrFormat(", cost %.4g", v.cost) : std::string());
   return choice;
 }
 

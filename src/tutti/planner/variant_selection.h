@@ -57,7 +57,7 @@ struct SelectableVariant {
 // A query's requirements (INFaaS's model-less interface).
 struct VariantRequirements {
   double min_accuracy = 0;
-  Duration latency_objective = 0;
+  Duration latency_objective = 0;  // std::numeric_limits<Duration>::max(): none
   double max_cost = 0;         // ≤ 0: no ceiling
 };
 

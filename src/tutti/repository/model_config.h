@@ -178,6 +178,7 @@ ModelConfig StatelessForm(const ModelConfig& config);
 struct ServedModel {
   ModelConfig config;
   int64_t version = 1;
+  Duration latency = 0;  // its profiled ℓ(1) where it is served (a graph: its steps' summed); 0: unknown
 };
 
 absl::string_view PlatformName(Platform platform);

@@ -209,7 +209,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
-      layout.served.push_back({m, version});
+      layout.served.push_back({m, version, profile.Latency(1)});
       versions.push_back(v);
       names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, version,
                                       PlatformName(m.platform), ToMillis(slo), ToMillis(profile.Latency(1)),
@@ -261,6 +261,11 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
   layout.graphs = std::move(members);
   layout.graph_served = std::move(member_served);
   LayOutGraphs(repo, config, &layout);
+  for (size_t g = 0; g < layout.graphs.size(); ++g) {  // at most its critical path's: every step's ℓ(1)
+    for (const GraphSpec::Step& s : layout.graphs[g].steps) {
+      layout.graph_served[g].latency += spec.models[s.model].profile.Latency(1);
+    }
+  }
   return layout;
 }
 
