@@ -124,6 +124,19 @@ absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& conf
   return absl::OkStatus();
 }
 
+// A request body that must be one JSON object (of bounded depth).
+absl::StatusOr<rapidjson::Document> ParseObject(absl::string_view body) {
+  TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body));
+  rapidjson::Document doc;
+  doc.Parse<kParseFlags>(body.data(), body.size());
+  if (doc.HasParseError()) {
+    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
+                            rapidjson::GetParseError_En(doc.GetParseError())));
+  }
+  if (!doc.IsObject()) return Bad("the request body must be a JSON object");
+  return doc;
+}
+
 }  // namespace
 
 absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const ModelConfig& config,
@@ -137,14 +150,7 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
     binary = body.substr(*json_length);
     body = body.substr(0, *json_length);
   }
-  TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body));
-  rapidjson::Document doc;
-  doc.Parse<kParseFlags>(body.data(), body.size());
-  if (doc.HasParseError()) {
-    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
-                            rapidjson::GetParseError_En(doc.GetParseError())));
-  }
-  if (!doc.IsObject()) return Bad("the request body must be a JSON object");
+  TUTTI_ASSIGN_OR_RETURN(rapidjson::Document doc, ParseObject(body));
   InferRequest out;
   if (doc.HasMember("id")) {
     if (!doc["id"].IsString()) return Bad("'id' must be a string");
@@ -547,18 +553,9 @@ namespace {
 
 // An empty body, or a JSON object.
 absl::StatusOr<rapidjson::Document> ParseOptionalObject(absl::string_view body) {
+  if (body.find_first_not_of(" \t\r\n") != absl::string_view::npos) return ParseObject(body);
   rapidjson::Document doc;
-  if (body.find_first_not_of(" \t\r\n") == absl::string_view::npos) {
-    doc.SetObject();
-    return doc;
-  }
-  TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body));
-  doc.Parse<kParseFlags>(body.data(), body.size());
-  if (doc.HasParseError()) {
-    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
-                            rapidjson::GetParseError_En(doc.GetParseError())));
-  }
-  if (!doc.IsObject()) return Bad("the request body must be a JSON object");
+  doc.SetObject();
   return doc;
 }
 
