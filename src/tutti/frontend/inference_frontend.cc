@@ -260,11 +260,8 @@ std::vector<int> InferenceFrontend::TaskVariants(absl::string_view task) const {
   return out;
 }
 
-absl::StatusOr<InferenceFrontend::TaskChoice> InferenceFrontend::ChooseForTask(absl::string_view task,
-                                                                               double min_accuracy,
-                                                                               Duration objective) const {
-  const std::vector<int> variants = TaskVariants(task);
-  if (variants.empty()) return absl::NotFoundError(absl::StrCat("no loaded model serves task ", QuoteUserText(task)));
+InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector<int>& variants, double min_accuracy,
+                                                               Duration objective) const {
   // A request's least latency: ℓ(1) and, per scheduled step, the margins
   // the scheduler plans with now (dispatch, response, slack, guard).
   const DelayPlan plan = engine_->Delays().plan;

@@ -112,16 +112,16 @@ class InferenceFrontend {
   // first such (in model order), and loaded (an unloaded one was unloaded on
   // purpose).
   std::vector<int> TaskVariants(absl::string_view task) const;
-  // INFaaS's getVariant (planner/variant_selection.h) over the task's
-  // variants: accuracy from their configs; latency their profiled ℓ(1) plus,
-  // per scheduled step, the margins the scheduler plans with now; load
-  // their items in flight. NotFound for a task no loaded model serves.
+  // INFaaS's getVariant (planner/variant_selection.h) over `variants` (a
+  // task's, from TaskVariants): accuracy from their configs; latency their
+  // profiled ℓ(1) plus, per scheduled step, the margins the scheduler plans
+  // with now; load their items in flight. REQUIRES: variants not empty.
   struct TaskChoice {
     int model = -1;
     bool meets = false;
     std::string note;  // why, when it does not meet the requirements
   };
-  absl::StatusOr<TaskChoice> ChooseForTask(absl::string_view task, double min_accuracy, Duration objective) const;
+  TaskChoice ChooseForTask(const std::vector<int>& variants, double min_accuracy, Duration objective) const;
 
   // Counts a request refused before scheduling (bad input) for `model`.
   void CountRejected(int model);

@@ -242,8 +242,8 @@ grpc::ServerUnaryReactor* KserveGrpcService::RepositoryIndex(grpc::CallbackServe
                                                              inference::RepositoryIndexResponse* response) {
   if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
   for (int m = 0; m < frontend_->num_models(); ++m) {
+    if (request->ready() && !frontend_->model_ready(m)) continue;
     InferenceFrontend::ModelStatus status = frontend_->Status(m);
-    if (request->ready() && status.state != "READY") continue;
     inference::RepositoryIndexResponse::ModelIndex* index = response->add_models();
     index->set_name(frontend_->served(m).config.name);
     index->set_version(std::to_string(frontend_->served(m).version));

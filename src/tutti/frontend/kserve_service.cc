@@ -129,8 +129,8 @@ void KserveService::Repository(const std::vector<std::string>& parts, const Http
     if (!ready_only.ok()) return respond(StatusError(ready_only.status()));
     std::vector<RepositoryIndexEntry> index;
     for (int m = 0; m < frontend_->num_models(); ++m) {
+      if (*ready_only && !frontend_->model_ready(m)) continue;
       InferenceFrontend::ModelStatus status = frontend_->Status(m);
-      if (*ready_only && status.state != "READY") continue;
       index.push_back({frontend_->served(m).config.name, frontend_->served(m).version, std::move(status.state),
                        std::move(status.reason)});
     }
@@ -193,10 +193,9 @@ void KserveService::Task(const std::vector<std::string>& parts, const HttpReques
   // Parsed against the task's first variant: its variants share their input.
   absl::StatusOr<InferRequest> parsed = Parse(variants[0], request);
   if (!parsed.ok()) return respond(Error(400, parsed.status().message()));
-  absl::StatusOr<InferenceFrontend::TaskChoice> choice =
-      frontend_->ChooseForTask(task, parsed->min_accuracy, Millis(parsed->objective_ms));
-  if (!choice.ok()) return respond(StatusError(choice.status()));
-  Run(choice->model, *std::move(parsed), WriteTaskParameters(task, choice->meets, choice->note), std::move(respond));
+  const InferenceFrontend::TaskChoice choice =
+      frontend_->ChooseForTask(variants, parsed->min_accuracy, Millis(parsed->objective_ms));
+  Run(choice.model, *std::move(parsed), WriteTaskParameters(task, choice.meets, choice.note), std::move(respond));
 }
 
 void KserveService::Run(int model, InferRequest request, std::string parameters, Respond respond) {

@@ -190,7 +190,11 @@ void CandidateScheduler::ScheduleRelease(GpuId g) {
     rank.deferred.push_back(g);
     return;
   }
-  gpu.timer = clock_->ScheduleAt(gpu.release_at, [this, g] { OnReleaseTimer(g); });
+  ArmRelease(g);
+}
+
+void CandidateScheduler::ArmRelease(GpuId g) {
+  gpus_[g].timer = clock_->ScheduleAt(gpus_[g].release_at, [this, g] { OnReleaseTimer(g); });
 }
 
 void CandidateScheduler::OnReleaseTimer(GpuId g) {
@@ -213,9 +217,7 @@ void CandidateScheduler::CatchUpDeferred(int r, Time now) {
 }
 
 void CandidateScheduler::ArmDeferred(int r) {
-  for (GpuId g : ranks_[r].deferred) {
-    gpus_[g].timer = clock_->ScheduleAt(gpus_[g].release_at, [this, g] { OnReleaseTimer(g); });
-  }
+  for (GpuId g : ranks_[r].deferred) ArmRelease(g);
   ranks_[r].deferred.clear();
 }
 

@@ -103,6 +103,7 @@ class CandidateScheduler final : public Scheduler {
   void Dispatch(ModelId m, GpuId g, int size, Time now);
   // GPU g's release at free_at − d_ctrl: a timer, or deferred (see above).
   void ScheduleRelease(GpuId g);
+  void ArmRelease(GpuId g);  // its timer at release_at
   void OnReleaseTimer(GpuId g);
   // The rank's deferred releases: those due by `now` join the available
   // set; ArmDeferred gives the others their timers.
