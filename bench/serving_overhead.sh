@@ -5,7 +5,11 @@
 #    HTTP parsing, scheduling, dispatch and the response, client included;
 # 2) the highest rate sustained with p99 within the model's 20 ms objective.
 # Server and load generator share the machine's cores.
+# CONSOLE=1: a console client stays connected throughout (curl reading
+# /console/events, the feed a browser's console page reads: the server does
+# the same work for it, and no browser competes for the cores).
 #   bench/serving_overhead.sh           (after scripts/build.sh)
+#   CONSOLE=1 bench/serving_overhead.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-8011}
@@ -14,6 +18,12 @@ build/bin/tutti serve --repo bench/emulated_repository \
 SERVER=$!
 trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
 until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
+if [ "${CONSOLE:-0}" = 1 ]; then
+  curl -sN "127.0.0.1:$PORT/console/events" > "${CONSOLE_LOG:-/dev/null}" &
+  CONSOLE_CLIENT=$!
+  trap 'kill $CONSOLE_CLIENT 2>/dev/null; kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
+  echo "== a console client is connected to /console/events"
+fi
 
 echo "== added latency at 1,000 requests/s"
 build/bin/tutti load --models zero_cost --rate 1000 --slo-ms 20 --duration-s 6 --warmup-s 1 --port "$PORT"

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian package Tutti needs to build, test and run. Idempotent:
-# when everything is present it only checks and returns (no network access).
+# Installs every Debian package Tutti needs to build, test and run, and the
+# console's npm packages (src/tutti/console/web: uPlot, embedded in the
+# binary; puppeteer-core, which drives Debian's chromium in the console's
+# browser tests). Idempotent: when everything is present it only checks and
+# returns (no network access).
 set -euo pipefail
 
 PACKAGES=(
@@ -20,7 +23,11 @@ PACKAGES=(
   time                         # /usr/bin/time: the client's CPU in bench/overload.sh
   clang libclang-rt-dev        # libFuzzer and the sanitizers (scripts/fuzz.sh, scripts/sanitize.sh)
   coinor-libcbc-dev            # COIN-OR CBC: INFaaS's variant-scaling ILP (planner/variant_scaling.h)
+  chromium                     # headless browser tests of the console and its reports
 )
+# Node.js and npm (the console's npm packages): Debian's, unless the machine
+# already has them (e.g. from NodeSource).
+command -v npm > /dev/null || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -29,13 +36,21 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all ${#PACKAGES[@]} Debian packages present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "setup: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The console's npm packages, as package-lock.json pins them.
+web="$(dirname "$0")/../src/tutti/console/web"
+stamp="$web/node_modules/.installed-by-setup"
+if [ ! -f "$stamp" ] || [ "$web/package-lock.json" -nt "$stamp" ]; then
+  echo "setup: installing the console's npm packages (uPlot, puppeteer-core)"
+  npm ci --prefix "$web" --no-audit --no-fund --loglevel=error
+  touch "$stamp"
+fi
 echo "setup: done"

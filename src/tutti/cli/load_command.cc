@@ -1,10 +1,12 @@
 // tutti load: the open-loop load generator.
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "tutti/cli/command_util.h"
+#include "tutti/console/console_assets.h"
 #include "tutti/frontend/access.h"
 #include "tutti/loadgen/load_generator.h"
 
@@ -34,7 +36,7 @@ absl::Status ParseSchedule(const std::string& text, WorkloadSpec* w) {
 
 int LoadCommand(const Args& args) {
   LoadSpec spec;
-  std::string models, arrival = "poisson", schedule, csv, protocol = "http";
+  std::string models, arrival = "poisson", schedule, csv, protocol = "http", html;
   double rate = 100, duration_s = 10, warmup_s = 1, slo_ms = 100, gamma_shape = 1, zipf = 0, tolerance = 0.02;
   int64_t seed = 1;
   bool json = false, find_goodput = false;
@@ -71,6 +73,8 @@ int LoadCommand(const Args& args) {
   flags.Int64("seed", &seed, "random seed of the arrivals");
   flags.String("data", &spec.data_dir, "Fashion-MNIST directory (default: Debian's)");
   flags.String("csv", &csv, "also write the result as CSV here");
+  flags.String("html", &html,
+               "also write a self-contained HTML report here (with --find-goodput: every probe's goodput and p99)");
   flags.Bool("find-goodput", &find_goodput, "search the highest rate meeting p99 <= SLO");
   flags.Double("tolerance", &tolerance, "relative precision of the goodput search");
   if (int rc = ParseOrExit(flags, args, {"models"}); rc >= 0) return rc;
@@ -114,6 +118,7 @@ int LoadCommand(const Args& args) {
   }
 
   LoadResult result;
+  std::optional<LoadGoodput> search;
   if (find_goodput) {
     std::cerr << absl::StrFormat("searching the goodput of %s at %s:%d (SLO %.1f ms, %.0f s per probe)…\n",
                                  models, spec.host, spec.port, slo_ms, duration_s);
@@ -121,7 +126,8 @@ int LoadCommand(const Args& args) {
     if (!g.ok()) return Fail(g.status());
     std::cout << absl::StrFormat("goodput: %.1f requests/s offered with p99 <= %.1f ms (%d probes)\n", g->rate,
                                  slo_ms, g->probes);
-    result = std::move(g->at_rate);
+    result = g->at_rate;
+    search = *std::move(g);
   } else {
     if (spec.concurrency > 0) {
       std::cerr << absl::StrFormat("keeping %d request(s) in flight per model to %s at %s:%d for %.0f s…\n",
@@ -137,6 +143,18 @@ int LoadCommand(const Args& args) {
   PrintLoadResult(result, std::cout);
   if (!csv.empty()) {
     if (absl::Status s = WriteLoadCsv(result, csv); !s.ok()) return Fail(s);
+  }
+  if (!html.empty()) {
+    const std::string subtitle =
+        absl::StrFormat("%s at %s:%d, SLO %.1f ms, %s", models, spec.host, spec.port, slo_ms,
+                        search ? absl::StrFormat("goodput search (%.0f s per probe)", duration_s)
+                               : absl::StrFormat("%.0f r/s for %.0f s", spec.workload.rate, duration_s));
+    if (absl::Status s = WriteReport(html, "Tutti load test", subtitle, "load",
+                                     LoadReportJson(result, spec.slo, search ? &*search : nullptr));
+        !s.ok()) {
+      return Fail(s);
+    }
+    std::cerr << "wrote " << html << "\n";
   }
   return 0;
 }

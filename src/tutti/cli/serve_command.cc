@@ -40,10 +40,12 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
     out << absl::StrFormat("  curl -s -X POST %s/v2/models/%s/infer -H 'Content-Type: application/json' -d @%s\n",
                            host, model, example);
   }
-  out << absl::StrFormat("  curl -s %s/metrics\n", host);
+  out << absl::StrFormat("  curl -s %s/metrics\n", host)
+      << absl::StrFormat("The live console, in a browser: %s://%s/console\n",
+                         config.http.tls.enabled() ? "https" : "http", host);
   if (config.http.tls.enabled() || !config.auth.inference_tokens_file.empty() || !config.auth.admin_tokens_file.empty()) {
     out << "  (with TLS: https:// and --cacert <the CA of the certificate>; with tokens: -H 'Authorization: Bearer "
-           "<token>', an admin token for /metrics)\n";
+           "<token>', an admin token for /metrics and the console)\n";
   }
 }
 

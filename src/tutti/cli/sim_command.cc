@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_format.h"
 #include "tutti/cli/command_util.h"
+#include "tutti/console/console_assets.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/server/cluster_layout.h"
 #include "tutti/simulator/experiment.h"
@@ -29,9 +30,9 @@ constexpr char kSimHelp[] =
     "See `tutti sim <action> --help` for flags and the README for the YAML format.\n";
 
 struct SimFlags {
-  std::string policy, csv, plot_dir, repo, config;
+  std::string policy, csv, plot_dir, repo, config, html;
   int64_t seed = 0;
-  double rate = 0, duration_s = 0, tolerance = 0.01;
+  double rate = 0, duration_s = 0, tolerance = 0.01, html_interval_s = 0;
   bool goodput = false, timeline = false;
 };
 
@@ -54,7 +55,14 @@ FlagSet MakeFlags(const std::string& action, SimFlags* f) {
   flags.Double("duration-s", &f->duration_s, "virtual seconds of arrivals (0: the experiment's)");
   if (action == "compare") flags.Bool("goodput", &f->goodput, "compare goodput searched per policy");
   if (action != "run") flags.Double("tolerance", &f->tolerance, "relative precision of goodput search");
-  if (action == "run") flags.Bool("timeline", &f->timeline, "record every batch (plot a GPU timeline)");
+  if (action == "run") {
+    flags.Bool("timeline", &f->timeline, "record every batch (plot a GPU timeline)");
+    flags.String("html", &f->html,
+                 "write a self-contained HTML report to this file: goodput per model, GPUs used, autoscaling "
+                 "advice and bad rate over time (Symphony Figure 15's panels)");
+    flags.Double("html-interval-s", &f->html_interval_s,
+                 "the report's time step in virtual seconds (0: the run's duration / 360, at least 1 s)");
+  }
   flags.String("csv", &f->csv, "write per-model results as CSV to this file");
   flags.String("plot-dir", &f->plot_dir, "write PNG plots (gnuplot) into this directory");
   return flags;
@@ -70,6 +78,9 @@ void Apply(const SimFlags& f, SimConfig* c) {
   }
   if (f.duration_s > 0) c->duration = Seconds(f.duration_s);
   c->record_timeline = f.timeline;
+  if (!f.html.empty()) {
+    c->series_interval = f.html_interval_s > 0 ? Seconds(f.html_interval_s) : std::max(kSecond, c->duration / 360);
+  }
 }
 
 absl::StatusOr<PolicyRun> RunPolicy(const SimConfig& base, const std::string& label, bool search,
@@ -106,7 +117,20 @@ absl::StatusOr<std::vector<PolicyRun>> RunAll(const Experiment& e, bool search, 
   return runs;
 }
 
-int Finish(const std::vector<PolicyRun>& runs, const SimFlags& f) {
+int Finish(const std::vector<PolicyRun>& runs, const SimFlags& f, const std::string& source, int gpus) {
+  if (!f.html.empty()) {
+    if (runs[0].result.series.gpus_used.empty()) {
+      return Fail(absl::InvalidArgumentError("--html draws a run of models over time, not of a graph's queries"));
+    }
+    if (absl::Status s = WriteReport(f.html, absl::StrCat("Tutti simulation: ", source),
+                                     absl::StrFormat("policy %s, %d GPUs, %s of virtual time", runs[0].label, gpus,
+                                                     absl::StrFormat("%.0f s", ToSeconds(runs[0].result.window))),
+                                     "simulation", SimReportJson(runs[0].result, gpus));
+        !s.ok()) {
+      return Fail(s);
+    }
+    std::cout << "wrote " << f.html << "\n";
+  }
   if (!f.csv.empty()) {
     if (absl::Status s = WriteCsv(runs, f.csv); !s.ok()) return Fail(s);
     std::cout << "wrote " << f.csv << "\n";
@@ -196,7 +220,7 @@ int SimCommand(const Args& args) {
     for (const PolicyRun& r : runs) std::cout << absl::StrFormat("   %s %.2fx", r.label, r.goodput / goodput);
     std::cout << "\n";
   }
-  return Finish(runs, f);
+  return Finish(runs, f, source, e->config.cluster.num_gpus());
 }
 
 }  // namespace tutti::cli

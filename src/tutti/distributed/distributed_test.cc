@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/distributed/child_process.h"
 #include "tutti/distributed/local_cluster.h"
@@ -26,6 +27,8 @@
 
 namespace tutti {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr char kConfig[] = R"(policy: deferred
 drop: early
@@ -193,6 +196,16 @@ TEST_F(DistributedTest, KilledBackendIsRemovedAndNoRequestIsLeftUnanswered) {
 // kill -9 of the leading scheduler under load: the hot spare leads, requests
 // in the gap get retryable errors (gRPC UNAVAILABLE), every request is
 // answered; the failover time is printed, not asserted.
+// The first sample of a frontend's console (/console/events): its "process"
+// object, as JSON text.
+std::string ConsoleProcess(int http_port) {
+  testing::HttpTestClient client(http_port);
+  client.SendRaw("GET /console/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  const std::string events = client.ReadUntil("}\n\n");
+  const size_t at = events.find("\"process\":");
+  return at == std::string::npos ? events : events.substr(at);
+}
+
 TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
   std::unique_ptr<LocalCluster> cluster = StartCluster(2, 1);
   ASSERT_NE(cluster, nullptr);
@@ -200,6 +213,12 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
     return RunLoads({Load(cluster->frontends()[0].grpc_port, LoadProtocol::kGrpc, 500, 7 * kSecond, 5)});
   });
   ASSERT_TRUE(WaitForAnswers(cluster->frontends()[0].http_port, 500, 20 * kSecond));  // a second of load
+  // The console shows the leader, its spare and the backends.
+  const std::string before = ConsoleProcess(cluster->frontends()[0].http_port);
+  EXPECT_THAT(before, HasSubstr("\"mode\":\"distributed frontend\""));
+  EXPECT_THAT(before, ::testing::ContainsRegex("\"scheduler_leader\":\"[^\"]+\""));
+  EXPECT_THAT(before, ::testing::ContainsRegex("\"scheduler_spares\":\\[\"[^\"]+\"\\]"));
+  EXPECT_THAT(before, ::testing::ContainsRegex("\"backends\":\\[\"[^\"]+\"(,\"[^\"]+\")*\\]"));
   const Clock::time_point killed = Clock::now();
   cluster->schedulers()[0]->Signal(SIGKILL);
   absl::StatusOr<std::string> leads = cluster->schedulers()[1]->WaitForOutput(": leading", 10 * kSecond);
@@ -222,6 +241,10 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
       RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 600, 3 * kSecond, 6)});
   ASSERT_EQ(after.size(), 1u);
   EXPECT_LT(after[0].total.metrics.BadRate(), 0.05) << Errors(after[0]);
+  // The console follows: the spare leads and has no spare of its own.
+  const std::string now = ConsoleProcess(cluster->frontends()[0].http_port);
+  EXPECT_THAT(now, HasSubstr("\"scheduler_spares\":[]")) << now;
+  EXPECT_NE(now.substr(0, now.find("scheduler_spares")), before.substr(0, before.find("scheduler_spares")));
 }
 
 }  // namespace

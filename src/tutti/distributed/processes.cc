@@ -9,6 +9,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -103,6 +105,8 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
              &p->address_));
   TUTTI_RETURN_IF_ERROR(
       HoldLease(*p->etcd_, options, absl::StrCat("scheduler ", p->address_), &p->lease_, &p->keep_alive_));
+  // Listed while it lives (the console shows the leader's spares).
+  TUTTI_RETURN_IF_ERROR(p->etcd_->Put(ClusterKeys(options.cluster).scheduler(p->address_), "", p->lease_));
   p->campaign_ = std::thread([proc = p.get(), keys = ClusterKeys(options.cluster)] { proc->Campaign(keys); });
   return p;
 }
@@ -176,9 +180,40 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   if (p->graphs_) served = p->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = options.on_shutdown_request;
+  frontend.console.cluster = [p = p.get(), keys = ClusterKeys(options.cluster)] { return p->ConsoleJson(keys); };
   TUTTI_ASSIGN_OR_RETURN(p->listeners_,
                          FrontendServer::Start(served, std::move(layout.served), frontend, p->loop_.get()));
   return p;
+}
+
+std::string FrontendProcess::ConsoleJson(const ClusterKeys& keys) const {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
+  w.StartObject();
+  w.Key("mode");
+  w.String("distributed frontend");
+  w.Key("frontend");
+  w.String(name_.c_str());
+  w.Key("scheduler_leader");
+  w.String(engine_->leader().c_str());
+  // Live members, from their keys (which die with their leases):
+  // "<id> <group> <address>" for backends, the address for schedulers.
+  auto members = [&](const char* name, const std::string& prefix, bool leader_too) {
+    w.Key(name);
+    w.StartArray();
+    absl::StatusOr<EtcdClient::Snapshot> snap = etcd_->GetPrefix(prefix);
+    for (const EtcdClient::KeyValue& kv : snap.ok() ? snap->kvs : std::vector<EtcdClient::KeyValue>{}) {
+      const std::string id = kv.key.substr(prefix.size());
+      if (!leader_too && id == engine_->leader()) continue;
+      w.String(absl::StrCat(id, kv.value.empty() ? "" : " ", kv.value).c_str());
+    }
+    if (!snap.ok()) w.String(absl::StrCat("etcd: ", snap.status().message()).c_str());
+    w.EndArray();
+  };
+  members("scheduler_spares", keys.schedulers(), /*leader_too=*/false);
+  members("backends", keys.backends(), /*leader_too=*/true);
+  w.EndObject();
+  return buffer.GetString();
 }
 
 void FrontendProcess::Shutdown() {

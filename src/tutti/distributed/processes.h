@@ -52,6 +52,8 @@ struct ClusterKeys {
   std::string backends() const { return root + "backends/"; }
   std::string backend(const std::string& id) const { return backends() + id; }
   std::string leader() const { return root + "leader"; }
+  std::string schedulers() const { return root + "schedulers/"; }
+  std::string scheduler(const std::string& address) const { return schedulers() + address; }
 };
 
 struct ProcessOptions {
@@ -121,6 +123,9 @@ class FrontendProcess {
   void Shutdown();
 
  private:
+  // What the console shows of the cluster (ConsoleFeed::Options::cluster):
+  // this frontend, the scheduler leader it follows, the live backends.
+  std::string ConsoleJson(const ClusterKeys& keys) const;
   FrontendProcess() = default;
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<WireConnector> connector_;

@@ -3,6 +3,7 @@
 #include <openssl/crypto.h>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -47,7 +48,13 @@ absl::Status AccessPolicy::Check(Api api, absl::string_view authorization) const
     return absl::PermissionDeniedError("remote shutdown is off: the server has no admin tokens");
   }
   absl::string_view token = authorization;
-  if (!absl::ConsumePrefix(&token, "Bearer ") && !absl::ConsumePrefix(&token, "bearer ")) {
+  std::string basic;  // the password of HTTP Basic credentials (browsers)
+  if (absl::ConsumePrefix(&token, "Basic ") || absl::ConsumePrefix(&token, "basic ")) {
+    if (!absl::Base64Unescape(absl::StripAsciiWhitespace(token), &basic) || basic.find(':') == std::string::npos) {
+      return absl::UnauthenticatedError("the Basic credentials are not base64 of 'user:token'");
+    }
+    token = absl::string_view(basic).substr(basic.find(':') + 1);
+  } else if (!absl::ConsumePrefix(&token, "Bearer ") && !absl::ConsumePrefix(&token, "bearer ")) {
     return absl::UnauthenticatedError(authorization.empty() ? "this server needs a token: Authorization: Bearer <token>"
                                                             : "the Authorization header is not 'Bearer <token>'");
   }

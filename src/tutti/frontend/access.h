@@ -2,7 +2,9 @@
 // for administrative calls — in the spirit of Triton's restricted APIs
 // (--http-restricted-api / --grpc-restricted-protocol), but with standard
 // `Authorization: Bearer <token>` credentials on both protocols (gRPC:
-// the `authorization` metadata).
+// the `authorization` metadata). Browsers may give a token as the password
+// of HTTP Basic credentials (`Authorization: Basic base64(user:token)`, any
+// user name), which the console asks for.
 //
 //   health         always open (liveness and readiness probes)
 //   metadata,      open when no tokens are configured; otherwise an

@@ -37,10 +37,10 @@ std::string DelayStatsJson(const DelayReport& r, ModelId model) {
   measured.push_back(r.estimates.timer_tail ? absl::StrFormat(R"("timer_tail":%.1f)", ToMicros(*r.estimates.timer_tail))
                                             : R"("timer_tail":null)");
   for (const DelayEstimates::Compute& c : r.estimates.compute) {
-    if (c.model != model) continue;
+    if (model != kAnyModel && c.model != model) continue;
     compute.push_back(absl::StrFormat(
-        R"({"executor":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"tail_scale":%.4f,"late_start_us":%.1f})", c.gpu,
-        c.batches, c.ratio, c.scale, c.tail_scale, ToMicros(c.late_start)));
+        R"({"executor":%d,"model":%d,"batches":%d,"ratio":%.4f,"scale":%.4f,"tail_scale":%.4f,"late_start_us":%.1f})", c.gpu,
+        c.model, c.batches, c.ratio, c.scale, c.tail_scale, ToMicros(c.late_start)));
   }
   return absl::StrFormat(R"({"measured":%s,"quantile":%g,"planned_quantile":%g,"window_s":%g,"planned_us":{%s},)"
                          R"("measured_us":{%s},"compute":[%s]})",

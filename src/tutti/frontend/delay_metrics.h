@@ -14,8 +14,9 @@
 namespace tutti {
 
 // {"quantile", "window_s", "planned_us": {…}, "measured_us": {…},
-// "compute": [{"executor", "batches", "ratio", "scale", "tail_scale", "late_start_us"}]}
-// with the compute entries of `model` only.
+// "compute": [{"executor", "model", "batches", "ratio", "scale", "tail_scale", "late_start_us"}]}
+// with the compute entries of `model` only, or of every model (kAnyModel).
+inline constexpr ModelId kAnyModel = -1;
 std::string DelayStatsJson(const DelayReport& report, ModelId model);
 
 // Prometheus text: tutti_planned_delay_seconds, tutti_measured_delay_seconds,

@@ -4,6 +4,7 @@
 #ifndef TUTTI_FRONTEND_FRONTEND_OPTIONS_H_
 #define TUTTI_FRONTEND_FRONTEND_OPTIONS_H_
 
+#include "tutti/frontend/console_feed.h"
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
 #include "tutti/frontend/inference_frontend.h"
@@ -14,6 +15,7 @@ struct FrontendOptions {
   HttpServerOptions http;
   GrpcServerOptions grpc;               // port -1: no gRPC listener
   InferenceFrontend::Options frontend;  // access, admission, remote shutdown
+  ConsoleFeed::Options console;         // the live console's sampling
 };
 
 }  // namespace tutti

@@ -1,5 +1,6 @@
-// FrontendServer: the KServe v2 listeners of one process — HTTP and
-// (optionally) gRPC — over an InferenceFrontend over an InferenceEngine.
+// FrontendServer: the KServe v2 listeners of one process — HTTP (with the
+// console at /console) and (optionally) gRPC — over an InferenceFrontend
+// over an InferenceEngine.
 // The embedded server runs one over its InferenceCore; a distributed
 // frontend process runs one over a RemoteEngine.
 #ifndef TUTTI_FRONTEND_FRONTEND_SERVER_H_
@@ -9,6 +10,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/frontend/console_feed.h"
+#include "tutti/frontend/console_service.h"
 #include "tutti/frontend/frontend_options.h"
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/http_server.h"
@@ -44,6 +47,8 @@ class FrontendServer {
   InferenceEngine* engine_ = nullptr;
   std::unique_ptr<InferenceFrontend> frontend_;
   std::unique_ptr<KserveService> service_;
+  std::unique_ptr<ConsoleFeed> console_feed_;
+  std::unique_ptr<ConsoleService> console_;
   std::unique_ptr<HttpServer> http_;
   std::unique_ptr<KserveGrpcService> grpc_service_;
   std::unique_ptr<GrpcServer> grpc_;

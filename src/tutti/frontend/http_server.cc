@@ -10,6 +10,7 @@
 #include <boost/beast/ssl.hpp>
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -80,9 +81,28 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
 
   void Drain() override {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
+      if (self->streamed_) return self->EndStream();
       if (self->reading_ && !self->RequestBytesWaiting()) self->Close(/*both=*/true);
     });
   }
+
+  // A streamed response's body (HttpResponse::stream), on this session.
+  class BodyStream final : public HttpStream {
+   public:
+    explicit BodyStream(std::shared_ptr<Session> session) : session_(std::move(session)) {}
+    bool Send(std::string data) override {
+      if (session_->stream_closed_) return false;
+      net::post(session_->stream_.get_executor(),
+                [s = session_, data = std::move(data)]() mutable { s->Enqueue(std::move(data)); });
+      return true;
+    }
+    void Close() override {
+      net::post(session_->stream_.get_executor(), [s = session_] { s->EndStream(); });
+    }
+
+   private:
+    const std::shared_ptr<Session> session_;
+  };
 
  private:
   beast::tcp_stream& Lowest() { return beast::get_lowest_layer(stream_); }
@@ -149,6 +169,7 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
 
   void Write(HttpResponse r, bool keep_alive, unsigned version, bool answers_handler = false) {
     if (r.prepare) std::exchange(r.prepare, nullptr)(&r);
+    if (r.stream) return StartStream(std::move(r), version, answers_handler);
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
     res->set(http::field::server, "tutti");
     res->set(http::field::content_type, r.content_type);
@@ -171,6 +192,54 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
     // buffer by now (the completion handler runs only after the loop's other
     // ready handlers, e.g. the rest of a batch's answers).
     if (r.on_written) r.on_written();
+  }
+
+  // A streamed response: its head now, its body as it is sent.
+  void StartStream(HttpResponse r, unsigned version, bool answers_handler) {
+    std::string head = absl::StrCat("HTTP/1.", version == 10 ? 0 : 1, " ", r.status, " ",
+                                    std::string(http::obsolete_reason(static_cast<http::status>(r.status))),
+                                    "\r\nServer: tutti\r\nContent-Type: ", r.content_type,
+                                    "\r\nConnection: close\r\n");
+    for (const auto& [k, v] : r.headers) absl::StrAppend(&head, k, ": ", v, "\r\n");
+    head += "\r\n";
+    streamed_ = true;
+    if (answers_handler) --shared_->unanswered;
+    Enqueue(std::move(head));
+    r.stream(std::make_shared<BodyStream>(this->shared_from_this()));
+  }
+
+  void Enqueue(std::string data) {
+    if (stream_closed_) return;
+    queued_bytes_ += data.size();
+    if (queued_bytes_ > kMaxQueuedStreamBytes) return EndStream(/*now=*/true);  // a client too slow
+    queue_.push_back(std::move(data));
+    if (!stream_writing_) WriteQueued();
+  }
+
+  void WriteQueued() {
+    stream_writing_ = true;
+    net::async_write(stream_, net::buffer(queue_.front()), [self = this->shared_from_this()](beast::error_code ec,
+                                                                                             size_t) {
+      self->stream_writing_ = false;
+      self->queued_bytes_ -= self->queue_.front().size();
+      self->queue_.pop_front();
+      if (ec) return self->EndStream(/*now=*/true);
+      if (!self->queue_.empty()) return self->WriteQueued();
+      if (self->stream_closed_) self->Close(/*both=*/true);
+    });
+  }
+
+  // Closes a stream: once its queue is written, or `now` (its connection
+  // at once; a write under way ends with an error).
+  void EndStream(bool now = false) {
+    stream_closed_ = true;
+    if (now) {
+      beast::error_code ec;
+      Lowest().socket().close(ec);
+      if (!stream_writing_) queue_.clear(), queued_bytes_ = 0;
+      return;
+    }
+    if (!stream_writing_ && queue_.empty()) Close(/*both=*/true);
   }
 
   // Ends the connection: its sending side (the client reads to the end of
@@ -198,6 +267,13 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
   Shared* const shared_;
   bool reading_ = false;  // waiting for a request
   bool closing_ = false;  // TLS: shutting down
+  // A streamed response (HttpResponse::stream): what waits to be written.
+  static constexpr size_t kMaxQueuedStreamBytes = 1 << 20;
+  bool streamed_ = false;
+  std::atomic<bool> stream_closed_{false};
+  bool stream_writing_ = false;
+  std::deque<std::string> queue_;
+  size_t queued_bytes_ = 0;
 };
 
 // Refuses a connection over HttpServerOptions::max_connections: a 503 if

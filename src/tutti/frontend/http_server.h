@@ -34,6 +34,20 @@ struct HttpRequest {
   std::string Header(const std::string& name) const;
 };
 
+// The open body of a streamed response (HttpResponse::stream), e.g.
+// server-sent events. Thread-safe.
+class HttpStream {
+ public:
+  virtual ~HttpStream() = default;
+  // Queues `data` to be written after what was sent before. False, and
+  // nothing sent, once the stream is closed: by Close(), by the client
+  // (seen as a failed write), by a graceful shutdown of the server, or
+  // because the client reads too slowly (over a megabyte waiting).
+  virtual bool Send(std::string data) = 0;
+  // Ends the response (and its connection) once what was sent is written.
+  virtual void Close() = 0;
+};
+
 struct HttpResponse {
   int status = 200;
   std::string body;
@@ -47,6 +61,11 @@ struct HttpResponse {
   // begun: what fits the socket's buffer (a response of a few kilobytes) is
   // in it. Called even if the write fails later.
   std::function<void()> on_written;
+  // Set: a streamed response. Its status and headers are written with
+  // "Connection: close" and no length; then the body is whatever is sent
+  // through the HttpStream handed to this callback (on the connection's
+  // thread), until either side closes it. `body` is ignored.
+  std::function<void(std::shared_ptr<HttpStream>)> stream;
 };
 
 // Thread-safety: Handle() is called from the server's I/O threads,

@@ -31,6 +31,7 @@ struct InferenceFrontend::ModelState {
   PromHistogram queue_seconds{PromHistogram::SecondsBounds()};
   PromHistogram compute_seconds{PromHistogram::SecondsBounds()};
   PromHistogram batch_size{PromHistogram::BatchBounds()};
+  PromHistogram latency_seconds{PromHistogram::LatencyBounds()};  // arrival → finish
 };
 
 namespace {
@@ -133,6 +134,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
         state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
         state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
         state.batch_size.Observe(o.batch_size);
+        state.latency_seconds.Observe(ToSeconds(o.finished - o.arrival));
       } else if (pending->first_error.ok()) {
         pending->first_error = o.status;
       }
@@ -280,6 +282,20 @@ InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector
   return TaskChoice{variants[choice.index], choice.meets, choice.note};
 }
 
+std::vector<InferenceFrontend::ModelSample> InferenceFrontend::Sample() const {
+  std::vector<ModelCounters> counters = engine_->Counters();
+  std::vector<ModelSample> out(models_.size());
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const ModelState& s = *models_[m];
+    out[m].counters = std::move(counters[m]);
+    out[m].rejected = s.rejected.load();
+    out[m].overloaded = s.overloaded.load();
+    out[m].latency_buckets = s.latency_seconds.Buckets();
+    out[m].batch_buckets = s.batch_size.Buckets();
+  }
+  return out;
+}
+
 std::string InferenceFrontend::StatsJson(int model) const {
   const ModelCounters c = engine_->Counters()[model];
   const ModelState& s = *models_[model];
@@ -310,6 +326,9 @@ std::string InferenceFrontend::PrometheusText() const {
   std::string compute =
       "# HELP tutti_compute_duration_seconds Batch start to finish, answered requests.\n"
       "# TYPE tutti_compute_duration_seconds histogram\n";
+  std::string latency =
+      "# HELP tutti_request_duration_seconds Arrival to finish, answered requests.\n"
+      "# TYPE tutti_request_duration_seconds histogram\n";
   std::string sizes =
       "# HELP tutti_request_batch_size Size of the batch each answered request ran in.\n"
       "# TYPE tutti_request_batch_size histogram\n";
@@ -335,6 +354,7 @@ std::string InferenceFrontend::PrometheusText() const {
                           ended ? static_cast<double>(c.success) / ended : 1.0);
     s.queue_seconds.AppendTo(&queue, "tutti_queue_duration_seconds", label);
     s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
+    s.latency_seconds.AppendTo(&latency, "tutti_request_duration_seconds", label);
     s.batch_size.AppendTo(&sizes, "tutti_request_batch_size", label);
     absl::StrAppendFormat(&coding, "tutti_reconstructions_total{%s} %d\n", label, c.reconstructed);
     // The model's batch stage's events (ParM's is the only stage so far).
@@ -371,7 +391,7 @@ std::string InferenceFrontend::PrometheusText() const {
   }
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m->served.config.name);
-  return out + batches + attainment + queue + compute + sizes + coding + parity + steps + busy +
+  return out + batches + attainment + queue + compute + latency + sizes + coding + parity + steps + busy +
          DelayPrometheusText(engine_->Delays(), names) + (options_.extra_metrics ? options_.extra_metrics() : "");
 }
 

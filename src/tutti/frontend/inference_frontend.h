@@ -149,6 +149,19 @@ class InferenceFrontend {
   // Prometheus text exposition of every model's and executor's metrics.
   std::string PrometheusText() const;
 
+  // What the console samples of each model, in model order: the engine's
+  // counters, the refusals, and the buckets (PromHistogram::Buckets) of
+  // answered items' latency (over PromHistogram::LatencyBounds()) and
+  // batch size (over BatchBounds()), all counted since the start.
+  struct ModelSample {
+    ModelCounters counters;
+    int64_t rejected = 0, overloaded = 0;
+    std::vector<int64_t> latency_buckets;
+    std::vector<int64_t> batch_buckets;
+  };
+  std::vector<ModelSample> Sample() const;
+  const InferenceEngine& engine() const { return *engine_; }
+
  private:
   struct ModelState;
   // `n` of the model's items are answered (or refused); completes an unload

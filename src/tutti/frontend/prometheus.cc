@@ -33,6 +33,18 @@ std::vector<double> PromHistogram::SecondsBounds() {
   return {1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 }
 
+std::vector<int64_t> PromHistogram::Buckets() const {
+  std::vector<int64_t> out(bounds_.size() + 1);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = buckets_[i].load(std::memory_order_relaxed);
+  return out;
+}
+
+std::vector<double> PromHistogram::LatencyBounds() {
+  std::vector<double> out;
+  for (double b = 5e-5; b < 30; b *= 1.1) out.push_back(b);
+  return out;
+}
+
 std::vector<double> PromHistogram::BatchBounds() { return {1, 2, 4, 8, 16, 32, 64, 128, 256, 512}; }
 
 }  // namespace tutti

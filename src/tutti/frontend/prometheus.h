@@ -19,6 +19,9 @@ class PromHistogram {
 
   void Observe(double value);
   int64_t count() const { return count_.load(); }
+  const std::vector<double>& bounds() const { return bounds_; }
+  // Per bucket (not cumulative), the +Inf bucket last.
+  std::vector<int64_t> Buckets() const;
   double sum() const { return sum_.load(); }
 
   // Appends `name`_bucket{labels,le="…"} (cumulative), `name`_sum and
@@ -28,6 +31,9 @@ class PromHistogram {
   // Bounds for latencies in seconds (100 µs … 10 s) and for batch sizes.
   static std::vector<double> SecondsBounds();
   static std::vector<double> BatchBounds();
+  // Fine bounds for end-to-end latencies in seconds (50 µs … about 30 s,
+  // each 1.1× the last): quantiles read from them are within 10%.
+  static std::vector<double> LatencyBounds();
 
  private:
   const std::vector<double> bounds_;

@@ -9,6 +9,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
@@ -228,6 +231,8 @@ absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tol
     for (const LoadModelResult& m : r.models) metrics.push_back(m.metrics);
     const bool ok = MeetsSlo(metrics);
     ++out.probes;
+    out.probed.push_back({r.OfferedRate(), r.Goodput(), r.total.metrics.QuantileWithDrops(0.99),
+                          r.total.metrics.BadRate(), ok});
     if (progress) {
       *progress << absl::StrFormat("  probe %2d: %9.1f r/s offered → goodput %9.1f r/s, p99 %s ms, bad %.2f%%: %s\n",
                                    out.probes, r.OfferedRate(), r.Goodput(),
@@ -242,6 +247,35 @@ absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tol
   };
   TUTTI_RETURN_IF_ERROR(SearchHighestRate(spec.workload.rate, rel_tolerance, probe).status());
   return out;
+}
+
+std::string LoadReportJson(const LoadResult& r, Duration slo, const LoadGoodput* search) {
+  auto ms = [](Duration d) { return d >= kInfiniteFuture ? std::string("null") : absl::StrFormat("%.4f", ToMillis(d)); };
+  std::vector<std::string> probes, models;
+  if (search) {
+    for (const LoadProbe& p : search->probed) {
+      probes.push_back(absl::StrFormat(R"({"offered_rps":%.3f,"goodput_rps":%.3f,"p99_ms":%s,"bad_rate":%.6f,"meets":%s})",
+                                       p.offered_rps, p.goodput_rps, ms(p.p99), p.bad_rate, p.meets ? "true" : "false"));
+    }
+  }
+  const double w = std::max(1e-9, ToSeconds(r.window));
+  std::vector<const LoadModelResult*> rows;
+  for (const LoadModelResult& m : r.models) rows.push_back(&m);
+  rows.push_back(&r.total);
+  for (const LoadModelResult* row : rows) {
+    const ModelMetrics& m = row->metrics;
+    rapidjson::StringBuffer name;
+    rapidjson::Writer<rapidjson::StringBuffer> writer(name);
+    writer.String(m.name.c_str());
+    models.push_back(absl::StrFormat(
+        R"({"name":%s,"sent_rps":%.3f,"ok_rps":%.3f,"goodput_rps":%.3f,"bad_rate":%.6f,"p50_ms":%s,"p90_ms":%s,)"
+        R"("p99_ms":%s,"p999_ms":%s})",
+        name.GetString(), m.arrived / w, (m.good + m.late) / w, m.good / w, m.BadRate(), ms(m.QuantileWithDrops(0.5)),
+        ms(m.QuantileWithDrops(0.9)), ms(m.QuantileWithDrops(0.99)), ms(m.QuantileWithDrops(0.999))));
+  }
+  return absl::StrFormat(R"({"slo_ms":%.3f,"goodput_rps":%s,"probes":[%s],"result":{"models":[%s]}})", ToMillis(slo),
+                         search ? absl::StrFormat("%.3f", search->rate) : "null", absl::StrJoin(probes, ","),
+                         absl::StrJoin(models, ","));
 }
 
 void PrintLoadResult(const LoadResult& r, std::ostream& out) {

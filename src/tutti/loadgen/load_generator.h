@@ -95,12 +95,26 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec);
 // The highest total rate whose every model meets p99 ≤ SLO (errors and
 // missing answers count as misses), probing `probe` runs from spec's rate
 // (doubling, then bisecting to `rel_tolerance`). `progress` hears each probe.
+struct LoadProbe {
+  double offered_rps = 0, goodput_rps = 0;
+  Duration p99 = 0;  // with drops as infinite: kInfiniteFuture
+  double bad_rate = 0;
+  bool meets = false;
+};
 struct LoadGoodput {
   double rate = 0;
   LoadResult at_rate;
   int probes = 0;
+  std::vector<LoadProbe> probed;  // in the order made
 };
 absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tolerance, std::ostream* progress);
+
+// The data of a load test's HTML report (console/console_assets.h's "load"
+// kind): {"slo_ms", "goodput_rps" (null without a search), "probes":
+// [{offered_rps, goodput_rps, p99_ms, bad_rate, meets}], "result": {"models":
+// [{name, sent_rps, ok_rps, goodput_rps, bad_rate, p50_ms, p90_ms, p99_ms,
+// p999_ms}]}} (per model, then the total; latencies null when infinite).
+std::string LoadReportJson(const LoadResult& result, Duration slo, const LoadGoodput* search);
 
 // A table (per model and total) and CSV of a result.
 void PrintLoadResult(const LoadResult& result, std::ostream& out);

@@ -179,6 +179,7 @@ struct ServedModel {
   ModelConfig config;
   int64_t version = 1;
   Duration latency = 0;  // its profiled ℓ(1) where it is served (a graph: its steps' summed); 0: unknown
+  Duration objective = 0;  // its requests' default objective where it is served; 0: unknown
 };
 
 absl::string_view PlatformName(Platform platform);

@@ -60,6 +60,8 @@ class SequenceEngine final : public InferenceEngine {
   int64_t in_flight() const override;  // the inner engine's, plus requests waiting for their sequence
   std::vector<ModelCounters> Counters() const override { return inner_->Counters(); }
   std::vector<double> BusyFractions() const override { return inner_->BusyFractions(); }
+  std::vector<Duration> BusyTimes() const override { return inner_->BusyTimes(); }
+  std::vector<BatchTrace> RecentBatches(Time since) const override { return inner_->RecentBatches(since); }
   Time Now() const override { return inner_->Now(); }
   void OnAnswerWritten(const WrittenAnswer& answer) override { inner_->OnAnswerWritten(answer); }
   DelayReport Delays() const override { return inner_->Delays(); }

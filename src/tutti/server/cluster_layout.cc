@@ -170,7 +170,7 @@ void LayOutGraphs(const ModelRepository& repo, const ServerConfig& config, Clust
                                                               "}"),
                           v.config.merge.empty() ? "" : absl::StrCat("; the outputs' ", v.config.merge));
     layout->graphs.push_back(*std::move(graph));
-    layout->graph_served.push_back({v.config, v.version});
+    layout->graph_served.push_back({v.config, v.version, 0, graph->objective});
   }
 }
 
@@ -209,7 +209,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
-      layout.served.push_back({m, version, profile.Latency(1)});
+      layout.served.push_back({m, version, profile.Latency(1), slo});
       versions.push_back(v);
       names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, version,
                                       PlatformName(m.platform), ToMillis(slo), ToMillis(profile.Latency(1)),
@@ -244,7 +244,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
                       {GraphSpec::Step{pg.model}}, {1.0}};
         one.steps[0].head = static_cast<int>(pg.members.size()) - 1;
         members.push_back(std::move(one));
-        member_served.push_back({member, wanted[j]->version});
+        member_served.push_back({member, wanted[j]->version, 0, slo_of(member)});
       }
       g.name = absl::StrCat("prefix[", absl::StrJoin(member_names, ","), "]");
       // Planned with its slowest member's profile: a batch runs the shared

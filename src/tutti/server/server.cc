@@ -49,6 +49,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   if (!replicated.empty()) {
     frontend.frontend.extra_metrics = [replicated] { return ReplicationPrometheusText(replicated); };
   }
+  frontend.console.cluster = [json = absl::StrFormat(R"({"mode":"embedded","policy":"%s"})", config.policy)] {
+    return json;
+  };
   TUTTI_ASSIGN_OR_RETURN(server->listeners_,
                          FrontendServer::Start(engine, std::move(layout.served), frontend, server->loop_.get()));
   d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);

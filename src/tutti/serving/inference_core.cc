@@ -181,16 +181,23 @@ void InferenceCore::OnDispatch(Batch batch) {
   Executor* executor = executors_[batch.gpu].get();
   const ModelId model = batch.model;
   const int gpu = batch.gpu;
-  const Time decided = clock_->Now();
-  outbox_.push_back([this, executor, model, gpu, decided, id, members, exec = std::move(exec)]() mutable {
-    executor->Run(std::move(exec), [this, model, gpu, decided, id, members](ExecResult result) {
-      OnExecuted(model, gpu, decided, id, members, std::move(result));
+  const BatchTrace planned{.executor = gpu,
+                           .model = model,
+                           .size = exec.size,
+                           .decided = clock_->Now(),
+                           .planned_start = batch.exec_at,
+                           .planned_end = batch.exec_at + spec_.models[model].profile.Latency(exec.size)};
+  outbox_.push_back([this, executor, planned, id, members, exec = std::move(exec)]() mutable {
+    executor->Run(std::move(exec), [this, planned, id, members](ExecResult result) {
+      OnExecuted(planned, id, members, std::move(result));
     });
   });
 }
 
-void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, uint64_t batch, const Members& members,
-                               ExecResult result) {
+void InferenceCore::OnExecuted(BatchTrace trace, uint64_t batch, const Members& members, ExecResult result) {
+  const ModelId model = trace.model;
+  const int gpu = trace.executor;
+  const Time decided = trace.decided;
   const int64_t n = static_cast<int64_t>(members->size());
   // Learnt now, with the batch's end: stamped so (the simulator's too).
   delays_->Record(Delay::kDispatch, result.finished, result.received - decided);
@@ -208,6 +215,11 @@ void InferenceCore::OnExecuted(ModelId model, int gpu, Time decided, uint64_t ba
   {
     std::lock_guard<std::mutex> lock(mu_);
     busy_[gpu] += result.finished - result.started;
+    trace.started = result.started;
+    trace.finished = result.finished;
+    trace.ok = result.status.ok();
+    if (traces_.size() == kTraces) traces_.pop_front();
+    traces_.push_back(trace);
     scheduler_->OnBatchDone(gpu);
     Time batch_deadline = kInfiniteFuture;
     for (const Pending& p : *members) batch_deadline = std::min(batch_deadline, p.deadline);
@@ -342,6 +354,20 @@ void InferenceCore::OnAnswerWritten(const WrittenAnswer& answer) {
 }
 
 DelayReport InferenceCore::Delays() const { return {delays_->options(), delays_->estimates(), delays_->plan()}; }
+
+std::vector<Duration> InferenceCore::BusyTimes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_;
+}
+
+std::vector<BatchTrace> InferenceCore::RecentBatches(Time since) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<BatchTrace> out;
+  for (const BatchTrace& t : traces_) {
+    if (t.finished > since) out.push_back(t);
+  }
+  return out;
+}
 
 std::vector<double> InferenceCore::BusyFractions() const {
   std::lock_guard<std::mutex> lock(mu_);

@@ -28,6 +28,7 @@
 #ifndef TUTTI_SERVING_INFERENCE_CORE_H_
 #define TUTTI_SERVING_INFERENCE_CORE_H_
 
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -94,6 +95,8 @@ class InferenceCore final : public InferenceEngine {
   // Per executor: the fraction of time since Create() that it spent running
   // batches (finished ones).
   std::vector<double> BusyFractions() const override;
+  std::vector<Duration> BusyTimes() const override;
+  std::vector<BatchTrace> RecentBatches(Time since) const override;
   Time Now() const override { return clock_->Now(); }
   void OnAnswerWritten(const WrittenAnswer& answer) override;
   DelayReport Delays() const override;
@@ -128,7 +131,7 @@ class InferenceCore final : public InferenceEngine {
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
   void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
                     SequenceRef sequence = {});
-  void OnExecuted(ModelId model, int gpu, Time decided, uint64_t batch, const Members& members, ExecResult result);
+  void OnExecuted(BatchTrace trace, uint64_t batch, const Members& members, ExecResult result);
   // Moves the answers stages gave since the last call (and how many requests
   // they let leave in_flight_) to the caller. REQUIRES: mu_ held.
   void TakeStageAnswers(Answers* answers, int64_t* done);
@@ -152,6 +155,8 @@ class InferenceCore final : public InferenceEngine {
   Table table_ ABSL_GUARDED_BY(mu_);  // waiting requests; taken out at dispatch
   std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
+  std::deque<BatchTrace> traces_ ABSL_GUARDED_BY(mu_);  // the last kTraces batches
+  static constexpr size_t kTraces = 4096;
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
   std::unique_ptr<Host> host_;
   // Batches of staged models with items unanswered or unexecuted.

@@ -44,6 +44,20 @@ struct InferenceOutcome {
 };
 using InferenceCallback = std::function<void(InferenceOutcome)>;
 
+// One executed batch, as the scheduler planned it and as it ran (the
+// console's timeline of an executor).
+struct BatchTrace {
+  int executor = 0;
+  ModelId model = 0;
+  int size = 0;
+  Time decided = 0;        // the scheduler dispatched it
+  Time planned_start = 0;  // the start it planned (Batch::exec_at)
+  Time planned_end = 0;    // planned start + the profile's ℓ(size)
+  Time started = 0;
+  Time finished = 0;
+  bool ok = true;          // the executor did not fail it
+};
+
 // Per-model counts of how accepted requests ended.
 struct ModelCounters {
   int64_t success = 0;  // on time
@@ -140,6 +154,13 @@ class InferenceEngine {
   // Per executor this engine runs: the fraction of time it spent running
   // batches; empty when the executors are elsewhere.
   virtual std::vector<double> BusyFractions() const = 0;
+  // Per executor this engine runs: the time it spent running batches since
+  // the engine started; empty when the executors are elsewhere.
+  virtual std::vector<Duration> BusyTimes() const { return {}; }
+  // The last batches this engine's executors finished (up to a few
+  // thousand), those finished after `since`, oldest first; empty when the
+  // executors are elsewhere.
+  virtual std::vector<BatchTrace> RecentBatches(Time since) const { return {}; }
 
   // The engine's clock: InferenceOutcome's instants are on it.
   virtual Time Now() const = 0;

@@ -168,4 +168,38 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
   return absl::OkStatus();
 }
 
+std::string SimReportJson(const SimResult& r, int gpus) {
+  const SimSeries& s = r.series;
+  const double interval = ToSeconds(s.interval);
+  const size_t n = s.gpus_used.size();
+  auto list = [](const std::vector<std::string>& items) { return absl::StrCat("[", absl::StrJoin(items, ","), "]"); };
+  auto rates = [&](const std::vector<int64_t>& counts) {
+    std::vector<std::string> out;
+    for (int64_t c : counts) out.push_back(absl::StrFormat("%.6g", c / interval));
+    return list(out);
+  };
+  std::vector<std::string> names, good, bad, t, bad_total, used, add, remove, bad_rate;
+  for (const ModelMetrics& m : r.models) names.push_back(absl::StrCat("\"", m.name, "\""));
+  for (size_t m = 0; m < s.good.size(); ++m) {
+    good.push_back(rates(s.good[m]));
+    bad.push_back(rates(s.bad[m]));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int64_t g = 0, b = 0;
+    for (size_t m = 0; m < s.good.size(); ++m) g += s.good[m][i], b += s.bad[m][i];
+    t.push_back(absl::StrFormat("%.6g", i * interval));
+    bad_total.push_back(absl::StrFormat("%.6g", b / interval));
+    bad_rate.push_back(absl::StrFormat("%.6g", g + b > 0 ? static_cast<double>(b) / (g + b) : 0.0));
+    used.push_back(absl::StrCat(s.gpus_used[i]));
+    add.push_back(absl::StrCat(s.advice[i].add));
+    remove.push_back(absl::StrCat(s.advice[i].remove));
+  }
+  return absl::StrFormat(
+      R"({"policy":"%s","gpus":%d,"interval_s":%g,"models":%s,"t":%s,"good":%s,"bad":%s,"bad_total":%s,)"
+      R"("gpus_used":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
+      R"("summary":{"offered_rps":%.6g,"goodput_rps":%.6g,"bad_rate":%.6g,"gpus_used":%d}})",
+      r.policy, gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used), list(add),
+      list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.BadRate(), r.gpus_used);
+}
+
 }  // namespace tutti

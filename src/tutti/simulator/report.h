@@ -37,6 +37,14 @@ absl::Status WriteCsv(const std::vector<PolicyRun>& runs, const std::string& pat
 // if gnuplot is not installed.
 absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& dir);
 
+// The data of a simulation's HTML report (console/console_assets.h's
+// "simulation" kind): {"policy", "gpus", "interval_s", "models": [names],
+// "t": [interval start, s], "good"/"bad": [[r/s per interval] per model],
+// "bad_total", "gpus_used", "advice_add", "advice_remove", "bad_rate": [per
+// interval], "summary": {offered_rps, goodput_rps, bad_rate, gpus_used}}.
+// REQUIRES: result.series was kept (SimConfig::series_interval).
+std::string SimReportJson(const SimResult& result, int gpus);
+
 }  // namespace tutti
 
 #endif  // TUTTI_SIMULATOR_REPORT_H_

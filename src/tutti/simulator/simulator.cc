@@ -1,6 +1,7 @@
 #include "tutti/simulator/simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <random>
 
 #include "tutti/core/emulated_gpu.h"
@@ -14,6 +15,60 @@
 
 namespace tutti {
 namespace {
+
+// Keeps SimResult::series: counts by interval.
+class SeriesRecorder {
+ public:
+  SeriesRecorder(const SimConfig& config, SimSeries* series)
+      : interval_(config.series_interval),
+        intervals_(static_cast<size_t>((config.duration + interval_ - 1) / interval_)),
+        gpus_(config.cluster.num_gpus()),
+        series_(series) {
+    series_->interval = interval_;
+    series_->good.assign(config.cluster.models.size(), std::vector<int64_t>(intervals_, 0));
+    series_->bad = series_->good;
+    series_->busy.assign(intervals_, 0);
+    used_.assign(intervals_, std::vector<bool>(gpus_, false));
+  }
+
+  void Count(ModelId model, Time arrival, bool good) {
+    const size_t i = Index(arrival);
+    if (i < intervals_) ++(good ? series_->good : series_->bad)[model][i];
+  }
+
+  // `gpu` ran a batch over [start, end).
+  void Ran(GpuId gpu, Time start, Time end) {
+    for (size_t i = Index(start); i < intervals_ && static_cast<Time>(i) * interval_ < end; ++i) {
+      const Time lo = std::max<Time>(start, static_cast<Time>(i) * interval_);
+      const Time hi = std::min<Time>(end, static_cast<Time>(i + 1) * interval_);
+      series_->busy[i] += hi - lo;
+      used_[i][gpu] = true;
+    }
+  }
+
+  // GPUs used and the advice, per interval.
+  void Finish() {
+    series_->gpus_used.clear();
+    series_->advice.clear();
+    for (size_t i = 0; i < intervals_; ++i) {
+      series_->gpus_used.push_back(static_cast<int>(std::count(used_[i].begin(), used_[i].end(), true)));
+      int64_t good = 0, bad = 0;
+      for (size_t m = 0; m < series_->good.size(); ++m) good += series_->good[m][i], bad += series_->bad[m][i];
+      const double bad_rate = good + bad > 0 ? static_cast<double>(bad) / (good + bad) : 0;
+      const double idle = 1 - static_cast<double>(series_->busy[i]) / (static_cast<double>(interval_) * gpus_);
+      series_->advice.push_back(AdviseScaling(gpus_, bad_rate, idle));
+    }
+  }
+
+ private:
+  size_t Index(Time t) const { return static_cast<size_t>(std::max<Time>(0, t) / interval_); }
+
+  const Duration interval_;
+  const size_t intervals_;
+  const int gpus_;
+  SimSeries* const series_;
+  std::vector<std::vector<bool>> used_;  // [interval][gpu]
+};
 
 // Emulated GPUs plus bookkeeping: receives the scheduler's decisions and
 // turns them into measurements.
@@ -35,6 +90,7 @@ class Cluster final : public SchedulerListener {
       due_ = DueShares(parents, config.graph->shares);
     }
     result_->gpu_busy.assign(config.cluster.num_gpus(), 0);
+    if (config.series_interval > 0 && !config.graph) series_.emplace(config, &result_->series);
     for (const ModelSpec& m : config.cluster.models) {
       ModelMetrics mm;
       mm.name = m.name;
@@ -85,6 +141,7 @@ class Cluster final : public SchedulerListener {
     if (config_.record_timeline) {
       result_->timeline.push_back({batch.gpu, batch.model, start, end, size, decided, batch.exec_at});
     }
+    if (series_) series_->Ran(batch.gpu, start, end);
     ModelMetrics& mm = result_->models[batch.model];
     bool measured_batch = false;
     Time batch_deadline = kInfiniteFuture;
@@ -99,6 +156,7 @@ class Cluster final : public SchedulerListener {
       sample.at = std::max(sample.at, response);
       sample.delay = std::max(sample.delay, response - end - (r.deadline - batch_deadline));
       if (config_.graph) ItemAnswered(r, response);
+      if (series_) series_->Count(r.model, r.arrival, response <= r.deadline);
       if (!Measured(r)) continue;
       measured_batch = true;
       mm.latency.Record(response - r.arrival);
@@ -110,6 +168,7 @@ class Cluster final : public SchedulerListener {
   }
 
   void OnDrop(const Request& r, DropReason) override {
+    if (series_) series_->Count(r.model, r.arrival, /*good=*/false);
     if (Measured(r)) ++result_->models[r.model].dropped;
     if (!config_.graph) return;
     const auto [q, step] = items_.at(r.id);
@@ -119,6 +178,9 @@ class Cluster final : public SchedulerListener {
   }
 
   int GpusUsed() const { return static_cast<int>(std::count(used_.begin(), used_.end(), true)); }
+  void FinishSeries() {
+    if (series_) series_->Finish();
+  }
 
  private:
   struct Query {
@@ -178,6 +240,7 @@ class Cluster final : public SchedulerListener {
   DelayModel* const delays_;
   std::vector<EmulatedGpu> gpus_;  // core/emulated_gpu.h: the emulated executor's timing
   std::vector<bool> used_;
+  std::optional<SeriesRecorder> series_;
   std::mt19937_64 jitter_rng_;
   std::mt19937_64 gamma_rng_;
   RequestId next_id_ = 0;
@@ -256,6 +319,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   for (const ModelMetrics& m : result.models) result.total.Merge(m);
   result.total.name = "total";
   result.gpus_used = cluster.GpusUsed();
+  cluster.FinishSeries();
   result.advice = AdviseScaling(config.cluster.num_gpus(), result.total.BadRate(), result.IdleFraction());
   return result;
 }

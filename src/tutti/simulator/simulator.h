@@ -63,6 +63,7 @@ struct SimConfig {
   DelayModelOptions delay_model{.measure = false};
   uint64_t seed = 1;
   bool record_timeline = false;      // keep every batch (small runs only)
+  Duration series_interval = 0;      // > 0: keep SimResult::series at this step (requests per model, no graph)
   std::optional<SimGraph> graph;     // queries through a chain of the models; none: requests per model
 };
 
@@ -74,6 +75,18 @@ struct TimelineEntry {
   int size;
   Time decided;  // when the scheduler dispatched it
   Time planned;  // the start it planned (Batch::exec_at)
+};
+
+// A run over time (Symphony Figure 15's panels), interval i covering
+// [i·interval, (i+1)·interval) of virtual time, warm-up included: requests
+// by when they arrived, GPUs by when they ran batches.
+struct SimSeries {
+  Duration interval = 0;
+  std::vector<std::vector<int64_t>> good;  // [model][interval]: answered on time
+  std::vector<std::vector<int64_t>> bad;   // [model][interval]: late or dropped
+  std::vector<int> gpus_used;              // GPUs that ran a batch in the interval
+  std::vector<Duration> busy;              // GPU time spent running batches, all GPUs
+  std::vector<ScalingAdvice> advice;       // Symphony's, from the interval's bad rate and idle fraction
 };
 
 struct SimResult {
@@ -88,6 +101,7 @@ struct SimResult {
   std::vector<TimelineEntry> timeline;
   DelayPlan final_plan;               // what the scheduler planned with at the end
   ScalingAdvice advice;
+  SimSeries series;                   // with SimConfig::series_interval
 
   double OfferedRate() const;  // measured arrivals / window
   double Goodput() const;      // good / window

@@ -75,6 +75,35 @@ TEST(SimulatorTest, OverloadIsReportedAndScalingAdviceAddsGpus) {
   EXPECT_EQ(r.total.QuantileWithDrops(0.99), kInfiniteFuture);
 }
 
+// Symphony Figure 15's panels: a light first second, an overloaded second.
+TEST(SimulatorTest, SeriesFollowAChangingWorkload) {
+  SimConfig c = Config("deferred", 300);
+  c.workload.phases = {{kSecond, 20000}};
+  c.series_interval = Millis(500);
+  const SimResult r = *RunSimulation(c);
+  const SimSeries& s = r.series;
+  ASSERT_EQ(s.gpus_used.size(), 4u);
+  ASSERT_EQ(s.good.size(), 2u);
+  int64_t ended = 0, measured = 0;
+  for (size_t m = 0; m < 2; ++m) {
+    for (size_t i = 0; i < 4; ++i) ended += s.good[m][i] + s.bad[m][i];
+    measured += r.models[m].arrived;
+  }
+  // Every request is counted once, by its arrival (the series include the warm-up).
+  EXPECT_GE(ended, measured);
+  int64_t bad_light = 0, bad_heavy = 0;
+  for (size_t m = 0; m < 2; ++m) bad_light += s.bad[m][0] + s.bad[m][1], bad_heavy += s.bad[m][2] + s.bad[m][3];
+  EXPECT_EQ(bad_light, 0);
+  EXPECT_GT(bad_heavy, 0);
+  // Light: few GPUs and advice to release; overloaded: all of them and advice to add.
+  EXPECT_LE(s.gpus_used[0], 4);
+  EXPECT_GT(s.advice[0].remove, 0);
+  EXPECT_EQ(s.gpus_used[3], 8);
+  EXPECT_GT(s.advice[3].add, 0);
+  EXPECT_EQ(s.advice[3].remove, 0);
+  EXPECT_GT(s.busy[3], s.busy[0]);
+}
+
 TEST(SimulatorTest, RejectsBadConfigs) {
   SimConfig c = Config("deferred", 100);
   c.warmup = c.duration;

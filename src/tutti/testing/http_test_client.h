@@ -48,6 +48,20 @@ class HttpTestClient {
   // Writes raw bytes on the connection.
   void SendRaw(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
 
+  // Reads until `text` has arrived or the server closes the connection;
+  // returns what arrived.
+  std::string ReadUntil(const std::string& text) {
+    std::string out;
+    boost::beast::error_code ec;
+    char buf[4096];
+    while (out.find(text) == std::string::npos) {
+      const size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
+      out.append(buf, n);
+      if (ec) break;
+    }
+    return out;
+  }
+
   // Reads until the server closes the connection; returns what arrived.
   std::string ReadUntilClosed() {
     std::string out;

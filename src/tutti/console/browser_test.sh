@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The console and the HTML reports in a real browser: Debian's headless
+# chromium, driven over the DevTools protocol by web/browser_check.mjs.
+#   1. `tutti serve` (8 emulated A100s) under load from `tutti load`: /console
+#      lists the model, shows non-zero live rates and drawn charts.
+#   2. The same over TLS with admin tokens (load from curl): refused without
+#      credentials, shown with them (HTTP Basic, the token as password).
+#   3. Reports: `tutti sim run --html` of Symphony Figure 15's changing
+#      workload (an hour of virtual time; the rates scaled to 1/40 to keep the
+#      test short) and `tutti load --find-goodput --html`, opened from disk
+#      with the network off.
+# Usage: browser_test.sh TUTTI_BINARY [OUT_DIR]   (OUT_DIR keeps the
+# screenshots and reports; default: a temporary directory, removed)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../../.." && pwd)"
+tutti="$1"
+out="${2:-}"
+work="$(mktemp -d)"
+[ -n "$out" ] || out="$work/out"
+mkdir -p "$out"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done
+  wait 2> /dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+check() { node "$here/web/browser_check.mjs" "$@"; }
+free_port() {  # a port nothing listens on
+  while :; do
+    p=$((20000 + RANDOM % 30000))
+    (echo > "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
+  done
+}
+cd "$root"
+
+echo "== 1. the console of a server under load"
+port=$(free_port)
+"$tutti" serve --repo bench/emulated_repository --config bench/serve_resnet50_a100_8gpu.yaml --port "$port" \
+  --grpc-port -1 > "$work/serve1.log" 2>&1 &
+pids+=($!)
+until curl -sf "127.0.0.1:$port/v2/health/ready" > /dev/null; do sleep 0.2; done
+"$tutti" load --models resnet50 --rate 400 --slo-ms 20 --duration-s 40 --warmup-s 0 --port "$port" \
+  > "$work/load1.log" 2>&1 &
+pids+=($!)
+sleep 2
+check console "http://127.0.0.1:$port/console" --models resnet50 --screenshot "$out/console.png"
+
+echo "== 2. over TLS, with admin tokens"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost" \
+  -keyout "$work/key.pem" -out "$work/cert.pem" 2> /dev/null
+admin="console-admin-token-$(date +%s%N)"
+inference="console-inference-token-$(date +%s%N)"
+echo "$admin" > "$work/admin.tokens"
+echo "$inference" > "$work/inference.tokens"
+tport=$(free_port)
+"$tutti" serve --repo bench/emulated_repository --config bench/serve_zero_cost.yaml --port "$tport" --grpc-port -1 \
+  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --admin-tokens-file "$work/admin.tokens" \
+  --inference-tokens-file "$work/inference.tokens" > "$work/serve2.log" 2>&1 &
+pids+=($!)
+until curl -sfk "https://127.0.0.1:$tport/v2/health/ready" > /dev/null; do sleep 0.2; done
+body='{"inputs":[{"name":"input","shape":[1,16],"datatype":"FP32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}]}'
+( while true; do
+    curl -sfk -o /dev/null -H "Authorization: Bearer $inference" -d "$body" \
+      "https://127.0.0.1:$tport/v2/models/zero_cost/infer" || true
+  done ) &
+pids+=($!)
+check console "https://localhost:$tport/console" --models zero_cost --token "$admin" --screenshot "$out/console_tls.png"
+
+echo "== 3. HTML reports"
+"$tutti" sim run bench/fig15_changing_512gpu.yaml --rate 1000 --html "$out/fig15.html" > "$work/sim.log"
+grep -q "wrote $out/fig15.html" "$work/sim.log"
+check report "$out/fig15.html" --kind simulation --screenshot "$out/fig15.png"
+"$tutti" load --models resnet50 --rate 2000 --slo-ms 20 --duration-s 1 --warmup-s 0.2 --find-goodput \
+  --tolerance 0.5 --port "$port" --html "$out/goodput.html" > "$work/load2.log" 2>&1
+check report "$out/goodput.html" --kind load --screenshot "$out/goodput.png"
+echo "browser tests passed; screenshots and reports in $out"
