@@ -125,7 +125,7 @@ int Finish(const std::vector<PolicyRun>& runs, const SimFlags& f, const std::str
     if (absl::Status s = WriteReport(f.html, absl::StrCat("Tutti simulation: ", source),
                                      absl::StrFormat("policy %s, %d GPUs, %s of virtual time", runs[0].label, gpus,
                                                      absl::StrFormat("%.0f s", ToSeconds(runs[0].result.window))),
-                                     "simulation", SimReportJson(runs[0].result, gpus));
+                                     "simulation", SimReportJson(runs[0].result, runs[0].label, gpus));
         !s.ok()) {
       return Fail(s);
     }

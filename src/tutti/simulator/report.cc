@@ -168,7 +168,7 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
   return absl::OkStatus();
 }
 
-std::string SimReportJson(const SimResult& r, int gpus) {
+std::string SimReportJson(const SimResult& r, const std::string& policy, int gpus) {
   const SimSeries& s = r.series;
   const double interval = ToSeconds(s.interval);
   const size_t n = s.gpus_used.size();
@@ -198,7 +198,7 @@ std::string SimReportJson(const SimResult& r, int gpus) {
       R"({"policy":"%s","gpus":%d,"interval_s":%g,"models":%s,"t":%s,"good":%s,"bad":%s,"bad_total":%s,)"
       R"("gpus_used":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
       R"("summary":{"offered_rps":%.6g,"goodput_rps":%.6g,"bad_rate":%.6g,"gpus_used":%d}})",
-      r.policy, gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used), list(add),
+      policy, gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used), list(add),
       list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.BadRate(), r.gpus_used);
 }
 

@@ -43,7 +43,8 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
 // "bad_total", "gpus_used", "advice_add", "advice_remove", "bad_rate": [per
 // interval], "summary": {offered_rps, goodput_rps, bad_rate, gpus_used}}.
 // REQUIRES: result.series was kept (SimConfig::series_interval).
-std::string SimReportJson(const SimResult& result, int gpus);
+// `policy`: the run's label (e.g. "deferred+early").
+std::string SimReportJson(const SimResult& result, const std::string& policy, int gpus);
 
 }  // namespace tutti
 
