@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/temp_dir.h"
@@ -55,6 +56,42 @@ executors:
   std::unique_ptr<Server> server_;
   LoadSpec spec_;
 };
+
+TEST(LoadReportTest, TheReportsDataIsJsonWithInfiniteLatenciesAsNull) {
+  LoadResult r;
+  r.window = 2 * kSecond;
+  LoadModelResult m;
+  m.metrics.name = "mo\"del";
+  m.metrics.arrived = 100;
+  m.metrics.good = 90;
+  m.metrics.dropped = 10;  // p99 falls among the drops: infinite
+  for (int i = 0; i < 90; ++i) m.metrics.latency.Record(Millis(5));
+  r.models = {m};
+  r.total = m;
+  LoadGoodput search;
+  search.rate = 40;
+  search.probed = {{40, 40, Millis(6), 0, true}, {80, 45, kInfiniteFuture, 0.44, false}};
+  rapidjson::Document d;
+  d.Parse(LoadReportJson(r, Millis(20), &search).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_DOUBLE_EQ(d["slo_ms"].GetDouble(), 20);
+  EXPECT_DOUBLE_EQ(d["goodput_rps"].GetDouble(), 40);
+  ASSERT_EQ(d["probes"].Size(), 2u);
+  EXPECT_TRUE(d["probes"][0]["meets"].GetBool());
+  EXPECT_TRUE(d["probes"][1]["p99_ms"].IsNull());
+  const auto& row = d["result"]["models"][0];
+  EXPECT_STREQ(row["name"].GetString(), "mo\"del");
+  EXPECT_DOUBLE_EQ(row["sent_rps"].GetDouble(), 50);
+  EXPECT_DOUBLE_EQ(row["goodput_rps"].GetDouble(), 45);
+  EXPECT_NEAR(row["p50_ms"].GetDouble(), 5, 0.5);
+  EXPECT_TRUE(row["p99_ms"].IsNull());
+  EXPECT_EQ(d["result"]["models"].Size(), 2u);  // the model, then the total
+  // Without a search: no goodput, no probes.
+  d.Parse(LoadReportJson(r, Millis(20), nullptr).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_TRUE(d["goodput_rps"].IsNull());
+  EXPECT_EQ(d["probes"].Size(), 0u);
+}
 
 TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
   for (int variant = 0; variant < 3; ++variant) {  // HTTP binary, HTTP JSON, gRPC

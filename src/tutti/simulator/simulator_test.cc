@@ -1,6 +1,8 @@
 #include "tutti/simulator/simulator.h"
 
 #include "gtest/gtest.h"
+#include "rapidjson/document.h"
+#include "tutti/simulator/report.h"
 
 namespace tutti {
 namespace {
@@ -102,6 +104,23 @@ TEST(SimulatorTest, SeriesFollowAChangingWorkload) {
   EXPECT_GT(s.advice[3].add, 0);
   EXPECT_EQ(s.advice[3].remove, 0);
   EXPECT_GT(s.busy[3], s.busy[0]);
+}
+
+TEST(SimulatorTest, TheReportsDataIsJsonOfTheSeries) {
+  SimConfig c = Config("deferred", 300);
+  c.cluster.models[0].name = "Res\"Net</script>";
+  c.series_interval = Millis(500);
+  const SimResult r = *RunSimulation(c);
+  rapidjson::Document d;
+  d.Parse(SimReportJson(r, "deferred+early", 8).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  EXPECT_STREQ(d["policy"].GetString(), "deferred+early");
+  EXPECT_STREQ(d["models"][0].GetString(), "Res\"Net</script>");
+  EXPECT_EQ(d["t"].Size(), 4u);
+  EXPECT_EQ(d["good"][1].Size(), 4u);
+  EXPECT_EQ(d["gpus_used"][0].GetInt(), r.series.gpus_used[0]);
+  EXPECT_EQ(d["advice_remove"][0].GetInt(), r.series.advice[0].remove);
+  EXPECT_DOUBLE_EQ(d["good"][0][1].GetDouble(), r.series.good[0][1] / 0.5);
 }
 
 TEST(SimulatorTest, RejectsBadConfigs) {
