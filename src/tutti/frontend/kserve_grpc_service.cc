@@ -53,13 +53,21 @@ void SetTensorMetadata(const TensorSpec& spec, inference::ModelMetadataResponse:
 absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest& request, const ModelConfig& config) {
   InferRequest out;
   out.id = request.id();
+  // A number parameter's value; -1 when it is not a number.
+  auto number = [](const InferParameter& p) {
+    return p.parameter_choice_case() == InferParameter::kDoubleParam  ? p.double_param()
+           : p.parameter_choice_case() == InferParameter::kInt64Param ? static_cast<double>(p.int64_param())
+                                                                       : -1.0;
+  };
   if (auto it = request.parameters().find("latency_objective_ms"); it != request.parameters().end()) {
-    const InferParameter& p = it->second;
-    const double ms = p.parameter_choice_case() == InferParameter::kDoubleParam  ? p.double_param()
-                      : p.parameter_choice_case() == InferParameter::kInt64Param ? static_cast<double>(p.int64_param())
-                                                                                  : -1;
+    const double ms = number(it->second);
     TUTTI_RETURN_IF_ERROR(CheckObjective(ms));
     out.objective_ms = ms;
+  }
+  if (auto it = request.parameters().find("accuracy"); it != request.parameters().end()) {
+    const double accuracy = number(it->second);
+    if (!(accuracy >= 0 && accuracy <= 1)) return Bad("parameter 'accuracy' must be a number from 0 to 1");
+    out.min_accuracy = accuracy;
   }
   if (auto it = request.parameters().find("sequence_id"); it != request.parameters().end()) {
     const InferParameter& p = it->second;
@@ -211,26 +219,60 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
     reactor->Fail(Bad("the request is not a well-formed inference.ModelInferRequest message"));
     return reactor;
   }
-  absl::StatusOr<int> model = frontend_->FindModel(request.model_name(), request.model_version());
+  // Model-less (INFaaS): no model_name, and a "task" parameter; the variant
+  // is chosen as on HTTP's /v2/tasks/{task}/infer.
+  const auto task = request.parameters().find("task");
+  std::optional<std::string> task_name;
+  absl::StatusOr<int> model = absl::NotFoundError("");
+  std::vector<int> variants;
+  if (task != request.parameters().end()) {
+    if (!request.model_name().empty()) {
+      reactor->Fail(Bad("give model_name or the parameter 'task' (a model-less request), not both"));
+      return reactor;
+    }
+    if (task->second.parameter_choice_case() != InferParameter::kStringParam) {
+      reactor->Fail(Bad("parameter 'task' must be a string"));
+      return reactor;
+    }
+    task_name = task->second.string_param();
+    variants = frontend_->TaskVariants(*task_name);
+    if (variants.empty()) {
+      reactor->Fail(absl::NotFoundError(absl::StrCat("no loaded model serves task ", QuoteUserText(*task_name))));
+      return reactor;
+    }
+    model = variants[0];  // its variants share their input: parsed against the first
+  } else {
+    model = frontend_->FindModel(request.model_name(), request.model_version());
+  }
   if (!model.ok()) {
     reactor->Fail(model.status());
     return reactor;
   }
-  const InferenceFrontend::ServedModel& served = frontend_->served(*model);
-  absl::StatusOr<InferRequest> parsed = ParseModelInfer(request, served.config);
+  absl::StatusOr<InferRequest> parsed = ParseModelInfer(request, frontend_->served(*model).config);
   if (!parsed.ok()) {
     frontend_->CountRejected(*model);
     reactor->Fail(parsed.status());
     return reactor;
   }
+  InferenceFrontend::TaskChoice choice;
+  if (task_name) {
+    choice = frontend_->ChooseForTask(variants, parsed->min_accuracy, Millis(parsed->objective_ms));
+    model = choice.model;
+  }
+  const InferenceFrontend::ServedModel& served = frontend_->served(*model);
   const std::string id = parsed->id;
   frontend_->Infer(*model, *std::move(parsed),
-                   [this, reactor, &served, id](absl::StatusOr<InferenceFrontend::InferResult> r) {
+                   [this, reactor, &served, id, task_name, choice](absl::StatusOr<InferenceFrontend::InferResult> r) {
                      inference::ModelInferResponse out;
                      if (r.ok()) {
                        WriteModelInfer(served, id, *r, &out);
-                       (*out.mutable_parameters())["tutti_server_us"].set_double_param(
-                           ToMicros(frontend_->ServerTime(*r)));
+                       auto& params = *out.mutable_parameters();
+                       params["tutti_server_us"].set_double_param(ToMicros(frontend_->ServerTime(*r)));
+                       if (task_name) {
+                         params["tutti_task"].set_string_param(ValidUtf8(*task_name));
+                         params["tutti_meets_requirements"].set_bool_param(choice.meets);
+                         if (!choice.note.empty()) params["tutti_variant_note"].set_string_param(choice.note);
+                       }
                      }
                      reactor->Answer(r, out);
                    });

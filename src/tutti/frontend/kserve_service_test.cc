@@ -8,7 +8,11 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include <grpcpp/grpcpp.h>
+
 #include "tutti/frontend/frontend_test_util.h"
+#include "tutti/frontend/grpc_server.h"
+#include "tutti/frontend/kserve_grpc_service.h"
 #include "tutti/testing/http_test_client.h"
 
 namespace tutti {
@@ -150,10 +154,13 @@ class ModelLessTest : public ::testing::Test {
     frontend_ = std::make_unique<InferenceFrontend>(engine_.get(), served);
     service_ = std::make_unique<KserveService>(frontend_.get());
     server_ = *HttpServer::Start(HttpServerOptions{.port = 0}, service_.get());
+    grpc_service_ = std::make_unique<KserveGrpcService>(frontend_.get());
+    grpc_server_ = *GrpcServer::Start(GrpcServerOptions{.port = 0}, {grpc_service_.get()});
   }
   void TearDown() override {
     server_->StopAccepting();
     engine_->StopAccepting();
+    grpc_server_->Shutdown(kSecond);
     server_->Stop();
   }
   // Asks task "toy" for an image with these requirements: {status, model, parameters}.
@@ -186,7 +193,63 @@ class ModelLessTest : public ::testing::Test {
   std::unique_ptr<InferenceFrontend> frontend_;
   std::unique_ptr<KserveService> service_;
   std::unique_ptr<HttpServer> server_;
+  std::unique_ptr<KserveGrpcService> grpc_service_;
+  std::unique_ptr<GrpcServer> grpc_server_;
 };
+
+// gRPC: no model_name, the task in the "task" parameter.
+TEST_F(ModelLessTest, OverGrpcTheTaskParameterNamesTheTask) {
+  auto stub = inference::GRPCInferenceService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", grpc_server_->port()), grpc::InsecureChannelCredentials()));
+  auto request = [](const std::string& model, const std::string& task, double accuracy, double objective_ms) {
+    inference::ModelInferRequest r;
+    r.set_model_name(model);
+    if (!task.empty()) (*r.mutable_parameters())["task"].set_string_param(task);
+    if (accuracy >= 0) (*r.mutable_parameters())["accuracy"].set_double_param(accuracy);
+    (*r.mutable_parameters())["latency_objective_ms"].set_double_param(objective_ms);
+    auto* in = r.add_inputs();
+    in->set_name("image");
+    in->set_datatype("FP32");
+    for (int64_t d : {1, 1, 2, 2}) in->add_shape(d);
+    for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) in->mutable_contents()->add_fp32_contents(v);
+    return r;
+  };
+  auto infer = [&](const inference::ModelInferRequest& r, inference::ModelInferResponse* out) {
+    grpc::ClientContext context;
+    return stub->ModelInfer(&context, r, out);
+  };
+  inference::ModelInferResponse out;
+  ASSERT_TRUE(infer(request("", "toy", 0.85, 10), &out).ok());
+  EXPECT_EQ(out.model_name(), "medium");
+  EXPECT_EQ(out.parameters().at("tutti_task").string_param(), "toy");
+  EXPECT_TRUE(out.parameters().at("tutti_meets_requirements").bool_param());
+  EXPECT_FALSE(out.parameters().contains("tutti_variant_note"));
+  out.Clear();
+  ASSERT_TRUE(infer(request("", "toy", 0.99, 30), &out).ok());
+  EXPECT_EQ(out.model_name(), "large");
+  EXPECT_FALSE(out.parameters().at("tutti_meets_requirements").bool_param());
+  EXPECT_THAT(out.parameters().at("tutti_variant_note").string_param(), HasSubstr("closest: large"));
+  // A named model is served as named, with no task parameters.
+  out.Clear();
+  ASSERT_TRUE(infer(request("small", "", -1, 10), &out).ok());
+  EXPECT_EQ(out.model_name(), "small");
+  EXPECT_FALSE(out.parameters().contains("tutti_task"));
+  // Errors.
+  grpc::Status s = infer(request("small", "toy", 0.8, 10), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("not both"));
+  s = infer(request("", "nope", 0.8, 10), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("no loaded model serves task"));
+  s = infer(request("", "toy", 1.5, 10), &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("parameter 'accuracy' must be a number from 0 to 1"));
+  inference::ModelInferRequest bad = request("", "", 0.8, 10);
+  (*bad.mutable_parameters())["task"].set_int64_param(3);
+  s = infer(bad, &out);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("parameter 'task' must be a string"));
+}
 
 TEST_F(ModelLessTest, TheAnswerNamesTheVariantThatMetTheRequirements) {
   HttpTestClient c(server_->port());
