@@ -4,8 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
+#include "tutti/core/json_quote.h"
 
 namespace tutti {
 namespace {
@@ -13,13 +12,6 @@ namespace {
 // HTML-escapes text for the page's title.
 std::string Html(absl::string_view text) {
   return absl::StrReplaceAll(text, {{"&", "&amp;"}, {"<", "&lt;"}, {">", "&gt;"}, {"\"", "&quot;"}});
-}
-
-std::string JsonString(absl::string_view text) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-  w.String(text.data(), static_cast<rapidjson::SizeType>(text.size()));
-  return buffer.GetString();
 }
 
 std::string Page(absl::string_view title, absl::string_view app_js, absl::string_view data) {
@@ -41,7 +33,7 @@ std::string ConsolePage() { return Page("Tutti console", console_assets::kConsol
 std::string ReportPage(absl::string_view title, absl::string_view subtitle, absl::string_view kind,
                        absl::string_view data_json) {
   return Page(title, console_assets::kReportJs,
-              absl::StrCat(R"({"kind":)", JsonString(kind), R"(,"subtitle":)", JsonString(subtitle), R"(,"data":)",
+              absl::StrCat(R"({"kind":)", JsonQuote(kind), R"(,"subtitle":)", JsonQuote(subtitle), R"(,"data":)",
                            data_json, "}"));
 }
 

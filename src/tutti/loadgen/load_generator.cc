@@ -10,9 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
 #include "tutti/core/file_util.h"
+#include "tutti/core/json_quote.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/datasets/fashion_mnist.h"
 #include "tutti/loadgen/load_transport.h"
@@ -264,13 +263,10 @@ std::string LoadReportJson(const LoadResult& r, Duration slo, const LoadGoodput*
   rows.push_back(&r.total);
   for (const LoadModelResult* row : rows) {
     const ModelMetrics& m = row->metrics;
-    rapidjson::StringBuffer name;
-    rapidjson::Writer<rapidjson::StringBuffer> writer(name);
-    writer.String(m.name.c_str());
     models.push_back(absl::StrFormat(
         R"({"name":%s,"sent_rps":%.3f,"ok_rps":%.3f,"goodput_rps":%.3f,"bad_rate":%.6f,"p50_ms":%s,"p90_ms":%s,)"
         R"("p99_ms":%s,"p999_ms":%s})",
-        name.GetString(), m.arrived / w, (m.good + m.late) / w, m.good / w, m.BadRate(), ms(m.QuantileWithDrops(0.5)),
+        JsonQuote(m.name), m.arrived / w, (m.good + m.late) / w, m.good / w, m.BadRate(), ms(m.QuantileWithDrops(0.5)),
         ms(m.QuantileWithDrops(0.9)), ms(m.QuantileWithDrops(0.99)), ms(m.QuantileWithDrops(0.999))));
   }
   return absl::StrFormat(R"({"slo_ms":%.3f,"goodput_rps":%s,"probes":[%s],"result":{"models":[%s]}})", ToMillis(slo),

@@ -7,9 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
 #include "tutti/core/file_util.h"
+#include "tutti/core/json_quote.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -180,14 +179,8 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
     for (int64_t c : counts) out.push_back(absl::StrFormat("%.6g", c / interval));
     return list(out);
   };
-  auto quoted = [](const std::string& text) {
-    rapidjson::StringBuffer buffer;
-    rapidjson::Writer<rapidjson::StringBuffer> w(buffer);
-    w.String(text.c_str(), static_cast<rapidjson::SizeType>(text.size()));
-    return std::string(buffer.GetString());
-  };
   std::vector<std::string> names, good, bad, t, bad_total, used, add, remove, bad_rate;
-  for (const ModelMetrics& m : r.models) names.push_back(quoted(m.name));
+  for (const ModelMetrics& m : r.models) names.push_back(JsonQuote(m.name));
   for (size_t m = 0; m < s.good.size(); ++m) {
     good.push_back(rates(s.good[m]));
     bad.push_back(rates(s.bad[m]));
@@ -206,7 +199,7 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
       R"({"policy":%s,"gpus":%d,"interval_s":%g,"models":%s,"t":%s,"good":%s,"bad":%s,"bad_total":%s,)"
       R"("gpus_used":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
       R"("summary":{"offered_rps":%.6g,"goodput_rps":%.6g,"bad_rate":%.6g,"gpus_used":%d}})",
-      quoted(policy), gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used), list(add),
+      JsonQuote(policy), gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used), list(add),
       list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.BadRate(), r.gpus_used);
 }
 

@@ -48,13 +48,13 @@ class HttpTestClient {
   // Writes raw bytes on the connection.
   void SendRaw(const std::string& bytes) { boost::asio::write(socket_, boost::asio::buffer(bytes)); }
 
-  // Reads until `text` has arrived or the server closes the connection;
-  // returns what arrived.
+  // Reads until `text` has arrived ("": never) or the server closes the
+  // connection; returns what arrived.
   std::string ReadUntil(const std::string& text) {
     std::string out;
     boost::beast::error_code ec;
     char buf[4096];
-    while (out.find(text) == std::string::npos) {
+    while (text.empty() || out.find(text) == std::string::npos) {
       const size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
       out.append(buf, n);
       if (ec) break;
@@ -63,16 +63,7 @@ class HttpTestClient {
   }
 
   // Reads until the server closes the connection; returns what arrived.
-  std::string ReadUntilClosed() {
-    std::string out;
-    boost::beast::error_code ec;
-    char buf[4096];
-    for (;;) {
-      const size_t n = socket_.read_some(boost::asio::buffer(buf), ec);
-      out.append(buf, n);
-      if (ec) return out;
-    }
-  }
+  std::string ReadUntilClosed() { return ReadUntil(""); }
 
   void Close() {
     boost::beast::error_code ec;

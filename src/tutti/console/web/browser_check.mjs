@@ -35,15 +35,16 @@ function check(ok, what) {
   console.log(`ok: ${what}`);
 }
 
-// Charts drawn: uPlot canvases with some non-blank pixels.
-async function drawnCharts(page) {
-  return page.evaluate(() => [...document.querySelectorAll(".uplot canvas")].filter((c) => {
+// How many of the canvases `selector` finds are drawn (over 100 non-blank pixels).
+async function drawn(page, selector) {
+  return page.$$eval(selector, (canvases) => canvases.filter((c) => {
     const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
     let inked = 0;
     for (let i = 3; i < d.length; i += 4) inked += d[i] > 0;
     return inked > 100;
   }).length);
 }
+const drawnCharts = (page) => drawn(page, ".uplot canvas");
 
 async function consoleCheck(browser) {
   const models = (opt.models || "").split(",").filter(Boolean);
@@ -79,14 +80,7 @@ async function consoleCheck(browser) {
   check(goodput > 0, `the live goodput is non-zero (${goodput} r/s)`);
   const charts = await drawnCharts(page);
   check(charts >= 4, `${charts} charts are drawn`);
-  const timeline = await page.evaluate(() => {
-    const c = document.getElementById("timeline");
-    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
-    let inked = 0;
-    for (let i = 3; i < d.length; i += 4) inked += d[i] > 0;
-    return inked;
-  });
-  check(timeline > 100, "the executors' batch timeline is drawn");
+  check(await drawn(page, "#timeline") === 1, "the executors' batch timeline is drawn");
   return page;
 }
 
