@@ -166,6 +166,13 @@ executors:
       if (primary_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     ASSERT_GE(primary_, 0) << "no backend of the GRU's group says it is the primary";
+    // Replicated: the backup attached (before it, a kill loses the states).
+    if (std::string(GetParam().mode) == "none") return;
+    ChildProcess& primary = *cluster_->backends()[primary_].process;
+    for (int i = 0; i < 100 && primary.output().rfind("; backup ") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ASSERT_NE(primary.output().rfind("; backup "), std::string::npos) << "the primary has no backup";
   }
 
   struct Outcome {

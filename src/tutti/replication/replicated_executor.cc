@@ -394,6 +394,14 @@ class ReplicatedExecutor::Impl {
       DetachLocked();
       channel_ = std::make_unique<RemoteChannel>(std::move(send));
       if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(last_committed_), true);
+      // The checkpoint holds committed states only: checkpoint-replay logs
+      // the batches already under way after it, so that a takeover replays
+      // them (NSPB and Remus ship their states when they commit).
+      if (options_.mode == ReplicationMode::kCheckpoint) {
+        for (auto& [n, p] : pending_) {
+          if (p.stateful && p.dispatched && n > last_committed_ && p.log_seq != kNotLogged) p.log_seq = ShipLog(n, p);
+        }
+      }
       o = TakeOutside();
     }
     Finish(std::move(o));

@@ -476,6 +476,65 @@ TEST(DistributedReplicationTest, APromotedSlotIgnoresTheOldPrimary) {
   EXPECT_EQ(a.results[2].output, (std::vector<float>{3}));  // 1 + 2, not 1 + 100 + 2
 }
 
+// A batch under way when the backup attaches: checkpoint-replay logs its
+// inputs after the checkpoint (which holds only committed states), so that
+// the backup, taking over, replays it and its sequence keeps its state.
+TEST(DistributedReplicationTest, CheckpointReplayLogsTheBatchesUnderWayWhenTheBackupAttaches) {
+  RealClock clock;
+  // The primary's executor holds its batches until released.
+  class HeldExecutor final : public Executor {
+   public:
+    explicit HeldExecutor(Clock* clock) : sum_(clock) {}
+    void Run(ExecBatch batch, DoneFn done) override {
+      std::lock_guard<std::mutex> lock(mu_);
+      held_.emplace_back(std::move(batch), std::move(done));
+    }
+    std::string kind() const override { return "held"; }
+    void Release() {
+      std::vector<std::pair<ExecBatch, DoneFn>> now;
+      while (now.empty()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        now.swap(held_);
+      }
+      for (auto& [batch, done] : now) sum_.Run(std::move(batch), std::move(done));
+    }
+
+   private:
+    SumExecutor sum_;
+    std::mutex mu_;
+    std::vector<std::pair<ExecBatch, DoneFn>> held_;
+  };
+  ReplicationOptions o{ReplicationMode::kCheckpoint, /*checkpoint_every=*/1000000};
+  o.distributed = true;
+  auto held = std::make_unique<HeldExecutor>(&clock);
+  HeldExecutor* primary_exec = held.get();
+  auto a = std::make_unique<ReplicatedExecutor>(&clock, std::move(held), nullptr, std::vector<SlotModel>{kSum}, o);
+  ReplicatedExecutor b(&clock, std::make_unique<SumExecutor>(&clock), nullptr, std::vector<SlotModel>{kSum}, o);
+  Wire wire;
+  Answers answers;
+  a->Promote();
+  WaitServing(*a);
+  a->Run(Tagged(Step({1}, {5}, true), {1}), answers.Collect());  // under way
+  b.BeginFromPrimary();
+  a->AttachBackup(wire.Sender());
+  primary_exec->Release();
+  wire.Deliver(*a, b);
+  answers.WaitFor(1);
+  a->Run(Tagged(Step({1}, {2}), {2}), answers.Collect());
+  primary_exec->Release();
+  wire.Deliver(*a, b);
+  answers.WaitFor(2);
+  EXPECT_EQ(answers.results[1].output, (std::vector<float>{7}));
+  a.reset();
+  b.Promote();
+  WaitServing(b);
+  b.Run(Tagged(Step({1}, {3}), {3}), answers.Collect());
+  answers.WaitFor(3);
+  EXPECT_TRUE(answers.results[2].item_status.empty()) << answers.results[2].item_status[0];
+  EXPECT_EQ(answers.results[2].output, (std::vector<float>{10}));  // 5 + 2 + 3: the state replayed
+  EXPECT_EQ(b.stats().lost_states, 0);
+}
+
 // Remus-style outputs wait for the backup; when the backup goes, they
 // leave (the slot serves unreplicated) instead of waiting forever.
 TEST(DistributedReplicationTest, LosingTheBackupReleasesWhatWaitedForIt) {
