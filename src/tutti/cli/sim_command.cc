@@ -34,6 +34,7 @@ struct SimFlags {
   int64_t seed = 0;
   double rate = 0, duration_s = 0, tolerance = 0.01, html_interval_s = 0;
   bool goodput = false, timeline = false;
+  bool series = false;  // keep SimResult::series (run with --html or --plot-dir)
 };
 
 FlagSet MakeFlags(const std::string& action, SimFlags* f) {
@@ -61,10 +62,12 @@ FlagSet MakeFlags(const std::string& action, SimFlags* f) {
                  "write a self-contained HTML report to this file: goodput per model, GPUs used, autoscaling "
                  "advice and bad rate over time (Symphony Figure 15's panels)");
     flags.Double("html-interval-s", &f->html_interval_s,
-                 "the report's time step in virtual seconds (0: the run's duration / 360, at least 1 s)");
+                 "the time step of the report and of --plot-dir's series plot, in virtual seconds (0: the "
+                 "run's duration / 360, at least 1 s)");
   }
   flags.String("csv", &f->csv, "write per-model results as CSV to this file");
-  flags.String("plot-dir", &f->plot_dir, "write PNG plots (gnuplot) into this directory");
+  flags.String("plot-dir", &f->plot_dir,
+               "write PNG plots (gnuplot) into this directory (with `run`, also Figure 15's panels over time)");
   return flags;
 }
 
@@ -78,7 +81,7 @@ void Apply(const SimFlags& f, SimConfig* c) {
   }
   if (f.duration_s > 0) c->duration = Seconds(f.duration_s);
   c->record_timeline = f.timeline;
-  if (!f.html.empty()) {
+  if (f.series) {
     c->series_interval = f.html_interval_s > 0 ? Seconds(f.html_interval_s) : std::max(kSecond, c->duration / 360);
   }
 }
@@ -191,6 +194,7 @@ int SimCommand(const Args& args) {
   const std::string source = has_file ? args[1] : f.config;
   absl::StatusOr<Experiment> e = has_file ? LoadExperiment(args[1], base) : ParseExperiment("{}", ".", base);
   if (!e.ok()) return Fail(e.status());
+  f.series = action == "run" && (!f.html.empty() || !f.plot_dir.empty());
   Apply(f, &e->config);
   if (e->config.workload.rate <= 0 && e->config.workload.arrival != ArrivalKind::kTrace) {
     return Fail(absl::InvalidArgumentError("no arrival rate: give --rate or an experiment with a workload"));

@@ -241,6 +241,13 @@ absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   gpu.running = 0;
   gpu.awaiting = false;
   gpu.down = !up;
+  // Early drop's window follows the GPUs the rank's models take turns on.
+  int rank_up = 0, rank_models = 0;
+  for (const GpuState& h : gpus_) rank_up += h.rank == gpu.rank && !h.down;
+  for (const ModelState& m : models_) rank_models += m.rank == gpu.rank;
+  for (ModelState& m : models_) {
+    if (m.rank == gpu.rank) m.gpus = static_cast<double>(rank_up) / std::max(1, rank_models);
+  }
   if (up) {
     gpu.free_at = std::max(clock_->Now(), free_at);
     gpu.timer = clock_->ScheduleAt(gpu.free_at - plan_.network.ctrl, [this, g] { Release(g); });

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
 #include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
@@ -219,6 +220,9 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   if (YAML::Node graph = r.Get("graph"); graph.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.graph, ReadGraph(graph, c.workload.rate, &c.cluster));
+  }
+  if (YAML::Node autoscale = r.Get("autoscale"); autoscale.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.autoscale, ReadAutoscaleOptions(autoscale, "autoscale"));
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(c.cluster));

@@ -32,6 +32,7 @@ workload:
   rate: 4000
   zipf: 1
   phases: [{at_s: 2, rate: 6000}]
+autoscale: {interval_s: 0.5, headroom: 0.3, min_gpus: 2, initial_gpus: 4, provision_delay_s: 0.25}
 )";
 
 absl::StatusOr<Experiment> Parse(const std::string& text) {
@@ -58,6 +59,12 @@ TEST(ExperimentTest, ParsesEveryKey) {
   EXPECT_EQ(c.workload.phases.size(), 1u);
   ASSERT_EQ(c.options.nexus_initial_rates.size(), 3u);
   EXPECT_NEAR(c.options.nexus_initial_rates[0], 4000 / (1 + 0.5 + 1.0 / 3), 1e-6);
+  ASSERT_TRUE(c.autoscale.has_value());
+  EXPECT_EQ(c.autoscale->interval, Millis(500));
+  EXPECT_EQ(c.autoscale->headroom, 0.3);
+  EXPECT_EQ(c.autoscale->initial_gpus, 4);
+  EXPECT_EQ(c.autoscale->max_gpus, 0);  // every GPU
+  EXPECT_EQ(c.autoscale->provision_delay, Millis(250));
   EXPECT_TRUE(RunSimulation(c).ok());
 }
 
@@ -75,6 +82,8 @@ TEST(ExperimentTest, ErrorsNameTheField) {
   EXPECT_THAT(error("symphony_zoo_a100.csv", "nope.csv"), HasSubstr("file not found"));
   EXPECT_THAT(error("alpha_ms: 1.053", "alpha_ms: fast"), HasSubstr("'models[0].alpha_ms': expected a number"));
   EXPECT_THAT(error("{at_s: 2, rate: 6000}", "{at: 2}"), HasSubstr("workload.phases[0]"));
+  EXPECT_THAT(error("headroom: 0.3", "headroom: 1.3"), HasSubstr("'autoscale.headroom': must be in [0, 1)"));
+  EXPECT_THAT(error("min_gpus: 2", "min_gpu: 2"), HasSubstr("unknown field 'autoscale.min_gpu'"));
 }
 
 TEST(ExperimentTest, ACustomClusterGivesModelsGpusAndDefaultsTheRestOverrides) {

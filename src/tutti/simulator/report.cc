@@ -52,6 +52,14 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
   out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%%, %d batch(es) waited for a busy GPU\n",
                          r.gpus_used, r.gpu_busy.size(), 100 * busy / std::max<size_t>(1, r.gpu_busy.size()),
                          r.delayed_starts);
+  if (r.scale_ups + r.scale_downs > 0 || r.peak_gpus_allocated > 0) {
+    const double window_s = ToSeconds(r.window);
+    out << absl::StrFormat(
+        "autoscaling: %d request(s) for GPUs and %d release(s); GPUs up: mean %.1f, peak %d of %d "
+        "(%.1f GPU-hours against %.1f for all of them)\n",
+        r.scale_ups, r.scale_downs, r.gpu_seconds_allocated / window_s, r.peak_gpus_allocated, r.gpu_busy.size(),
+        r.gpu_seconds_allocated / 3600, window_s * r.gpu_busy.size() / 3600);
+  }
   if (r.advice.add > 0) {
     out << absl::StrFormat("autoscaling advice: add %d GPU(s) (bad rate %.2f%%)\n", r.advice.add,
                            100 * r.total.BadRate());
@@ -161,6 +169,36 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
                     "'' using ($1+$3/2):2:(sprintf('%d',$5)) with labels font ',8'\n",
                     "set ytics autofreq\nset yrange [*:*]\n");
   }
+  // Over time (SimConfig::series_interval): Symphony Figure 15's panels.
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const SimSeries& s = runs[i].result.series;
+    if (s.gpus_used.empty()) continue;
+    const double interval = ToSeconds(s.interval);
+    std::string data;
+    for (size_t k = 0; k < s.gpus_used.size(); ++k) {
+      int64_t good = 0, bad = 0;
+      for (size_t m = 0; m < s.good.size(); ++m) good += s.good[m][k], bad += s.bad[m][k];
+      absl::StrAppendFormat(&data, "%.3f %.3f %.3f %d %d %d %d %.6f\n", k * interval, good / interval, bad / interval,
+                            s.gpus_used[k], k < s.gpus_allocated.size() ? s.gpus_allocated[k] : -1,
+                            s.advice[k].add, s.advice[k].remove,
+                            good + bad > 0 ? 100.0 * static_cast<double>(bad) / static_cast<double>(good + bad) : 0.0);
+    }
+    const std::string file = absl::StrCat(dir, "/series_", i, ".dat");
+    TUTTI_RETURN_IF_ERROR(WriteFileAtomic(file, data));
+    absl::StrAppend(&gp, "set output '", dir, "/series_", runs[i].label, ".png'\n",
+                    "set terminal pngcairo size 900,1000\nset multiplot layout 4,1 title ", Quote(runs[i].label), "\n",
+                    "set key top left\nset xlabel ''\nset ylabel ''\nset yrange [0:*]\n",
+                    "set title 'requests/s'\nplot '", file, "' using 1:($2+$3) with filledcurves x1 lc rgb '#9ca3af' ",
+                    "title 'unsatisfied', '' using 1:2 with filledcurves x1 lc rgb '#2563eb' title 'good'\n",
+                    "set title 'GPUs'\nplot '", file, "' using 1:4 with lines title 'used'",
+                    s.gpus_allocated.empty() ? "" : ", '' using 1:5 with steps lw 2 title 'allocated'", "\n",
+                    "set title 'autoscaling advice (GPUs)'\nplot '", file,
+                    "' using 1:6 with lines lc rgb '#dc2626' title 'add', '' using 1:7 with lines lc rgb '#16a34a' "
+                    "title 'remove'\n",
+                    "set title 'bad rate (%)'\nset xlabel 'virtual time (s)'\nplot '", file,
+                    "' using 1:8 with lines lc rgb '#b42318' notitle\n",
+                    "unset multiplot\nset terminal pngcairo size 900,540\nset key default\n");
+  }
   TUTTI_RETURN_IF_ERROR(WriteFileAtomic(dir + "/plots.gp", gp));
   const std::string cmd = absl::StrCat("gnuplot '", dir, "/plots.gp' 2>'", dir, "/gnuplot.log'");
   if (std::system(cmd.c_str()) != 0) {
@@ -179,7 +217,8 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
     for (int64_t c : counts) out.push_back(absl::StrFormat("%.6g", c / interval));
     return list(out);
   };
-  std::vector<std::string> names, good, bad, t, bad_total, used, add, remove, bad_rate;
+  std::vector<std::string> names, good, bad, t, bad_total, used, add, remove, bad_rate, allocated;
+  for (int a : s.gpus_allocated) allocated.push_back(absl::StrCat(a));
   for (const ModelMetrics& m : r.models) names.push_back(JsonQuote(m.name));
   for (size_t m = 0; m < s.good.size(); ++m) {
     good.push_back(rates(s.good[m]));
@@ -197,10 +236,11 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
   }
   return absl::StrFormat(
       R"({"policy":%s,"gpus":%d,"interval_s":%g,"models":%s,"t":%s,"good":%s,"bad":%s,"bad_total":%s,)"
-      R"("gpus_used":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
+      R"("gpus_used":%s,"gpus_allocated":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
       R"("summary":{"offered_rps":%.6g,"goodput_rps":%.6g,"bad_rate":%.6g,"gpus_used":%d}})",
-      JsonQuote(policy), gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used), list(add),
-      list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.BadRate(), r.gpus_used);
+      JsonQuote(policy), gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used),
+      list(allocated), list(add), list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.BadRate(),
+      r.gpus_used);
 }
 
 }  // namespace tutti

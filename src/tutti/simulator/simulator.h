@@ -65,6 +65,12 @@ struct SimConfig {
   bool record_timeline = false;      // keep every batch (small runs only)
   Duration series_interval = 0;      // > 0: keep SimResult::series at this step (requests per model, no graph)
   std::optional<SimGraph> graph;     // queries through a chain of the models; none: requests per model
+  // Closed-loop autoscaling (planner/scaling.h): the cluster's GPUs are a
+  // pool; initial_gpus serve at first, and every interval AutoscaleStep's
+  // request or release is acted on through the scheduler's SetGpuUp — GPUs
+  // requested come up provision_delay later, the highest-numbered go at
+  // once. One sub-cluster, a policy with membership (not `nexus`), no graph.
+  std::optional<AutoscaleOptions> autoscale;
 };
 
 struct TimelineEntry {
@@ -87,6 +93,7 @@ struct SimSeries {
   std::vector<int> gpus_used;              // GPUs that ran a batch in the interval
   std::vector<Duration> busy;              // GPU time spent running batches, all GPUs
   std::vector<ScalingAdvice> advice;       // Symphony's, from the interval's bad rate and idle fraction
+  std::vector<int> gpus_allocated;         // with autoscaling: the most GPUs up in the interval
 };
 
 struct SimResult {
@@ -102,6 +109,11 @@ struct SimResult {
   DelayPlan final_plan;               // what the scheduler planned with at the end
   ScalingAdvice advice;
   SimSeries series;                   // with SimConfig::series_interval
+  // With autoscaling: GPU-seconds up inside the window, the most GPUs up at
+  // once, and the requests and releases acted on.
+  double gpu_seconds_allocated = 0;
+  int peak_gpus_allocated = 0;
+  int scale_ups = 0, scale_downs = 0;
 
   double OfferedRate() const;  // measured arrivals / window
   double Goodput() const;      // good / window

@@ -1,5 +1,6 @@
 #include "tutti/simulator/simulator.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "tutti/simulator/report.h"
@@ -121,6 +122,64 @@ TEST(SimulatorTest, TheReportsDataIsJsonOfTheSeries) {
   EXPECT_EQ(d["gpus_used"][0].GetInt(), r.series.gpus_used[0]);
   EXPECT_EQ(d["advice_remove"][0].GetInt(), r.series.advice[0].remove);
   EXPECT_DOUBLE_EQ(d["good"][0][1].GetDouble(), r.series.good[0][1] / 0.5);
+}
+
+// Closed-loop autoscaling: a pool of 16 GPUs, 2 up at first; the load
+// rises eightfold for 40 s and falls back. The GPUs up follow it, and once
+// they have caught up, requests are good again.
+TEST(SimulatorTest, AutoscalingFollowsTheLoad) {
+  SimConfig c = Config("deferred", 300, 16);
+  c.options.drop = DropPolicy::kEarly;
+  c.workload.phases = {{Seconds(40), 2500}, {Seconds(80), 300}};  // 16 GPUs serve about 3,250 r/s
+  c.duration = Seconds(120);
+  c.warmup = kSecond;
+  c.series_interval = Seconds(2);
+  c.autoscale = AutoscaleOptions{.interval = Seconds(2), .min_gpus = 1, .initial_gpus = 2,
+                                 .provision_delay = Seconds(2)};
+  const absl::StatusOr<SimResult> r = RunSimulation(c);
+  ASSERT_TRUE(r.ok()) << r.status();
+  for (const ModelMetrics& m : r->models) EXPECT_EQ(m.arrived, m.good + m.late + m.dropped) << m.name;
+  const SimSeries& s = r->series;
+  ASSERT_EQ(s.gpus_allocated.size(), 60u);
+  const auto most = [&](int from_s, int to_s) {
+    return *std::max_element(s.gpus_allocated.begin() + from_s / 2, s.gpus_allocated.begin() + to_s / 2);
+  };
+  const auto bad_rate = [&](int from_s, int to_s) {
+    int64_t good = 0, bad = 0;
+    for (size_t m = 0; m < s.good.size(); ++m) {
+      for (int i = from_s / 2; i < to_s / 2; ++i) good += s.good[m][i], bad += s.bad[m][i];
+    }
+    return static_cast<double>(bad) / static_cast<double>(std::max<int64_t>(1, good + bad));
+  };
+  const int light = most(20, 40), heavy = most(60, 80), after = most(110, 120);
+  EXPECT_GE(heavy, 2 * light) << light << " " << heavy;
+  EXPECT_LT(after, heavy);
+  EXPECT_LE(heavy, 16);
+  // Steady (the last 15 s of each phase): under 1% bad.
+  EXPECT_LT(bad_rate(25, 40), 0.01);
+  EXPECT_LT(bad_rate(65, 80), 0.01);
+  EXPECT_LT(bad_rate(105, 120), 0.01);
+  EXPECT_GT(bad_rate(40, 46), 0.01);  // the step itself, before GPUs come
+  EXPECT_GT(r->scale_ups, 0);
+  EXPECT_GT(r->scale_downs, 0);
+  EXPECT_EQ(r->peak_gpus_allocated, *std::max_element(s.gpus_allocated.begin(), s.gpus_allocated.end()));
+  EXPECT_LT(r->gpu_seconds_allocated, 0.6 * 16 * ToSeconds(r->window));  // far from all 16, all the time
+  // Same config and seed, same run.
+  const SimResult again = *RunSimulation(c);
+  EXPECT_EQ(again.series.gpus_allocated, s.gpus_allocated);
+  EXPECT_EQ(again.total.good, r->total.good);
+}
+
+TEST(SimulatorTest, AutoscalingNeedsMembershipAndSaneBounds) {
+  SimConfig c = Config("nexus", 500, 8);
+  c.autoscale = AutoscaleOptions{.initial_gpus = 2};
+  EXPECT_EQ(RunSimulation(c).status().code(), absl::StatusCode::kUnimplemented);
+  c.policy = "deferred";
+  c.autoscale->initial_gpus = 9;
+  EXPECT_THAT(std::string(RunSimulation(c).status().message()), ::testing::HasSubstr("initial_gpus"));
+  c.autoscale->initial_gpus = 2;
+  c.autoscale->max_gpus = 20;
+  EXPECT_FALSE(RunSimulation(c).ok());
 }
 
 TEST(SimulatorTest, RejectsBadConfigs) {

@@ -30,8 +30,13 @@
     }
     TT.lineChart(charts, "Goodput per model (stacked) and unsatisfied requests", "r/s", series, opts)
         .setData([d.t, ...data]);
-    TT.lineChart(charts, "GPUs used", "GPUs", [{label: "GPUs used"}, {label: "GPUs", dash: [4, 4], color: "#4b5563"}], opts)
-        .setData([d.t, d.gpus_used, d.t.map(() => d.gpus)]);
+    const gpuSeries = [{label: "GPUs used"}, {label: "GPUs", dash: [4, 4], color: "#4b5563"}];
+    const gpuData = [d.t, d.gpus_used, d.t.map(() => d.gpus)];
+    if (d.gpus_allocated.length) {  // closed-loop autoscaling: what was up
+      gpuSeries.push({label: "GPUs allocated", color: "#7c3aed"});
+      gpuData.push(d.gpus_allocated);
+    }
+    TT.lineChart(charts, "GPUs used", "GPUs", gpuSeries, opts).setData(gpuData);
     TT.lineChart(charts, "Autoscaling advice", "GPUs", [{label: "add", color: "#dc2626"},
                                                         {label: "remove", color: "#16a34a"}], opts)
         .setData([d.t, d.advice_add, d.advice_remove]);
