@@ -32,13 +32,13 @@ int AutoscaleStep(const AutoscaleOptions& o, int active, int pending, double bad
     change = -static_cast<int>(std::floor(active * (1 - busy / target) + 1e-9));
   }
   const double load = active * busy;
-  if (bad && memory->released_to == active) {  // that release was one too many
-    memory->floor = memory->released_from;
-    memory->floor_load = memory->released_load;
-  }
   if (load < 0.9 * memory->floor_load) memory->floor = 0;  // the load fell: the floor goes
   if (change < 0) change = std::min(0, std::max(change, memory->floor - requested));
   change = std::clamp(requested + change, o.min_gpus, o.max_gpus) - requested;
+  if (bad && memory->released_to == active) {  // that release went too far: not below this again
+    memory->floor = requested + change;
+    memory->floor_load = memory->released_load;
+  }
   if (change < 0) {
     memory->released_from = active;
     memory->released_to = active + change;

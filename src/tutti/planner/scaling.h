@@ -48,8 +48,8 @@ struct AutoscaleOptions {
 // Busy is proportional to load only roughly on a few GPUs (with fewer GPUs
 // than models, say), so a release can make requests bad: `memory` notices
 // (bad requests right after a release, at the size it left) and holds the
-// size before that release as a floor until the load (GPUs × busy) falls
-// 10% below the load of that release.
+// size it then asks for as a floor until the load (GPUs × busy) falls 10%
+// below the load of that release.
 struct AutoscaleMemory {
   int released_from = 0, released_to = -1;  // the last release, until an add
   double released_load = 0;                 // GPUs × busy at it

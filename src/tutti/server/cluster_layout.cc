@@ -275,6 +275,7 @@ SimConfig SimulatedCluster(const ClusterLayout& layout, const ServerConfig& conf
   sim.policy = config.policy;
   sim.options = config.scheduler;
   sim.delay_model = config.delays;
+  sim.autoscale = config.autoscale;
   sim.duration = 10 * kSecond;
   sim.warmup = kSecond;
   return sim;

@@ -1,5 +1,7 @@
 #include "tutti/server/server.h"
 
+#include <iostream>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -39,6 +41,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(spec, std::move(layout.shapes),
                                                               std::move(executors), options, clock));
+  if (config.autoscale) StartAutoscaler(*config.autoscale, clock, server.get());
   InferenceEngine* engine = server->core_.get();
   server->sequences_ = ServeSequences(engine, spec, layout, clock);
   if (server->sequences_) engine = server->sequences_.get();
@@ -46,9 +49,17 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   if (server->graphs_) engine = server->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = std::move(on_shutdown_request);
-  if (!replicated.empty()) {
-    frontend.frontend.extra_metrics = [replicated] { return ReplicationPrometheusText(replicated); };
-  }
+  frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get()] {
+    std::string text = replicated.empty() ? "" : ReplicationPrometheusText(replicated);
+    if (scaler != nullptr) {
+      absl::StrAppendFormat(&text,
+                            "# HELP tutti_autoscale_executors Executors serving (up) and requested (up or coming), "
+                            "under closed-loop autoscaling.\n# TYPE tutti_autoscale_executors gauge\n"
+                            "tutti_autoscale_executors{state=\"up\"} %d\ntutti_autoscale_executors{state=\"requested\"} %d\n",
+                            scaler->up(), scaler->requested());
+    }
+    return text;
+  };
   frontend.console.cluster = [json = absl::StrFormat(R"({"mode":"embedded","policy":"%s"})", config.policy)] {
     return json;
   };
@@ -58,11 +69,40 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   return server;
 }
 
+void Server::StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Server* server) {
+  InferenceCore* core = server->core_.get();
+  // What the interval did, from the core's running totals.
+  auto last = std::make_shared<Autoscaler::Window>();
+  auto read = [core, last] {
+    Autoscaler::Window now;
+    for (const ModelCounters& c : core->Counters()) now.good += c.success, now.bad += c.late + c.dropped + c.error;
+    for (Duration b : core->BusyTimes()) now.busy += b;
+    const Autoscaler::Window delta{now.good - last->good, now.bad - last->bad, now.busy - last->busy};
+    *last = now;
+    return delta;
+  };
+  auto set_up = [core](int executor, bool up) {
+    if (absl::Status s = core->SetExecutorUp(executor, up); !s.ok()) {
+      std::cerr << "autoscale: executor " << executor << ": " << s.message() << "\n";
+    }
+  };
+  server->autoscaler_ =
+      std::make_unique<Autoscaler>(options, core->spec().num_gpus(), clock, std::move(read), std::move(set_up));
+  server->autoscaler_->Start();
+  absl::StrAppendFormat(&server->description_,
+                        "autoscale: %d of %d executors up, every %g s: more at a bad rate above %g%% or busy above "
+                        "%.0f%% (they serve %g s later), fewer below %.0f%%\n",
+                        server->autoscaler_->up(), core->spec().num_gpus(), ToSeconds(options.interval),
+                        100 * options.bad_rate_threshold, 100 * (1 - options.headroom / 2),
+                        ToSeconds(options.provision_delay), 100 * (1 - 1.5 * options.headroom));
+}
+
 std::string Server::Describe() const { return description_; }
 
 void Server::Shutdown(Duration write_timeout) {
   if (shut_down_) return;
   shut_down_ = true;
+  if (autoscaler_) autoscaler_->Stop();
   if (listeners_) listeners_->Shutdown(write_timeout);
   if (loop_) loop_->Stop();
 }

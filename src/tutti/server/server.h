@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "tutti/autoscale/autoscaler.h"
 #include "tutti/core/clock.h"
 #include "tutti/frontend/frontend_server.h"
 #include "tutti/graphs/graph_engine.h"
@@ -51,6 +52,8 @@ class Server {
 
  private:
   Server() = default;
+  // Closed-loop autoscaling over the core's executors (config.autoscale).
+  static void StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Server* server);
 
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
@@ -58,6 +61,7 @@ class Server {
   std::unique_ptr<SequenceEngine> sequences_;  // null: no stateful model served
   std::unique_ptr<GraphEngine> graphs_;  // null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
+  std::unique_ptr<Autoscaler> autoscaler_;  // null: no autoscaling (stopped before the rest goes)
   bool shut_down_ = false;
 };
 

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tutti/autoscale/autoscaler.h"
+#include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
 #include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
@@ -192,6 +194,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (YAML::Node d = r.Get("delay_model"); d.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.delays, ReadDelayModelOptions(d, "delay_model"));
   }
+  if (YAML::Node autoscale = r.Get("autoscale"); autoscale.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.autoscale, ReadAutoscaleOptions(autoscale, "autoscale"));
+  }
   if (YAML::Node groups = r.Get("executors"); groups.IsDefined()) {
     if (!groups.IsSequence()) return Invalid("executors", "expected a list of executor groups");
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -317,6 +322,13 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     if (!coded.insert(c.model).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": model '", c.model, "' is coded twice"));
     }
+  }
+  if (config.autoscale) {
+    if (config.executors.size() != 1 || !config.coding.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("autoscale: scales one executor group, the config has ",
+                                                     config.executors.size(), config.coding.empty() ? "" : " and coding"));
+    }
+    if (absl::Status s = Autoscaler::Validate(*config.autoscale, config.executors[0].count); !s.ok()) return s;
   }
   return config;
 }

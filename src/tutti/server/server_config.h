@@ -43,6 +43,11 @@
 //          admin_tokens_file: FILE}
 //   max_queue_size: 16384                    # per model: items waiting or running; more are
 //                                            # refused at once (503 / RESOURCE_EXHAUSTED); 0: no limit
+//   autoscale: {interval_s: 10, headroom: 0.2, min_gpus: 1, max_gpus: 0,
+//               initial_gpus: 0, provision_delay_s: 30}
+//                                    # closed-loop autoscaling of the one executor
+//                                    # group's executors (config/autoscale_reader.h):
+//                                    # executors beyond those up take no work
 //   executors:                       # each group is one sub-cluster
 //     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
 //     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
@@ -66,11 +71,13 @@
 #ifndef TUTTI_SERVER_SERVER_CONFIG_H_
 #define TUTTI_SERVER_SERVER_CONFIG_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "tutti/delays/delay_model.h"
+#include "tutti/planner/scaling.h"
 #include "tutti/frontend/frontend_options.h"
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/repository/model_repository.h"
@@ -123,6 +130,9 @@ struct ServerConfig {
   // architectures inject nondeterminism (experiments and tests).
   ReplicationOptions replication;
   bool inject_nondeterminism = false;
+  // Closed-loop autoscaling over the executors (autoscale/autoscaler.h);
+  // one executor group only (ResolveServerConfig checks).
+  std::optional<AutoscaleOptions> autoscale;
 };
 
 // Parses a serve config. InvalidArgument names the field: unknown fields,

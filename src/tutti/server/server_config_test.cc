@@ -375,6 +375,23 @@ TEST_F(ResolveTest, ModelsAreCheckedAgainstTheRepository) {
               HasSubstr("(measure one with `tutti profile`)"));
 }
 
+TEST_F(ResolveTest, AutoscalingScalesOneGroupWithinItsCount) {
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(
+      *ParseServerConfig("autoscale: {initial_gpus: 2}\nexecutors: [{kind: emulated, count: 4, profile: a100, "
+                         "models: [resnet50]}]"),
+      repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->autoscale->initial_gpus, 2);
+  EXPECT_THAT(ResolveError("autoscale: {}\nexecutors: [{kind: torch, models: [mlp]}, {kind: emulated, profile: a100, "
+                           "models: [resnet50]}]"),
+              HasSubstr("autoscale: scales one executor group, the config has 2"));
+  EXPECT_THAT(ResolveError("autoscale: {initial_gpus: 5}\nexecutors: [{kind: emulated, count: 4, profile: a100, "
+                           "models: [resnet50]}]"),
+              HasSubstr("initial_gpus (5) ≤ max_gpus (4)"));
+  EXPECT_THAT(ParseServerConfig("autoscale: {interval_s: 0}").status().message(),
+              HasSubstr("'autoscale.interval_s': must be positive"));
+}
+
 TEST_F(ResolveTest, CodedModelsAndTheirParityModelsMustBeServedAndMatch) {
   const std::string groups = "executors: [{kind: torch, models: [mlp, mlp-parity]}]\n";
   absl::StatusOr<ServerConfig> ok =

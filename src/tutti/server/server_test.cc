@@ -1,5 +1,6 @@
 #include "tutti/server/server.h"
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -118,6 +119,46 @@ coding: [{model: resnet50, parity_model: resnet50-parity}]
   const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
   EXPECT_THAT(metrics, HasSubstr("tutti_parity_events_total{model=\"resnet50\",event=\"group\"} "));
   EXPECT_THAT(metrics, HasSubstr("tutti_reconstructions_total{model=\"resnet50\"}"));
+}
+
+// Closed-loop autoscaling of the emulated executors: one of four serves at
+// first; a burst keeps it busy, so more come (0.1 s after being
+// requested); once the burst is answered — every request — they go again.
+// Asserted on the states reached, not on when.
+TEST_F(ServerTest, AutoscalingBringsExecutorsUpUnderLoadAndReleasesThemAfter) {
+  std::unique_ptr<Server> server = Start(R"(
+http: {port: 0}
+grpc: {port: -1}
+policy: eager
+autoscale: {interval_s: 0.3, initial_gpus: 1, provision_delay_s: 0.1}
+executors:
+  - {kind: emulated, count: 4, profile: a100, models: [resnet50]}
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Describe(), HasSubstr("autoscale: 1 of 4 executors up"));
+  const auto executors = [&](const std::string& state) {
+    const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
+    const std::string key = absl::StrCat("tutti_autoscale_executors{state=\"", state, "\"} ");
+    const size_t at = metrics.find(key);
+    return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + key.size());
+  };
+  EXPECT_EQ(executors("up"), 1);  // no load: never below min_gpus (1)
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 24; ++t) {
+    clients.emplace_back([&] {
+      HttpTestClient c(server->port());
+      while (!stop) (c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1)).status == 200 ? ok : failed)++;
+    });
+  }
+  EXPECT_TRUE(WaitUntil([&] { return executors("up") > 1; })) << "the load brought no executor up";
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_TRUE(WaitUntil([&] { return executors("up") == 1 && executors("requested") == 1; }))
+      << "idle executors were not released";
 }
 
 TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfiguredOverHttpAndGrpc) {

@@ -360,6 +360,11 @@ std::vector<Duration> InferenceCore::BusyTimes() const {
   return busy_;
 }
 
+absl::Status InferenceCore::SetExecutorUp(GpuId executor, bool up) {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scheduler_->SetGpuUp(executor, up, clock_->Now());
+}
+
 std::vector<BatchTrace> InferenceCore::RecentBatches(Time since) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<BatchTrace> out;

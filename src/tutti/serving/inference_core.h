@@ -96,6 +96,10 @@ class InferenceCore final : public InferenceEngine {
   // batches (finished ones).
   std::vector<double> BusyFractions() const override;
   std::vector<Duration> BusyTimes() const override;
+  // Membership (autoscaling): an executor that is down is given no new
+  // batches; those it holds finish and are answered. Every executor starts
+  // up. Errors: the policy plans executors ahead (`nexus`).
+  absl::Status SetExecutorUp(GpuId executor, bool up);
   std::vector<BatchTrace> RecentBatches(Time since) const override;
   Time Now() const override { return clock_->Now(); }
   void OnAnswerWritten(const WrittenAnswer& answer) override;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <random>
 
+#include "tutti/autoscale/autoscaler.h"
 #include "tutti/core/emulated_gpu.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/planner/latency_split.h"
@@ -200,15 +201,11 @@ class Cluster final : public SchedulerListener {
     if (series_) series_->Finish(allocation);
   }
 
-  // What the scheduler decided since the last call, as an autoscaler reads
+  // What the scheduler decided since the last call, as the autoscaler reads
   // it: requests answered on time and not (late or dropped), and the GPU
   // time booked by the batches dispatched.
-  struct Window {
-    int64_t good = 0, bad = 0;
-    Duration busy = 0;
-  };
-  Window TakeWindow() {
-    Window w{window_good_, window_bad_, window_busy_};
+  Autoscaler::Window TakeWindow() {
+    const Autoscaler::Window w{window_good_, window_bad_, window_busy_};
     window_good_ = window_bad_ = 0;
     window_busy_ = 0;
     return w;
@@ -285,86 +282,6 @@ class Cluster final : public SchedulerListener {
   std::vector<double> due_;  // per step: when its items are due, a share of the objective (the last: 1)
 };
 
-// Closed-loop autoscaling (SimConfig::autoscale) over the scheduler's
-// membership: GPUs [0, up) serve, [up, requested) are on their way.
-class Autoscaler {
- public:
-  Autoscaler(const SimConfig& config, Scheduler* scheduler, Clock* clock, Cluster* cluster, SimResult* result)
-      : o_(*config.autoscale),
-        end_(config.duration),
-        warmup_(config.warmup),
-        scheduler_(scheduler),
-        clock_(clock),
-        cluster_(cluster),
-        result_(result) {
-    if (o_.max_gpus == 0) o_.max_gpus = config.cluster.num_gpus();
-    up_ = requested_ = o_.initial_gpus > 0 ? o_.initial_gpus : o_.min_gpus;
-  }
-
-  // Takes the GPUs beyond the initial ones down and starts the loop.
-  absl::Status Start(int total_gpus) {
-    for (GpuId g = up_; g < total_gpus; ++g) {
-      if (absl::Status s = scheduler_->SetGpuUp(g, false, 0); !s.ok()) {
-        return absl::Status(s.code(), absl::StrCat("autoscale: ", s.message()));
-      }
-    }
-    allocation_.emplace_back(0, up_);
-    clock_->ScheduleAt(o_.interval, [this] { Tick(); });
-    return absl::OkStatus();
-  }
-
-  // Closes the books at the end of the window.
-  void Finish() {
-    const Time lo = warmup_, hi = end_;
-    double gpu_ns = 0;
-    for (size_t i = 0; i < allocation_.size(); ++i) {
-      const Time from = std::max(lo, allocation_[i].first);
-      const Time to = std::min(hi, i + 1 < allocation_.size() ? allocation_[i + 1].first : hi);
-      if (to > from) gpu_ns += static_cast<double>(to - from) * allocation_[i].second;
-      result_->peak_gpus_allocated = std::max(result_->peak_gpus_allocated, allocation_[i].second);
-    }
-    result_->gpu_seconds_allocated = gpu_ns / static_cast<double>(kSecond);
-  }
-  const std::vector<std::pair<Time, int>>& allocation() const { return allocation_; }
-
- private:
-  void Tick() {
-    const Time now = clock_->Now();
-    const Cluster::Window w = cluster_->TakeWindow();
-    const double bad_rate = w.good + w.bad > 0 ? static_cast<double>(w.bad) / static_cast<double>(w.good + w.bad) : 0;
-    const double idle =
-        1 - std::min(1.0, static_cast<double>(w.busy) / (static_cast<double>(o_.interval) * std::max(1, up_)));
-    const int change = AutoscaleStep(o_, up_, requested_ - up_, bad_rate, idle, &memory_);
-    if (change > 0) {
-      ++result_->scale_ups;
-      const int from = requested_;
-      requested_ += change;
-      clock_->ScheduleAt(now + o_.provision_delay, [this, from, change] {
-        for (GpuId g = from; g < from + change; ++g) scheduler_->SetGpuUp(g, true, clock_->Now()).IgnoreError();
-        up_ = std::max(up_, from + change);
-        allocation_.emplace_back(clock_->Now(), up_);
-      });
-    } else if (change < 0) {
-      ++result_->scale_downs;
-      for (GpuId g = up_ + change; g < up_; ++g) scheduler_->SetGpuUp(g, false, 0).IgnoreError();
-      up_ += change;
-      requested_ = up_;
-      allocation_.emplace_back(now, up_);
-    }
-    if (now + o_.interval < end_) clock_->ScheduleAt(now + o_.interval, [this] { Tick(); });
-  }
-
-  AutoscaleOptions o_;
-  const Time end_, warmup_;
-  Scheduler* const scheduler_;
-  Clock* const clock_;
-  Cluster* const cluster_;
-  SimResult* const result_;
-  int up_ = 0, requested_ = 0;
-  AutoscaleMemory memory_;
-  std::vector<std::pair<Time, int>> allocation_;  // (time, GPUs up from then on)
-};
-
 }  // namespace
 
 double SimResult::OfferedRate() const { return total.arrived / ToSeconds(window); }
@@ -387,19 +304,11 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
                        config.graph->shares.size() != config.cluster.models.size() || config.graph->objective <= 0)) {
     return absl::InvalidArgumentError("a graph needs a positive objective and a gamma and a share per model");
   }
-  if (const std::optional<AutoscaleOptions>& a = config.autoscale) {
-    const int gpus = config.cluster.num_gpus();
-    const int max = a->max_gpus == 0 ? gpus : a->max_gpus;
-    const int initial = a->initial_gpus == 0 ? a->min_gpus : a->initial_gpus;
+  if (config.autoscale) {
     if (config.graph || config.cluster.EffectiveSubClusters().size() != 1) {
       return absl::InvalidArgumentError("autoscale: needs requests per model (no graph) on one sub-cluster");
     }
-    if (a->interval <= 0 || a->provision_delay < 0 || a->min_gpus < 1 || max < a->min_gpus || max > gpus ||
-        initial < a->min_gpus || initial > max || !(a->headroom >= 0 && a->headroom < 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "autoscale: needs interval > 0, provision delay ≥ 0, 1 ≤ min_gpus ≤ initial_gpus ≤ max_gpus ≤ the cluster's ",
-          gpus, " GPUs, headroom in [0, 1)"));
-    }
+    TUTTI_RETURN_IF_ERROR(Autoscaler::Validate(*config.autoscale, config.cluster.num_gpus()));
   }
   SimResult result;
   result.policy = config.policy;
@@ -420,10 +329,19 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     scheduler->Submit(r);
   };
   delays.Start(scheduler_clock, [&](const DelayPlan& plan) { scheduler->SetDelayPlan(plan); });
+  // Closed-loop autoscaling acts through the scheduler's membership.
   std::optional<Autoscaler> autoscaler;
+  absl::Status membership;
   if (config.autoscale) {
-    autoscaler.emplace(config, scheduler.get(), &clock, &cluster, &result);
-    TUTTI_RETURN_IF_ERROR(autoscaler->Start(config.cluster.num_gpus()));
+    autoscaler.emplace(
+        *config.autoscale, config.cluster.num_gpus(), &clock,
+        [&] { return cluster.TakeWindow(); },
+        [&](int gpu, bool up) {
+          if (absl::Status s = scheduler->SetGpuUp(gpu, up, clock.Now()); !s.ok() && membership.ok()) membership = s;
+        },
+        config.duration);
+    autoscaler->Start();
+    if (!membership.ok()) return absl::Status(membership.code(), absl::StrCat("autoscale: ", membership.message()));
   }
   const int num_models = static_cast<int>(config.cluster.models.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
@@ -452,7 +370,15 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   for (const ModelMetrics& m : result.models) result.total.Merge(m);
   result.total.name = "total";
   result.gpus_used = cluster.GpusUsed();
-  if (autoscaler) autoscaler->Finish();
+  if (autoscaler) {
+    autoscaler->Stop();
+    result.gpu_seconds_allocated = autoscaler->GpuSeconds(config.warmup, config.duration);
+    for (const auto& [at, up] : autoscaler->allocation()) {
+      result.peak_gpus_allocated = std::max(result.peak_gpus_allocated, up);
+    }
+    result.scale_ups = autoscaler->scale_ups();
+    result.scale_downs = autoscaler->scale_downs();
+  }
   cluster.FinishSeries(autoscaler ? autoscaler->allocation() : std::vector<std::pair<Time, int>>{});
   result.advice = AdviseScaling(config.cluster.num_gpus(), result.total.BadRate(), result.IdleFraction());
   return result;
