@@ -79,13 +79,9 @@ void NexusScheduler::ApplyPlan(std::vector<GpuNode> plan) {
   for (GpuId g = 0; g < static_cast<GpuId>(plan_.size()); ++g) {
     const GpuNode& node = plan_[g];
     Gpu& gpu = gpus_[g];
-    gpu.duty_cycle = node.duty_cycle;
-    gpu.cycle_start = clock_->Now();
-    Duration offset = 0;
     for (const NodeSession& s : node.sessions) {
       routes_[s.model].push_back({g, static_cast<int>(gpu.slots.size()), s.rate});
-      gpu.slots.push_back({s.model, s.batch, offset, {}});
-      offset += spec_.models[s.model].profile.Latency(s.batch);
+      gpu.slots.push_back({s.model, s.batch, {}});
     }
   }
   queued_ -= static_cast<int64_t>(pending.size());
@@ -124,34 +120,21 @@ void NexusScheduler::Route(const Request& r) {
   Kick(best->gpu);
 }
 
-// Runs GPU g's sessions in a fixed time-slotted cycle: session k's turn is
-// at cycle_start + offset_k every duty cycle (offset_k = Σ_{i<k} ℓ(b_i)), so a
-// request waits at most one duty cycle plus its batch (Nexus §4.1). A turn
-// with nothing queued is skipped; the GPU idles until the next slot.
+// Runs GPU g's sessions round robin, as a Nexus backend does (§6.1): once
+// the GPU is free it takes the next session of its cycle that has requests,
+// at most the session's planned batch b_k. A request then waits at most one
+// duty cycle (Σ ℓ(b_i), which the plan fits in its SLO) plus its batch —
+// and less when the other sessions have less to do: the GPU never idles
+// while one of its sessions has work (an earlier version waited for each
+// session's time slot, which left GPUs idle, issue 19). With nothing
+// queued it sleeps until a request comes (Route kicks it).
 void NexusScheduler::Kick(GpuId g) {
   Gpu& gpu = gpus_[g];
   const Time now = clock_->Now();
   if (gpu.busy_until > now || gpu.timer != kNoTimer || gpu.slots.empty()) return;
-  auto wake_at = [&](Time t) {
-    gpu.timer = clock_->ScheduleAt(t, [this, g] {
-      gpus_[g].timer = kNoTimer;
-      Kick(g);
-    });
-  };
   for (size_t tried = 0; tried < gpu.slots.size(); ++tried) {
-    if (gpu.cursor == gpu.slots.size()) {
-      gpu.cursor = 0;
-      gpu.cycle_start += gpu.duty_cycle;
-      // Fell a whole cycle behind (idle GPU): realign on the present.
-      if (gpu.cycle_start + gpu.duty_cycle <= now) gpu.cycle_start = now;
-    }
     Slot& slot = gpu.slots[gpu.cursor];
-    const Time slot_time = gpu.cycle_start + slot.offset;
-    if (slot_time > now) {
-      wake_at(slot_time);
-      return;
-    }
-    ++gpu.cursor;
+    gpu.cursor = (gpu.cursor + 1) % gpu.slots.size();
     if (slot.queue.empty()) continue;
     ModelSpec spec = spec_.models[slot.model];
     spec.max_batch = std::min(slot.batch, spec.EffectiveMaxBatch());
@@ -170,11 +153,12 @@ void NexusScheduler::Kick(GpuId g) {
         TakeBatch(&slot.queue, slot.model, g, c.exec_at, compute.Occupancy(spec.profile, c.size), c.size);
     queued_ -= c.size;
     gpu.busy_until = batch.exec_at + batch.latency;
-    wake_at(gpu.busy_until);
+    gpu.timer = clock_->ScheduleAt(gpu.busy_until, [this, g] {
+      gpus_[g].timer = kNoTimer;
+      Kick(g);
+    });
     listener_->OnDispatch(std::move(batch));
     return;
   }
-  // A whole cycle had nothing to run: sleep until the next slot.
-  wake_at(std::max(now + 1, gpu.cycle_start + gpu.duty_cycle));
 }
 }  // namespace tutti

@@ -1,11 +1,11 @@
 // NexusScheduler: the `nexus` policy (Nexus §6). Every epoch the planner
 // packs sessions (model, SLO, rate) onto GPUs with squishy bin packing; the
 // frontend side routes each request to one of the GPUs holding its session,
-// by smooth weighted round robin over the planned rates; each GPU cycles
-// through its sessions in fixed time slots — session k's turn starts
-// Σ_{i<k} ℓ(b_i) into every duty cycle — running at most its planned batch
-// (gathered with Nexus's early drop, whatever SchedulerOptions::drop says),
-// so that no request waits more than a duty cycle plus its batch.
+// by smooth weighted round robin over the planned rates; each GPU runs its
+// sessions round robin, work-conserving, each turn at most the session's
+// planned batch (gathered with Nexus's early drop, whatever
+// SchedulerOptions::drop says), so that no request waits more than a duty
+// cycle (Σ ℓ(b_i)) plus its batch.
 //
 // Rates for the first epoch come from SchedulerOptions::nexus_initial_rates
 // (else 1 request/s per model); later epochs use the rates observed in the
@@ -54,15 +54,12 @@ class NexusScheduler final : public Scheduler {
  private:
   struct Slot {  // one session on one GPU
     ModelId model;
-    int batch;
-    Duration offset;  // its turn's start within the duty cycle
+    int batch;  // at most this many per turn
     RequestQueue queue;
   };
   struct Gpu {
-    std::vector<Slot> slots;
-    Duration duty_cycle = 0;
-    size_t cursor = 0;
-    Time cycle_start = 0;
+    std::vector<Slot> slots;  // in the order of the duty cycle
+    size_t cursor = 0;        // the next session's turn
     Time busy_until = 0;
     TimerId timer = kNoTimer;
   };

@@ -74,6 +74,36 @@ TEST(NexusSchedulerTest, Section41PlanRunsAAndBOnOneGpuAndCOnAnother) {
   EXPECT_EQ(id, static_cast<RequestId>(64 * 10 + 32 * 10 + 32 * 10));
 }
 
+// Nexus's backends are work-conserving: a GPU runs the next of its
+// sessions with requests as soon as it is free, in the cycle's order, never
+// waiting for a session's time slot while work is queued.
+TEST(NexusSchedulerTest, AGpuNeverIdlesWhileOneOfItsSessionsHasWork) {
+  ClusterSpec spec = Section41(4);
+  SchedulerOptions options;
+  options.nexus_initial_rates = {64, 32, 32};
+  options.nexus_epoch = Seconds(100);
+  options.nexus_fill_cluster = false;
+  ManualClock clock;
+  Recorder rec;
+  NexusScheduler s(spec, options, &clock, &rec);
+  ASSERT_EQ(s.plan()[0].sessions.size(), 2u);  // A then B on GPU 0
+  clock.AdvanceTo(Millis(10));
+  s.Submit({1, 1, Millis(10), Millis(260)});  // B, while A (first in the cycle) has nothing
+  ASSERT_EQ(rec.batches.size(), 1u);
+  EXPECT_EQ(rec.batches[0].model, 1);
+  EXPECT_EQ(rec.batches[0].exec_at, Millis(10));  // at once, not at B's slot
+  clock.AdvanceTo(Millis(15));
+  s.Submit({2, 0, Millis(15), Millis(215)});  // A and B arrive while B's batch runs (until 30 ms)
+  s.Submit({3, 1, Millis(15), Millis(265)});
+  clock.AdvanceTo(Millis(200));
+  ASSERT_EQ(rec.batches.size(), 3u);
+  EXPECT_EQ(rec.batches[1].model, 0);  // the cycle goes on: A's turn
+  EXPECT_EQ(rec.batches[1].exec_at, Millis(30));
+  EXPECT_EQ(rec.batches[2].model, 1);  // then B's, as soon as A's batch ends
+  EXPECT_EQ(rec.batches[2].exec_at, Millis(30) + Millis(31.25));
+  EXPECT_EQ(rec.drops, 0);
+}
+
 TEST(NexusSchedulerTest, PlanShrinksToFitTheCluster) {
   ClusterSpec spec = Section41(1);
   std::vector<GpuNode> plan = PlanNexus(spec, {640, 320, 320}, 1, false);
