@@ -2,11 +2,13 @@
 # Scheduling policies across workloads, in the simulator (the same scheduler
 # objects as the server): the goodput (p99 within every model's SLO) of
 # deferred with early drop (Symphony, Tutti's default), of adaptive (deferred
-# that stops waiting when GPUs are scarce) and of eager, and their ratios to
-# eager, on
+# that stops waiting when GPUs are scarce), of eager, of timeout (Triton's
+# dynamic batcher, the best of 1, 2 and 5 ms) and of nexus, and their ratios
+# to eager, plus adaptive's ratio to the better of deferred and eager (issue
+# 19's bar: 0.99), on
 #   - the A100 and GTX 1080Ti zoos of Symphony's appendix C (Tables 4 and 3,
 #     data/profiles/symphony_zoo_*.csv): every model ("mixed"), the
-#     strong-batching ones (β/α > 2: batching pays) and the weak ones;
+#     strong-batching ones (beta/alpha > 2: batching pays) and the weak ones;
 #   - 16, 32, 64 and 128 GPUs, Poisson arrivals, equal popularity;
 #   - at 64 GPUs also Zipf popularity (exponent 1) and bursty Gamma arrivals
 #     (shape 0.25: CV 2), mixed zoo.
@@ -26,7 +28,8 @@ names() {  # $1: csv, $2: strong | weak
     strong = ($3 / $2 > 2); if ((want == "strong") == strong) printf "%s%s", (n++ ? ", " : ""), $1 }' "$1"
 }
 
-# One cell: prints "deferred adaptive eager deferred/eager adaptive/eager".
+# One cell: prints the goodputs of deferred, adaptive, eager, timeout (best)
+# and nexus, then d/e, a/e, t/e, n/e and a/max(d, e).
 cell() {  # $1: zoo csv, $2: subset (mixed|strong|weak), $3: gpus, $4: workload YAML
   local csv=$PWD/$1 models
   case $2 in
@@ -38,17 +41,22 @@ seed: 1
 duration_s: $DURATION_S
 warmup_s: 1
 gpus: $3
-policies: [deferred+early, adaptive+early, eager]
+policies: [deferred+early, adaptive+early, eager, timeout, nexus]
+timeout_delays_ms: [1, 2, 5]
 models:
 $models
 workload: $4
 EOF
   build/bin/tutti sim compare "$work/x.yaml" --goodput 2> /dev/null |
     awk '$1 == "deferred+early" && !d {d = $2} $1 == "adaptive+early" && !a {a = $2} $1 == "eager" && !e {e = $2}
-         END {printf "%10.0f %10.0f %10.0f %7.2fx %7.2fx", d, a, e, (e > 0 ? d / e : 0), (e > 0 ? a / e : 0)}'
+         $1 ~ /^timeout[(]/ && $2 + 0 > t {t = $2} $1 == "nexus" && !n {n = $2}
+         END {m = d > e ? d : e
+              printf "%9.0f %9.0f %9.0f %9.0f %9.0f %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx", d, a, e, t, n,
+                     (e > 0 ? d / e : 0), (e > 0 ? a / e : 0), (e > 0 ? t / e : 0), (e > 0 ? n / e : 0), (m > 0 ? a / m : 0)}'
 }
 
-printf "%-7s %-7s %5s %-26s %10s %10s %10s %8s %8s\n" zoo models GPUs arrivals deferred adaptive eager d/e a/e
+printf "%-7s %-7s %5s %-26s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n" zoo models GPUs arrivals deferred adaptive eager \
+  timeout nexus d/e a/e t/e n/e a/max
 for zoo in a100 1080ti; do
   csv=data/profiles/symphony_zoo_$zoo.csv
   for subset in mixed strong weak; do
