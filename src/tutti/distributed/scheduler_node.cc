@@ -242,6 +242,8 @@ void SchedulerNode::AssignSlotsLocked() {
     // Only free slots change hands: a holder leaves through RemoveLocked.
     if (next[g] == slots_[g].backend || next[g].empty()) continue;
     slots_[g].backend = next[g];
+    slots_[g].taken_over = slots_[g].lost ? now : kInfiniteFuture;
+    slots_[g].lost = false;
     Member& m = members_.at(next[g]);
     m.gpu = g;
     (void)scheduler_->SetGpuUp(g, true, std::max(now, m.free_at));
@@ -286,6 +288,7 @@ void SchedulerNode::RemoveLocked(const std::string& id, const std::string& why) 
   members_.erase(it);
   if (gpu < 0) return SendRolesLocked();  // a backup may have left
   slots_[gpu].backend.clear();
+  slots_[gpu].lost = true;
   (void)scheduler_->SetGpuUp(gpu, false, 0);
   // Its unfinished batches: schedule their requests again (dropped, and so
   // answered with an error, if their deadlines no longer allow).
@@ -346,7 +349,8 @@ void SchedulerNode::DetectTick() {
   std::vector<std::string> overdue;
   for (const auto& [id, f] : in_flight_) {
     const Slot& slot = slots_[f.gpu];
-    if (Stateful(slot.group) && !slot.backend.empty() && now - f.due > options_.detect_after) {
+    if (Stateful(slot.group) && !slot.backend.empty() && now - f.due > options_.detect_after &&
+        (slot.taken_over == kInfiniteFuture || now - slot.taken_over > 10 * options_.detect_after)) {
       overdue.push_back(slot.backend);
     }
   }

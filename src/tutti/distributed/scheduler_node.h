@@ -74,7 +74,11 @@ class SchedulerNode {
     // > 0: a backend of a stateful group that leaves a batch unreported this
     // long past its planned end is taken as dead (HAMS's failure detection,
     // faster than the etcd lease), as if its lease had expired; it is told
-    // so, and says hello again (as a spare) if it wakes.
+    // so, and says hello again (as a spare) if it wakes. A backend that has
+    // just taken over a slot from one that left is given 10 × detect_after
+    // first: the backup recovers (checkpoint-replay reruns its logged
+    // batches) before it answers, and a recovery is not a hang (its lease
+    // still covers it).
     Duration detect_after = 0;
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
@@ -115,6 +119,8 @@ class SchedulerNode {
   struct Slot {
     int group = 0;
     std::string backend;  // "" : down
+    Time taken_over = kInfiniteFuture;  // when `backend` took it from one that left (else never)
+    bool lost = false;                  // its holder left; the next one takes it over
   };
   struct Member {
     std::string id;

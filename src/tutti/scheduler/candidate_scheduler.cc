@@ -23,6 +23,8 @@ CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& 
   for (int r = 0; r < static_cast<int>(subs.size()); ++r) {
     for (ModelId m : subs[r].models) {
       models_[m].rank = r;
+      const LatencyProfile& p = spec_.models[m].profile;
+      models_[m].early_drop = !adaptive_ || 3 * (p.Latency(2) - p.Latency(1)) < p.Latency(1);
       models_[m].gpus = static_cast<double>(subs[r].num_gpus) / static_cast<double>(subs[r].models.size());
     }
     for (int i = 0; i < subs[r].num_gpus; ++i) {
@@ -45,7 +47,13 @@ void CandidateScheduler::Submit(const Request& request) {
 }
 
 Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
-  BatchContext ctx{now, gpu_free, &spec_.models[m], plan_.network, options_.drop, plan_.frontrun_slack, worst_[m],
+  BatchContext ctx{now,
+                   gpu_free,
+                   &spec_.models[m],
+                   plan_.network,
+                   models_[m].early_drop ? options_.drop : DropPolicy::kLazy,
+                   plan_.frontrun_slack,
+                   worst_[m],
                    plan_.head_guard};
   ctx.head_guard_share = options_.head_guard_share;
   ctx.floor_delays = &spec_.delays;

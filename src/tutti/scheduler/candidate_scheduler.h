@@ -30,7 +30,11 @@
 // with queued work outnumber the GPUs that are free or come free before the
 // first of their dispatch times — with fewer GPUs than models, a GPU left
 // idle until then is time the queues never get back (an O(M + G) check per
-// such event).
+// such event). Early drop, which keeps batches large, applies under
+// `adaptive` only to models where batching pays (Symphony's strong
+// batching, β/α > 2: ℓ(2) − ℓ(1) < ℓ(1)/3); the others drop lazily, as
+// eager does — early drop costs weak-batching models about 5% of goodput
+// (bench/policy_suite.sh).
 //
 // GPUs are modelled by prediction: a batch started at s frees its GPU at
 // s + scale·ℓ(b) (that GPU's occupancy in the delay plan); the GPU timer
@@ -71,6 +75,7 @@ class CandidateScheduler final : public Scheduler {
   struct ModelState {
     int rank = 0;
     double gpus = 1;  // its rank's GPUs over the rank's models (BatchContext::gpus)
+    bool early_drop = true;  // options' drop applies (adaptive: only where batching pays)
     RequestQueue queue;
     Candidate candidate;
     TimerId timer = kNoTimer;

@@ -118,6 +118,38 @@ TEST(AdaptivePolicyTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
   }
 }
 
+// Under `adaptive`, early drop keeps batches large only where batching
+// pays: a weak-batching model (β/α = 0.2) drops lazily — only requests that
+// cannot make their deadline at all — while deferred drops early.
+TEST(AdaptivePolicyTest, EarlyDropOnlyWhereBatchingPays) {
+  ClusterSpec spec;
+  ModelSpec weak;
+  weak.name = "weak";
+  weak.profile = *LatencyProfile::Linear(Millis(5), Millis(1), 32);
+  weak.slo = Millis(30);
+  spec.models = {weak};
+  spec.gpus = 1;
+  SchedulerOptions options;
+  options.drop = DropPolicy::kEarly;
+  for (const std::string policy : {"deferred", "adaptive"}) {
+    ManualClock clock;
+    Recorder rec;
+    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, options, &clock, &rec);
+    for (int i = 0; i < 20; ++i) s->Submit(Request{static_cast<RequestId>(i + 1), 0, 0, weak.slo});
+    clock.AdvanceBy(Seconds(1));
+    int early = 0, served = 0;
+    for (const auto& [r, why] : rec.drops) early += why == DropReason::kEarlyDrop;
+    for (const Batch& b : rec.batches) served += static_cast<int>(b.requests.size());
+    EXPECT_EQ(served + static_cast<int>(rec.drops.size()), 20) << policy;
+    if (policy == "deferred") {
+      EXPECT_GT(early, 0);
+    } else {
+      EXPECT_EQ(early, 0);
+      EXPECT_GT(served, 0);
+    }
+  }
+}
+
 TEST(SymphonyExampleTest, WithR13ToR15MissingEagerDropsAndDeferredDoesNot) {
   Recorder deferred = RunExample("deferred", 60, {13, 14, 15});
   Recorder eager = RunExample("eager", 60, {13, 14, 15});
