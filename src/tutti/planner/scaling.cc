@@ -40,7 +40,6 @@ int AutoscaleStep(const AutoscaleOptions& o, int active, int pending, double bad
     memory->floor_load = memory->released_load;
   }
   if (change < 0) {
-    memory->released_from = active;
     memory->released_to = active + change;
     memory->released_load = load;
   } else if (change > 0 || bad) {

@@ -51,7 +51,7 @@ struct AutoscaleOptions {
 // size it then asks for as a floor until the load (GPUs × busy) falls 10%
 // below the load of that release.
 struct AutoscaleMemory {
-  int released_from = 0, released_to = -1;  // the last release, until an add
+  int released_to = -1;      // the size the last release left, until an add
   double released_load = 0;                 // GPUs × busy at it
   int floor = 0;
   double floor_load = 0;

@@ -312,9 +312,7 @@ absl::StatusOr<Partition> SolvePartitionMilp(const PartitionProblem& p, Duration
   if (absl::Status s = Validate(p); !s.ok()) return s;
   const int m = static_cast<int>(p.models.size());
   const int l = p.sub_clusters;
-  const double w = PartitionMemoryWeight(p);
-  const double mean_rate = Sum(p, &PartitionModel::rate) / l;
-  const double mean_memory = Sum(p, &PartitionModel::static_memory) / l;
+  const Objective objective(p);  // w, R̄ and S̄
   // Columns: x_ij at i·l + j (binary), ΔR, ΔS, then D_j (the largest
   // dynamic memory of sub-cluster j's models).
   const auto x = [l](int i, int j) { return i * l + j; };
@@ -348,8 +346,9 @@ absl::StatusOr<Partition> SolvePartitionMilp(const PartitionProblem& p, Duration
       }
     }
     // (6) and (7): mean − Δ ≤ total ≤ mean + Δ.
-    for (const auto& [field, delta, mean] : {std::tuple{&PartitionModel::rate, delta_r, mean_rate},
-                                             std::tuple{&PartitionModel::static_memory, delta_s, mean_memory}}) {
+    for (const auto& [field, delta, mean] :
+         {std::tuple{&PartitionModel::rate, delta_r, objective.mean_rate},
+          std::tuple{&PartitionModel::static_memory, delta_s, objective.mean_memory}}) {
       const int above = add_row(-kInf, mean), below = add_row(mean, kInf);
       for (int i = 0; i < m; ++i) {
         entries.emplace_back(x(i, j), above, p.models[i].*field);
@@ -385,7 +384,7 @@ absl::StatusOr<Partition> SolvePartitionMilp(const PartitionProblem& p, Duration
   // to sub-cluster 0 (one of l symmetric optima kept).
   if (p.current.empty()) col_lb[x(0, 0)] = 1;
   obj[delta_r] = 1;
-  obj[delta_s] = w;
+  obj[delta_s] = objective.w;
 
   std::unique_ptr<Cbc_Model, void (*)(Cbc_Model*)> model(Cbc_newModel(), Cbc_deleteModel);
   Cbc_loadProblem(model.get(), columns, static_cast<int>(row_lb.size()), start.data(), index.data(), value.data(),

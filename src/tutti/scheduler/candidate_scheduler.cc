@@ -25,13 +25,22 @@ CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& 
       models_[m].rank = r;
       const LatencyProfile& p = spec_.models[m].profile;
       models_[m].early_drop = !adaptive_ || 3 * (p.Latency(2) - p.Latency(1)) < p.Latency(1);
-      models_[m].gpus = static_cast<double>(subs[r].num_gpus) / static_cast<double>(subs[r].models.size());
     }
     for (int i = 0; i < subs[r].num_gpus; ++i) {
       const GpuId g = static_cast<GpuId>(gpus_.size());
       gpus_.push_back(GpuState{r, clock_->Now(), kNoTimer});
       ranks_[r].available.insert(g);
     }
+  }
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) CountGpus(r);
+}
+
+void CandidateScheduler::CountGpus(int rank) {
+  int up = 0, models = 0;
+  for (const GpuState& g : gpus_) up += g.rank == rank && !g.down;
+  for (const ModelState& m : models_) models += m.rank == rank;
+  for (ModelState& m : models_) {
+    if (m.rank == rank) m.gpus = static_cast<double>(up) / std::max(1, models);
   }
 }
 
@@ -249,13 +258,7 @@ absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   gpu.running = 0;
   gpu.awaiting = false;
   gpu.down = !up;
-  // Early drop's window follows the GPUs the rank's models take turns on.
-  int rank_up = 0, rank_models = 0;
-  for (const GpuState& h : gpus_) rank_up += h.rank == gpu.rank && !h.down;
-  for (const ModelState& m : models_) rank_models += m.rank == gpu.rank;
-  for (ModelState& m : models_) {
-    if (m.rank == gpu.rank) m.gpus = static_cast<double>(rank_up) / std::max(1, rank_models);
-  }
+  CountGpus(gpu.rank);  // early drop's window follows the GPUs up
   if (up) {
     gpu.free_at = std::max(clock_->Now(), free_at);
     gpu.timer = clock_->ScheduleAt(gpu.free_at - plan_.network.ctrl, [this, g] { Release(g); });

@@ -117,6 +117,8 @@ class CandidateScheduler final : public Scheduler {
   // adaptive: the waiting candidate a free GPU `g` of `rank` should take
   // now because GPUs are scarce (see above), or -1.
   ModelId ScarceTake(int rank, GpuId g, Time now) const;
+  // Sets BatchContext::gpus of `rank`'s models: its GPUs up over its models.
+  void CountGpus(int rank);
   // adaptive: free GPUs of `rank` take waiting candidates while scarce.
   void OfferFreeGpus(int rank);
 

@@ -176,12 +176,9 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
     const double interval = ToSeconds(s.interval);
     std::string data;
     for (size_t k = 0; k < s.gpus_used.size(); ++k) {
-      int64_t good = 0, bad = 0;
-      for (size_t m = 0; m < s.good.size(); ++m) good += s.good[m][k], bad += s.bad[m][k];
-      absl::StrAppendFormat(&data, "%.3f %.3f %.3f %d %d %d %d %.6f\n", k * interval, good / interval, bad / interval,
-                            s.gpus_used[k], k < s.gpus_allocated.size() ? s.gpus_allocated[k] : -1,
-                            s.advice[k].add, s.advice[k].remove,
-                            good + bad > 0 ? 100.0 * static_cast<double>(bad) / static_cast<double>(good + bad) : 0.0);
+      absl::StrAppendFormat(&data, "%.3f %.3f %.3f %d %d %d %d %.6f\n", k * interval, s.Good(k) / interval,
+                            s.Bad(k) / interval, s.gpus_used[k], k < s.gpus_allocated.size() ? s.gpus_allocated[k] : -1,
+                            s.advice[k].add, s.advice[k].remove, 100 * s.BadRate(k));
     }
     const std::string file = absl::StrCat(dir, "/series_", i, ".dat");
     TUTTI_RETURN_IF_ERROR(WriteFileAtomic(file, data));
@@ -225,11 +222,9 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
     bad.push_back(rates(s.bad[m]));
   }
   for (size_t i = 0; i < n; ++i) {
-    int64_t g = 0, b = 0;
-    for (size_t m = 0; m < s.good.size(); ++m) g += s.good[m][i], b += s.bad[m][i];
     t.push_back(absl::StrFormat("%.6g", i * interval));
-    bad_total.push_back(absl::StrFormat("%.6g", b / interval));
-    bad_rate.push_back(absl::StrFormat("%.6g", g + b > 0 ? static_cast<double>(b) / (g + b) : 0.0));
+    bad_total.push_back(absl::StrFormat("%.6g", s.Bad(i) / interval));
+    bad_rate.push_back(absl::StrFormat("%.6g", s.BadRate(i)));
     used.push_back(absl::StrCat(s.gpus_used[i]));
     add.push_back(absl::StrCat(s.advice[i].add));
     remove.push_back(absl::StrCat(s.advice[i].remove));

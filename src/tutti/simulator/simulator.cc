@@ -66,9 +66,7 @@ class SeriesRecorder {
     }
     for (size_t i = 0; i < intervals_; ++i) {
       series_->gpus_used.push_back(static_cast<int>(std::count(used_[i].begin(), used_[i].end(), true)));
-      int64_t good = 0, bad = 0;
-      for (size_t m = 0; m < series_->good.size(); ++m) good += series_->good[m][i], bad += series_->bad[m][i];
-      const double bad_rate = good + bad > 0 ? static_cast<double>(bad) / (good + bad) : 0;
+      const double bad_rate = series_->BadRate(i);
       // Against the GPUs up: all, or what autoscaling allocated.
       const int gpus = series_->gpus_allocated.empty() ? gpus_ : std::max(1, series_->gpus_allocated[i]);
       const double idle = 1 - static_cast<double>(series_->busy[i]) / (static_cast<double>(interval_) * gpus);
@@ -283,6 +281,21 @@ class Cluster final : public SchedulerListener {
 };
 
 }  // namespace
+
+int64_t SimSeries::Good(size_t i) const {
+  int64_t n = 0;
+  for (const std::vector<int64_t>& model : good) n += model[i];
+  return n;
+}
+int64_t SimSeries::Bad(size_t i) const {
+  int64_t n = 0;
+  for (const std::vector<int64_t>& model : bad) n += model[i];
+  return n;
+}
+double SimSeries::BadRate(size_t i) const {
+  const int64_t g = Good(i), b = Bad(i);
+  return g + b > 0 ? static_cast<double>(b) / static_cast<double>(g + b) : 0;
+}
 
 double SimResult::OfferedRate() const { return total.arrived / ToSeconds(window); }
 double SimResult::Goodput() const { return total.good / ToSeconds(window); }

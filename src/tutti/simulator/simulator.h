@@ -94,6 +94,12 @@ struct SimSeries {
   std::vector<Duration> busy;              // GPU time spent running batches, all GPUs
   std::vector<ScalingAdvice> advice;       // Symphony's, from the interval's bad rate and idle fraction
   std::vector<int> gpus_allocated;         // with autoscaling: the most GPUs up in the interval
+
+  // Interval i over every model: requests on time, late or dropped, and
+  // the share of them that were bad (0 without requests).
+  int64_t Good(size_t i) const;
+  int64_t Bad(size_t i) const;
+  double BadRate(size_t i) const;
 };
 
 struct SimResult {
