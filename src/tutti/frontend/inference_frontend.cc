@@ -34,6 +34,13 @@ struct InferenceFrontend::ModelState {
   PromHistogram latency_seconds{PromHistogram::LatencyBounds()};  // arrival → finish
 };
 
+struct InferenceFrontend::VariantMonitor {
+  std::mutex mu;
+  Time at ABSL_GUARDED_BY(mu) = -1;  // the last observation (-1: none yet)
+  std::vector<int64_t> given ABSL_GUARDED_BY(mu);  // per model, up to `at`
+  std::vector<VariantStatus> status ABSL_GUARDED_BY(mu);
+};
+
 namespace {
 
 // A graph's steps for its stats (`,"steps":[…]`); "" for a model.
@@ -59,12 +66,15 @@ struct PendingInfer {
 }  // namespace
 
 InferenceFrontend::InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models, Options options)
-    : engine_(engine), options_(std::move(options)), access_(options_.access) {
+    : engine_(engine), options_(std::move(options)), access_(options_.access),
+      monitor_(std::make_unique<VariantMonitor>()) {
   for (ServedModel& m : models) {
     auto state = std::make_unique<ModelState>();
     state->served = std::move(m);
     models_.push_back(std::move(state));
   }
+  monitor_->given.assign(models_.size(), 0);
+  monitor_->status.assign(models_.size(), VariantStatus{});
 }
 
 InferenceFrontend::~InferenceFrontend() = default;
@@ -262,6 +272,51 @@ std::vector<int> InferenceFrontend::TaskVariants(absl::string_view task) const {
   return out;
 }
 
+void InferenceFrontend::ObserveVariants() const {
+  const Time now = engine_->Now();
+  VariantMonitor& mon = *monitor_;
+  std::lock_guard<std::mutex> lock(mon.mu);
+  if (mon.at >= 0 && now - mon.at < kVariantWindow) return;
+  const std::vector<ModelCounters> counters = engine_->Counters();
+  std::vector<double> ratio(models_.size(), 0);  // 0: no batches measured in the engine's window
+  for (const DelayEstimates::Compute& c : engine_->Delays().estimates.compute) {
+    if (static_cast<size_t>(c.model) < ratio.size()) ratio[c.model] = std::max(ratio[c.model], c.ratio);
+  }
+  const double seconds = mon.at >= 0 ? ToSeconds(now - mon.at) : 0;
+  for (size_t m = 0; m < models_.size(); ++m) {
+    const ModelState& s = *models_[m];
+    const ModelCounters& c = counters[m];
+    const int64_t given = c.success + c.late + c.dropped + s.overloaded.load();
+    VariantObservation seen;
+    seen.loaded = s.control.load() == ModelState::kReady;
+    seen.served_qps = seconds > 0 ? static_cast<double>(given - mon.given[m]) / seconds : 0;
+    seen.saturation_qps = s.served.peak_rps;
+    seen.profiled = s.served.latency;
+    seen.latency = static_cast<Duration>(static_cast<double>(s.served.latency) * ratio[m]);
+    mon.given[m] = given;
+    mon.status[m] = {NextVariantState(mon.status[m].state, seen),
+                     seen.saturation_qps > 0 ? seen.served_qps / seen.saturation_qps : 0};
+  }
+  mon.at = now;
+}
+
+std::vector<InferenceFrontend::VariantStatus> InferenceFrontend::VariantStatuses(const std::vector<int>& models) const {
+  ObserveVariants();
+  std::lock_guard<std::mutex> lock(monitor_->mu);
+  std::vector<VariantStatus> out;
+  for (int m : models) {
+    VariantStatus v = monitor_->status[m];
+    // Loaded or unloaded since the last observation: as it is now.
+    if (!model_ready(m)) {
+      v.state = VariantState::kInactive;
+    } else if (v.state == VariantState::kInactive) {
+      v.state = VariantState::kActive;
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
 InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector<int>& variants, double min_accuracy,
                                                                Duration objective) const {
   // A request's least latency: ℓ(1) and, per scheduled step, the margins
@@ -269,13 +324,17 @@ InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector
   const DelayPlan plan = engine_->Delays().plan;
   const Duration margins =
       plan.network.Dispatch(1) + plan.network.resp + plan.frontrun_slack + plan.head_guard;
+  const std::vector<VariantStatus> status = VariantStatuses(variants);
   std::vector<SelectableVariant> selectable;
-  for (int m : variants) {
-    const ModelState& s = *models_[m];
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const ModelState& s = *models_[variants[i]];
     const ModelConfig& c = s.served.config;
     const Duration latency = s.served.latency + margins * static_cast<int64_t>(std::max<size_t>(1, c.steps.size()));
-    selectable.push_back({c.name, c.accuracy.value_or(0), latency, 0, 0, VariantState::kActive,
-                          static_cast<double>(s.queued.load()) / std::max(1, c.max_batch_size)});
+    // Items in flight per max batch break ties (before the first window
+    // every variant reads 0) and stand in where the peak is unknown.
+    const double in_flight = static_cast<double>(s.queued.load()) / std::max(1, c.max_batch_size);
+    selectable.push_back({c.name, c.accuracy.value_or(0), latency, 0, 0, status[i].state,
+                          s.served.peak_rps > 0 ? status[i].utilisation + 1e-9 * in_flight : in_flight});
   }
   const VariantRequirements req{min_accuracy, objective > 0 ? objective : std::numeric_limits<Duration>::max()};
   const VariantChoice choice = SelectVariant(selectable, req);

@@ -30,6 +30,7 @@
 #include "absl/strings/string_view.h"
 #include "tutti/frontend/access.h"
 #include "tutti/frontend/infer_request.h"
+#include "tutti/planner/variant_selection.h"
 #include "tutti/repository/model_config.h"
 #include "tutti/serving/inference_engine.h"
 
@@ -112,10 +113,28 @@ class InferenceFrontend {
   // first such (in model order), and loaded (an unloaded one was unloaded on
   // purpose).
   std::vector<int> TaskVariants(absl::string_view task) const;
+  // INFaaS's monitoring (§4.1; its daemons report every 2 s): each loaded
+  // model's state (planner/variant_selection.h NextVariantState), moved once
+  // per kVariantWindow on the engine's clock by the first call after it,
+  // from the window's measures: the requests it was given per second
+  // (answered, dropped or refused: a saturated model answers only its
+  // peak) against its ServedModel::peak_rps — Overloaded at or above it —
+  // and how much slower than its profile its batches ran (the engine's
+  // measured compute ratio, its slowest executor's) — Interfered at 1.2×.
+  // Its utilisation is the given rate over the peak (0: peak unknown).
+  static constexpr Duration kVariantWindow = 2 * kSecond;
+  struct VariantStatus {
+    VariantState state = VariantState::kInactive;
+    double utilisation = 0;
+  };
+  // Of `models`, in their order.
+  std::vector<VariantStatus> VariantStatuses(const std::vector<int>& models) const;
   // INFaaS's getVariant (planner/variant_selection.h) over `variants` (a
   // task's, from TaskVariants): accuracy from their configs; latency their
   // profiled ℓ(1) plus, per scheduled step, the margins the scheduler plans
-  // with now; load their items in flight. REQUIRES: variants not empty.
+  // with now; state and utilisation from VariantStatuses, the items in
+  // flight per max batch breaking ties (and standing in for utilisation
+  // when the peak is unknown). REQUIRES: variants not empty.
   struct TaskChoice {
     int model = -1;
     bool meets = false;
@@ -168,11 +187,16 @@ class InferenceFrontend {
   // that waited for them.
   static void Release(ModelState& state, int64_t n);
 
+  // VariantStatuses' memory: per model, what it was given up to `at`.
+  struct VariantMonitor;
+  void ObserveVariants() const;
+
   InferenceEngine* const engine_;
   const Options options_;
   const AccessPolicy access_;
   std::vector<std::unique_ptr<ModelState>> models_;
   std::atomic<bool> ready_{true};
+  const std::unique_ptr<VariantMonitor> monitor_;
 };
 
 }  // namespace tutti

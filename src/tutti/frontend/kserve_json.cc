@@ -612,6 +612,12 @@ std::string WriteTaskVariants(absl::string_view task, const std::vector<TaskVari
     w.Double(v.accuracy);
     w.Key("latency_ms");
     w.Double(v.latency_ms);
+    w.Key("state");
+    w.String(v.state.data(), static_cast<rapidjson::SizeType>(v.state.size()));
+    w.Key("utilisation");
+    w.Double(v.utilisation);
+    w.Key("peak_rps");
+    w.Double(v.peak_rps);
     w.EndObject();
   }
   w.EndArray();

@@ -129,6 +129,9 @@ struct TaskVariantEntry {
   std::string name;
   double accuracy = 0;
   double latency_ms = 0;
+  std::string state;        // INFaaS's: active, overloaded, interfered
+  double utilisation = 0;   // the requests it was given over its peak
+  double peak_rps = 0;
 };
 std::string WriteTaskVariants(absl::string_view task, const std::vector<TaskVariantEntry>& variants);
 

@@ -182,10 +182,12 @@ void KserveService::Task(const std::vector<std::string>& parts, const HttpReques
   }
   if (parts.size() == 3) {  // the task's variants, as the selection sees them
     if (request.method != "GET") return respond(Error(405, "use GET"));
+    const std::vector<InferenceFrontend::VariantStatus> status = frontend_->VariantStatuses(variants);
     std::vector<TaskVariantEntry> entries;
-    for (int m : variants) {
-      const InferenceFrontend::ServedModel& s = frontend_->served(m);
-      entries.push_back({s.config.name, s.config.accuracy.value_or(0), ToMillis(s.latency)});
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const InferenceFrontend::ServedModel& s = frontend_->served(variants[i]);
+      entries.push_back({s.config.name, s.config.accuracy.value_or(0), ToMillis(s.latency),
+                         VariantStateName(status[i].state), status[i].utilisation, s.peak_rps});
     }
     return respond(Json(200, WriteTaskVariants(task, entries)));
   }

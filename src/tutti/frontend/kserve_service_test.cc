@@ -126,12 +126,13 @@ class ModelLessTest : public ::testing::Test {
       double accuracy;
       double ms;  // ℓ(1)
       int64_t outputs;
+      double peak_rps;
     };
-    const std::vector<Variant> variants = {{"small", "toy", 0.80, 1, 3},
-                                           {"medium", "toy", 0.90, 5, 3},
-                                           {"large", "toy", 0.95, 20, 3},
-                                           {"special", "toy/classes=1", 0.99, 1, 3},
-                                           {"wide", "toy", 0.99, 1, 4}};
+    const std::vector<Variant> variants = {{"small", "toy", 0.80, 1, 3, 1000},
+                                           {"medium", "toy", 0.90, 5, 3, 10},
+                                           {"large", "toy", 0.95, 20, 3, 1000},
+                                           {"special", "toy/classes=1", 0.99, 1, 3, 1000},
+                                           {"wide", "toy", 0.99, 1, 4, 1000}};
     ClusterSpec spec;
     std::vector<ModelShape> shapes;
     std::vector<InferenceFrontend::ServedModel> served;
@@ -147,7 +148,7 @@ class ModelLessTest : public ::testing::Test {
       c.outputs = {{"logits", DataType::kFp32, {v.outputs}}};
       spec.models.push_back({v.name, *LatencyProfile::Linear(Micros(100), Millis(v.ms), 8), kSecond});
       shapes.push_back({4, v.outputs});
-      served.push_back({c, 1, Millis(v.ms + 0.1)});
+      served.push_back({c, 1, Millis(v.ms + 0.1), 0, v.peak_rps});
     }
     spec.gpus = 2;
     engine_ = std::make_unique<testing::FakeEngine>(spec, shapes, &clock_);
@@ -255,7 +256,8 @@ TEST_F(ModelLessTest, TheAnswerNamesTheVariantThatMetTheRequirements) {
   HttpTestClient c(server_->port());
   testing::ClientResponse list = c.Request("GET", "/v2/tasks/toy");
   EXPECT_EQ(list.status, 200);
-  EXPECT_THAT(list.body, HasSubstr(R"("task":"toy","variants":[{"name":"small","accuracy":0.8,"latency_ms":1.1})"));
+  EXPECT_THAT(list.body, HasSubstr(R"("task":"toy","variants":[{"name":"small","accuracy":0.8,"latency_ms":1.1,)"
+                                   R"("state":"active","utilisation":0.0,"peak_rps":1000.0})"));
   EXPECT_THAT(list.body, HasSubstr(R"("name":"large")"));
   EXPECT_THAT(list.body, ::testing::Not(HasSubstr("special"))) << "a narrower task";
   EXPECT_THAT(list.body, ::testing::Not(HasSubstr("wide"))) << "another output";
@@ -284,6 +286,56 @@ TEST_F(ModelLessTest, TheAnswerNamesTheVariantThatMetTheRequirements) {
   EXPECT_THAT(Ask(c, R"({"accuracy":1.5})").body, HasSubstr("parameter 'accuracy' must be a number from 0 to 1"));
   EXPECT_EQ(c.Request("GET", "/v2/tasks/toy/infer").status, 405);
   EXPECT_EQ(c.Request("POST", "/v2/tasks/toy").status, 405);
+}
+
+// INFaaS's monitoring: a variant given more than its peak over a window
+// is Overloaded, one whose batches run 1.5× its profile Interfered; the
+// selection passes over either while another meets the requirements, and
+// takes it again once a window shows it recovered.
+TEST_F(ModelLessTest, OverloadedAndInterferedVariantsArePassedOverUntilTheyRecover) {
+  HttpTestClient c(server_->port());
+  const std::string medium_and_large = R"({"accuracy":0.85,"latency_objective_ms":30})";
+  const auto state_of_medium = [&] {
+    rapidjson::Document d;
+    d.Parse(c.Request("GET", "/v2/tasks/toy").body.c_str());
+    for (const auto& v : d["variants"].GetArray()) {
+      if (std::string(v["name"].GetString()) == "medium") return std::string(v["state"].GetString());
+    }
+    return std::string("missing");
+  };
+  EXPECT_EQ(Ask(c, medium_and_large).model, "medium") << "both idle: the first";
+  EXPECT_EQ(state_of_medium(), "active");
+  // 30 requests in 2 s: 15 r/s given to a variant whose peak is 10.
+  for (int i = 0; i < 29; ++i) {
+    ASSERT_EQ(c.Request("POST", "/v2/models/medium/infer",
+                        R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2],"data":[1,2,3,4]}]})")
+                  .status,
+              200);
+  }
+  clock_.AdvanceBy(2 * kSecond);
+  EXPECT_EQ(state_of_medium(), "overloaded");
+  Answer a = Ask(c, medium_and_large);
+  EXPECT_EQ(a.model, "large");
+  EXPECT_TRUE(a.meets);
+  EXPECT_EQ(Ask(c, R"({"accuracy":0.85,"latency_objective_ms":10})").model, "medium")
+      << "the only one that meets the requirements, overloaded or not";
+  clock_.AdvanceBy(2 * kSecond);  // 0.5 r/s over this window
+  EXPECT_EQ(state_of_medium(), "active");
+  clock_.AdvanceBy(2 * kSecond);  // an idle window: both at 0, the first wins the tie
+  EXPECT_EQ(Ask(c, medium_and_large).model, "medium");
+
+  engine_->SetComputeRatio(*frontend_->FindModel("medium"), 1.5);
+  EXPECT_EQ(Ask(c, medium_and_large).model, "medium") << "seen at the next window, not before";
+  clock_.AdvanceBy(2 * kSecond);
+  EXPECT_EQ(state_of_medium(), "interfered");
+  EXPECT_EQ(Ask(c, medium_and_large).model, "large");
+  engine_->SetComputeRatio(*frontend_->FindModel("medium"), 1.15);
+  clock_.AdvanceBy(2 * kSecond);
+  EXPECT_EQ(state_of_medium(), "interfered") << "hysteresis: 1.15 is not 0.1 below the 1.2 that entered it";
+  engine_->SetComputeRatio(*frontend_->FindModel("medium"), 1.0);
+  clock_.AdvanceBy(2 * kSecond);
+  EXPECT_EQ(state_of_medium(), "active");
+  EXPECT_EQ(Ask(c, medium_and_large).model, "medium");
 }
 
 TEST_F(KserveServiceTest, InferReturnsOneOutputRowPerItemMarkedEmulated) {

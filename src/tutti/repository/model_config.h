@@ -180,6 +180,11 @@ struct ServedModel {
   int64_t version = 1;
   Duration latency = 0;  // its profiled ℓ(1) where it is served (a graph: its steps' summed); 0: unknown
   Duration objective = 0;  // its requests' default objective where it is served; 0: unknown
+  // The most requests per second its executors answer within that
+  // objective: Σ over them of b / ℓ(b) at the largest batch with ℓ(b) ≤
+  // objective / 2 (Nexus's rule: a request may wait for one batch and run in
+  // the next); 0: unknown (a graph).
+  double peak_rps = 0;
 };
 
 absl::string_view PlatformName(Platform platform);

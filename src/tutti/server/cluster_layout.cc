@@ -209,7 +209,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
-      layout.served.push_back({m, version, profile.Latency(1), slo});
+      layout.served.push_back({m, version, profile.Latency(1), slo, group.count * ThroughputWithin(profile, slo / 2)});
       versions.push_back(v);
       names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, version,
                                       PlatformName(m.platform), ToMillis(slo), ToMillis(profile.Latency(1)),

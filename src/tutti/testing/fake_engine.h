@@ -10,12 +10,15 @@
 //     scheduler drops what it cannot meet;
 //   - it arrives and starts at Now() (the ManualClock given, which the test
 //     may advance) and finishes ℓ(1) later: on time.
-// BusyFractions() are the `busy` given, so metrics have something to show.
+// BusyFractions() are the `busy` given, so metrics have something to show;
+// Delays() reports the compute ratios SetComputeRatio gave (a model's
+// batches measured that much slower than its profile), and nothing else.
 //
 // Thread-safety: every method may be called from any thread.
 #ifndef TUTTI_TESTING_FAKE_ENGINE_H_
 #define TUTTI_TESTING_FAKE_ENGINE_H_
 
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <utility>
@@ -83,7 +86,18 @@ class FakeEngine final : public InferenceEngine {
   std::vector<double> BusyFractions() const override { return busy_; }
   Time Now() const override { return clock_->Now(); }
   void OnAnswerWritten(const WrittenAnswer&) override {}
-  DelayReport Delays() const override { return {}; }
+  DelayReport Delays() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    DelayReport r;
+    for (const auto& [model, ratio] : ratios_) {
+      r.estimates.compute.push_back({.gpu = 0, .model = model, .batches = 1, .ratio = ratio, .scale = ratio});
+    }
+    return r;
+  }
+  void SetComputeRatio(ModelId model, double ratio) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ratios_[model] = ratio;
+  }
 
  private:
   const ClusterSpec spec_;
@@ -92,6 +106,7 @@ class FakeEngine final : public InferenceEngine {
   const std::vector<double> busy_;
   mutable std::mutex mu_;
   std::vector<ModelCounters> counters_ ABSL_GUARDED_BY(mu_);
+  std::map<ModelId, double> ratios_ ABSL_GUARDED_BY(mu_);
   uint64_t next_batch_ ABSL_GUARDED_BY(mu_) = 1;
   bool accepting_ ABSL_GUARDED_BY(mu_) = true;
 };
