@@ -18,6 +18,7 @@ int DemoCommand(const Args& args);
 int SimCommand(const Args& args);
 int ServeCommand(const Args& args);
 int LoadCommand(const Args& args);
+int OfflineCommand(const Args& args);
 int TrainParityCommand(const Args& args);
 int EvalParityCommand(const Args& args);
 int BenchCommand(const Args& args);

@@ -32,6 +32,8 @@ constexpr Command kCommands[] = {
     {"backend", "distributed mode: a backend running one executor", tutti::cli::BackendCommand},
     {"cluster", "distributed mode on this machine: etcd + all processes", tutti::cli::ClusterCommand},
     {"load", "open-loop load generator for a KServe v2 server", tutti::cli::LoadCommand},
+    {"offline", "a batch job of images on a server's spare capacity (pauses under online load)",
+     tutti::cli::OfflineCommand},
     {"bench", "reproduce a paper's experiment end to end (parm: ParM's tail latency)", tutti::cli::BenchCommand},
     {"sim", "simulate scheduling policies on emulated GPUs (virtual time)", tutti::cli::SimCommand},
 };

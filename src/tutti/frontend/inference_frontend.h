@@ -162,8 +162,9 @@ class InferenceFrontend {
     for (const WrittenAnswer& w : written) engine_->OnAnswerWritten(w);
   }
 
-  // {"model_name", "success", "late", …, "mean_compute_us", "delays": {…}}:
-  // counts, mean durations, and what the scheduler plans with for it.
+  // {"model_name", "success", "late", …, "mean_compute_us", "peak_rps",
+  // "delays": {…}}: counts, mean durations, its ServedModel::peak_rps, and
+  // what the scheduler plans with for it.
   std::string StatsJson(int model) const;
   // Prometheus text exposition of every model's and executor's metrics.
   std::string PrometheusText() const;
