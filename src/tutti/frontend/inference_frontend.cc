@@ -448,9 +448,33 @@ std::string InferenceFrontend::PrometheusText() const {
   for (size_t g = 0; g < fractions.size(); ++g) {
     absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
   }
+  // INFaaS's variant states (VariantStatuses), of the models of a task.
+  std::vector<int> variants;
+  for (size_t m = 0; m < models_.size(); ++m) {
+    if (!models_[m]->served.config.task.empty() && models_[m]->served.config.accuracy) variants.push_back(m);
+  }
+  std::string states;
+  if (!variants.empty()) {
+    states =
+        "# HELP tutti_variant_state INFaaS's state of each task's variant: 1 for the state it is in.\n"
+        "# TYPE tutti_variant_state gauge\n"
+        "# HELP tutti_variant_utilisation Requests a variant was given over its peak, over the last window.\n"
+        "# TYPE tutti_variant_utilisation gauge\n";
+    const std::vector<VariantStatus> status = VariantStatuses(variants);
+    for (size_t i = 0; i < variants.size(); ++i) {
+      const ModelConfig& c = models_[variants[i]]->served.config;
+      const std::string label = absl::StrFormat("model=\"%s\",task=\"%s\"", c.name, c.task);
+      for (VariantState v : {VariantState::kInactive, VariantState::kActive, VariantState::kOverloaded,
+                             VariantState::kInterfered}) {
+        absl::StrAppendFormat(&states, "tutti_variant_state{%s,state=\"%s\"} %d\n", label, VariantStateName(v),
+                              status[i].state == v ? 1 : 0);
+      }
+      absl::StrAppendFormat(&states, "tutti_variant_utilisation{%s} %.4f\n", label, status[i].utilisation);
+    }
+  }
   std::vector<std::string> names;
   for (const auto& m : models_) names.push_back(m->served.config.name);
-  return out + batches + attainment + queue + compute + latency + sizes + coding + parity + steps + busy +
+  return out + batches + attainment + queue + compute + latency + sizes + coding + parity + steps + busy + states +
          DelayPrometheusText(engine_->Delays(), names) + (options_.extra_metrics ? options_.extra_metrics() : "");
 }
 

@@ -314,6 +314,10 @@ TEST_F(ModelLessTest, OverloadedAndInterferedVariantsArePassedOverUntilTheyRecov
   }
   clock_.AdvanceBy(2 * kSecond);
   EXPECT_EQ(state_of_medium(), "overloaded");
+  const std::string metrics = c.Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_variant_state{model="medium",task="toy",state="overloaded"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_variant_state{model="medium",task="toy",state="active"} 0)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_variant_utilisation{model="medium",task="toy"} 1.5000)"));
   Answer a = Ask(c, medium_and_large);
   EXPECT_EQ(a.model, "large");
   EXPECT_TRUE(a.meets);
