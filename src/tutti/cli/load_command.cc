@@ -49,7 +49,10 @@ int LoadCommand(const Args& args) {
   flags.String("host", &spec.host, "server host");
   flags.Int("port", &spec.port, "server port (the HTTP or the gRPC one, after --protocol)");
   flags.String("protocol", &protocol, "http (KServe v2 REST, keep-alive) | grpc (inference.GRPCInferenceService)");
-  flags.String("models", &models, "comma-separated model names (requests split by --zipf popularity)");
+  flags.String("models", &models,
+               "comma-separated model names (requests split by --zipf popularity); task:TASK[@ACCURACY] sends "
+               "model-less requests (INFaaS) for TASK asking that accuracy (http), and reports which variants "
+               "served them and whether their accuracy met it");
   flags.Double("rate", &rate, "total requests/s (the search's starting rate with --find-goodput)");
   flags.String("arrival", &arrival, "arrival process: constant | poisson | gamma");
   flags.Double("gamma-shape", &gamma_shape, "gamma shape k (CV = 1/sqrt(k))");

@@ -296,16 +296,21 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
 }
 
 EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector<int64_t>& shape,
-                                      absl::Span<const float> data, double objective_ms, bool binary) {
+                                      absl::Span<const float> data, double objective_ms, bool binary,
+                                      double min_accuracy) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();
-  if (objective_ms > 0 || binary) {
+  if (objective_ms > 0 || binary || min_accuracy >= 0) {
     w.Key("parameters");
     w.StartObject();
     if (objective_ms > 0) {
       w.Key("latency_objective_ms");
       w.Double(objective_ms);
+    }
+    if (min_accuracy >= 0) {
+      w.Key("accuracy");
+      w.Double(min_accuracy);
     }
     if (binary) {
       w.Key("binary_data_output");
@@ -355,6 +360,7 @@ absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::op
   d.Parse<kParseFlags>(body.data(), header);
   if (d.HasParseError() || !d.IsObject()) return Bad("the response is not a JSON object");
   InferResponse out;
+  if (d.HasMember("model_name") && d["model_name"].IsString()) out.model_name = d["model_name"].GetString();
   if (d.HasMember("parameters") && d["parameters"].IsObject()) {
     const Value& p = d["parameters"];
     if (p.HasMember("tutti_emulated") && p["tutti_emulated"].IsBool()) out.emulated = p["tutti_emulated"].GetBool();

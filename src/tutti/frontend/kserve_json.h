@@ -67,14 +67,18 @@ struct EncodedInferRequest {
   std::string body;
   std::optional<size_t> json_length;  // the Inference-Header-Content-Length to send
 };
+// `min_accuracy` ≥ 0 adds the model-less parameter "accuracy" (a request to
+// /v2/tasks/{task}/infer).
 EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector<int64_t>& shape,
-                                      absl::Span<const float> data, double objective_ms, bool binary);
+                                      absl::Span<const float> data, double objective_ms, bool binary,
+                                      double min_accuracy = -1);
 
 // What a client reads from an inference response: the first output's values
 // (JSON or binary), Tutti's emulated marker and how long Tutti held the
 // request (tutti_server_us; absent from other servers). InvalidArgument for
 // a body that is not a well-formed response.
 struct InferResponse {
+  std::string model_name;  // who answered (a model-less request: the variant)
   std::vector<float> output;
   bool emulated = false;
   std::optional<Duration> server_time;

@@ -44,6 +44,7 @@ void LoadModelResult::Merge(const LoadModelResult& o) {
   server_late += o.server_late;
   client_late += o.client_late;
   outside.Merge(o.outside);
+  for (const auto& [variant, n] : o.served_by) served_by[variant] += n;
 }
 
 double LoadResult::OfferedRate() const { return window ? total.metrics.arrived / ToSeconds(window) : 0; }
@@ -92,6 +93,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   result.models.resize(targets.size());
   for (size_t m = 0; m < targets.size(); ++m) {
     result.models[m].metrics.name = targets[m].name;
+    if (!targets[m].task.empty()) result.models[m].asked_accuracy = targets[m].min_accuracy;
     result.models[m].metrics.slo = spec.slo;
   }
   SteadyClock::time_point last_send ABSL_GUARDED_BY(mu) = SteadyClock::now();
@@ -153,6 +155,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
             }
           }
           m.emulated += r.emulated;
+          if (!t.task.empty()) ++m.served_by[r.model];
           if (!r.emulated && label >= 0 && predicted >= 0) {
             ++m.labelled;
             m.correct += predicted == label;
@@ -298,6 +301,19 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
   for (const LoadModelResult& m : r.models) {
     row(m.metrics, m.labelled ? absl::StrFormat("%.4f", m.Accuracy()) : m.emulated ? "emulated" : "-");
     for (const auto& [what, n] : m.errors) out << absl::StrFormat("    %d × %s\n", n, what);
+    if (!m.served_by.empty()) {  // a model-less target: who served it, and whether it got what it asked
+      std::vector<std::string> shares;
+      const double answered = static_cast<double>(std::max<int64_t>(1, m.metrics.good + m.metrics.late));
+      for (const auto& [variant, n] : m.served_by) {
+        shares.push_back(absl::StrFormat("%s %.1f%%", variant.empty() ? "(unnamed)" : variant, 100 * n / answered));
+      }
+      out << "    served by " << absl::StrJoin(shares, ", ");
+      if (m.asked_accuracy >= 0 && m.labelled > 0) {
+        out << absl::StrFormat("; accuracy %.4f against %.4f asked: %s", m.Accuracy(), m.asked_accuracy,
+                               m.Accuracy() >= m.asked_accuracy ? "met" : "NOT met");
+      }
+      out << "\n";
+    }
     if (r.models.size() > 1) who(m);
   }
   row(r.total.metrics, "");

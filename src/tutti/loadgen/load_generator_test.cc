@@ -1,5 +1,8 @@
 #include "tutti/loadgen/load_generator.h"
 
+#include <map>
+#include <sstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
@@ -27,10 +30,21 @@ profiles: {a100: {batch: [1, 16], latency_us: [1100, 2600]}}
 )");
     dir_.WriteFile("image/1/config.yaml", R"(name: image
 platform: emulated
+task: toy
+accuracy: 0.8
 max_batch_size: 16
 inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
 outputs: [{name: logits, datatype: FP32, shape: [10]}]
 profiles: {a100: {batch: [1, 16], latency_us: [2100, 3600]}}
+)");
+    dir_.WriteFile("image_hq/1/config.yaml", R"(name: image_hq
+platform: emulated
+task: toy
+accuracy: 0.95
+max_batch_size: 16
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {a100: {batch: [1, 16], latency_us: [4100, 5600]}}
 )");
     repo_ = *ModelRepository::Open(dir_.path());
     ServerConfig config = *ParseServerConfig(R"(
@@ -39,6 +53,7 @@ grpc: {port: 0}
 executors:
   - {kind: emulated, count: 2, models: [fast]}
   - {kind: emulated, count: 2, models: [image]}
+  - {kind: emulated, count: 1, models: [image_hq]}
 )");
     server_ = *Server::Start(repo_, *ResolveServerConfig(config, repo_), &clock_);
     spec_.port = server_->port();
@@ -115,6 +130,39 @@ TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
     }
     EXPECT_EQ(r->total.metrics.arrived, r->models[0].metrics.arrived + r->models[1].metrics.arrived);
   }
+}
+
+// Model-less load (INFaaS): "task:toy@0.9" asks for accuracy 0.9, which only
+// image_hq has; "task:toy" asks for none. Every answer names its variant.
+TEST_F(LoadGeneratorTest, ModelLessTargetsCountTheVariantsThatServedThem) {
+  spec_.models = {"task:toy@0.9", "task:toy"};
+  absl::StatusOr<LoadResult> r = RunLoad(spec_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const LoadModelResult& accurate = r->models[0];
+  const int64_t answered = accurate.metrics.good + accurate.metrics.late;
+  EXPECT_GT(answered, 100);
+  EXPECT_EQ(accurate.asked_accuracy, 0.9);
+  EXPECT_EQ(accurate.served_by, (std::map<std::string, int64_t>{{"image_hq", answered}}));
+  const LoadModelResult& any = r->models[1];
+  EXPECT_EQ(any.asked_accuracy, -1);
+  int64_t served = 0;
+  for (const auto& [variant, n] : any.served_by) {
+    EXPECT_TRUE(variant == "image" || variant == "image_hq") << variant;
+    served += n;
+  }
+  EXPECT_EQ(served, any.metrics.good + any.metrics.late);
+  std::ostringstream report;
+  PrintLoadResult(*r, report);
+  EXPECT_THAT(report.str(), HasSubstr("served by image_hq 100.0%"));
+
+  spec_.models = {"task:toy@2"};
+  EXPECT_THAT(RunLoad(spec_).status().message(), HasSubstr("task:TASK@ACCURACY (0 to 1)"));
+  spec_.models = {"task:nope"};
+  EXPECT_THAT(RunLoad(spec_).status().message(), HasSubstr("for task 'nope'"));
+  spec_.models = {"task:toy"};
+  spec_.protocol = LoadProtocol::kGrpc;
+  spec_.port = server_->grpc_port();
+  EXPECT_EQ(RunLoad(spec_).status().code(), absl::StatusCode::kUnimplemented);
 }
 
 TEST_F(LoadGeneratorTest, AClosedLoopRunsLongerThanTheDrainTimeout) {

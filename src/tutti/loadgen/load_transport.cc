@@ -15,8 +15,11 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "rapidjson/document.h"
+#include "tutti/core/status_macros.h"
 #include "tutti/frontend/kserve_json.h"
 #include "tutti/loadgen/http_client_pool.h"
 #include "tutti/proto/grpc_predict_v2.grpc.pb.h"
@@ -37,6 +40,22 @@ void SetInputDims(const std::vector<int64_t>& dims, LoadTarget* t) {
   t->images = t->input_elements == 784;
 }
 
+// "task:T" or "task:T@A": a model-less target (task T, accuracy A).
+bool IsTaskTarget(const std::string& name) { return absl::StartsWith(name, "task:"); }
+
+absl::Status ParseTaskTarget(const std::string& name, LoadTarget* t) {
+  std::pair<std::string, std::string> parts = absl::StrSplit(name.substr(5), absl::MaxSplits('@', 1));
+  t->name = name;
+  t->task = parts.first;
+  if (t->task.empty() || (name.find('@') != std::string::npos &&
+                          (!absl::SimpleAtod(parts.second, &t->min_accuracy) || t->min_accuracy < 0 ||
+                           t->min_accuracy > 1))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "': a model-less target is task:TASK or task:TASK@ACCURACY (0 to 1)"));
+  }
+  return absl::OkStatus();
+}
+
 class HttpTransport final : public LoadTransport {
  public:
   HttpTransport(const std::string& host, int port, int connections, bool binary, const std::string& token)
@@ -45,6 +64,28 @@ class HttpTransport final : public LoadTransport {
   }
 
   absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
+    if (IsTaskTarget(model)) {  // as its task's first variant
+      LoadTarget task;
+      TUTTI_RETURN_IF_ERROR(ParseTaskTarget(model, &task));
+      std::promise<ClientResponse> p;
+      pool_.Send({"GET", absl::StrCat("/v2/tasks/", task.task), "", auth_},
+                 [&p](ClientResponse r) { p.set_value(std::move(r)); });
+      ClientResponse r = p.get_future().get();
+      if (!r.transport.ok()) return r.transport;
+      rapidjson::Document d;
+      d.Parse(r.body.c_str());
+      if (r.status != 200 || d.HasParseError() || !d.IsObject() || !d.HasMember("variants") ||
+          !d["variants"].IsArray() || d["variants"].Empty() || !d["variants"][0].HasMember("name") ||
+          !d["variants"][0]["name"].IsString()) {
+        return absl::NotFoundError(absl::StrCat("the server at ", host_, ":", port_, " answered ", r.status,
+                                                " for task '", task.task, "': ", r.body));
+      }
+      TUTTI_ASSIGN_OR_RETURN(LoadTarget t, Describe(d["variants"][0]["name"].GetString()));
+      t.name = task.name;
+      t.task = task.task;
+      t.min_accuracy = task.min_accuracy;
+      return t;
+    }
     std::promise<ClientResponse> p;
     pool_.Send({"GET", absl::StrCat("/v2/models/", model), "", auth_},
                [&p](ClientResponse r) { p.set_value(std::move(r)); });
@@ -72,8 +113,11 @@ class HttpTransport final : public LoadTransport {
   }
 
   void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
-    EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, objective_ms, binary_);
-    ClientRequest r{"POST", absl::StrCat("/v2/models/", t.name, "/infer"), std::move(encoded.body), auth_};
+    EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, objective_ms, binary_, t.min_accuracy);
+    ClientRequest r{"POST",
+                    t.task.empty() ? absl::StrCat("/v2/models/", t.name, "/infer")
+                                   : absl::StrCat("/v2/tasks/", t.task, "/infer"),
+                    std::move(encoded.body), auth_};
     if (encoded.json_length) {
       r.headers.push_back({"Inference-Header-Content-Length", std::to_string(*encoded.json_length)});
     }
@@ -89,6 +133,7 @@ class HttpTransport final : public LoadTransport {
         if (size_t n = 0; !r.json_length.empty() && absl::SimpleAtoi(r.json_length, &n)) json_length = n;
         absl::StatusOr<InferResponse> answer = ParseInferResponse(r.body, json_length);
         if (answer.ok()) {
+          a.model = std::move(answer->model_name);
           a.output = std::move(answer->output);
           a.emulated = answer->emulated;
           a.server_time = answer->server_time;
@@ -136,6 +181,9 @@ class GrpcTransport final : public LoadTransport {
   }
 
   absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
+    if (IsTaskTarget(model)) {
+      return absl::UnimplementedError(absl::StrCat("'", model, "': model-less load (task targets) goes over HTTP"));
+    }
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     if (!authorization_.empty()) context.AddMetadata("authorization", authorization_);

@@ -25,11 +25,15 @@ enum class LoadProtocol { kHttp, kGrpc };
 
 // What the server says about a model (KServe v2 metadata).
 struct LoadTarget {
-  std::string name;
+  std::string name;               // a model, or "task:T@A" (below)
   std::string input;              // the input tensor's name
   std::vector<int64_t> shape;     // of one request: [1, item dims…]
   int64_t input_elements = 1;
   bool images = false;            // one 28×28 image per item: send Fashion-MNIST
+  // Model-less (INFaaS): requests to /v2/tasks/{task}/infer asking for
+  // `min_accuracy` (< 0: none), from a target named "task:T" or "task:T@A".
+  std::string task;
+  double min_accuracy = -1;
 };
 
 // One inference answer. `error` is empty for an answer with outputs;
@@ -37,6 +41,7 @@ struct LoadTarget {
 // UNAVAILABLE", "connection refused …").
 struct LoadAnswer {
   std::string error;
+  std::string model;          // who answered (model-less: the variant); "" if not said
   std::vector<float> output;  // the first output's values
   bool emulated = false;
   std::optional<Duration> server_time;  // tutti_server_us: receipt to answer, on the server
@@ -49,8 +54,10 @@ class LoadTransport {
   using Done = std::function<void(LoadAnswer)>;
   virtual ~LoadTransport() = default;
 
-  // Blocking metadata lookup. NotFound for a model the server does not
-  // serve; Unavailable when the server cannot be reached.
+  // Blocking metadata lookup (a model-less target: its task's first
+  // variant's). NotFound for a model or task the server does not serve;
+  // Unavailable when the server cannot be reached; Unimplemented for a
+  // model-less target over gRPC.
   virtual absl::StatusOr<LoadTarget> Describe(const std::string& model) = 0;
   // Sends one request of `data` (one item) due `objective_ms` after receipt;
   // `done` is called exactly once unless the transport is destroyed first.
