@@ -325,16 +325,19 @@ InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector
   const Duration margins =
       plan.network.Dispatch(1) + plan.network.resp + plan.frontrun_slack + plan.head_guard;
   const std::vector<VariantStatus> status = VariantStatuses(variants);
+  // Utilisation in one unit for all: the window's where every peak is
+  // known, else items in flight per max batch.
+  const bool peaks = std::all_of(variants.begin(), variants.end(), [&](int m) { return models_[m]->served.peak_rps > 0; });
   std::vector<SelectableVariant> selectable;
   for (size_t i = 0; i < variants.size(); ++i) {
     const ModelState& s = *models_[variants[i]];
     const ModelConfig& c = s.served.config;
     const Duration latency = s.served.latency + margins * static_cast<int64_t>(std::max<size_t>(1, c.steps.size()));
-    // Items in flight per max batch break ties (before the first window
-    // every variant reads 0) and stand in where the peak is unknown.
+    // Items in flight per max batch also break ties (before the first
+    // window every variant reads 0).
     const double in_flight = static_cast<double>(s.queued.load()) / std::max(1, c.max_batch_size);
     selectable.push_back({c.name, c.accuracy.value_or(0), latency, 0, 0, status[i].state,
-                          s.served.peak_rps > 0 ? status[i].utilisation + 1e-9 * in_flight : in_flight});
+                          peaks ? status[i].utilisation + 1e-9 * in_flight : in_flight});
   }
   const VariantRequirements req{min_accuracy, objective > 0 ? objective : std::numeric_limits<Duration>::max()};
   const VariantChoice choice = SelectVariant(selectable, req);

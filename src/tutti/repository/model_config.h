@@ -183,7 +183,7 @@ struct ServedModel {
   // The most requests per second its executors answer within that
   // objective: Σ over them of b / ℓ(b) at the largest batch with ℓ(b) ≤
   // objective / 2 (Nexus's rule: a request may wait for one batch and run in
-  // the next); 0: unknown (a graph).
+  // the next); a graph's, its slowest step's; 0: unknown.
   double peak_rps = 0;
 };
 

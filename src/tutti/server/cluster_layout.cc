@@ -1,5 +1,8 @@
 #include "tutti/server/cluster_layout.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -261,10 +264,15 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
   layout.graphs = std::move(members);
   layout.graph_served = std::move(member_served);
   LayOutGraphs(repo, config, &layout);
-  for (size_t g = 0; g < layout.graphs.size(); ++g) {  // at most its critical path's: every step's ℓ(1)
+  // A graph's ℓ(1): at most its critical path's, every step's; its peak
+  // (and a prefix group member's): its slowest step's.
+  for (size_t g = 0; g < layout.graphs.size(); ++g) {
+    double peak = std::numeric_limits<double>::infinity();
     for (const GraphSpec::Step& s : layout.graphs[g].steps) {
       layout.graph_served[g].latency += spec.models[s.model].profile.Latency(1);
+      peak = std::min(peak, layout.served[s.model].peak_rps);
     }
+    layout.graph_served[g].peak_rps = std::isinf(peak) ? 0 : peak;
   }
   return layout;
 }

@@ -323,6 +323,12 @@ executors:
   EXPECT_THAT(server->Describe(), HasSubstr("graph pair v1 (objective 200.0 ms, even split): first (due at 50%), second (due at 100%)"));
   HttpTestClient c(server->port());
   EXPECT_THAT(c.Request("GET", "/v2/models/pair").body, HasSubstr(R"("platform":"ensemble")"));
+  // Peaks within the objectives (100 ms by default): first runs batches of 8
+  // in 12 ms ≤ 50 ms, 667 r/s; second's ℓ(1) = 75 ms exceeds 50: none; the
+  // graph's is its slowest step's.
+  EXPECT_THAT(c.Request("GET", "/v2/models/first/stats").body, HasSubstr(R"("peak_rps":666.7,)"));
+  EXPECT_THAT(c.Request("GET", "/v2/models/second/stats").body, HasSubstr(R"("peak_rps":0.0,)"));
+  EXPECT_THAT(c.Request("GET", "/v2/models/pair/stats").body, HasSubstr(R"("peak_rps":0.0,)"));
   testing::ClientResponse ok = c.Request("POST", "/v2/models/pair/infer", Infer({1, 2, 3, 4, 5, 6, 7, 8}, 2));
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_THAT(ok.body, HasSubstr(R"("name":"scores","datatype":"FP32","shape":[2,2])"));
