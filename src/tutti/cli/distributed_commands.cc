@@ -155,6 +155,9 @@ int BackendCommand(const Args& args) {
   common.AddFlags(flags);
   flags.Int("group", &group, "executor group of the config (default 0: the first)");
   flags.String("id", &id, "backend id in etcd (default: <pid>-g<group>)");
+  flags.Int("metrics-port", &common.process.metrics_port,
+            "serve GET /metrics (Prometheus: this backend and its replication figures) on this port (0: any free "
+            "port; -1: none)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   StopSignals signals;
   RaiseFileLimit();
@@ -171,6 +174,13 @@ int BackendCommand(const Args& args) {
                                (*p)->id(), g.kind, group, absl::StrJoin(g.models, ", "), (*p)->address(),
                                common.process.etcd)
             << std::flush;
+  if ((*p)->metrics_port() >= 0) {
+    std::cout << absl::StrFormat("tutti backend %s: metrics at %s://%s:%d/metrics\n", (*p)->id(),
+                                 common.process.tls.cert_file.empty() ? "http" : "https",
+                                 absl::StartsWith(common.process.address, "unix:") ? "127.0.0.1" : common.process.address,
+                                 (*p)->metrics_port())
+              << std::flush;
+  }
   const int sig = signals.Wait(0);
   std::cerr << StopSignals::Describe(sig) << ": backend leaving the cluster\n";
   if (const std::string r = (*p)->ReplicationSummary(); !r.empty()) {

@@ -232,6 +232,33 @@ FrontendProcess::~FrontendProcess() {
 
 // ---- backend -----------------------------------------------------------------
 
+namespace {
+
+// GET /metrics, and nothing else.
+class MetricsHandler final : public HttpHandler {
+ public:
+  explicit MetricsHandler(std::function<std::string()> text) : text_(std::move(text)) {}
+  void Handle(HttpRequest request, Respond respond) override {
+    HttpResponse r;
+    if (request.target != "/metrics") {
+      r.status = 404;
+      r.body = R"({"error":"a backend serves GET /metrics only"})";
+    } else if (request.method != "GET") {
+      r.status = 405;
+      r.body = R"({"error":"use GET"})";
+    } else {
+      r.content_type = "text/plain; version=0.0.4";
+      r.body = text_();
+    }
+    respond(std::move(r));
+  }
+
+ private:
+  const std::function<std::string()> text_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const ClusterLayout& layout,
                                                                       const ServerConfig& config, int group,
                                                                       std::string id,
@@ -287,7 +314,26 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, keys, [node = p->node_.get()](const std::string& a) {
                            node->SetLeader(a);
                          }));
+  p->group_ = group;
+  if (options.metrics_port >= 0) {
+    p->metrics_handler_ = std::make_unique<MetricsHandler>([process = p.get()] { return process->MetricsText(); });
+    HttpServerOptions http;
+    http.address = absl::StartsWith(options.address, "unix:") ? "127.0.0.1" : options.address;
+    http.port = options.metrics_port;
+    http.threads = 1;
+    http.tls = options.tls;
+    TUTTI_ASSIGN_OR_RETURN(p->metrics_, HttpServer::Start(http, p->metrics_handler_.get()));
+  }
   return p;
+}
+
+std::string BackendProcess::MetricsText() const {
+  std::string out = absl::StrFormat(
+      "# HELP tutti_backend_info This backend: its id and executor group.\n# TYPE tutti_backend_info gauge\n"
+      "tutti_backend_info{id=\"%s\",group=\"%d\"} 1\n",
+      id_, group_);
+  if (slot_ != nullptr) out += ReplicationPrometheusText({slot_});
+  return out;
 }
 
 std::string BackendProcess::ReplicationSummary() const {
@@ -301,6 +347,7 @@ std::string BackendProcess::ReplicationSummary() const {
 }
 
 BackendProcess::~BackendProcess() {
+  if (metrics_) metrics_->Stop();
   watch_.reset();
   keep_alive_.reset();
   if (lease_ != 0) (void)etcd_->RevokeLease(lease_);

@@ -65,6 +65,11 @@ struct ProcessOptions {
   std::string address = "127.0.0.1";
   int port = 0;
   int lease_ttl_s = 1;                  // etcd lease: how fast a dead process is noticed
+  // A backend's: serve GET /metrics (Prometheus text: who it is and, for a
+  // stateful group, its replication figures) over HTTP — HTTPS under `tls`
+  // — on `address` (127.0.0.1 for a Unix socket's) at this port (0: any
+  // free port; -1: no such listener).
+  int metrics_port = -1;
   Duration etcd_timeout = 5 * kSecond;  // for etcd's first answer
   // A frontend's: runs when an admin asks for a shutdown (POST
   // /v2/tutti/shutdown); null: not offered.
@@ -152,6 +157,10 @@ class BackendProcess {
   const std::string& id() const { return id_; }
   // A stateful group's backend: what its replication did, one line ("" otherwise).
   std::string ReplicationSummary() const;
+  // Its /metrics text (ProcessOptions::metrics_port), and the listener's
+  // port (-1: none).
+  std::string MetricsText() const;
+  int metrics_port() const { return metrics_ ? metrics_->port() : -1; }
 
  private:
   BackendProcess() = default;
@@ -167,6 +176,9 @@ class BackendProcess {
   const ReplicatedExecutor* slot_ = nullptr;
   std::unique_ptr<WireListener> listener_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
+  int group_ = 0;
+  std::unique_ptr<HttpHandler> metrics_handler_;
+  std::unique_ptr<HttpServer> metrics_;  // over metrics_handler_
 };
 
 }  // namespace tutti

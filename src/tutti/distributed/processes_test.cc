@@ -66,5 +66,41 @@ grpc: {port: -1}
   (*frontend)->Shutdown();
 }
 
+// A backend's /metrics (ProcessOptions::metrics_port): who it is, and no
+// replication figures for a stateless group; other paths and methods are
+// refused; without a port, no listener.
+TEST(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
+  absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status();
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open("bench/emulated_repository");
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  absl::StatusOr<ServerConfig> config = ParseServerConfig(R"(
+executors: [{kind: emulated, count: 2, profile: a100, models: [zero_cost]}]
+)");
+  ASSERT_TRUE(config.ok()) << config.status();
+  config = ResolveServerConfig(*std::move(config), *repo);
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(*repo, *config);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+
+  ProcessOptions options{.etcd = (*etcd)->endpoint(), .cluster = "metrics"};
+  options.metrics_port = 0;
+  auto backend = BackendProcess::Start(*layout, *config, 0, "b1", options);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  ASSERT_GT((*backend)->metrics_port(), 0);
+  testing::HttpTestClient client((*backend)->metrics_port());
+  const testing::ClientResponse metrics = client.Request("GET", "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find(R"(tutti_backend_info{id="b1",group="0"} 1)"), std::string::npos) << metrics.body;
+  EXPECT_EQ(metrics.body.find("tutti_replication"), std::string::npos) << "a stateless group replicates nothing";
+  EXPECT_EQ(client.Request("GET", "/v2/health/ready").status, 404);
+  EXPECT_EQ(client.Request("POST", "/metrics").status, 405);
+
+  options.metrics_port = -1;
+  auto quiet = BackendProcess::Start(*layout, *config, 0, "b2", options);
+  ASSERT_TRUE(quiet.ok()) << quiet.status();
+  EXPECT_EQ((*quiet)->metrics_port(), -1);
+}
+
 }  // namespace
 }  // namespace tutti
