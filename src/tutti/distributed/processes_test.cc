@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "gtest/gtest.h"
+#include "tutti/core/status_macros.h"
 #include "tutti/distributed/local_etcd.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
@@ -15,6 +16,26 @@
 namespace tutti {
 namespace {
 
+// The zero-cost emulated model on one emulated A100, for the processes
+// under test. The layout points into the repository: neither moves.
+struct ZeroCost {
+  ModelRepository repo;
+  ServerConfig config;
+  ClusterLayout layout;
+
+  absl::Status Make() {
+    TUTTI_ASSIGN_OR_RETURN(repo, ModelRepository::Open("bench/emulated_repository"));
+    TUTTI_ASSIGN_OR_RETURN(config, ParseServerConfig(R"(
+executors: [{kind: emulated, count: 1, profile: a100, models: [zero_cost]}]
+http: {port: 0}
+grpc: {port: -1}
+)"));
+    TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
+    TUTTI_ASSIGN_OR_RETURN(layout, LayOutCluster(repo, config));
+    return absl::OkStatus();
+  }
+};
+
 TEST(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCertificateCannotJoin) {
   testing::TempDir dir;
   const testing::TestPki pki = testing::MakeTestPki(dir.path());
@@ -22,18 +43,11 @@ TEST(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCe
   absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start("/usr/bin/etcd", member);
   ASSERT_TRUE(etcd.ok()) << etcd.status();
 
-  absl::StatusOr<ModelRepository> repo = ModelRepository::Open("bench/emulated_repository");
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  absl::StatusOr<ServerConfig> config = ParseServerConfig(R"(
-executors: [{kind: emulated, count: 1, profile: a100, models: [zero_cost]}]
-http: {port: 0}
-grpc: {port: -1}
-)");
-  ASSERT_TRUE(config.ok()) << config.status();
-  config = ResolveServerConfig(*std::move(config), *repo);
-  ASSERT_TRUE(config.ok()) << config.status();
-  absl::StatusOr<ClusterLayout> layout = LayOutCluster(*repo, *config);
-  ASSERT_TRUE(layout.ok()) << layout.status();
+  ZeroCost z;
+  const absl::Status made = z.Make();
+  ASSERT_TRUE(made.ok()) << made;
+  const ServerConfig* config = &z.config;
+  const ClusterLayout* layout = &z.layout;
 
   ProcessOptions options{.etcd = (*etcd)->endpoint(), .cluster = "tls", .tls = member};
   auto scheduler = SchedulerProcess::Start(*layout, *config, options);
@@ -72,16 +86,11 @@ grpc: {port: -1}
 TEST(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
   absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
   ASSERT_TRUE(etcd.ok()) << etcd.status();
-  absl::StatusOr<ModelRepository> repo = ModelRepository::Open("bench/emulated_repository");
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  absl::StatusOr<ServerConfig> config = ParseServerConfig(R"(
-executors: [{kind: emulated, count: 2, profile: a100, models: [zero_cost]}]
-)");
-  ASSERT_TRUE(config.ok()) << config.status();
-  config = ResolveServerConfig(*std::move(config), *repo);
-  ASSERT_TRUE(config.ok()) << config.status();
-  absl::StatusOr<ClusterLayout> layout = LayOutCluster(*repo, *config);
-  ASSERT_TRUE(layout.ok()) << layout.status();
+  ZeroCost z;
+  const absl::Status made = z.Make();
+  ASSERT_TRUE(made.ok()) << made;
+  const ServerConfig* config = &z.config;
+  const ClusterLayout* layout = &z.layout;
 
   ProcessOptions options{.etcd = (*etcd)->endpoint(), .cluster = "metrics"};
   options.metrics_port = 0;
