@@ -65,7 +65,9 @@ int OfflineCommand(const Args& args) {
   flags.Double("objective-ms", &options.objective_ms, "latency objective sent with each request");
   flags.Int("attempts", &options.attempts, "sends of an item the server refuses or drops, at most");
   flags.Double("poll-ms", &poll_ms, "how often the online load is read");
-  flags.String("token-file", &token_file, "send the first token of this file as Authorization: Bearer");
+  flags.String("token-file", &token_file,
+               "send the first token of this file as Authorization: Bearer (the model's stats need an admin "
+               "token where admin tokens are configured)");
   if (int rc = ParseOrExit(flags, args, {"model", "input", "output"}); rc >= 0) return rc;
   if (options.in_flight < 1 || options.attempts < 1 || poll_ms <= 0 || options.pause_above < 0) {
     return Fail(absl::InvalidArgumentError("--in-flight and --attempts must be >= 1, --poll-ms > 0, "

@@ -50,10 +50,10 @@ absl::StatusOr<std::vector<OfflineAnswer>> RunOfflineJob(int64_t total, const Of
                                                          const OfflineJobOptions& options) {
   absl::StatusOr<ModelLoadReading> before = io.read_load();
   if (!before.ok()) return before.status();
-  if (before->peak_rps <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat("the server does not know model '", io.target.name,
-                                                      "''s peak throughput (a graph?): it cannot tell the "
-                                                      "online load; run with --pause-above 0 to never pause"));
+  if (before->peak_rps <= 0 && options.pause_above > 0) {
+    return absl::FailedPreconditionError(absl::StrCat("the server does not know the peak throughput of model '",
+                                                      io.target.name, "', so the online load cannot be told; run "
+                                                      "with --pause-above 0 to never pause"));
   }
   std::vector<OfflineAnswer> answers(total);
   std::mutex mu;

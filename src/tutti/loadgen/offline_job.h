@@ -77,8 +77,10 @@ struct OfflineAnswer {
 // has ended (answered, or failed after its attempts). Each poll: read the
 // load (nothing is sent before the first poll's); while it is at or below
 // pause_above, keep in_flight requests at the server, each answer sending
-// the next; above it, send nothing new (those in flight finish). Errors: the first reading fails (the server, or the
-// model, is not there), or the model's peak is unknown.
+// the next; above it, send nothing new (those in flight finish);
+// pause_above 0: never pause. Errors: the first reading fails (the server,
+// or the model, is not there), or the model's peak is unknown and
+// pause_above > 0.
 absl::StatusOr<std::vector<OfflineAnswer>> RunOfflineJob(int64_t total, const OfflineJobIo& io,
                                                          const OfflineJobOptions& options);
 

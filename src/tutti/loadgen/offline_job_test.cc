@@ -130,12 +130,17 @@ TEST(OfflineJobTest, RetriesWhatTheServerRefusedAndReportsWhatFailedForGood) {
   EXPECT_EQ(run.progress.back().answered, 8);
 }
 
-TEST(OfflineJobTest, AnUnknownPeakIsAnErrorBeforeAnythingIsSent) {
+TEST(OfflineJobTest, AnUnknownPeakIsAnErrorUnlessTheJobNeverPauses) {
   HeldTransport transport;
   JobRun unknown = RunJob(5, Server{{0.0}, 0.0}, transport);
   EXPECT_EQ(unknown.answers.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(unknown.answers.status().message(), HasSubstr("--pause-above 0"));
   EXPECT_EQ(unknown.sent, 0);
+  HeldTransport never;
+  JobRun anyway = RunJob(5, Server{{0.9}, 0.0}, never, {.pause_above = 0});
+  ASSERT_TRUE(anyway.answers.ok()) << anyway.answers.status();
+  EXPECT_EQ(anyway.sent, 5) << "pause_above 0: never paused, whatever the load";
+  EXPECT_EQ(anyway.progress.back().pauses, 0);
 }
 
 TEST(OfflineJobTest, ParsesTheServersStatistics) {
