@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
-#include <future>
 #include <iostream>
 #include <thread>
 
@@ -106,10 +105,7 @@ int OfflineCommand(const Args& args) {
     return std::vector<float>(p, p + images->size);
   };
   io.read_load = [&]() -> absl::StatusOr<ModelLoadReading> {
-    std::promise<ClientResponse> p;
-    stats.Send({"GET", absl::StrCat("/v2/models/", model, "/stats"), "", auth},
-               [&p](ClientResponse r) { p.set_value(std::move(r)); });
-    ClientResponse r = p.get_future().get();
+    ClientResponse r = stats.Call({"GET", absl::StrCat("/v2/models/", model, "/stats"), "", auth});
     if (!r.transport.ok()) return r.transport;
     if (r.status != 200) return absl::UnavailableError(absl::StrCat("GET stats: HTTP ", r.status, ": ", r.body));
     return ParseModelLoad(r.body, since_start());

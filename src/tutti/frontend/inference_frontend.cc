@@ -275,7 +275,6 @@ std::vector<int> InferenceFrontend::TaskVariants(absl::string_view task) const {
 void InferenceFrontend::ObserveVariants() const {
   const Time now = engine_->Now();
   VariantMonitor& mon = *monitor_;
-  std::lock_guard<std::mutex> lock(mon.mu);
   if (mon.at >= 0 && now - mon.at < kVariantWindow) return;
   const std::vector<ModelCounters> counters = engine_->Counters();
   std::vector<double> ratio(models_.size(), 0);  // 0: no batches measured in the engine's window
@@ -301,8 +300,8 @@ void InferenceFrontend::ObserveVariants() const {
 }
 
 std::vector<InferenceFrontend::VariantStatus> InferenceFrontend::VariantStatuses(const std::vector<int>& models) const {
-  ObserveVariants();
   std::lock_guard<std::mutex> lock(monitor_->mu);
+  ObserveVariants();
   std::vector<VariantStatus> out;
   for (int m : models) {
     VariantStatus v = monitor_->status[m];
@@ -337,7 +336,7 @@ InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector
     // window every variant reads 0).
     const double in_flight = static_cast<double>(s.queued.load()) / std::max(1, c.max_batch_size);
     selectable.push_back({c.name, c.accuracy.value_or(0), latency, 0, 0, status[i].state,
-                          peaks ? status[i].utilisation + 1e-9 * in_flight : in_flight});
+                          peaks ? status[i].utilisation : in_flight, in_flight});
   }
   const VariantRequirements req{min_accuracy, objective > 0 ? objective : std::numeric_limits<Duration>::max()};
   const VariantChoice choice = SelectVariant(selectable, req);

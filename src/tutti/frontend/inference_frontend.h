@@ -190,6 +190,7 @@ class InferenceFrontend {
 
   // VariantStatuses' memory: per model, what it was given up to `at`.
   struct VariantMonitor;
+  // Moves the states once a window has passed. REQUIRES: monitor_->mu held.
   void ObserveVariants() const;
 
   InferenceEngine* const engine_;

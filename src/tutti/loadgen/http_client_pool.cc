@@ -433,6 +433,12 @@ HttpClientPool::~HttpClientPool() = default;
 
 void HttpClientPool::Send(ClientRequest request, Callback done) { impl_->Send(std::move(request), std::move(done)); }
 
+ClientResponse HttpClientPool::Call(ClientRequest request) {
+  std::promise<ClientResponse> p;
+  Send(std::move(request), [&p](ClientResponse r) { p.set_value(std::move(r)); });
+  return p.get_future().get();
+}
+
 absl::Status HttpClientPool::Preconnect(int n) { return impl_->Preconnect(n); }
 
 void HttpClientPool::RunAt(std::chrono::steady_clock::time_point when, std::function<void()> fn) {

@@ -56,6 +56,8 @@ class HttpClientPool {
   // destroyed first). A request whose kept-alive connection turns out to
   // be closed by the server is retried once on a fresh connection.
   void Send(ClientRequest request, Callback done);
+  // Send() and wait for the response. Blocks; never call it from a callback.
+  ClientResponse Call(ClientRequest request);
 
   // Opens connections until `n` (at most `max_connections`) are open, and
   // waits for them: a generator that starts at a high rate then does not

@@ -8,7 +8,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <condition_variable>
 #include <cstring>
-#include <future>
 #include <mutex>
 #include <thread>
 
@@ -67,10 +66,7 @@ class HttpTransport final : public LoadTransport {
     if (IsTaskTarget(model)) {  // as its task's first variant
       LoadTarget task;
       TUTTI_RETURN_IF_ERROR(ParseTaskTarget(model, &task));
-      std::promise<ClientResponse> p;
-      pool_.Send({"GET", absl::StrCat("/v2/tasks/", task.task), "", auth_},
-                 [&p](ClientResponse r) { p.set_value(std::move(r)); });
-      ClientResponse r = p.get_future().get();
+      ClientResponse r = pool_.Call({"GET", absl::StrCat("/v2/tasks/", task.task), "", auth_});
       if (!r.transport.ok()) return r.transport;
       rapidjson::Document d;
       d.Parse(r.body.c_str());
@@ -86,10 +82,7 @@ class HttpTransport final : public LoadTransport {
       t.min_accuracy = task.min_accuracy;
       return t;
     }
-    std::promise<ClientResponse> p;
-    pool_.Send({"GET", absl::StrCat("/v2/models/", model), "", auth_},
-               [&p](ClientResponse r) { p.set_value(std::move(r)); });
-    ClientResponse r = p.get_future().get();
+    ClientResponse r = pool_.Call({"GET", absl::StrCat("/v2/models/", model), "", auth_});
     if (!r.transport.ok()) return r.transport;
     if (r.status != 200) {
       return absl::NotFoundError(absl::StrCat("the server at ", host_, ":", port_, " answered ", r.status,

@@ -45,7 +45,9 @@ VariantState NextVariantState(VariantState current, const VariantObservation& se
 namespace {
 
 bool Better(const SelectableVariant& a, double key_a, const SelectableVariant& b, double key_b) {
-  return key_a < key_b || (key_a == key_b && a.cost < b.cost);
+  if (key_a != key_b) return key_a < key_b;
+  if (a.queued != b.queued) return a.queued < b.queued;
+  return a.cost < b.cost;
 }
 
 }  // namespace

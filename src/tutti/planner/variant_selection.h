@@ -52,6 +52,7 @@ struct SelectableVariant {
   double cost = 0;             // per instance and second
   VariantState state = VariantState::kInactive;
   double utilisation = 0;      // served / saturation of its least loaded instance
+  double queued = 0;           // what waits for it now (e.g. items in flight per max batch)
 };
 
 // A query's requirements (INFaaS's model-less interface).
@@ -74,7 +75,8 @@ struct VariantChoice {
 // it); the least utilised Overloaded or Interfered one (with a note). When
 // none meets them, the closest match, with a note saying what it misses:
 // the most accurate of those within the objective, else the fastest of
-// those accurate enough, else the fastest. Ties go to the cheaper variant.
+// those accurate enough, else the fastest. Ties go to the less queued, then
+// the cheaper variant.
 // Cost: O(variants), no allocation unless a note is written.
 VariantChoice SelectVariant(const std::vector<SelectableVariant>& variants, const VariantRequirements& req);
 

@@ -27,18 +27,21 @@ struct Recorder : SchedulerListener {
   }
 };
 
-// Symphony §3.3: 3 GPUs, one model with ℓ(b) = b + 5 (ms here), SLO 12,
-// request i (1-based) arriving at 0.75·(i − 1).
-ClusterSpec ExampleCluster() {
+// One model, ℓ(b) = α·b + β up to batches of 32, on `gpus` GPUs.
+ClusterSpec OneModelCluster(const std::string& name, Duration alpha, Duration beta, Duration slo, int gpus) {
   ClusterSpec spec;
   ModelSpec m;
-  m.name = "example";
-  m.profile = *LatencyProfile::Linear(Millis(1), Millis(5), 32);
-  m.slo = Millis(12);
+  m.name = name;
+  m.profile = *LatencyProfile::Linear(alpha, beta, 32);
+  m.slo = slo;
   spec.models = {m};
-  spec.gpus = 3;
+  spec.gpus = gpus;
   return spec;
 }
+
+// Symphony §3.3: 3 GPUs, one model with ℓ(b) = b + 5 (ms here), SLO 12,
+// request i (1-based) arriving at 0.75·(i − 1).
+ClusterSpec ExampleCluster() { return OneModelCluster("example", Millis(1), Millis(5), Millis(12), 3); }
 
 // Runs the §3.3 arrivals (1..n, minus `missing`) through `policy`.
 Recorder RunExample(const std::string& policy, int n, std::vector<int> missing = {}) {
@@ -122,20 +125,14 @@ TEST(AdaptivePolicyTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
 // pays: a weak-batching model (β/α = 0.2) drops lazily — only requests that
 // cannot make their deadline at all — while deferred drops early.
 TEST(AdaptivePolicyTest, EarlyDropOnlyWhereBatchingPays) {
-  ClusterSpec spec;
-  ModelSpec weak;
-  weak.name = "weak";
-  weak.profile = *LatencyProfile::Linear(Millis(5), Millis(1), 32);
-  weak.slo = Millis(30);
-  spec.models = {weak};
-  spec.gpus = 1;
+  const ClusterSpec spec = OneModelCluster("weak", Millis(5), Millis(1), Millis(30), 1);
   SchedulerOptions options;
   options.drop = DropPolicy::kEarly;
   for (const std::string policy : {"deferred", "adaptive"}) {
     ManualClock clock;
     Recorder rec;
     std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, options, &clock, &rec);
-    for (int i = 0; i < 20; ++i) s->Submit(Request{static_cast<RequestId>(i + 1), 0, 0, weak.slo});
+    for (int i = 0; i < 20; ++i) s->Submit(Request{static_cast<RequestId>(i + 1), 0, 0, spec.models[0].slo});
     clock.AdvanceBy(Seconds(1));
     int early = 0, served = 0;
     for (const auto& [r, why] : rec.drops) early += why == DropReason::kEarlyDrop;
