@@ -199,7 +199,8 @@ int ClusterCommand(const Args& args) {
   FlagSet flags("tutti cluster [--repo DIR] [--config FILE] [flags]",
                 "Runs a whole distributed Tutti on this machine, each part its own process: an etcd\n"
                 "(unless --etcd), schedulers (one leader, the rest hot spares), frontends and backends.\n"
-                "Frontend i listens on KServe v2 HTTP port P+2i and gRPC port P+2i+1.");
+                "Frontend i listens on KServe v2 HTTP port P+2i and gRPC port P+2i+1. With a config's\n"
+                "autoscale:, it starts and stops backend processes as the leading scheduler asks.");
   flags.String("repo", &options.repo, "model repository directory");
   flags.String("config", &options.config, "serve config YAML");
   flags.String("etcd", &options.etcd, "use this etcd (host:port) instead of starting one");
@@ -241,6 +242,7 @@ int ClusterCommand(const Args& args) {
   if (len <= 0) return Fail(absl::InternalError("cannot find the tutti binary (/proc/self/exe)"));
   options.tutti_binary = std::string(self, len);
   options.echo = true;
+  options.follow_autoscale = true;  // a config with autoscale: backends come and go as the leader asks
   std::cerr << "starting etcd, schedulers, backends and frontends…\n";
   absl::StatusOr<std::unique_ptr<LocalCluster>> cluster = LocalCluster::Start(options);
   if (!cluster.ok()) return Fail(cluster.status());

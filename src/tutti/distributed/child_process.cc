@@ -105,6 +105,11 @@ absl::StatusOr<std::string> ChildProcess::WaitForOutput(const std::string& needl
                         end == std::string::npos ? std::string::npos : end - (begin == std::string::npos ? 0 : begin + 1));
 }
 
+bool ChildProcess::exited() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return eof_;
+}
+
 std::string ChildProcess::output() const {
   std::lock_guard<std::mutex> lock(mu_);
   return output_;

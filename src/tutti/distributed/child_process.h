@@ -53,6 +53,8 @@ class ChildProcess {
   // exits first (both carry the output's tail).
   absl::StatusOr<std::string> WaitForOutput(const std::string& needle, Duration timeout);
   std::string output() const;
+  // Its output has ended: it has exited (or closed stdout and stderr).
+  bool exited() const;
 
   // Sends `signal` (e.g. SIGKILL) without waiting.
   void Signal(int signal);

@@ -8,6 +8,7 @@
 // capacity itself.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <iostream>
@@ -245,6 +246,57 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
   const std::string now = ConsoleProcess(cluster->frontends()[0].http_port);
   EXPECT_THAT(now, HasSubstr("\"scheduler_spares\":[]")) << now;
   EXPECT_NE(now.substr(0, now.find("scheduler_spares")), before.substr(0, before.find("scheduler_spares")));
+}
+
+// Autoscaling across processes: the leader wants backends as the load
+// rises and releases them as it falls; the provider (`tutti cluster`'s)
+// starts backend processes and stops the spares. Every request is answered
+// throughout (RunLoads fails otherwise).
+TEST_F(DistributedTest, TheAutoscaleProviderStartsAndStopsBackendsAsTheLeaderAsks) {
+  // ResNet50 on emulated GTX 1080Tis (ℓ(b) = 2.05·b + 5.38 ms): about 300
+  // r/s each within 25 ms, so 1,100 r/s needs all four.
+  options_.config = dir_.WriteFile("autoscale.yaml", R"(policy: deferred
+drop: early
+frontrun_slack_ms: 4
+http: {threads: 1}
+autoscale: {interval_s: 1, headroom: 0.2, min_gpus: 1, initial_gpus: 1, provision_delay_s: 1}
+executors:
+  - {kind: emulated, count: 4, profile: 1080ti, models: [resnet50]}
+)");
+  options_.follow_autoscale = true;
+  std::unique_ptr<LocalCluster> cluster = StartCluster(1, 1);
+  ASSERT_NE(cluster, nullptr);
+  EXPECT_EQ(cluster->running_backends(), 1) << "the autoscaler's initial count";
+  std::atomic<int> most = 1;
+  std::atomic<bool> loading = true;
+  std::thread watch([&] {
+    while (loading) {
+      most = std::max(most.load(), cluster->running_backends());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::vector<LoadResult> r =
+      RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 1100, 10 * kSecond, 7)});
+  loading = false;
+  watch.join();
+  ASSERT_EQ(r.size(), 1u);
+  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s; at most %d backends\n",
+                               r[0].total.metrics.arrived, 100 * r[0].total.metrics.BadRate(), Errors(r[0]),
+                               most.load());
+  EXPECT_GE(most, 3) << "1,100 r/s needs more backends";
+  EXPECT_GE(cluster->autoscale_starts(), 1);
+  // Idle: released down to one, the others stopped.
+  const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
+  while (cluster->running_backends() > 1 && Clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(cluster->running_backends(), 1);
+  EXPECT_GE(cluster->autoscale_stops(), 1);
+  // What is left serves on.
+  std::vector<LoadResult> after =
+      RunLoads({Load(cluster->frontends()[0].http_port, LoadProtocol::kHttp, 100, 2 * kSecond, 8)});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_LT(after[0].total.metrics.BadRate(), 0.05) << Errors(after[0]);
 }
 
 }  // namespace

@@ -6,8 +6,15 @@
 #include <filesystem>
 #include <utility>
 
+#include <chrono>
+#include <iostream>
+
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/distributed/etcd_client.h"
+#include "tutti/distributed/processes.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/cluster_layout.h"
 #include "tutti/server/server_config.h"
@@ -68,13 +75,75 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     for (size_t g = 0; g < config.executors.size(); ++g) {
       backends.push_back(stateful[g] ? 2 * config.executors[g].count : config.executors[g].count);
     }
+    if (config.autoscale && options.follow_autoscale) {  // what the autoscaler starts with
+      backends[0] = config.autoscale->initial_gpus > 0 ? config.autoscale->initial_gpus : config.autoscale->min_gpus;
+    }
   }
   for (int i = 0; i < options.schedulers; ++i) TUTTI_RETURN_IF_ERROR(c->AddScheduler());
   for (size_t g = 0; g < backends.size(); ++g) {
     for (int i = 0; i < backends[g]; ++i) TUTTI_RETURN_IF_ERROR(c->AddBackend(static_cast<int>(g)));
   }
   for (int i = 0; i < options.frontends; ++i) TUTTI_RETURN_IF_ERROR(c->AddFrontend());
+  if (options.follow_autoscale) c->provider_ = std::thread([cluster = c.get()] { cluster->FollowAutoscale(); });
   return c;
+}
+
+int LocalCluster::running_backends() const {
+  std::lock_guard<std::mutex> lock(backends_mu_);
+  int n = 0;
+  for (const Backend& b : backends_) n += !b.process->exited();
+  return n;
+}
+
+void LocalCluster::FollowAutoscale() {
+  absl::StatusOr<std::unique_ptr<EtcdClient>> etcd = EtcdClient::Connect(etcd_endpoint_, 5 * kSecond, options_.tls);
+  if (!etcd.ok()) {
+    std::cerr << "autoscale provider: cannot reach etcd: " << etcd.status().message() << "\n";
+    return;
+  }
+  const std::string key = ClusterKeys(options_.cluster).autoscale();
+  for (; !stop_; std::this_thread::sleep_for(std::chrono::milliseconds(250))) {
+    absl::StatusOr<std::optional<EtcdClient::KeyValue>> kv = (*etcd)->Get(key);
+    if (!kv.ok() || !kv->has_value()) continue;  // no leader, or not autoscaling
+    absl::StatusOr<SchedulerNode::AutoscaleState> state = ParseAutoscale((*kv)->value);
+    if (!state.ok()) {
+      std::cerr << "autoscale provider: " << state.status().message() << "\n";
+      continue;
+    }
+    const int running = running_backends();
+    if (running < state->wanted) {
+      std::cerr << absl::StrFormat("autoscale provider: %d backends running, %d wanted: starting one\n", running,
+                                   state->wanted);
+      if (absl::Status s = AddBackend(0); !s.ok()) {
+        std::cerr << "autoscale provider: " << s.message() << "\n";
+      } else {
+        ++autoscale_starts_;
+      }
+      continue;
+    }
+    if (running <= state->wanted) continue;
+    // A spare holds no slot: stopping it loses nothing.
+    ChildProcess* spare = nullptr;
+    std::string id;
+    {
+      std::lock_guard<std::mutex> lock(backends_mu_);
+      for (const std::string& s : state->spares) {
+        size_t index = 0;
+        if (s.size() < 2 || s[0] != 'b' || !absl::SimpleAtoi(s.substr(1), &index) || index >= backends_.size() ||
+            backends_[index].process->exited()) {
+          continue;  // not one of ours, or already gone
+        }
+        spare = backends_[index].process.get();
+        id = s;
+        break;
+      }
+    }
+    if (spare == nullptr) continue;  // the surplus is still draining its slots
+    std::cerr << absl::StrFormat("autoscale provider: %d backends running, %d wanted: stopping spare %s\n", running,
+                                 state->wanted, id);
+    spare->Terminate();
+    ++autoscale_stops_;
+  }
 }
 
 absl::Status LocalCluster::AddScheduler() {
@@ -89,13 +158,18 @@ absl::Status LocalCluster::AddScheduler() {
 }
 
 absl::Status LocalCluster::AddBackend(int group) {
-  const int n = static_cast<int>(backends_.size());
+  int n = 0;
+  {
+    std::lock_guard<std::mutex> lock(backends_mu_);
+    n = static_cast<int>(backends_.size());
+  }
   std::vector<std::string> args = CommonArgs("backend", absl::StrCat("backend-", n));
   args.insert(args.end(), {"--group", absl::StrCat(group), "--id", absl::StrCat("b", n)});
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
                          ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : "", InternalPolicy()));
   absl::StatusOr<std::string> ready = p->WaitForOutput(": registered", kReadyTimeout);
   if (!ready.ok()) return Explain(ready.status(), absl::StrCat("backend ", n));
+  std::lock_guard<std::mutex> lock(backends_mu_);
   backends_.push_back({std::move(p), group});
   return absl::OkStatus();
 }
@@ -122,6 +196,8 @@ absl::Status LocalCluster::AddFrontend() {
 }
 
 LocalCluster::~LocalCluster() {
+  stop_ = true;
+  if (provider_.joinable()) provider_.join();
   for (Frontend& f : frontends_) f.process->Terminate();
   for (Backend& b : backends_) b.process->Terminate();
   for (auto& s : schedulers_) s->Terminate();

@@ -7,8 +7,11 @@
 #ifndef TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
 #define TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -44,6 +47,13 @@ struct LocalClusterOptions {
   // for all of them; ProcessOptions::tls). cert "": plain.
   TlsOptions tls;
   bool echo = false;                    // copy the processes' output to stderr, prefixed
+  // Act as the provider of backends for the leader's autoscaler (a config
+  // with `autoscale:`): follow its state in etcd (ClusterKeys::autoscale)
+  // every 250 ms, starting backends of group 0 while fewer than it wants
+  // are running and stopping (SIGTERM) spares — backends holding no slot —
+  // while more are. Backends that die are replaced the same way. Without
+  // `backends`, a config with `autoscale:` starts its initial count.
+  bool follow_autoscale = false;
 };
 
 class LocalCluster {
@@ -65,6 +75,12 @@ class LocalCluster {
   ~LocalCluster();  // stops frontends, backends, schedulers, then etcd
 
   const std::string& etcd_endpoint() const { return etcd_endpoint_; }
+  // Backend processes running now (safe beside the autoscale provider,
+  // unlike backends(), which it appends to).
+  int running_backends() const;
+  // Backend processes the autoscale provider started and stopped.
+  int autoscale_starts() const { return autoscale_starts_; }
+  int autoscale_stops() const { return autoscale_stops_; }
   std::vector<std::unique_ptr<ChildProcess>>& schedulers() { return schedulers_; }
   std::vector<Frontend>& frontends() { return frontends_; }
   std::vector<Backend>& backends() { return backends_; }
@@ -75,6 +91,8 @@ class LocalCluster {
 
  private:
   LocalCluster() = default;
+  // The provider's loop (LocalClusterOptions::follow_autoscale), until stop_.
+  void FollowAutoscale();
   // The arguments of every process; `name` names its internal Unix socket.
   std::vector<std::string> CommonArgs(const std::string& command, const std::string& name) const;
   // Schedulers' and backends' (options_.batch_cpu_policy).
@@ -88,7 +106,11 @@ class LocalCluster {
   std::string socket_dir_;  // the processes' Unix sockets; "" : TCP
   std::vector<std::unique_ptr<ChildProcess>> schedulers_;
   std::vector<Frontend> frontends_;
-  std::vector<Backend> backends_;
+  std::vector<Backend> backends_;  // appended to under backends_mu_; never shrinks (ids stay "b<index>")
+  mutable std::mutex backends_mu_;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> autoscale_starts_{0}, autoscale_stops_{0};
+  std::thread provider_;
 };
 
 }  // namespace tutti

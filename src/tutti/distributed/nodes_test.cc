@@ -71,6 +71,7 @@ class Nodes {
     std::string policy = "deferred";
     bool measure_delays = true;  // false: plan with the profile and the fixed delays
     Duration metadata_hold = 0;  // RemoteEngine::Options::metadata_hold
+    std::optional<AutoscaleOptions> autoscale;  // SchedulerNode::Options::autoscale
   };
 
   explicit Nodes(const Options& o) : options_(o), network_(&clock_, o.latency) {
@@ -92,6 +93,7 @@ class Nodes {
       so.scheduler.frontrun_slack = Micros(500);
       so.detect_after = o.detect_after;
       so.stateful_groups = {o.detect_after > 0};
+      so.autoscale = o.autoscale;
       schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
       SchedulerNode* node = schedulers_.back().get();
       network_.Listen(absl::StrCat("s", i),
@@ -357,6 +359,53 @@ TEST(DistributedNodesTest, ASpareBackendTakesTheSlotOfOneThatLeaves) {
   n.clock().AdvanceTo(Seconds(3));
   const Nodes::Tally t = n.Count();
   EXPECT_EQ(t.on_time, t.total);
+}
+
+// Autoscaling in distributed mode: the leader wants 1 of 4 slots at first
+// (the other backends wait as spares), wants more under load — spares take
+// the slots — and releases them after: a released slot's backend finishes
+// its batches and becomes a spare again, for the provider to stop. Nothing
+// is lost on the way.
+TEST(DistributedNodesTest, AutoscalingWantsSlotsUnderLoadAndReleasesThemToSparesAfter) {
+  AutoscaleOptions a;
+  a.interval = Seconds(1);
+  a.min_gpus = 1;
+  a.initial_gpus = 1;
+  a.provision_delay = Millis(500);
+  Nodes n({.gpus = 4, .backends = 4, .autoscale = a});
+  n.Lead(0);
+  n.clock().AdvanceTo(Millis(100));
+  using State = SchedulerNode::AutoscaleState;
+  EXPECT_EQ(n.scheduler(0).Autoscaling(), (State{1, 1, {"b1", "b2", "b3"}}));
+  EXPECT_EQ(n.scheduler(0).membership().backends, 1);
+  // About 2.5 GPUs' worth (one runs ~1,200 r/s at batch 16 within 20 ms).
+  n.Load(3000, Millis(200), Seconds(12));
+  int most = 1;
+  for (Time t = Seconds(1); t <= Seconds(12); t += Millis(500)) {
+    n.clock().AdvanceTo(t);
+    most = std::max(most, n.scheduler(0).Autoscaling()->up);
+  }
+  const State busy = *n.scheduler(0).Autoscaling();
+  EXPECT_GE(most, 3) << "the load needs more than two GPUs";
+  EXPECT_EQ(n.scheduler(0).membership().backends, busy.up);
+  EXPECT_EQ(static_cast<int>(busy.spares.size()), 4 - busy.up);
+  // The load is gone: slots are released down to the minimum, their
+  // backends spares once their batches are done.
+  n.clock().AdvanceTo(Seconds(30));
+  const State idle = *n.scheduler(0).Autoscaling();
+  EXPECT_EQ(idle.wanted, 1);
+  EXPECT_EQ(idle.up, 1);
+  EXPECT_EQ(idle.spares.size(), 3u);
+  EXPECT_EQ(n.scheduler(0).membership().backends, 1);
+  const Nodes::Tally t = n.Count();
+  EXPECT_GT(t.total, 30000);
+  EXPECT_EQ(t.unanswered, 0);
+  EXPECT_EQ(t.other, 0);
+  EXPECT_EQ(t.unavailable, 0);
+  // Once the GPUs have caught up (the first seconds run on too few), the
+  // load is served on time.
+  const Nodes::Tally later = n.Count(Seconds(6), Seconds(12));
+  EXPECT_LT(later.late + later.dropped, later.total / 100) << later.late << " late, " << later.dropped << " dropped";
 }
 
 TEST(DistributedNodesTest, ALeaderChangeAnswersWhatTheOldLeaderHadNotPlannedAsRetryable) {

@@ -7,8 +7,11 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 #include "tutti/core/status_macros.h"
@@ -75,6 +78,33 @@ std::string HostPid() {
 
 }  // namespace
 
+std::string FormatAutoscale(const SchedulerNode::AutoscaleState& state) {
+  return absl::StrCat("wanted ", state.wanted, "\nup ", state.up, "\nspares ", absl::StrJoin(state.spares, " "), "\n");
+}
+
+absl::StatusOr<SchedulerNode::AutoscaleState> ParseAutoscale(const std::string& text) {
+  SchedulerNode::AutoscaleState state;
+  int seen = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> words = absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (words.empty()) continue;
+    const std::string key = words[0];
+    words.erase(words.begin());
+    if (key == "spares") {
+      state.spares = std::move(words);
+      seen |= 4;
+      continue;
+    }
+    int* field = key == "wanted" ? &state.wanted : key == "up" ? &state.up : nullptr;
+    if (field == nullptr || words.size() != 1 || !absl::SimpleAtoi(words[0], field) || *field < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("autoscale state: cannot read the line '", line, "'"));
+    }
+    seen |= key == "wanted" ? 1 : 2;
+  }
+  if (seen != 7) return absl::InvalidArgumentError("autoscale state: needs the lines wanted, up and spares");
+  return state;
+}
+
 // ---- scheduler ---------------------------------------------------------------
 
 absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const ClusterLayout& layout,
@@ -94,6 +124,7 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   // its lease expires.
   node_options.stateful_groups = StatefulGroups(layout);
   node_options.detect_after = config.replication.detect_after;
+  node_options.autoscale = config.autoscale;
   p->node_ = std::make_unique<SchedulerNode>(layout.spec, std::move(node_options), p->loop_.get());
   SchedulerNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(
@@ -140,6 +171,30 @@ void SchedulerProcess::Campaign(ClusterKeys keys) {
                                "their streams\n",
                                address_, WallTime())
             << std::flush;
+  PublishAutoscaling(keys);
+}
+
+void SchedulerProcess::PublishAutoscaling(const ClusterKeys& keys) {
+  std::optional<SchedulerNode::AutoscaleState> published;
+  for (int tick = 0; !stop_; ++tick) {
+    if (tick % 5 == 0) {
+      const std::optional<SchedulerNode::AutoscaleState> now = node_->Autoscaling();
+      if (!now) return;  // not autoscaling
+      if (now != published) {
+        if (!published || now->wanted != published->wanted || now->up != published->up) {
+          std::cout << absl::StrFormat("tutti scheduler %s: autoscale: %d backends wanted, %d slots up, %d spares\n",
+                                       address_, now->wanted, now->up, now->spares.size())
+                    << std::flush;
+        }
+        if (absl::Status s = etcd_->Put(keys.autoscale(), FormatAutoscale(*now), lease_); s.ok()) {
+          published = now;
+        } else {
+          std::cerr << "scheduler " << address_ << ": cannot publish the autoscale state: " << s.message() << "\n";
+        }
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 SchedulerProcess::~SchedulerProcess() {

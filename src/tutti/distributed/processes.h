@@ -46,15 +46,23 @@ namespace tutti {
 // Where a cluster keeps its state in etcd, under /tutti/<cluster>/:
 //   backends/<id>  "<group> <address>", under the backend's lease
 //   leader         "<address>" of the leading scheduler, under its lease
+//   autoscale      the leader's autoscaling state (FormatAutoscale), under
+//                  its lease: what a provider of backends follows
 struct ClusterKeys {
   std::string root;  // "/tutti/<cluster>/"
   explicit ClusterKeys(const std::string& cluster) : root("/tutti/" + cluster + "/") {}
   std::string backends() const { return root + "backends/"; }
   std::string backend(const std::string& id) const { return backends() + id; }
   std::string leader() const { return root + "leader"; }
+  std::string autoscale() const { return root + "autoscale"; }
   std::string schedulers() const { return root + "schedulers/"; }
   std::string scheduler(const std::string& address) const { return schedulers() + address; }
 };
+
+// The autoscale key's value: "wanted N\nup N\nspares ID …\n", and back
+// (InvalidArgument naming what is wrong).
+std::string FormatAutoscale(const SchedulerNode::AutoscaleState& state);
+absl::StatusOr<SchedulerNode::AutoscaleState> ParseAutoscale(const std::string& text);
 
 struct ProcessOptions {
   std::string etcd = "127.0.0.1:2379";  // host:port of an etcd client URL
@@ -84,7 +92,9 @@ struct ProcessOptions {
 
 class SchedulerProcess {
  public:
-  // Starts the internal listener and campaigns in the background.
+  // Starts the internal listener and campaigns in the background. While
+  // leading with config.autoscale, publishes the autoscaling state under
+  // the autoscale key whenever it changes (checked every 250 ms).
   // Errors: etcd unreachable, the port cannot be bound, a policy without
   // membership support (nexus), ParM coding (embedded mode only: the
   // serving core holds its coding groups).
@@ -98,6 +108,7 @@ class SchedulerProcess {
  private:
   SchedulerProcess() = default;
   void Campaign(ClusterKeys keys);
+  void PublishAutoscaling(const ClusterKeys& keys);  // until stop_
 
   std::unique_ptr<EventLoop> loop_;
   std::string address_;

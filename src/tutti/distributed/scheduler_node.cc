@@ -45,6 +45,7 @@ SchedulerNode::~SchedulerNode() {
   if (delays_) delays_->Stop();
   clock_->Cancel(report_timer_);
   clock_->Cancel(detect_timer_);
+  autoscaler_.reset();  // cancels its timers
   scheduler_.reset();
 }
 
@@ -61,6 +62,15 @@ absl::Status SchedulerNode::Lead() {
   report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
   if (options_.detect_after > 0 && absl::c_linear_search(options_.stateful_groups, true)) {
     detect_timer_ = locked_clock_.ScheduleAfter(options_.detect_after / 4, [this] { DetectTick(); });
+  }
+  if (options_.autoscale) {
+    TUTTI_RETURN_IF_ERROR(Autoscaler::Validate(*options_.autoscale, static_cast<int>(slots_.size())));
+    // Its ticks and arrivals run on locked_clock_, so under mu_ as these are.
+    autoscaler_ = std::make_unique<Autoscaler>(
+        *options_.autoscale, static_cast<int>(slots_.size()), &locked_clock_,
+        [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return std::exchange(window_, {}); },
+        [this](int gpu, bool up) ABSL_NO_THREAD_SAFETY_ANALYSIS { SetSlotWantedLocked(gpu, up); });
+    autoscaler_->Start();
   }
   return absl::OkStatus();
 }
@@ -132,6 +142,7 @@ void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendP
 }
 
 void SchedulerNode::OnDrop(const Request& r) {
+  ++window_.bad;
   auto it = origins_.find(r.id);
   if (it == origins_.end()) return;
   const Origin o = it->second;
@@ -228,26 +239,61 @@ void SchedulerNode::RemoveBackend(const std::string& id) {
 }
 
 void SchedulerNode::AssignSlotsLocked() {
+  // Only wanted slots are handed out; a backend still draining a released
+  // one is neither free nor a candidate.
+  std::vector<GpuId> open;
   std::vector<int> groups;
   std::vector<std::string> holders;
-  for (const Slot& s : slots_) {
-    groups.push_back(s.group);
-    holders.push_back(s.backend);
+  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
+    if (!slots_[g].wanted) continue;
+    open.push_back(g);
+    groups.push_back(slots_[g].group);
+    holders.push_back(slots_[g].backend);
   }
   std::vector<SlotMember> snapshot;
-  for (const auto& [id, m] : members_) snapshot.push_back({id, m.group, m.joined});
+  for (const auto& [id, m] : members_) {
+    if (m.gpu < 0 || slots_[m.gpu].wanted) snapshot.push_back({id, m.group, m.joined});
+  }
   const std::vector<std::string> next = AssignSlots(groups, holders, snapshot);
   const Time now = clock_->Now();
-  for (GpuId g = 0; g < static_cast<GpuId>(slots_.size()); ++g) {
+  for (size_t i = 0; i < open.size(); ++i) {
+    const GpuId g = open[i];
     // Only free slots change hands: a holder leaves through RemoveLocked.
-    if (next[g] == slots_[g].backend || next[g].empty()) continue;
-    slots_[g].backend = next[g];
+    if (next[i] == slots_[g].backend || next[i].empty()) continue;
+    slots_[g].backend = next[i];
     slots_[g].taken_over = slots_[g].lost ? now : kInfiniteFuture;
     slots_[g].lost = false;
-    Member& m = members_.at(next[g]);
+    Member& m = members_.at(next[i]);
     m.gpu = g;
     (void)scheduler_->SetGpuUp(g, true, std::max(now, m.free_at));
   }
+  SendRolesLocked();
+}
+
+void SchedulerNode::SetSlotWantedLocked(GpuId gpu, bool wanted) {
+  Slot& slot = slots_[gpu];
+  if (slot.wanted == wanted) return;
+  slot.wanted = wanted;
+  if (!wanted) {
+    if (!slot.backend.empty()) (void)scheduler_->SetGpuUp(gpu, false, 0);
+    return ReleaseIfDrainedLocked(gpu);
+  }
+  if (!slot.backend.empty()) {  // wanted again before its holder was done draining
+    (void)scheduler_->SetGpuUp(gpu, true, clock_->Now());
+    return;
+  }
+  AssignSlotsLocked();
+}
+
+void SchedulerNode::ReleaseIfDrainedLocked(GpuId gpu) {
+  Slot& slot = slots_[gpu];
+  if (slot.wanted || slot.backend.empty()) return;
+  for (const auto& [id, f] : in_flight_) {
+    if (f.gpu == gpu) return;
+  }
+  std::cerr << absl::StrFormat("scheduler: autoscale: backend %s released GPU %d (now a spare)\n", slot.backend, gpu);
+  members_.at(slot.backend).gpu = -1;
+  slot.backend.clear();
   SendRolesLocked();
 }
 
@@ -321,10 +367,15 @@ void SchedulerNode::DoneLocked(const pb::Done& done) {
                            done.finished());
     }
   }
-  for (const Request& r : f.requests) origins_.erase(r.id);
+  for (const Request& r : f.requests) {
+    origins_.erase(r.id);
+    ++(done.ok() && done.finished() > 0 && done.finished() <= r.deadline ? window_.good : window_.bad);
+  }
+  if (done.finished() > 0 && done.started() > 0) window_.busy += done.finished() - done.started();
   const GpuId gpu = f.gpu;
   in_flight_.erase(it);
   scheduler_->OnBatchDone(gpu);
+  if (!slots_[gpu].wanted) ReleaseIfDrainedLocked(gpu);
 }
 
 // ---- reports --------------------------------------------------------------------
@@ -369,6 +420,17 @@ void SchedulerNode::DetectTick() {
 void SchedulerNode::ReportTick() {
   SendReportLocked();
   report_timer_ = locked_clock_.ScheduleAfter(options_.report_every, [this] { ReportTick(); });
+}
+
+std::optional<SchedulerNode::AutoscaleState> SchedulerNode::Autoscaling() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (autoscaler_ == nullptr) return std::nullopt;
+  AutoscaleState s{autoscaler_->requested(), autoscaler_->up(), {}};
+  for (const auto& [id, m] : members_) {
+    if (m.gpu < 0) s.spares.push_back(id);
+  }
+  std::sort(s.spares.begin(), s.spares.end());
+  return s;
 }
 
 SchedulerNode::Membership SchedulerNode::membership() const {

@@ -29,6 +29,16 @@
 // says in its hello that it serves as a primary (a new leader's first
 // hellos) takes its group's free slot before the others.
 //
+// Autoscaling (Options::autoscale; Symphony §3.5 acted on, issue 19): the
+// leader runs an Autoscaler (autoscale/autoscaler.h) over the slots, fed by
+// what its batches did (answered by their deadlines or not, GPU time). A
+// slot it no longer wants takes no new batches; once the batches it holds
+// are done, its backend becomes a spare. A slot it wants again goes to a
+// spare, or waits for a backend to come. Starting and stopping backend
+// processes is the provider's: it reads Autoscaling() (the scheduler
+// process publishes it in etcd) — start backends while fewer than `wanted`
+// are up, stop spares while more are.
+//
 // Leadership (Symphony §6's hot spares): a node accepts streams only after
 // Lead(); a spare refuses them.
 //
@@ -51,6 +61,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "tutti/autoscale/autoscaler.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/serialized_clock.h"
 #include "tutti/delays/delay_model.h"
@@ -80,6 +91,9 @@ class SchedulerNode {
     // batches) before it answers, and a recovery is not a hang (its lease
     // still covers it).
     Duration detect_after = 0;
+    // Closed-loop autoscaling over the slots (one executor group); none:
+    // every slot is wanted.
+    std::optional<AutoscaleOptions> autoscale;
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.
@@ -99,6 +113,16 @@ class SchedulerNode {
     int backends = 0, spares = 0, frontends = 0;
   };
   Membership membership() const;
+
+  // While leading with Options::autoscale: the backends wanted (slots up or
+  // on their way: Autoscaler::requested()), the slots up, and the spares
+  // (backends holding no slot: the ones to stop first), by id.
+  struct AutoscaleState {
+    int wanted = 0, up = 0;
+    std::vector<std::string> spares;
+    bool operator==(const AutoscaleState&) const = default;
+  };
+  std::optional<AutoscaleState> Autoscaling() const;
   DelayReport Delays() const;
 
   // A frontend (backend) opened a stream to this node; `link` sends to it.
@@ -121,6 +145,7 @@ class SchedulerNode {
     std::string backend;  // "" : down
     Time taken_over = kInfiniteFuture;  // when `backend` took it from one that left (else never)
     bool lost = false;                  // its holder left; the next one takes it over
+    bool wanted = true;                 // autoscaling: false while released (see above)
   };
   struct Member {
     std::string id;
@@ -150,6 +175,10 @@ class SchedulerNode {
   void AssignSlotsLocked();  // then SendRolesLocked()
   void SendRolesLocked();
   void RemoveLocked(const std::string& id, const std::string& why);
+  // Autoscaling: a slot wanted again, or released (no new batches; its
+  // holder becomes a spare once its batches are done: ReleaseIfDrainedLocked).
+  void SetSlotWantedLocked(GpuId gpu, bool wanted);
+  void ReleaseIfDrainedLocked(GpuId gpu);
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();
   void ReportTick();
@@ -184,6 +213,8 @@ class SchedulerNode {
   uint64_t next_batch_ ABSL_GUARDED_BY(mu_);
   TimerId report_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   TimerId detect_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  std::unique_ptr<Autoscaler> autoscaler_ ABSL_GUARDED_BY(mu_);  // set by Lead() with Options::autoscale
+  Autoscaler::Window window_ ABSL_GUARDED_BY(mu_);               // what batches did since the last tick
   StreamTracker streams_;  // last: destroyed first, once every stream has ended
 };
 
