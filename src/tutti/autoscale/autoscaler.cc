@@ -68,7 +68,8 @@ void Autoscaler::Tick() {
         1 - std::min(1.0, static_cast<double>(w.busy) / (static_cast<double>(o_.interval) * std::max(1, up_)));
     // GPUs that came during the interval make it half one size, half
     // another (and what queued before them is dropped after): it waits.
-    const int change = arrived_ ? 0 : AutoscaleStep(o_, up_, requested_ - up_, bad_rate, idle, &memory_);
+    const double rate = static_cast<double>(w.good + w.bad) / ToSeconds(o_.interval);
+    const int change = arrived_ ? 0 : AutoscaleStep(o_, up_, requested_ - up_, bad_rate, idle, rate, &memory_);
     arrived_ = false;
     if (change > 0) {
       ++scale_ups_;

@@ -285,6 +285,10 @@ executors:
                                most.load());
   EXPECT_GE(most, 3) << "1,100 r/s needs more backends";
   EXPECT_GE(cluster->autoscale_starts(), 1);
+  // The frontends show what the leader wants (an outside autoscaler's metric).
+  const std::string metrics = testing::HttpTestClient(cluster->frontends()[0].http_port).Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr("tutti_autoscale_backends{state=\"wanted\"} "));
+  EXPECT_THAT(metrics, HasSubstr("tutti_autoscale_backends{state=\"spare\"} "));
   // Idle: released down to one, the others stopped.
   const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
   while (cluster->running_backends() > 1 && Clock::now() < until) {

@@ -55,15 +55,16 @@ std::string WallTime() {
 }
 
 // Follows the leader key: calls `set(address)` now and on every change ("" : none).
-absl::StatusOr<std::unique_ptr<EtcdClient::Background>> FollowLeader(EtcdClient& etcd, const ClusterKeys& keys,
-                                                                     std::function<void(const std::string&)> set) {
-  TUTTI_ASSIGN_OR_RETURN(std::optional<EtcdClient::KeyValue> leader, etcd.Get(keys.leader()));
+// Calls `set` with `key`'s value now and whenever it changes ("" once deleted).
+absl::StatusOr<std::unique_ptr<EtcdClient::Background>> FollowKey(EtcdClient& etcd, const std::string& key,
+                                                                  std::function<void(const std::string&)> set) {
+  TUTTI_ASSIGN_OR_RETURN(std::optional<EtcdClient::KeyValue> now, etcd.Get(key));
   int64_t revision = 0;
-  if (leader.has_value()) {
-    set(leader->value);
-    revision = leader->mod_revision;
+  if (now.has_value()) {
+    set(now->value);
+    revision = now->mod_revision;
   }
-  return etcd.Watch(keys.leader(), revision, [set, key = keys.leader()](const std::vector<EtcdClient::Event>& es) {
+  return etcd.Watch(key, revision, [set, key](const std::vector<EtcdClient::Event>& es) {
     for (const EtcdClient::Event& e : es) {
       if (e.kv.key == key) set(e.deleted ? "" : e.kv.value);
     }
@@ -224,10 +225,17 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   TUTTI_ASSIGN_OR_RETURN(engine.stages, MakeStages(layout, config));  // ParM's coding, on this frontend's parts
   p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, std::move(engine), p->loop_.get(),
                                               p->connector_.get());
-  TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, ClusterKeys(options.cluster),
-                                                 [engine = p->engine_.get()](const std::string& a) {
-                                                   engine->SetLeader(a);
-                                                 }));
+  TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowKey(*p->etcd_, ClusterKeys(options.cluster).leader(),
+                                              [engine = p->engine_.get()](const std::string& a) {
+                                                engine->SetLeader(a);
+                                              }));
+  // The leader's autoscaling state, for /metrics: what an outside
+  // autoscaler (a Kubernetes HPA through Prometheus) scales backends by.
+  TUTTI_ASSIGN_OR_RETURN(p->autoscale_watch_,
+                         FollowKey(*p->etcd_, ClusterKeys(options.cluster).autoscale(), [p = p.get()](const std::string& v) {
+                           std::lock_guard<std::mutex> lock(p->autoscale_mu_);
+                           p->autoscale_ = v;
+                         }));
   InferenceEngine* served = p->engine_.get();
   p->sequences_ = ServeSequences(served, layout.spec, layout, p->loop_.get());  // a sequence's order is kept here
   if (p->sequences_) served = p->sequences_.get();
@@ -235,6 +243,7 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   if (p->graphs_) served = p->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = options.on_shutdown_request;
+  frontend.frontend.extra_metrics = [p = p.get()] { return p->AutoscaleMetrics(); };
   frontend.console.cluster = [p = p.get(), keys = ClusterKeys(options.cluster)] { return p->ConsoleJson(keys); };
   TUTTI_ASSIGN_OR_RETURN(p->listeners_,
                          FrontendServer::Start(served, std::move(layout.served), frontend, p->loop_.get()));
@@ -275,9 +284,26 @@ void FrontendProcess::Shutdown() {
   if (listeners_) listeners_->Shutdown();
 }
 
+std::string FrontendProcess::AutoscaleMetrics() const {
+  std::string value;
+  {
+    std::lock_guard<std::mutex> lock(autoscale_mu_);
+    value = autoscale_;
+  }
+  absl::StatusOr<SchedulerNode::AutoscaleState> state = ParseAutoscale(value);
+  if (!state.ok()) return "";  // not autoscaling, or no leader
+  return absl::StrFormat(
+      "# HELP tutti_autoscale_backends Backends the leading scheduler's autoscaler wants (up or coming), slots "
+      "up, and spares (holding none: the ones to stop).\n# TYPE tutti_autoscale_backends gauge\n"
+      "tutti_autoscale_backends{state=\"wanted\"} %d\ntutti_autoscale_backends{state=\"up\"} %d\n"
+      "tutti_autoscale_backends{state=\"spare\"} %d\n",
+      state->wanted, state->up, state->spares.size());
+}
+
 FrontendProcess::~FrontendProcess() {
   Shutdown();
   watch_.reset();
+  autoscale_watch_.reset();
   listeners_.reset();
   graphs_.reset();
   sequences_.reset();
@@ -366,7 +392,7 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
       HoldLease(*p->etcd_, options, absl::StrCat("backend ", p->id_), &p->lease_, &p->keep_alive_));
   const ClusterKeys keys(options.cluster);
   TUTTI_RETURN_IF_ERROR(p->etcd_->Put(keys.backend(p->id_), absl::StrCat(group, " ", p->address_), p->lease_));
-  TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowLeader(*p->etcd_, keys, [node = p->node_.get()](const std::string& a) {
+  TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowKey(*p->etcd_, keys.leader(), [node = p->node_.get()](const std::string& a) {
                            node->SetLeader(a);
                          }));
   p->group_ = group;

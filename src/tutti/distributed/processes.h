@@ -142,6 +142,8 @@ class FrontendProcess {
   // What the console shows of the cluster (ConsoleFeed::Options::cluster):
   // this frontend, the scheduler leader it follows, the live backends.
   std::string ConsoleJson(const ClusterKeys& keys) const;
+  // /metrics lines of the leader's autoscaling state ("" : none published).
+  std::string AutoscaleMetrics() const;
   FrontendProcess() = default;
   std::unique_ptr<EventLoop> loop_;
   std::unique_ptr<WireConnector> connector_;
@@ -152,6 +154,9 @@ class FrontendProcess {
   std::unique_ptr<GraphEngine> graphs_;  // over engine_; null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
   std::unique_ptr<EtcdClient::Background> watch_;  // the leader key
+  std::unique_ptr<EtcdClient::Background> autoscale_watch_;  // the autoscale key, into autoscale_
+  mutable std::mutex autoscale_mu_;
+  std::string autoscale_;
 };
 
 class BackendProcess {

@@ -126,43 +126,51 @@ TEST(ScalingTest, AutoscaleStepActsOnTheAdviceWithinBounds) {
   AutoscaleMemory memory;
   // 20% bad on 8 GPUs, 85% busy: Symphony's 8 · 0.2 / 0.8 = 2 more, less
   // the 1 already coming.
-  EXPECT_EQ(AutoscaleStep(o, 8, 0, 0.2, 0.15, &memory), 2);
-  EXPECT_EQ(AutoscaleStep(o, 8, 1, 0.2, 0.15, &memory), 1);
-  EXPECT_EQ(AutoscaleStep(o, 8, 3, 0.2, 0.15, &memory), 0);
+  EXPECT_EQ(AutoscaleStep(o, 8, 0, 0.2, 0.15, 1000, &memory), 2);
+  EXPECT_EQ(AutoscaleStep(o, 8, 1, 0.2, 0.15, 1000, &memory), 1);
+  EXPECT_EQ(AutoscaleStep(o, 8, 3, 0.2, 0.15, 1000, &memory), 0);
   // Bad and fully busy: 10 · 1.0 / 0.8 = 12.5, so 3 more beat Symphony's 2 (10 · 0.15 / 0.85).
-  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.15, 0.0, &memory), 3);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.15, 0.0, 1000, &memory), 3);
   // No bad requests but 95% busy (above 80% + 10%): 10 · 0.95 / 0.8 = 11.9, so 2 more.
-  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.05, &memory), 2);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.05, 1000, &memory), 2);
   // Within the band (70–90% busy): nothing.
-  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.25, &memory), 0);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.25, 1000, &memory), 0);
   // 40% busy: release 10 · (1 − 0.4 / 0.8) = 5; not while GPUs are coming.
-  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.6, &memory), -5);
-  EXPECT_EQ(AutoscaleStep(o, 10, 2, 0.0, 0.6, &memory), 0);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.6, 1000, &memory), -5);
+  EXPECT_EQ(AutoscaleStep(o, 10, 2, 0.0, 0.6, 1000, &memory), 0);
   // Never past max_gpus (50% bad on 18 asks 18; 2 are left), nor below min_gpus.
-  EXPECT_EQ(AutoscaleStep(o, 18, 0, 0.5, 0.0, &memory), 2);
-  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 1.0, &memory), -1);
+  EXPECT_EQ(AutoscaleStep(o, 18, 0, 0.5, 0.0, 1000, &memory), 2);
+  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 1.0, 1000, &memory), -1);
   // Headroom 0 is Symphony's rule: release N·f, add only on bad requests.
   o.headroom = 0;
-  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.005, 0.3, &memory), -3);
-  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.0, &memory), 0);
-  EXPECT_EQ(AutoscaleStep(o, 9, 0, 0.1, 0.0, &memory), 1);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.005, 0.3, 1000, &memory), -3);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.0, 1000, &memory), 0);
+  EXPECT_EQ(AutoscaleStep(o, 9, 0, 0.1, 0.0, 1000, &memory), 1);
 }
 
-// A release that made requests bad is not made again until the load falls.
+// A release that made requests bad is not made again until the load — the
+// request rate — falls.
 TEST(ScalingTest, AReleaseThatMadeRequestsBadIsHeldOff) {
   AutoscaleOptions o;
   o.max_gpus = 16;
   AutoscaleMemory memory;
-  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, &memory), -1);   // 50% busy on 3 (load 1.5 GPUs): release 1
-  EXPECT_EQ(AutoscaleStep(o, 2, 0, 0.17, 0.2, &memory), 1);   // 17% bad on 2: add 1
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, &memory), 0);  // held at 3
-  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.54, &memory), 0);  // load 1.38: not 10% less
-  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.6, &memory), -1);  // load 1.2: the floor goes
+  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, 1000, &memory), -1);   // 50% busy on 3 at 1,000 r/s: release 1
+  EXPECT_EQ(AutoscaleStep(o, 2, 0, 0.17, 0.2, 1000, &memory), 1);   // 17% bad on 2: add 1
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, 1000, &memory), 0);  // held at 3
+  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.54, 950, &memory), 0);  // not 10% fewer requests
+  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.6, 850, &memory), -1);  // 15% fewer: the floor goes
   // Lower load still releases down to the floor, not below it.
   memory = {};
-  EXPECT_EQ(AutoscaleStep(o, 6, 0, 0.0, 0.5, &memory), -2);
-  EXPECT_EQ(AutoscaleStep(o, 4, 0, 0.3, 0.0, &memory), 2);
-  EXPECT_EQ(AutoscaleStep(o, 8, 0, 0.0, 0.65, &memory), -2);  // 8 → the floor of 6
+  EXPECT_EQ(AutoscaleStep(o, 6, 0, 0.0, 0.5, 1000, &memory), -2);
+  EXPECT_EQ(AutoscaleStep(o, 4, 0, 0.3, 0.0, 1000, &memory), 2);
+  EXPECT_EQ(AutoscaleStep(o, 8, 0, 0.0, 0.65, 1000, &memory), -2);  // 8 → the floor of 6
+  // Busy time is not the measure: with more GPUs, batches are smaller and
+  // the same requests keep the GPUs as busy as before. Fewer requests
+  // release, however busy.
+  memory = {};
+  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, 1000, &memory), -1);
+  EXPECT_EQ(AutoscaleStep(o, 2, 0, 0.17, 0.2, 1000, &memory), 1);  // floor 3
+  EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, 400, &memory), -1);   // as busy as at 1,000 r/s, 60% fewer requests
 }
 
 }  // namespace

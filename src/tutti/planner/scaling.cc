@@ -16,7 +16,7 @@ ScalingAdvice AdviseScaling(int gpus, double bad_rate, double idle_fraction, dou
 }
 
 int AutoscaleStep(const AutoscaleOptions& o, int active, int pending, double bad_rate, double idle_fraction,
-                  AutoscaleMemory* memory) {
+                  double rate, AutoscaleMemory* memory) {
   const int requested = active + pending;
   const double busy = 1 - std::clamp(idle_fraction, 0.0, 1.0);
   const double target = 1 - o.headroom;
@@ -31,7 +31,7 @@ int AutoscaleStep(const AutoscaleOptions& o, int active, int pending, double bad
   } else if (busy < target - o.headroom / 2 && pending == 0) {
     change = -static_cast<int>(std::floor(active * (1 - busy / target) + 1e-9));
   }
-  const double load = active * busy;
+  const double load = rate;
   if (load < 0.9 * memory->floor_load) memory->floor = 0;  // the load fell: the floor goes
   if (change < 0) change = std::min(0, std::max(change, memory->floor - requested));
   change = std::clamp(requested + change, o.min_gpus, o.max_gpus) - requested;

@@ -48,16 +48,19 @@ struct AutoscaleOptions {
 // Busy is proportional to load only roughly on a few GPUs (with fewer GPUs
 // than models, say), so a release can make requests bad: `memory` notices
 // (bad requests right after a release, at the size it left) and holds the
-// size it then asks for as a floor until the load (GPUs × busy) falls 10%
-// below the load of that release.
+// size it then asks for as a floor until the load — `rate`, the requests
+// the interval saw per second — falls 10% below the rate at that release.
+// (Not GPUs × busy: with more GPUs up, deferred batches are smaller and the
+// same requests keep the GPUs busier, so a floor measured in busy time
+// would hold long after the requests fell.)
 struct AutoscaleMemory {
   int released_to = -1;      // the size the last release left, until an add
-  double released_load = 0;                 // GPUs × busy at it
+  double released_load = 0;  // the request rate at it
   int floor = 0;
   double floor_load = 0;
 };
 int AutoscaleStep(const AutoscaleOptions& options, int active, int pending, double bad_rate, double idle_fraction,
-                  AutoscaleMemory* memory);
+                  double rate, AutoscaleMemory* memory);
 
 }  // namespace tutti
 
