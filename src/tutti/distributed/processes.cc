@@ -54,7 +54,6 @@ std::string WallTime() {
   return absl::StrFormat("%.3f", std::chrono::duration<double>(now).count());
 }
 
-// Follows the leader key: calls `set(address)` now and on every change ("" : none).
 // Calls `set` with `key`'s value now and whenever it changes ("" once deleted).
 absl::StatusOr<std::unique_ptr<EtcdClient::Background>> FollowKey(EtcdClient& etcd, const std::string& key,
                                                                   std::function<void(const std::string&)> set) {

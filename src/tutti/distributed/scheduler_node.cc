@@ -294,7 +294,7 @@ void SchedulerNode::ReleaseIfDrainedLocked(GpuId gpu) {
   std::cerr << absl::StrFormat("scheduler: autoscale: backend %s released GPU %d (now a spare)\n", slot.backend, gpu);
   members_.at(slot.backend).gpu = -1;
   slot.backend.clear();
-  SendRolesLocked();
+  AssignSlotsLocked();  // a wanted slot may be waiting for a backend
 }
 
 void SchedulerNode::SendRolesLocked() {

@@ -83,6 +83,8 @@ class ShardedScheduler final : public Scheduler {
   int64_t queued() const override;
   void OnBatchDone(GpuId gpu) override;
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
+  // Each shard gets the plan for its GPUs and models. It reaches every
+  // shard: without posts, call it only where one thread drives all shards.
   void SetDelayPlan(const DelayPlan& plan) override;
 
  private:
@@ -97,7 +99,7 @@ class ShardedScheduler final : public Scheduler {
   void Run(int shard, std::function<void(Shard&)> fn);
 
   int models_ = 0;
-  bool membership_ = true;  // the policy implements SetGpuUp
+  bool membership_ = true;  // the policy implements SetGpuUp (not nexus, which plans its GPUs ahead)
   std::vector<Place> model_place_;
   std::vector<Place> gpu_place_;
   std::vector<std::unique_ptr<Shard>> shards_;
