@@ -15,6 +15,7 @@ absl::StatusOr<AutoscaleOptions> ReadAutoscaleOptions(const YAML::Node& node, co
   TUTTI_ASSIGN_OR_RETURN(auto max_gpus, r.OptionalScalar<int>("max_gpus", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto initial_gpus, r.OptionalScalar<int>("initial_gpus", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto provision_s, r.OptionalScalar<double>("provision_delay_s", "a number of seconds"));
+  TUTTI_ASSIGN_OR_RETURN(auto trend_s, r.OptionalScalar<double>("trend_window_s", "a number of seconds"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (interval_s && !(*interval_s > 0)) return Invalid(r.FieldPath("interval_s"), "must be positive");
   if (threshold && !(*threshold >= 0 && *threshold < 1)) {
@@ -25,6 +26,7 @@ absl::StatusOr<AutoscaleOptions> ReadAutoscaleOptions(const YAML::Node& node, co
   if (max_gpus && *max_gpus < 0) return Invalid(r.FieldPath("max_gpus"), "must not be negative");
   if (initial_gpus && *initial_gpus < 0) return Invalid(r.FieldPath("initial_gpus"), "must not be negative");
   if (provision_s && !(*provision_s >= 0)) return Invalid(r.FieldPath("provision_delay_s"), "must not be negative");
+  if (trend_s && !(*trend_s >= 0)) return Invalid(r.FieldPath("trend_window_s"), "must not be negative");
   if (interval_s) o.interval = Seconds(*interval_s);
   o.bad_rate_threshold = threshold.value_or(o.bad_rate_threshold);
   o.headroom = headroom.value_or(o.headroom);
@@ -32,6 +34,7 @@ absl::StatusOr<AutoscaleOptions> ReadAutoscaleOptions(const YAML::Node& node, co
   o.max_gpus = max_gpus.value_or(o.max_gpus);
   o.initial_gpus = initial_gpus.value_or(o.initial_gpus);
   if (provision_s) o.provision_delay = Seconds(*provision_s);
+  if (trend_s) o.trend_window = Seconds(*trend_s);
   return o;
 }
 

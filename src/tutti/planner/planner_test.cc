@@ -173,5 +173,32 @@ TEST(ScalingTest, AReleaseThatMadeRequestsBadIsHeldOff) {
   EXPECT_EQ(AutoscaleStep(o, 3, 0, 0.0, 0.5, 400, &memory), -1);   // as busy as at 1,000 r/s, 60% fewer requests
 }
 
+// While requests grow, GPUs are asked for the load they will meet when they
+// serve (provision_delay + interval ahead), and none are released.
+TEST(ScalingTest, AGrowingLoadIsPlannedForWhenTheGpusWillServe) {
+  AutoscaleOptions o;  // interval 10 s, provision 30 s, trend window 60 s (6 intervals)
+  o.max_gpus = 64;
+  AutoscaleOptions blind = o;
+  blind.trend_window = 0;
+  AutoscaleMemory memory, blind_memory;
+  // 5% more requests every interval, 85% busy on 10 GPUs: within the band
+  // (70–90%) now, but 0.85 · 1.05^4 = 1.03 when GPUs asked for now serve.
+  double rate = 1000;
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.15, rate, &memory), 0);  // no trend yet
+  rate *= 1.05;
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.15, rate, &memory), 3);  // ceil(10 · 1.03 / 0.8) − 10
+  EXPECT_EQ(AutoscaleStep(blind, 10, 0, 0.0, 0.15, rate, &blind_memory), 0);
+  // Growing, even lightly busy: nothing released; flat again: released.
+  rate *= 1.05;
+  EXPECT_EQ(AutoscaleStep(o, 13, 0, 0.0, 0.5, rate, &memory), 0);
+  EXPECT_EQ(AutoscaleStep(blind, 13, 0, 0.0, 0.5, rate, &blind_memory), -4);
+  memory = {};
+  EXPECT_EQ(AutoscaleStep(o, 13, 0, 0.0, 0.5, rate, &memory), -4);
+  // A burst does not ask for more than twice the load.
+  memory = {};
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.2, 1000, &memory), 0);
+  EXPECT_EQ(AutoscaleStep(o, 10, 0, 0.0, 0.2, 10000, &memory), 10);  // ceil(10 · 0.8 · 2 / 0.8) − 10
+}
+
 }  // namespace
 }  // namespace tutti

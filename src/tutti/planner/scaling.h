@@ -2,6 +2,8 @@
 #ifndef TUTTI_PLANNER_SCALING_H_
 #define TUTTI_PLANNER_SCALING_H_
 
+#include <vector>
+
 #include "tutti/core/time.h"
 
 namespace tutti {
@@ -29,6 +31,12 @@ struct AutoscaleOptions {
   int max_gpus = 0;      // 0: every GPU of the cluster
   int initial_gpus = 0;  // up at the start; 0: min_gpus
   Duration provision_delay = 30 * kSecond;
+  // Looking ahead: while the request rate grows, its growth per interval
+  // over this window, compounded over provision_delay + interval (when GPUs
+  // asked for now serve, and the next chance to ask), scales the busy
+  // fraction additions plan for (at most 2×), and nothing is released.
+  // GPUs that take 30 s to come then come for the load of 40 s on. 0: off.
+  Duration trend_window = 60 * kSecond;
 };
 
 // The GPUs to request (> 0) or release (< 0) after an interval in which
@@ -52,8 +60,10 @@ struct AutoscaleOptions {
 // the interval saw per second — falls 10% below the rate at that release.
 // (Not GPUs × busy: with more GPUs up, deferred batches are smaller and the
 // same requests keep the GPUs busier, so a floor measured in busy time
-// would hold long after the requests fell.)
+// would hold long after the requests fell.) `memory` also keeps the rates
+// of the last trend_window for looking ahead (AutoscaleOptions).
 struct AutoscaleMemory {
+  std::vector<double> rates;  // the last intervals' request rates, oldest first (trend_window)
   int released_to = -1;      // the size the last release left, until an add
   double released_load = 0;  // the request rate at it
   int floor = 0;

@@ -44,7 +44,7 @@
 //   max_queue_size: 16384                    # per model: items waiting or running; more are
 //                                            # refused at once (503 / RESOURCE_EXHAUSTED); 0: no limit
 //   autoscale: {interval_s: 10, headroom: 0.2, min_gpus: 1, max_gpus: 0,
-//               initial_gpus: 0, provision_delay_s: 30}
+//               initial_gpus: 0, provision_delay_s: 30, trend_window_s: 60}
 //                                    # closed-loop autoscaling of the one executor
 //                                    # group's executors (config/autoscale_reader.h):
 //                                    # executors beyond those up take no work
