@@ -64,17 +64,18 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("cannot create a directory for the sockets");
     c->socket_dir_ = dir;
   }
+  TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
+  TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(options.config));
+  TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
+  const bool follow = options.follow_autoscale && config.autoscale.has_value();
   std::vector<int> backends = options.backends;
   if (backends.empty()) {  // one per GPU of the config, and a backup for each of a stateful group's
-    TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
-    TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(options.config));
-    TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
     TUTTI_ASSIGN_OR_RETURN(const ClusterLayout layout, LayOutCluster(repo, config));
     const std::vector<bool> stateful = StatefulGroups(layout);
     for (size_t g = 0; g < config.executors.size(); ++g) {
       backends.push_back(stateful[g] ? 2 * config.executors[g].count : config.executors[g].count);
     }
-    if (config.autoscale && options.follow_autoscale) {  // what the autoscaler starts with
+    if (follow) {  // what the autoscaler starts with
       backends[0] = config.autoscale->initial_gpus > 0 ? config.autoscale->initial_gpus : config.autoscale->min_gpus;
     }
   }
@@ -83,7 +84,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     for (int i = 0; i < backends[g]; ++i) TUTTI_RETURN_IF_ERROR(c->AddBackend(static_cast<int>(g)));
   }
   for (int i = 0; i < options.frontends; ++i) TUTTI_RETURN_IF_ERROR(c->AddFrontend());
-  if (options.follow_autoscale) c->provider_ = std::thread([cluster = c.get()] { cluster->FollowAutoscale(); });
+  if (follow) c->provider_ = std::thread([cluster = c.get()] { cluster->FollowAutoscale(); });
   return c;
 }
 

@@ -47,8 +47,8 @@ struct LocalClusterOptions {
   // for all of them; ProcessOptions::tls). cert "": plain.
   TlsOptions tls;
   bool echo = false;                    // copy the processes' output to stderr, prefixed
-  // Act as the provider of backends for the leader's autoscaler (a config
-  // with `autoscale:`): follow its state in etcd (ClusterKeys::autoscale)
+  // Act as the provider of backends for the leader's autoscaler, if the
+  // config has `autoscale:` (otherwise nothing is followed): follow its state in etcd (ClusterKeys::autoscale)
   // every 250 ms, starting backends of group 0 while fewer than it wants
   // are running and stopping (SIGTERM) spares — backends holding no slot —
   // while more are. Backends that die are replaced the same way. Without
