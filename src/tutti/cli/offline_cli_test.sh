@@ -6,6 +6,7 @@
 # the peak for 5 s, it pauses, then resumes and still answers every image.
 #   src/tutti/cli/offline_cli_test.sh build/bin/tutti
 set -euo pipefail
+source "$(dirname "$0")/../testing/start_serve.sh"
 tutti=$(realpath "$1")
 work=$(mktemp -d)
 server=""
@@ -14,12 +15,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-free_port() {
-  while :; do
-    p=$((20000 + RANDOM % 30000))
-    (echo > "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
-  done
-}
 mkdir -p "$work/repo/images/1"
 cat > "$work/repo/images/1/config.yaml" << 'YAML'
 name: images
@@ -39,10 +34,9 @@ YAML
 # An IDX file of 200 28x28 images: magic 0x00000803, dims 200, 28, 28.
 { printf '\x00\x00\x08\x03\x00\x00\x00\xc8\x00\x00\x00\x1c\x00\x00\x00\x1c'; head -c $((200 * 784)) /dev/urandom; } > "$work/images.idx"
 
-port=$(free_port)
-"$tutti" serve --repo "$work/repo" --config "$work/serve.yaml" --port "$port" --grpc-port -1 > "$work/serve.log" 2>&1 &
-server=$!
-until curl -sf "127.0.0.1:$port/v2/health/ready" > /dev/null; do sleep 0.2; done
+start_serve "$tutti" "$work/serve.log" --repo "$work/repo" --config "$work/serve.yaml" --grpc-port -1
+server=$served_pid
+port=$served_port
 curl -s "127.0.0.1:$port/v2/models/images/stats" | grep -q '"peak_rps":4000.0' || { echo "FAIL: peak_rps"; exit 1; }
 
 echo "== 1. alone"

@@ -13,6 +13,7 @@
 # screenshots and reports; default: a temporary directory, removed)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+source "$here/../testing/start_serve.sh"
 root="$(cd "$here/../../.." && pwd)"
 tutti="$1"
 out="${2:-}"
@@ -27,20 +28,13 @@ cleanup() {
 }
 trap cleanup EXIT
 check() { node "$here/web/browser_check.mjs" "$@"; }
-free_port() {  # a port nothing listens on
-  while :; do
-    p=$((20000 + RANDOM % 30000))
-    (echo > "/dev/tcp/127.0.0.1/$p") 2> /dev/null || { echo "$p"; return; }
-  done
-}
 cd "$root"
 
 echo "== 1. the console of a server under load"
-port=$(free_port)
-"$tutti" serve --repo bench/emulated_repository --config bench/serve_resnet50_a100_8gpu.yaml --port "$port" \
-  --grpc-port -1 > "$work/serve1.log" 2>&1 &
-pids+=($!)
-until curl -sf "127.0.0.1:$port/v2/health/ready" > /dev/null; do sleep 0.2; done
+start_serve "$tutti" "$work/serve1.log" --repo bench/emulated_repository \
+  --config bench/serve_resnet50_a100_8gpu.yaml --grpc-port -1
+pids+=("$served_pid")
+port=$served_port
 "$tutti" load --models resnet50 --rate 400 --slo-ms 20 --duration-s 40 --warmup-s 0 --port "$port" \
   > "$work/load1.log" 2>&1 &
 pids+=($!)
@@ -54,12 +48,11 @@ admin="console-admin-token-$(date +%s%N)"
 inference="console-inference-token-$(date +%s%N)"
 echo "$admin" > "$work/admin.tokens"
 echo "$inference" > "$work/inference.tokens"
-tport=$(free_port)
-"$tutti" serve --repo bench/emulated_repository --config bench/serve_zero_cost.yaml --port "$tport" --grpc-port -1 \
-  --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --admin-tokens-file "$work/admin.tokens" \
-  --inference-tokens-file "$work/inference.tokens" > "$work/serve2.log" 2>&1 &
-pids+=($!)
-until curl -sfk "https://127.0.0.1:$tport/v2/health/ready" > /dev/null; do sleep 0.2; done
+start_serve "$tutti" "$work/serve2.log" --repo bench/emulated_repository --config bench/serve_zero_cost.yaml \
+  --grpc-port -1 --tls-cert "$work/cert.pem" --tls-key "$work/key.pem" --admin-tokens-file "$work/admin.tokens" \
+  --inference-tokens-file "$work/inference.tokens"
+pids+=("$served_pid")
+tport=$served_port
 body='{"inputs":[{"name":"input","shape":[1,16],"datatype":"FP32","data":[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}]}'
 ( while true; do
     curl -sfk -o /dev/null -H "Authorization: Bearer $inference" -d "$body" \
