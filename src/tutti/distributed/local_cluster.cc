@@ -8,7 +8,7 @@
 #include <iostream>
 #include <utility>
 
-#include "absl/strings/numbers.h"
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
@@ -127,15 +127,12 @@ void LocalCluster::FollowAutoscale() {
     std::string id;
     {
       std::lock_guard<std::mutex> lock(backends_mu_);
-      for (const std::string& s : state->spares) {
-        size_t index = 0;
-        if (s.size() < 2 || s[0] != 'b' || !absl::SimpleAtoi(s.substr(1), &index) || index >= backends_.size() ||
-            backends_[index].process->exited()) {
-          continue;  // not one of ours, or already gone
+      for (const Backend& b : backends_) {
+        if (!b.process->exited() && absl::c_linear_search(state->spares, b.id)) {
+          spare = b.process.get();
+          id = b.id;
+          break;
         }
-        spare = backends_[index].process.get();
-        id = s;
-        break;
       }
     }
     if (spare == nullptr) continue;  // the surplus is still draining its slots
@@ -163,14 +160,15 @@ absl::Status LocalCluster::AddBackend(int group) {
     std::lock_guard<std::mutex> lock(backends_mu_);
     n = static_cast<int>(backends_.size());
   }
+  const std::string id = absl::StrCat("b", n);
   std::vector<std::string> args = CommonArgs("backend", absl::StrCat("backend-", n));
-  args.insert(args.end(), {"--group", absl::StrCat(group), "--id", absl::StrCat("b", n)});
+  args.insert(args.end(), {"--group", absl::StrCat(group), "--id", id});
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
                          ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : "", InternalPolicy()));
   absl::StatusOr<std::string> ready = p->WaitForOutput(": registered", kReadyTimeout);
   if (!ready.ok()) return Explain(ready.status(), absl::StrCat("backend ", n));
   std::lock_guard<std::mutex> lock(backends_mu_);
-  backends_.push_back({std::move(p), group});
+  backends_.push_back({std::move(p), group, id});
   return absl::OkStatus();
 }
 

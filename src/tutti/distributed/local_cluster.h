@@ -66,6 +66,7 @@ class LocalCluster {
   struct Backend {
     std::unique_ptr<ChildProcess> process;
     int group = 0;
+    std::string id;  // its --id: "b<index>"
   };
 
   // Starts everything and waits until each process is ready (the first
@@ -106,7 +107,7 @@ class LocalCluster {
   std::string socket_dir_;  // the processes' Unix sockets; "" : TCP
   std::vector<std::unique_ptr<ChildProcess>> schedulers_;
   std::vector<Frontend> frontends_;
-  std::vector<Backend> backends_;  // appended to under backends_mu_; never shrinks (ids stay "b<index>")
+  std::vector<Backend> backends_;  // appended to under backends_mu_; never shrinks (ids stay unique)
   mutable std::mutex backends_mu_;
   std::atomic<bool> stop_{false};
   std::atomic<int> autoscale_starts_{0}, autoscale_stops_{0};

@@ -53,8 +53,7 @@ int AutoscaleStep(const AutoscaleOptions& o, int active, int pending, double bad
   } else if (busy < target - o.headroom / 2 && pending == 0 && ahead == 1) {
     change = -static_cast<int>(std::floor(active * (1 - busy / target) + 1e-9));
   }
-  const double load = rate;
-  if (load < 0.9 * memory->floor_load) memory->floor = 0;  // the load fell: the floor goes
+  if (rate < 0.9 * memory->floor_load) memory->floor = 0;  // the load fell: the floor goes
   if (change < 0) change = std::min(0, std::max(change, memory->floor - requested));
   change = std::clamp(requested + change, o.min_gpus, o.max_gpus) - requested;
   if (bad && memory->released_to == active) {  // that release went too far: not below this again
@@ -63,7 +62,7 @@ int AutoscaleStep(const AutoscaleOptions& o, int active, int pending, double bad
   }
   if (change < 0) {
     memory->released_to = active + change;
-    memory->released_load = load;
+    memory->released_load = rate;
   } else if (change > 0 || bad) {
     memory->released_to = -1;
   }
