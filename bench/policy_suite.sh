@@ -51,22 +51,46 @@ EOF
     awk '$1 == "deferred+early" && !d {d = $2} $1 == "adaptive+early" && !a {a = $2} $1 == "eager" && !e {e = $2}
          $1 ~ /^timeout[(]/ && $2 + 0 > t {t = $2} $1 == "nexus" && !n {n = $2}
          END {m = d > e ? d : e
-              printf "%9.0f %9.0f %9.0f %9.0f %9.0f %6.2fx %6.2fx %6.2fx %6.2fx %6.2fx", d, a, e, t, n,
+              printf "%9.0f %9.0f %9.0f %9.0f %9.0f %6.2fx %6.2fx %6.2fx %6.2fx %7.3fx", d, a, e, t, n,
                      (e > 0 ? d / e : 0), (e > 0 ? a / e : 0), (e > 0 ? t / e : 0), (e > 0 ? n / e : 0), (m > 0 ? a / m : 0)}'
 }
 
-printf "%-7s %-7s %5s %-26s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n" zoo models GPUs arrivals deferred adaptive eager \
+printf "%-7s %-7s %5s %-26s %9s %9s %9s %9s %9s %7s %7s %7s %7s %8s\n" zoo models GPUs arrivals deferred adaptive eager \
   timeout nexus d/e a/e t/e n/e a/max
 for zoo in a100 1080ti; do
   csv=data/profiles/symphony_zoo_$zoo.csv
   for subset in mixed strong weak; do
     for g in $GPU_COUNTS; do
-      printf "%-7s %-7s %5d %-26s %s\n" "$zoo" "$subset" "$g" "poisson, equal" \
-        "$(cell "$csv" "$subset" "$g" "{arrival: poisson, rate: $((g * 100))}")"
+      out=$(cell "$csv" "$subset" "$g" "{arrival: poisson, rate: $((g * 100))}")
+      printf "%-7s %-7s %5d %-26s %s\n" "$zoo" "$subset" "$g" "poisson, equal" "$out"
+      if [[ $subset == mixed && $g == 64 ]]; then echo "$out" | awk '{print $3 / 2}' > "$work/half_$zoo"; fi
     done
   done
   printf "%-7s %-7s %5d %-26s %s\n" "$zoo" mixed 64 "poisson, zipf 1" \
     "$(cell "$csv" mixed 64 "{arrival: poisson, rate: 6400, zipf: 1}")"
   printf "%-7s %-7s %5d %-26s %s\n" "$zoo" mixed 64 "gamma (CV 2), equal" \
     "$(cell "$csv" mixed 64 "{arrival: gamma, gamma_shape: 0.25, rate: 6400}")"
+done
+
+# Consolidation: at half of eager's goodput (mixed zoo, 64 GPUs), the GPUs
+# each policy runs batches on and how busy those are. Deferral keeps the
+# highest-numbered GPUs idle (releasable); eager spreads the load thin.
+for zoo in a100 1080ti; do
+  [[ -f $work/half_$zoo ]] || continue
+  rate=$(cat "$work/half_$zoo")
+  printf "\n%s, mixed, 64 GPUs, Poisson at %s r/s (half of eager's goodput):\n" "$zoo" "$rate"
+  cat > "$work/x.yaml" <<EOF
+seed: 1
+duration_s: $DURATION_S
+warmup_s: 1
+gpus: 64
+policies: [deferred+early, adaptive+early, eager, timeout, nexus]
+timeout_delays_ms: [1]
+models:
+  - {zoo: $PWD/data/profiles/symphony_zoo_$zoo.csv}
+workload: {arrival: poisson, rate: $rate}
+EOF
+  build/bin/tutti sim compare "$work/x.yaml" 2> /dev/null |
+    awk '$1 == "policy" {printf "  %-16s %9s %6s %6s\n", "policy", "bad", "GPUs", "busy"} 
+         $1 ~ /^(deferred|adaptive|eager|timeout|nexus)/ && NF == 7 {printf "  %-16s %9s %6s %6s\n", $1, $3, $6, $7}'
 done

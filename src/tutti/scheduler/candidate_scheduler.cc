@@ -6,12 +6,9 @@
 
 namespace tutti {
 
-CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec,
-                                       const SchedulerOptions& options, Clock* clock,
-                                       SchedulerListener* listener, bool adaptive)
-    : kind_(kind),
-      adaptive_(adaptive),
-      spec_(spec),
+CandidateScheduler::CandidateScheduler(const ClusterSpec& spec, const SchedulerOptions& options,
+                                       Clock* clock, SchedulerListener* listener, const RankPolicy& policy)
+    : spec_(spec),
       options_(options),
       plan_{spec.delays, options.frontrun_slack, {}},
       worst_(spec.models.size()),
@@ -21,10 +18,11 @@ CandidateScheduler::CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& 
   const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
   ranks_.resize(subs.size());
   for (int r = 0; r < static_cast<int>(subs.size()); ++r) {
+    ranks_[r].policy = policy;
     for (ModelId m : subs[r].models) {
       models_[m].rank = r;
       const LatencyProfile& p = spec_.models[m].profile;
-      models_[m].early_drop = !adaptive_ || 3 * (p.Latency(2) - p.Latency(1)) < p.Latency(1);
+      models_[m].strong = 3 * (p.Latency(2) - p.Latency(1)) < p.Latency(1);
     }
     for (int i = 0; i < subs[r].num_gpus; ++i) {
       const GpuId g = static_cast<GpuId>(gpus_.size());
@@ -55,19 +53,32 @@ void CandidateScheduler::Submit(const Request& request) {
   Refresh(request.model);
 }
 
+void CandidateScheduler::SetRankPolicy(int rank, const RankPolicy& policy) {
+  RankState& r = ranks_[rank];
+  if (r.policy == policy) return;
+  r.policy = policy;
+  if (policy.scarce_take) ArmDeferred(rank);  // scarce takes need every release
+  for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
+    if (models_[m].rank == rank && !models_[m].queue.empty()) Refresh(m);
+  }
+  if (policy.scarce_take) OfferFreeGpus(rank);
+}
+
 Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
+  const RankPolicy& policy = ranks_[models_[m].rank].policy;
+  const bool drop = models_[m].strong ? policy.drop_strong : policy.drop_weak;
   BatchContext ctx{now,
                    gpu_free,
                    &spec_.models[m],
                    plan_.network,
-                   models_[m].early_drop ? options_.drop : DropPolicy::kLazy,
+                   drop ? options_.drop : DropPolicy::kLazy,
                    plan_.frontrun_slack,
                    worst_[m],
                    plan_.head_guard};
   ctx.head_guard_share = options_.head_guard_share;
   ctx.floor_delays = &spec_.delays;
   ctx.gpus = models_[m].gpus;
-  return ComputeCandidate(kind_, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
+  return ComputeCandidate(policy.kind, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
     --queued_;
     listener_->OnDrop(r, why);
   });
@@ -85,7 +96,7 @@ void CandidateScheduler::Refresh(ModelId m) {
   if (s.candidate.size == 0) return;
   if (s.candidate.dispatch_at > now) {
     s.timer = clock_->ScheduleAt(s.candidate.dispatch_at, [this, m] { Refresh(m); });
-    if (adaptive_) OfferFreeGpus(s.rank);
+    if (ranks_[s.rank].policy.scarce_take) OfferFreeGpus(s.rank);
     return;
   }
   MakeReady(m);
@@ -181,7 +192,7 @@ void CandidateScheduler::Release(GpuId g) {
     Grant(m, g);
     return;
   }
-  if (adaptive_) {
+  if (rank.policy.scarce_take) {
     if (const ModelId m = ScarceTake(gpus_[g].rank, g, now); m >= 0) return Grant(m, g);
   }
   rank.available.insert(g);
@@ -203,7 +214,7 @@ void CandidateScheduler::ScheduleRelease(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.release_at = gpu.free_at - plan_.network.ctrl;
   RankState& rank = ranks_[gpu.rank];
-  if (!adaptive_ && !options_.await_completion && rank.ready.empty()) {
+  if (!rank.policy.scarce_take && !options_.await_completion && rank.ready.empty()) {
     rank.deferred.push_back(g);
     return;
   }

@@ -16,25 +16,26 @@
 // O(log M + log G + log max_batch).
 //
 // A GPU timer is armed only when its firing can grant something: while the
-// rank has sendable candidates (or under `adaptive` or await_completion).
+// rank has sendable candidates (or with scarce_take or await_completion).
 // Otherwise the release is deferred: the GPU joins the available set at the
 // rank's next MakeReady if its time has come by then — the same set the
 // timer would have made, without waking a real server's scheduler for it
 // (about one wake-up per batch at light load) — and its timer is armed as
 // soon as a candidate has to wait for a GPU.
 //
-// `adaptive` (the `adaptive` policy: deferred candidates, issue 19): a
-// deferred candidate waits for its dispatch time only while waiting costs
-// no GPU time. When a GPU is free and no candidate is sendable, it takes the
-// waiting candidate with the earliest `latest` at once if the rank's models
-// with queued work outnumber the GPUs that are free or come free before the
-// first of their dispatch times — with fewer GPUs than models, a GPU left
-// idle until then is time the queues never get back (an O(M + G) check per
-// such event). Early drop, which keeps batches large, applies under
-// `adaptive` only to models where batching pays (Symphony's strong
-// batching, β/α > 2: ℓ(2) − ℓ(1) < ℓ(1)/3); the others drop lazily, as
-// eager does — early drop costs weak-batching models about 5% of goodput
-// (bench/policy_suite.sh).
+// Each sub-cluster makes its candidates by a RankPolicy, which the
+// `adaptive` policy switches as it goes (adaptive_scheduler.h). With
+// scarce_take (issue 19), a deferred candidate waits for its dispatch time
+// only while waiting costs no GPU time: when a GPU is free and no candidate
+// is sendable, it takes the waiting candidate with the earliest `latest` at
+// once if the rank's models with queued work outnumber the GPUs that are
+// free or come free before the first of their dispatch times — with fewer
+// GPUs than models, a GPU left idle until then is time the queues never get
+// back (an O(M + G) check per such event). The options' drop (early drop
+// keeps batches large) can apply to the models where batching pays
+// (Symphony's strong batching, β/α > 2: ℓ(2) − ℓ(1) < ℓ(1)/3) and to the
+// others separately; where it does not, requests drop lazily — early drop
+// costs weak-batching models about 5% of goodput (bench/policy_suite.sh).
 //
 // GPUs are modelled by prediction: a batch started at s frees its GPU at
 // s + scale·ℓ(b) (that GPU's occupancy in the delay plan); the GPU timer
@@ -56,12 +57,29 @@
 
 namespace tutti {
 
+// How one sub-cluster makes its candidates (see above).
+struct RankPolicy {
+  BatchPolicyKind kind = BatchPolicyKind::kDeferred;
+  bool scarce_take = false;  // free GPUs take waiting candidates while scarce
+  bool drop_strong = true;   // the options' drop applies to strong-batching models
+  bool drop_weak = true;     // … and to the others (else: lazy drop)
+  bool operator==(const RankPolicy&) const = default;
+};
+
 class CandidateScheduler final : public Scheduler {
  public:
+  // Every sub-cluster starts with `policy`.
   // REQUIRES: ValidateClusterSpec(spec).ok(); clock and listener outlive this.
-  CandidateScheduler(BatchPolicyKind kind, const ClusterSpec& spec, const SchedulerOptions& options,
-                     Clock* clock, SchedulerListener* listener, bool adaptive = false);
+  CandidateScheduler(const ClusterSpec& spec, const SchedulerOptions& options, Clock* clock,
+                     SchedulerListener* listener, const RankPolicy& policy);
   ~CandidateScheduler() override;
+
+  // Sub-cluster `rank` (an index into spec.EffectiveSubClusters()) makes its
+  // candidates by `policy` from now on; its models' candidates are
+  // recomputed at once.
+  void SetRankPolicy(int rank, const RankPolicy& policy);
+  int num_ranks() const { return static_cast<int>(ranks_.size()); }
+  int rank_of(ModelId m) const { return models_[m].rank; }
 
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
@@ -75,7 +93,7 @@ class CandidateScheduler final : public Scheduler {
   struct ModelState {
     int rank = 0;
     double gpus = 1;  // its rank's GPUs over the rank's models (BatchContext::gpus)
-    bool early_drop = true;  // options' drop applies (adaptive: only where batching pays)
+    bool strong = false;  // batching pays: ℓ(2) − ℓ(1) < ℓ(1)/3
     RequestQueue queue;
     Candidate candidate;
     TimerId timer = kNoTimer;
@@ -92,6 +110,7 @@ class CandidateScheduler final : public Scheduler {
     bool down = false;      // SetGpuUp(false): takes no work
   };
   struct RankState {
+    RankPolicy policy;
     std::set<GpuId> available;  // GPU timer fired, not granted yet
     std::set<ReadyKey> ready;   // sendable candidates by priority
     std::vector<GpuId> deferred;  // released at free_at − d_ctrl without a timer (see above)
@@ -114,16 +133,14 @@ class CandidateScheduler final : public Scheduler {
   // set; ArmDeferred gives the others their timers.
   void CatchUpDeferred(int rank, Time now);
   void ArmDeferred(int rank);
-  // adaptive: the waiting candidate a free GPU `g` of `rank` should take
+  // scarce_take: the waiting candidate a free GPU `g` of `rank` should take
   // now because GPUs are scarce (see above), or -1.
   ModelId ScarceTake(int rank, GpuId g, Time now) const;
   // Sets BatchContext::gpus of `rank`'s models: its GPUs up over its models.
   void CountGpus(int rank);
-  // adaptive: free GPUs of `rank` take waiting candidates while scarce.
+  // scarce_take: free GPUs of `rank` take waiting candidates while scarce.
   void OfferFreeGpus(int rank);
 
-  const BatchPolicyKind kind_;
-  const bool adaptive_;
   const ClusterSpec spec_;
   const SchedulerOptions options_;
   DelayPlan plan_;

@@ -27,6 +27,18 @@ struct Recorder : SchedulerListener {
   }
 };
 
+// A policy by name, or "scarce": deferred with scarce takes and early drop
+// only where batching pays (one of the `adaptive` policy's choices).
+std::unique_ptr<Scheduler> Make(const std::string& policy, const ClusterSpec& spec, const SchedulerOptions& options,
+                                Clock* clock, SchedulerListener* listener) {
+  if (policy == "scarce") {
+    return std::make_unique<CandidateScheduler>(
+        spec, options, clock, listener,
+        RankPolicy{.kind = BatchPolicyKind::kDeferred, .scarce_take = true, .drop_strong = true, .drop_weak = false});
+  }
+  return *CreateScheduler(policy, spec, options, clock, listener);
+}
+
 // One model, ℓ(b) = α·b + β up to batches of 32, on `gpus` GPUs.
 ClusterSpec OneModelCluster(const std::string& name, Duration alpha, Duration beta, Duration slo, int gpus) {
   ClusterSpec spec;
@@ -48,7 +60,7 @@ Recorder RunExample(const std::string& policy, int n, std::vector<int> missing =
   ClusterSpec spec = ExampleCluster();
   ManualClock clock;
   Recorder rec;
-  std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, {}, &clock, &rec);
+  std::unique_ptr<Scheduler> s = Make(policy, spec, {}, &clock, &rec);
   for (int i = 1; i <= n; ++i) {
     if (std::find(missing.begin(), missing.end(), i) != missing.end()) continue;
     const Time t = Micros(750) * (i - 1);
@@ -77,10 +89,10 @@ TEST(SymphonyExampleTest, FirstBatchIsR1ToR4AtTwoPointTwoFiveOnGpu0ThenStaggered
   EXPECT_TRUE(rec.drops.empty());
 }
 
-// With GPUs to spare, adaptive is deferred: the §3.3 example's batches.
-TEST(AdaptivePolicyTest, WithGpusToSpareItPlansAsDeferred) {
+// With GPUs to spare, scarce takes change nothing: the §3.3 example's batches.
+TEST(ScarceTakeTest, WithGpusToSpareItPlansAsDeferred) {
   Recorder deferred = RunExample("deferred", 60);
-  Recorder adaptive = RunExample("adaptive", 60);
+  Recorder adaptive = RunExample("scarce", 60);
   ASSERT_EQ(adaptive.batches.size(), deferred.batches.size());
   for (size_t k = 0; k < deferred.batches.size(); ++k) {
     EXPECT_EQ(adaptive.batches[k].exec_at, deferred.batches[k].exec_at) << k;
@@ -90,9 +102,9 @@ TEST(AdaptivePolicyTest, WithGpusToSpareItPlansAsDeferred) {
 }
 
 // One GPU, three models with work queued: waiting for each one's latest
-// moment would leave the GPU idle while the others wait too. Adaptive sends
-// the most urgent at once; deferred waits until its dispatch time.
-TEST(AdaptivePolicyTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
+// moment would leave the GPU idle while the others wait too. A scarce take
+// sends the most urgent at once; deferred waits until its dispatch time.
+TEST(ScarceTakeTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
   ClusterSpec spec;
   for (int i = 0; i < 3; ++i) {
     ModelSpec m;
@@ -102,10 +114,10 @@ TEST(AdaptivePolicyTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
     spec.models.push_back(m);
   }
   spec.gpus = 1;
-  for (const std::string policy : {"deferred", "adaptive"}) {
+  for (const std::string policy : {"deferred", "scarce"}) {
     ManualClock clock;
     Recorder rec;
-    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, {}, &clock, &rec);
+    std::unique_ptr<Scheduler> s = Make(policy, spec, {}, &clock, &rec);
     for (int i = 0; i < 3; ++i) s->Submit(Request{static_cast<RequestId>(i + 1), i, 0, spec.models[i].slo});
     clock.AdvanceBy(Millis(1));
     if (policy == "deferred") {
@@ -121,17 +133,17 @@ TEST(AdaptivePolicyTest, AFreeGpuTakesWaitingWorkWhenModelsOutnumberGpus) {
   }
 }
 
-// Under `adaptive`, early drop keeps batches large only where batching
+// With drop_weak off, early drop keeps batches large only where batching
 // pays: a weak-batching model (β/α = 0.2) drops lazily — only requests that
 // cannot make their deadline at all — while deferred drops early.
-TEST(AdaptivePolicyTest, EarlyDropOnlyWhereBatchingPays) {
+TEST(ScarceTakeTest, EarlyDropOnlyWhereBatchingPays) {
   const ClusterSpec spec = OneModelCluster("weak", Millis(5), Millis(1), Millis(30), 1);
   SchedulerOptions options;
   options.drop = DropPolicy::kEarly;
-  for (const std::string policy : {"deferred", "adaptive"}) {
+  for (const std::string policy : {"deferred", "scarce"}) {
     ManualClock clock;
     Recorder rec;
-    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, options, &clock, &rec);
+    std::unique_ptr<Scheduler> s = Make(policy, spec, options, &clock, &rec);
     for (int i = 0; i < 20; ++i) s->Submit(Request{static_cast<RequestId>(i + 1), 0, 0, spec.models[0].slo});
     clock.AdvanceBy(Seconds(1));
     int early = 0, served = 0;
@@ -160,6 +172,23 @@ TEST(SymphonyExampleTest, WithR13ToR15MissingEagerDropsAndDeferredDoesNot) {
     full_tail += deferred.batches[k].requests.size() == 4;
   }
   EXPECT_EQ(full_tail, 4);
+}
+
+// A deferred candidate waiting for its dispatch time goes at once when its
+// sub-cluster switches to eager.
+TEST(CandidateSchedulerTest, SwitchingToEagerSendsAWaitingCandidateAtOnce) {
+  const ClusterSpec spec = ExampleCluster();
+  ManualClock clock;
+  Recorder rec;
+  CandidateScheduler s(spec, {}, &clock, &rec, RankPolicy{.kind = BatchPolicyKind::kDeferred});
+  s.Submit(Request{1, 0, 0, spec.models[0].slo});
+  clock.AdvanceTo(Millis(1));
+  EXPECT_TRUE(rec.batches.empty());  // deferred: it waits for more
+  EXPECT_EQ(s.num_ranks(), 1);
+  s.SetRankPolicy(s.rank_of(0), RankPolicy{.kind = BatchPolicyKind::kEager});
+  ASSERT_EQ(rec.batches.size(), 1u);
+  EXPECT_EQ(rec.batches[0].exec_at, Millis(1));
+  EXPECT_EQ(s.queued(), 0);
 }
 
 TEST(CandidateSchedulerTest, EagerUsesTheSmallestIdleGpuAtOnce) {

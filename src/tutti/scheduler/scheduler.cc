@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/scheduler/adaptive_scheduler.h"
 #include "tutti/scheduler/candidate_scheduler.h"
 #include "tutti/scheduler/nexus_scheduler.h"
 
@@ -27,8 +28,11 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
   if (policy == "nexus") {
     return std::unique_ptr<Scheduler>(std::make_unique<NexusScheduler>(spec, options, clock, listener));
   }
+  if (policy == "adaptive") {
+    return std::unique_ptr<Scheduler>(std::make_unique<AdaptiveScheduler>(spec, options, clock, listener));
+  }
   BatchPolicyKind kind;
-  if (policy == "deferred" || policy == "adaptive") {
+  if (policy == "deferred") {
     kind = BatchPolicyKind::kDeferred;
   } else if (policy == "eager") {
     kind = BatchPolicyKind::kEager;
@@ -40,7 +44,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
                                                    absl::StrJoin(SchedulerPolicyNames(), ", "), ")"));
   }
   return std::unique_ptr<Scheduler>(
-      std::make_unique<CandidateScheduler>(kind, spec, options, clock, listener, policy == "adaptive"));
+      std::make_unique<CandidateScheduler>(spec, options, clock, listener, RankPolicy{.kind = kind}));
 }
 
 }  // namespace tutti

@@ -4,6 +4,8 @@
 //
 // Policies, chosen by name (see CreateScheduler):
 //   deferred  Symphony's deferred batch scheduling (Algorithm 1, appendix D)
+//   adaptive  per sub-cluster, deferred or eager, whichever would have served
+//             its recent arrivals best (adaptive_scheduler.h)
 //   eager     dispatch the largest feasible batch as soon as a GPU is idle
 //   timeout   the Triton / TF-Serving dynamic batcher (max batch or delay)
 //   nexus     Nexus's squishy bin packing into per-GPU duty cycles
@@ -83,6 +85,16 @@ struct SchedulerOptions {
   // single queue, so that an instance running slower than its profile is not
   // handed work it cannot start. Off: GPUs are freed by prediction alone.
   bool await_completion = false;
+  // `adaptive` only: how often each sub-cluster chooses how it makes
+  // candidates, and over how much of its latest arrivals
+  // (adaptive_scheduler.h).
+  Duration adaptive_epoch = 1 * kSecond;
+  Duration adaptive_window = 2 * kSecond;
+  int adaptive_memory = 5;  // epochs whose replays the choice sums
+  // `adaptive` only: replay on a thread of its own, so that a real clock's
+  // scheduling never waits for it (the server); off, inline and
+  // deterministic (the simulator, tests).
+  bool adaptive_replay_thread = false;
   // `nexus` only: how often the planner re-packs sessions from observed rates.
   Duration nexus_epoch = 10 * kSecond;
   // `nexus` only: expected request rate per model (requests/s) for the first

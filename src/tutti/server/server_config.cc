@@ -9,6 +9,7 @@
 #include "tutti/autoscale/autoscaler.h"
 #include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
+#include "tutti/config/adaptive_reader.h"
 #include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
@@ -137,6 +138,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   ServerConfig c;
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
   TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
+  TUTTI_RETURN_IF_ERROR(ReadAdaptiveOptions(r, &c.scheduler));
   TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));

@@ -3,6 +3,9 @@
 //
 //   policy: deferred                 # deferred | adaptive | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
+//   adaptive_epoch_s: 1              # `adaptive`: how often each sub-cluster chooses deferred,
+//   adaptive_window_s: 2             # scarce or eager, from replays of this much of its
+//   adaptive_memory: 5               # arrivals, summed over this many epochs (adaptive_scheduler.h)
 //   frontrun_slack_ms: 2             # timer margin for `deferred` (a floor: see delay_model)
 //   head_guard_share: 0.1            # `deferred`: a lone head ends this share of its objective
 //                                    # early (see SchedulerOptions)
@@ -105,7 +108,8 @@ struct AuthConfig {
 
 struct ServerConfig {
   std::string policy = "deferred";
-  SchedulerOptions scheduler{.frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1};
+  SchedulerOptions scheduler{
+      .frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1, .adaptive_replay_thread = true};
   NetworkDelays network;
   DelayModelOptions delays;
   Duration default_objective = 100 * kMillisecond;

@@ -111,6 +111,22 @@ TEST(ServerConfigTest, TheDelayModelIsConfigurable) {
   EXPECT_THAT(ParseError("delay_model: {overload_margins: 3}"), HasSubstr("overload_margins"));
 }
 
+// The server replays on a thread of its own (scheduling never waits for it).
+TEST(ServerConfigTest, TheAdaptivePolicyIsConfigurable) {
+  absl::StatusOr<ServerConfig> c = ParseServerConfig("{}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->scheduler.adaptive_replay_thread);
+  EXPECT_EQ(c->scheduler.adaptive_epoch, kSecond);
+  c = ParseServerConfig("{policy: adaptive, adaptive_epoch_s: 0.5, adaptive_window_s: 3, adaptive_memory: 2}");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->policy, "adaptive");
+  EXPECT_EQ(c->scheduler.adaptive_epoch, 500 * kMillisecond);
+  EXPECT_EQ(c->scheduler.adaptive_window, 3 * kSecond);
+  EXPECT_EQ(c->scheduler.adaptive_memory, 2);
+  EXPECT_THAT(ParseError("adaptive_window_s: 0"), HasSubstr("field 'adaptive_window_s': must be positive"));
+  EXPECT_THAT(ParseError("adaptive_memory: 0"), HasSubstr("adaptive_memory"));
+}
+
 TEST(ServerConfigTest, FrontendOptionsReadTheTokenFiles) {
   TempDir dir;
   ServerConfig c;

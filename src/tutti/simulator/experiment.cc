@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
+#include "tutti/config/adaptive_reader.h"
 #include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"
@@ -164,6 +165,7 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
   TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
+  TUTTI_RETURN_IF_ERROR(ReadAdaptiveOptions(r, &c.options));
   TUTTI_ASSIGN_OR_RETURN(auto jitter, r.OptionalScalar<double>("jitter", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto epoch, r.OptionalScalar<double>("nexus_epoch_s", "a number"));
   c.seed = seed.value_or(1);

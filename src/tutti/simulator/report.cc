@@ -77,13 +77,15 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
 }
 
 void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
-  out << absl::StrFormat("%-20s %12s %8s %9s %7s %5s\n", "policy", "goodput/s", "bad", "p99 ms",
-                         "batch", "GPUs");
+  out << absl::StrFormat("%-20s %12s %8s %9s %7s %5s %6s\n", "policy", "goodput/s", "bad", "p99 ms",
+                         "batch", "GPUs", "busy");
   for (const PolicyRun& p : runs) {
     const ModelMetrics& t = p.result.total;
-    out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %7.2f %5d\n", p.label, p.goodput,
+    double busy = 0;  // of the GPUs used: consolidation packs the load onto fewer, busier GPUs
+    for (GpuId g = 0; g < static_cast<GpuId>(p.result.gpu_busy.size()); ++g) busy += p.result.BusyFraction(g);
+    out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %7.2f %5d %5.1f%%\n", p.label, p.goodput,
                            100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(),
-                           p.result.gpus_used);
+                           p.result.gpus_used, 100 * busy / std::max(1, p.result.gpus_used));
   }
   if (runs.size() < 2) return;
   out << "\ngoodput ratios (row / column):\n" << absl::StrFormat("%-20s", "");

@@ -335,8 +335,10 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
                       [&](Duration d) { delays.Record(Delay::kTimer, clock.Now(), d); });
   Clock* scheduler_clock = config.inject.timer || config.delay_model.measure ? static_cast<Clock*>(&late) : &clock;
   Cluster cluster(config, &result, scheduler_clock, &clock, &delays);
+  SchedulerOptions options = config.options;
+  options.adaptive_replay_thread = false;  // the same config and seed, the same decisions
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
-                         CreateScheduler(config.policy, config.cluster, config.options, scheduler_clock, &cluster));
+                         CreateScheduler(config.policy, config.cluster, options, scheduler_clock, &cluster));
   cluster.submit = [&](const Request& r) {
     delays.RecordArrival(r.model, r.arrival);
     scheduler->Submit(r);

@@ -1,0 +1,20 @@
+#include "tutti/config/adaptive_reader.h"
+
+#include "tutti/core/status_macros.h"
+
+namespace tutti {
+
+absl::Status ReadAdaptiveOptions(MapReader& r, SchedulerOptions* options) {
+  TUTTI_ASSIGN_OR_RETURN(auto epoch, r.OptionalScalar<double>("adaptive_epoch_s", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto window, r.OptionalScalar<double>("adaptive_window_s", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto memory, r.OptionalScalar<int>("adaptive_memory", "an integer"));
+  if (epoch && !(*epoch > 0)) return Invalid(r.FieldPath("adaptive_epoch_s"), "must be positive");
+  if (window && !(*window > 0)) return Invalid(r.FieldPath("adaptive_window_s"), "must be positive");
+  if (memory && *memory < 1) return Invalid(r.FieldPath("adaptive_memory"), "must be at least 1");
+  if (epoch) options->adaptive_epoch = Seconds(*epoch);
+  if (window) options->adaptive_window = Seconds(*window);
+  if (memory) options->adaptive_memory = *memory;
+  return absl::OkStatus();
+}
+
+}  // namespace tutti

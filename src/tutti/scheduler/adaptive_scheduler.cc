@@ -1,0 +1,165 @@
+#include "tutti/scheduler/adaptive_scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+#include <utility>
+
+#include "tutti/core/manual_clock.h"
+
+namespace tutti {
+
+const std::vector<AdaptiveChoice>& AdaptiveChoices() {
+  static const std::vector<AdaptiveChoice>* choices = new std::vector<AdaptiveChoice>{
+      {"deferred", {BatchPolicyKind::kDeferred, /*scarce_take=*/false, /*drop_strong=*/true, /*drop_weak=*/true}},
+      {"scarce", {BatchPolicyKind::kDeferred, true, true, false}},
+      {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
+      {"eager", {BatchPolicyKind::kEager, false, false, false}},
+  };
+  return *choices;
+}
+
+namespace {
+
+// Counts each request's outcome on exact GPUs; reports batches done when
+// they end, for await_completion.
+class ReplayListener final : public SchedulerListener {
+ public:
+  ReplayListener(ReplayCount* count, Duration resp, ManualClock* clock) : count_(count), resp_(resp), clock_(clock) {}
+  void set_scheduler(Scheduler* scheduler) { scheduler_ = scheduler; }
+
+  void OnDispatch(Batch batch) override {
+    const Time end = batch.exec_at + batch.latency;
+    for (const Request& r : batch.requests) ++(end + resp_ <= r.deadline ? count_->good : count_->bad)[r.model];
+    clock_->ScheduleAt(end, [this, gpu = batch.gpu] { scheduler_->OnBatchDone(gpu); });
+  }
+  void OnDrop(const Request& r, DropReason) override { ++count_->bad[r.model]; }
+
+ private:
+  ReplayCount* const count_;
+  const Duration resp_;
+  ManualClock* const clock_;
+  Scheduler* scheduler_ = nullptr;
+};
+
+}  // namespace
+
+ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const std::optional<DelayPlan>& plan,
+                   const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals) {
+  ReplayCount count{std::vector<int64_t>(spec.models.size()), std::vector<int64_t>(spec.models.size())};
+  ManualClock clock(arrivals.empty() ? 0 : arrivals.front().arrival);
+  ReplayListener listener(&count, plan ? plan->network.resp : spec.delays.resp, &clock);
+  CandidateScheduler scheduler(spec, options, &clock, &listener, policy);
+  listener.set_scheduler(&scheduler);
+  if (plan) scheduler.SetDelayPlan(*plan);
+  for (GpuId g : down) scheduler.SetGpuUp(g, false, 0).IgnoreError();  // CandidateScheduler: always OK
+  for (const Request& r : arrivals) {
+    clock.AdvanceTo(std::max(clock.Now(), r.arrival));
+    scheduler.Submit(r);
+  }
+  while (clock.RunNextTimer()) {
+  }
+  return count;
+}
+
+ReplayScore Score(const ReplayCount& count) {
+  ReplayScore score;
+  for (size_t m = 0; m < count.bad.size(); ++m) {
+    score.excess += std::max(0.0, count.bad[m] - 0.01 * static_cast<double>(count.good[m] + count.bad[m]));
+    score.bad += count.bad[m];
+  }
+  return score;
+}
+
+int BestChoice(const std::vector<ReplayScore>& scores) {
+  int best = 0;
+  for (int i = 1; i < static_cast<int>(scores.size()); ++i) {
+    if (std::tie(scores[i].excess, scores[i].bad) < std::tie(scores[best].excess, scores[best].bad)) best = i;
+  }
+  return best;
+}
+
+AdaptiveScheduler::AdaptiveScheduler(const ClusterSpec& spec, const SchedulerOptions& options, Clock* clock,
+                                     SchedulerListener* listener)
+    : spec_(std::make_shared<const ClusterSpec>(spec)),
+      options_(options),
+      clock_(clock),
+      inner_(spec, options, clock, listener, AdaptiveChoices()[0].policy),
+      down_(spec.num_gpus()),
+      ranks_(inner_.num_ranks()) {
+  for (RankLog& r : ranks_) r.next_choice = clock_->Now() + options_.adaptive_epoch;
+}
+
+AdaptiveScheduler::~AdaptiveScheduler() = default;  // a pending future waits for its replays
+
+void AdaptiveScheduler::Submit(const Request& request) {
+  const int r = inner_.rank_of(request.model);
+  RankLog& log = ranks_[r];
+  const Time now = clock_->Now();
+  if (log.pending.valid() && log.pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+    Apply(r, log.pending.get());
+  }
+  log.arrivals.push_back(request);
+  while (log.arrivals.front().arrival < now - options_.adaptive_window) log.arrivals.pop_front();
+  if (now >= log.next_choice && !log.pending.valid()) {
+    log.next_choice = now + options_.adaptive_epoch;
+    Choose(r, now);
+  }
+  inner_.Submit(request);
+}
+
+void AdaptiveScheduler::AwaitReplays() {
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) {
+    if (ranks_[r].pending.valid()) Apply(r, ranks_[r].pending.get());
+  }
+}
+
+void AdaptiveScheduler::Choose(int r, Time now) {
+  std::vector<GpuId> down;
+  for (GpuId g = 0; g < static_cast<GpuId>(down_.size()); ++g) {
+    if (down_[g]) down.push_back(g);
+  }
+  auto replays = [spec = spec_, options = options_, plan = plan_, down = std::move(down),
+                  arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {
+    std::vector<ReplayScore> scores;
+    for (const AdaptiveChoice& c : AdaptiveChoices()) {
+      scores.push_back(Score(Replay(*spec, options, plan, down, c.policy, arrivals)));
+    }
+    return scores;
+  };
+  if (options_.adaptive_replay_thread) {
+    ranks_[r].pending = std::async(std::launch::async, std::move(replays));
+  } else {
+    Apply(r, replays());
+  }
+}
+
+void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
+  RankLog& log = ranks_[r];
+  log.scores.push_back(std::move(scores));
+  if (static_cast<int>(log.scores.size()) > options_.adaptive_memory) log.scores.pop_front();
+  std::vector<ReplayScore> sum(AdaptiveChoices().size());
+  for (const std::vector<ReplayScore>& epoch : log.scores) {
+    for (size_t c = 0; c < sum.size(); ++c) {
+      sum[c].excess += epoch[c].excess;
+      sum[c].bad += epoch[c].bad;
+    }
+  }
+  const int choice = BestChoice(sum);
+  if (choice == log.choice) return;
+  log.choice = choice;
+  ++switches_;
+  inner_.SetRankPolicy(r, AdaptiveChoices()[choice].policy);
+}
+
+absl::Status AdaptiveScheduler::SetGpuUp(GpuId gpu, bool up, Time free_at) {
+  down_[gpu] = !up;
+  return inner_.SetGpuUp(gpu, up, free_at);
+}
+
+void AdaptiveScheduler::SetDelayPlan(const DelayPlan& plan) {
+  plan_ = plan;
+  inner_.SetDelayPlan(plan);
+}
+
+}  // namespace tutti

@@ -1,0 +1,139 @@
+// AdaptiveScheduler: the `adaptive` policy (issue 19) — each sub-cluster
+// makes its candidates whichever way would have served its own recent
+// arrivals best, of four (candidate_scheduler.h, RankPolicy):
+//   deferred     Symphony's deferred batching, the options' drop for every
+//                model (the way it starts: with GPUs to spare it keeps the
+//                highest-numbered idle, load-proportional GPU use)
+//   scarce       deferred, but free GPUs take waiting candidates while models
+//                with queued work outnumber them; early drop only where
+//                batching pays
+//   eager+early  the largest feasible batch as soon as a GPU is free; early
+//                drop only where batching pays (without it, eager on strong
+//                batching models can collapse past its capacity into small
+//                batches of the oldest requests, 20% bad)
+//   eager        the same with lazy drop (a little better short of that)
+// No one of them wins everywhere: waiting for frontrun pays with GPUs to
+// spare and strong batching; it spends the slack when models outnumber GPUs
+// or arrivals come in bursts, where eager wins (bench/policy_suite.sh).
+//
+// Every `adaptive_epoch`, at the first arrival for one of a sub-cluster's
+// models after it, the sub-cluster's arrivals of the last
+// `adaptive_window` are replayed under each of the four — the same
+// CandidateScheduler on a ManualClock, from empty queues, against exact
+// GPUs (each batch runs its planned occupancy from its planned start, and
+// its answers take the delay plan's response delay), with the delay plan
+// and the GPUs up as they are now. Summed over the last `adaptive_memory`
+// epochs, the one with the fewest bad requests beyond each model's 1%
+// allowance (p99 within the SLO), then the fewest bad, then the first in
+// the order above, makes the sub-cluster's candidates from then on (one
+// window alone is too short: near capacity, a way that fails one second in
+// five often has a clean window). Switching recomputes the sub-cluster's
+// candidates at once; queued requests keep their places.
+//
+// Cost: the replays redo the scheduler's own work for the window four
+// times an epoch (8× with the defaults: a window of 2 s every 1 s). Inline
+// (the default) the choice is made within the arrival's call, so the same
+// events give the same decisions (the simulator, tests, and each shard of a
+// ShardedScheduler); with `adaptive_replay_thread` (the server) the replays
+// run on a thread of their own and the choice takes effect at the first
+// arrival after they finish, so they never hold up scheduling.
+//
+// Thread-safety: as Scheduler (the replay thread touches only its copies).
+#ifndef TUTTI_SCHEDULER_ADAPTIVE_SCHEDULER_H_
+#define TUTTI_SCHEDULER_ADAPTIVE_SCHEDULER_H_
+
+#include <cstdint>
+#include <deque>
+#include <future>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "tutti/scheduler/candidate_scheduler.h"
+
+namespace tutti {
+
+// The ways AdaptiveScheduler chooses between, in its order of preference.
+struct AdaptiveChoice {
+  std::string_view name;
+  RankPolicy policy;
+};
+const std::vector<AdaptiveChoice>& AdaptiveChoices();
+
+// Requests of each model of a spec, answered by their deadline or not
+// (late or dropped).
+struct ReplayCount {
+  std::vector<int64_t> good;
+  std::vector<int64_t> bad;
+};
+
+// Replays `arrivals` (in arrival order) from empty queues with every
+// sub-cluster making candidates by `policy`, on exact GPUs as described
+// above; GPUs in `down` take no work. `plan`: as SetDelayPlan's (none:
+// the spec's delays). REQUIRES: ValidateClusterSpec(spec).ok().
+ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const std::optional<DelayPlan>& plan,
+                   const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals);
+
+// How a replay served: bad requests beyond each model's 1% allowance (its
+// p99 within the SLO), and bad requests.
+struct ReplayScore {
+  double excess = 0;
+  int64_t bad = 0;
+};
+ReplayScore Score(const ReplayCount& count);
+
+// The choice that served best: the least excess, then the fewest bad, then
+// the first.
+int BestChoice(const std::vector<ReplayScore>& scores);
+
+class AdaptiveScheduler final : public Scheduler {
+ public:
+  // REQUIRES: ValidateClusterSpec(spec).ok(); clock and listener outlive this.
+  AdaptiveScheduler(const ClusterSpec& spec, const SchedulerOptions& options, Clock* clock,
+                    SchedulerListener* listener);
+  ~AdaptiveScheduler() override;  // waits for a replay in progress
+
+  void Submit(const Request& request) override;
+  int64_t queued() const override { return inner_.queued(); }
+  void OnBatchDone(GpuId gpu) override { inner_.OnBatchDone(gpu); }
+  absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
+  void SetDelayPlan(const DelayPlan& plan) override;
+
+  // The name of the way sub-cluster `rank` makes its candidates now, and how
+  // many times any sub-cluster has switched.
+  std::string_view choice(int rank) const { return AdaptiveChoices()[ranks_[rank].choice].name; }
+  int64_t switches() const { return switches_; }
+
+  // Waits for replays in progress and acts on their choices (for tests: an
+  // owner on a real clock need not).
+  void AwaitReplays();
+
+ private:
+  struct RankLog {
+    std::deque<Request> arrivals;  // the last window's, in arrival order
+    Time next_choice = 0;
+    int choice = 0;
+    std::deque<std::vector<ReplayScore>> scores;  // the last adaptive_memory epochs', per choice
+    std::future<std::vector<ReplayScore>> pending;  // adaptive_replay_thread: the replays in progress
+  };
+
+  // Replays rank r's window (inline or on the replay thread).
+  void Choose(int r, Time now);
+  // Records an epoch's scores; the choice with the best sum over the
+  // remembered epochs makes r's candidates.
+  void Apply(int r, std::vector<ReplayScore> scores);
+
+  const std::shared_ptr<const ClusterSpec> spec_;
+  const SchedulerOptions options_;
+  Clock* const clock_;
+  CandidateScheduler inner_;
+  std::optional<DelayPlan> plan_;
+  std::vector<bool> down_;
+  std::vector<RankLog> ranks_;
+  int64_t switches_ = 0;
+};
+
+}  // namespace tutti
+
+#endif  // TUTTI_SCHEDULER_ADAPTIVE_SCHEDULER_H_

@@ -1,0 +1,192 @@
+#include "tutti/scheduler/adaptive_scheduler.h"
+
+#include <algorithm>
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tutti/core/manual_clock.h"
+
+namespace tutti {
+namespace {
+
+// `models` copies of a model with ℓ(b) = α·b + β (batches up to 32) and
+// objective `slo`, on `gpus` GPUs.
+ClusterSpec Cluster(int models, Duration alpha, Duration beta, Duration slo, int gpus) {
+  ClusterSpec spec;
+  for (int i = 0; i < models; ++i) {
+    ModelSpec m;
+    m.name = "m" + std::to_string(i);
+    m.profile = *LatencyProfile::Linear(alpha, beta, 32);
+    m.slo = slo;
+    spec.models.push_back(m);
+  }
+  spec.gpus = gpus;
+  return spec;
+}
+
+// Poisson arrivals at `rate` requests/s, spread evenly over the models, for
+// `duration` (seed fixed).
+std::vector<Request> Poisson(const ClusterSpec& spec, double rate, Duration duration, uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::exponential_distribution<double> gap(rate);
+  std::uniform_int_distribution<ModelId> model(0, static_cast<ModelId>(spec.models.size()) - 1);
+  std::vector<Request> out;
+  for (double t = gap(rng); t < ToSeconds(duration); t += gap(rng)) {
+    const ModelId m = model(rng);
+    const Time at = Seconds(t);
+    out.push_back(Request{out.size() + 1, m, at, at + spec.models[m].slo});
+  }
+  return out;
+}
+
+// Runs the `adaptive` policy over `arrivals` on exact GPUs, counting as Replay does.
+struct AdaptiveRun {
+  ReplayCount count;
+  std::vector<std::string> choices;  // rank 0's, at the end of each second
+  int64_t switches = 0;
+};
+AdaptiveRun RunAdaptive(const ClusterSpec& spec, const std::vector<Request>& arrivals, SchedulerOptions options = {}) {
+  AdaptiveRun run;
+  run.count = {std::vector<int64_t>(spec.models.size()), std::vector<int64_t>(spec.models.size())};
+  ManualClock clock;
+  CallbackListener listener(
+      [&](Batch b) {
+        for (const Request& r : b.requests) ++(b.exec_at + b.latency <= r.deadline ? run.count.good : run.count.bad)[r.model];
+      },
+      [&](const Request& r) { ++run.count.bad[r.model]; });
+  AdaptiveScheduler s(spec, options, &clock, &listener);
+  Time next_second = Seconds(1);
+  for (const Request& r : arrivals) {
+    clock.AdvanceTo(r.arrival);
+    if (r.arrival >= next_second) {
+      run.choices.emplace_back(s.choice(0));
+      next_second += Seconds(1);
+    }
+    s.Submit(r);
+  }
+  clock.AdvanceBy(Seconds(1));
+  run.choices.emplace_back(s.choice(0));
+  run.switches = s.switches();
+  return run;
+}
+
+const RankPolicy& Choice(std::string_view name) {
+  for (const AdaptiveChoice& c : AdaptiveChoices()) {
+    if (c.name == name) return c.policy;
+  }
+  ADD_FAILURE() << "no choice " << name;
+  return AdaptiveChoices()[0].policy;
+}
+
+int64_t Sum(const std::vector<int64_t>& v) {
+  int64_t s = 0;
+  for (int64_t x : v) s += x;
+  return s;
+}
+
+// 8 models with ℓ(b) = 0.5·b + 4 ms, objective 20 ms (batching pays).
+ClusterSpec EightModels(int gpus) { return Cluster(8, Millis(0.5), Millis(4), Millis(20), gpus); }
+const SchedulerOptions kEarlyDrop{.drop = DropPolicy::kEarly};
+
+TEST(AdaptiveReplayTest, CountsEveryRequestOnceUnderEveryChoice) {
+  const ClusterSpec spec = EightModels(4);
+  const std::vector<Request> arrivals = Poisson(spec, 4000, Seconds(1));
+  std::vector<int64_t> per_model(spec.models.size());
+  for (const Request& r : arrivals) ++per_model[r.model];
+  for (const AdaptiveChoice& c : AdaptiveChoices()) {
+    const ReplayCount n = Replay(spec, kEarlyDrop, std::nullopt, {}, c.policy, arrivals);
+    for (size_t m = 0; m < per_model.size(); ++m) EXPECT_EQ(n.good[m] + n.bad[m], per_model[m]) << c.name << " " << m;
+    EXPECT_GT(Sum(n.bad), 0) << c.name;  // loaded: each has some to compare
+  }
+}
+
+// 2,000 r/s is light for 4 GPUs and too much for 2.
+TEST(AdaptiveReplayTest, GpusDownTakeNoWork) {
+  const ClusterSpec spec = EightModels(4);
+  const std::vector<Request> arrivals = Poisson(spec, 2000, Seconds(1));
+  const ReplayCount all = Replay(spec, kEarlyDrop, std::nullopt, {}, Choice("scarce"), arrivals);
+  const ReplayCount half = Replay(spec, kEarlyDrop, std::nullopt, {2, 3}, Choice("scarce"), arrivals);
+  EXPECT_EQ(Sum(all.bad), 0);
+  EXPECT_GT(Sum(half.bad), 100);
+}
+
+TEST(AdaptiveReplayTest, BestChoiceCountsBadBeyondEachModelsOnePercentFirst) {
+  // Two models of 1,000 requests each. a: 15 bad on one model (5 beyond its
+  // 10 allowed); b: 18 bad, 9 on each (none beyond); c: as b but 17.
+  const ReplayScore a = Score({{985, 1000}, {15, 0}}), b = Score({{991, 991}, {9, 9}}), c = Score({{991, 992}, {9, 8}});
+  EXPECT_DOUBLE_EQ(a.excess, 5);
+  EXPECT_EQ(a.bad, 15);
+  EXPECT_DOUBLE_EQ(b.excess, 0);
+  EXPECT_EQ(BestChoice({a, b, c}), 2);
+  EXPECT_EQ(BestChoice({a, b, b}), 1);  // a tie goes to the first
+  EXPECT_EQ(BestChoice({b, b, c}), 2);
+  EXPECT_EQ(BestChoice({c, b, c}), 0);
+}
+
+// 8 models on 8 GPUs near capacity: eager serves best, and adaptive finds it.
+TEST(AdaptiveSchedulerTest, ChoosesEagerWhereEagerServesBest) {
+  const ClusterSpec spec = EightModels(8);
+  const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(5));
+  auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, std::nullopt, {}, Choice(c), arrivals).bad); };
+  const int64_t eager = std::min(bad("eager"), bad("eager+early"));
+  ASSERT_LT(eager, bad("deferred"));
+  ASSERT_LT(eager, bad("scarce"));
+  const AdaptiveRun run = RunAdaptive(spec, arrivals, kEarlyDrop);
+  // It starts deferred (then, with one second seen, scarce) and ends eager.
+  EXPECT_EQ(run.choices.front(), "deferred");
+  EXPECT_THAT(run.choices.back(), ::testing::StartsWith("eager"));
+  EXPECT_LT(Sum(run.count.bad), bad("deferred") / 2);
+}
+
+// Two models on 8 GPUs near capacity: waiting for frontrun makes batches
+// large enough; eager's small ones leave many times more requests late.
+TEST(AdaptiveSchedulerTest, KeepsWaitingWhereWaitingPays) {
+  const ClusterSpec spec = Cluster(2, Millis(0.5), Millis(4), Millis(20), 8);
+  const std::vector<Request> arrivals = Poisson(spec, 11000, Seconds(5));
+  auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, std::nullopt, {}, Choice(c), arrivals).bad); };
+  const int64_t waiting = std::max(bad("deferred"), bad("scarce"));
+  ASSERT_GT(bad("eager+early"), 5 * waiting);
+  ASSERT_GT(bad("eager"), 5 * waiting);
+  const AdaptiveRun run = RunAdaptive(spec, arrivals, kEarlyDrop);
+  for (const std::string& c : run.choices) EXPECT_THAT(c, ::testing::Not(::testing::StartsWith("eager")));
+  EXPECT_LE(Sum(run.count.bad), waiting);
+}
+
+TEST(AdaptiveSchedulerTest, TheSameArrivalsGiveTheSameDecisions) {
+  const ClusterSpec spec = EightModels(8);
+  const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(3), 7);
+  const AdaptiveRun a = RunAdaptive(spec, arrivals, kEarlyDrop), b = RunAdaptive(spec, arrivals, kEarlyDrop);
+  EXPECT_EQ(a.count.bad, b.count.bad);
+  EXPECT_EQ(a.choices, b.choices);
+  EXPECT_GT(a.switches, 0);
+}
+
+// On the replay thread the choice comes once the replays are done: here
+// the test waits for them after every arrival.
+TEST(AdaptiveSchedulerTest, ReplaysOnTheirOwnThreadChooseAsInline) {
+  const ClusterSpec spec = EightModels(8);
+  const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(3));
+  SchedulerOptions options = kEarlyDrop;
+  options.adaptive_replay_thread = true;
+  ManualClock clock;
+  int64_t bad = 0;
+  CallbackListener listener(
+      [&](Batch b) {
+        for (const Request& r : b.requests) bad += b.exec_at + b.latency > r.deadline;
+      },
+      [&](const Request&) { ++bad; });
+  AdaptiveScheduler s(spec, options, &clock, &listener);
+  for (const Request& r : arrivals) {
+    clock.AdvanceTo(r.arrival);
+    s.Submit(r);
+    s.AwaitReplays();
+  }
+  clock.AdvanceBy(Seconds(1));
+  EXPECT_EQ(s.choice(0), RunAdaptive(spec, arrivals, kEarlyDrop).choices.back());
+  EXPECT_GT(s.switches(), 0);
+  EXPECT_EQ(s.queued(), 0);
+}
+
+}  // namespace
+}  // namespace tutti
