@@ -3,6 +3,7 @@
 //   adaptive_epoch_s: 1     # how often each sub-cluster chooses
 //   adaptive_window_s: 2    # the arrivals each choice replays
 //   adaptive_memory: 5      # the epochs whose replays a choice sums
+//   adaptive_stress: 1.25   # ties are broken by replays at this many times the load
 #ifndef TUTTI_CONFIG_ADAPTIVE_READER_H_
 #define TUTTI_CONFIG_ADAPTIVE_READER_H_
 
@@ -13,7 +14,7 @@
 namespace tutti {
 
 // Sets the fields present into `options`. InvalidArgument naming the field
-// for a non-positive epoch or window or a memory below 1.
+// for a non-positive epoch or window, a memory below 1 or a stress below 1.
 absl::Status ReadAdaptiveOptions(MapReader& r, SchedulerOptions* options);
 
 }  // namespace tutti

@@ -102,7 +102,17 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
     absl::StrAppendFormat(&tail, "tutti_compute_tail_scale{%s} %.6f\n", labels, c.tail_scale);
     absl::StrAppendFormat(&late, "tutti_compute_late_start_seconds{%s} %.9f\n", labels, ToSeconds(c.late_start));
   }
-  return out + samples + ratio + scale + tail + late;
+  std::string choices;
+  if (!r.choices.empty()) {
+    choices =
+        "# HELP tutti_scheduling_choice How each sub-cluster makes its batches now under the adaptive policy "
+        "(deferred, scarce, eager+early or eager): 1 for its choice.\n"
+        "# TYPE tutti_scheduling_choice gauge\n";
+  }
+  for (size_t i = 0; i < r.choices.size(); ++i) {
+    absl::StrAppendFormat(&choices, "tutti_scheduling_choice{sub_cluster=\"%d\",choice=\"%s\"} 1\n", i, r.choices[i]);
+  }
+  return out + samples + ratio + scale + tail + late + choices;
 }
 
 }  // namespace tutti

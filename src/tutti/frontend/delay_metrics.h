@@ -22,8 +22,8 @@ std::string DelayStatsJson(const DelayReport& report, ModelId model);
 // Prometheus text: tutti_planned_delay_seconds, tutti_measured_delay_seconds,
 // tutti_measured_delay_samples, and per executor and model
 // tutti_compute_ratio, tutti_compute_scale, tutti_compute_tail_scale,
-// tutti_compute_late_start_seconds.
-// `model_names[m]` labels model m.
+// tutti_compute_late_start_seconds, and under `adaptive` per sub-cluster
+// tutti_scheduling_choice. `model_names[m]` labels model m.
 std::string DelayPrometheusText(const DelayReport& report, const std::vector<std::string>& model_names);
 
 }  // namespace tutti

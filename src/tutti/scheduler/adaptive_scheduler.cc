@@ -71,10 +71,21 @@ ReplayScore Score(const ReplayCount& count) {
   return score;
 }
 
+std::vector<Request> Compress(const std::vector<Request>& arrivals, double factor) {
+  std::vector<Request> out = arrivals;
+  for (Request& r : out) {
+    const Time at = arrivals.front().arrival + static_cast<Duration>((r.arrival - arrivals.front().arrival) / factor);
+    r.deadline = at + (r.deadline - r.arrival);
+    r.arrival = at;
+  }
+  return out;
+}
+
 int BestChoice(const std::vector<ReplayScore>& scores) {
+  auto key = [](const ReplayScore& s) { return std::tie(s.excess, s.bad, s.stressed_excess, s.stressed_bad); };
   int best = 0;
   for (int i = 1; i < static_cast<int>(scores.size()); ++i) {
-    if (std::tie(scores[i].excess, scores[i].bad) < std::tie(scores[best].excess, scores[best].bad)) best = i;
+    if (key(scores[i]) < key(scores[best])) best = i;
   }
   return best;
 }
@@ -122,8 +133,16 @@ void AdaptiveScheduler::Choose(int r, Time now) {
   auto replays = [spec = spec_, options = options_, plan = plan_, down = std::move(down),
                   arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {
     std::vector<ReplayScore> scores;
+    const std::vector<Request> stressed =
+        arrivals.empty() || options.adaptive_stress <= 1 ? std::vector<Request>() : Compress(arrivals, options.adaptive_stress);
     for (const AdaptiveChoice& c : AdaptiveChoices()) {
-      scores.push_back(Score(Replay(*spec, options, plan, down, c.policy, arrivals)));
+      ReplayScore score = Score(Replay(*spec, options, plan, down, c.policy, arrivals));
+      if (!stressed.empty()) {
+        const ReplayScore s = Score(Replay(*spec, options, plan, down, c.policy, stressed));
+        score.stressed_excess = s.excess;
+        score.stressed_bad = s.bad;
+      }
+      scores.push_back(score);
     }
     return scores;
   };
@@ -143,6 +162,8 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
     for (size_t c = 0; c < sum.size(); ++c) {
       sum[c].excess += epoch[c].excess;
       sum[c].bad += epoch[c].bad;
+      sum[c].stressed_excess += epoch[c].stressed_excess;
+      sum[c].stressed_bad += epoch[c].stressed_bad;
     }
   }
   const int choice = BestChoice(sum);
@@ -155,6 +176,12 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
 absl::Status AdaptiveScheduler::SetGpuUp(GpuId gpu, bool up, Time free_at) {
   down_[gpu] = !up;
   return inner_.SetGpuUp(gpu, up, free_at);
+}
+
+std::vector<std::string> AdaptiveScheduler::Choices() const {
+  std::vector<std::string> out;
+  for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) out.emplace_back(choice(r));
+  return out;
 }
 
 void AdaptiveScheduler::SetDelayPlan(const DelayPlan& plan) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <random>
+#include <set>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -122,6 +123,59 @@ TEST(AdaptiveReplayTest, BestChoiceCountsBadBeyondEachModelsOnePercentFirst) {
   EXPECT_EQ(BestChoice({a, b, b}), 1);  // a tie goes to the first
   EXPECT_EQ(BestChoice({b, b, c}), 2);
   EXPECT_EQ(BestChoice({c, b, c}), 0);
+}
+
+TEST(AdaptiveReplayTest, StressCompressesTheGapsAndKeepsEachTimeToDeadline) {
+  const std::vector<Request> in = {{1, 0, Millis(10), Millis(30)}, {2, 1, Millis(20), Millis(25)}, {3, 0, Millis(60), Millis(100)}};
+  const std::vector<Request> out = Compress(in, 2);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].arrival, Millis(10));
+  EXPECT_EQ(out[1].arrival, Millis(15));
+  EXPECT_EQ(out[2].arrival, Millis(35));
+  EXPECT_EQ(out[1].deadline, Millis(20));
+  EXPECT_EQ(out[2].deadline, Millis(75));
+  EXPECT_EQ(out[1].id, 2u);
+  EXPECT_EQ(out[1].model, 1);
+}
+
+// Equal plainly, the choice with more headroom under stress wins.
+TEST(AdaptiveReplayTest, TiesGoToTheChoiceWithHeadroom) {
+  ReplayScore quiet;  // nothing bad in the window
+  ReplayScore strained = quiet, roomy = quiet;
+  strained.stressed_bad = 40;
+  strained.stressed_excess = 12;
+  roomy.stressed_bad = 3;
+  EXPECT_EQ(BestChoice({strained, roomy}), 1);
+  EXPECT_EQ(BestChoice({roomy, strained}), 0);
+  ReplayScore worse = roomy;
+  worse.bad = 1;  // plain outcomes come first
+  EXPECT_EQ(BestChoice({worse, strained}), 1);
+}
+
+// At light load every way serves all, under stress too: adaptive stays
+// deferred and leaves the same high-numbered GPUs idle (releasable).
+TEST(AdaptiveSchedulerTest, AtLightLoadItKeepsDeferralsConsolidation) {
+  const ClusterSpec spec = EightModels(16);
+  const std::vector<Request> arrivals = Poisson(spec, 2000, Seconds(4));
+  auto gpus_used = [&](const std::string& policy, std::vector<std::string>* choices) {
+    ManualClock clock;
+    std::set<GpuId> used;
+    CallbackListener listener([&](Batch b) { used.insert(b.gpu); }, [](const Request&) {});
+    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, kEarlyDrop, &clock, &listener);
+    for (const Request& r : arrivals) {
+      clock.AdvanceTo(r.arrival);
+      s->Submit(r);
+      if (choices) choices->emplace_back(static_cast<AdaptiveScheduler*>(s.get())->choice(0));
+    }
+    clock.AdvanceBy(Seconds(1));
+    return used;
+  };
+  std::vector<std::string> choices;
+  const std::set<GpuId> adaptive = gpus_used("adaptive", &choices);
+  EXPECT_EQ(adaptive, gpus_used("deferred", nullptr));
+  EXPECT_LT(adaptive.size(), 16u);
+  EXPECT_LT(adaptive.size(), gpus_used("eager", nullptr).size());
+  EXPECT_THAT(choices, ::testing::Each("deferred"));
 }
 
 // 8 models on 8 GPUs near capacity: eager serves best, and adaptive finds it.

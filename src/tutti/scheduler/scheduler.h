@@ -60,6 +60,10 @@ class Scheduler {
   // the new plan at their next event. REQUIRES: plan.compute is empty or
   // has num_gpus × models entries.
   virtual void SetDelayPlan(const DelayPlan& plan) = 0;
+
+  // How each sub-cluster makes its candidates now, by name, for policies
+  // that choose as they go (`adaptive`); empty for the others.
+  virtual std::vector<std::string> Choices() const { return {}; }
 };
 
 enum class DropPolicy {
@@ -91,6 +95,7 @@ struct SchedulerOptions {
   Duration adaptive_epoch = 1 * kSecond;
   Duration adaptive_window = 2 * kSecond;
   int adaptive_memory = 5;  // epochs whose replays the choice sums
+  double adaptive_stress = 1.25;  // ties are broken at this many times the load (≤ 1: not)
   // `adaptive` only: replay on a thread of its own, so that a real clock's
   // scheduling never waits for it (the server); off, inline and
   // deterministic (the simulator, tests).

@@ -1,11 +1,12 @@
 // ServerConfig: what `tutti serve --config FILE` reads — the scheduling
 // policy, the HTTP and gRPC listeners, and the executors with the models each holds.
 //
-//   policy: deferred                 # deferred | adaptive | eager | timeout | nexus
+//   policy: adaptive                 # adaptive | deferred | eager | timeout | nexus
 //   drop: lazy                       # lazy | early (Nexus's early drop)
 //   adaptive_epoch_s: 1              # `adaptive`: how often each sub-cluster chooses deferred,
 //   adaptive_window_s: 2             # scarce or eager, from replays of this much of its
-//   adaptive_memory: 5               # arrivals, summed over this many epochs (adaptive_scheduler.h)
+//   adaptive_memory: 5               # arrivals, summed over this many epochs; ties broken at
+//   adaptive_stress: 1.25            # this many times the load (adaptive_scheduler.h)
 //   frontrun_slack_ms: 2             # timer margin for `deferred` (a floor: see delay_model)
 //   head_guard_share: 0.1            # `deferred`: a lone head ends this share of its objective
 //                                    # early (see SchedulerOptions)
@@ -107,7 +108,7 @@ struct AuthConfig {
 };
 
 struct ServerConfig {
-  std::string policy = "deferred";
+  std::string policy = "adaptive";
   SchedulerOptions scheduler{
       .frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1, .adaptive_replay_thread = true};
   NetworkDelays network;

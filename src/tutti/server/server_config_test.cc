@@ -85,7 +85,7 @@ coding:
 TEST(ServerConfigTest, DefaultsNeedNoFile) {
   absl::StatusOr<ServerConfig> c = ParseServerConfig("{}");
   ASSERT_TRUE(c.ok()) << c.status();
-  EXPECT_EQ(c->policy, "deferred");
+  EXPECT_EQ(c->policy, "adaptive");
   EXPECT_EQ(c->scheduler.frontrun_slack, 2 * kMillisecond);
   EXPECT_EQ(c->network.resp, 0);
   EXPECT_EQ(c->http.port, 8000);
@@ -125,6 +125,7 @@ TEST(ServerConfigTest, TheAdaptivePolicyIsConfigurable) {
   EXPECT_EQ(c->scheduler.adaptive_memory, 2);
   EXPECT_THAT(ParseError("adaptive_window_s: 0"), HasSubstr("field 'adaptive_window_s': must be positive"));
   EXPECT_THAT(ParseError("adaptive_memory: 0"), HasSubstr("adaptive_memory"));
+  EXPECT_THAT(ParseError("adaptive_stress: 0.5"), HasSubstr("adaptive_stress"));
 }
 
 TEST(ServerConfigTest, FrontendOptionsReadTheTokenFiles) {

@@ -121,6 +121,24 @@ coding: [{model: resnet50, parity_model: resnet50-parity}]
   EXPECT_THAT(metrics, HasSubstr("tutti_reconstructions_total{model=\"resnet50\"}"));
 }
 
+// Under `adaptive`, /metrics shows how each sub-cluster batches now: at
+// first (and at light load) deferred.
+TEST_F(ServerTest, TheAdaptivePolicyShowsItsChoiceInMetrics) {
+  std::unique_ptr<Server> server = Start(R"(
+http: {port: 0}
+grpc: {port: -1}
+policy: adaptive
+executors:
+  - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
+)");
+  ASSERT_NE(server, nullptr);
+  testing::ClientResponse r =
+      HttpTestClient(server->port()).Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_scheduling_choice{sub_cluster="0",choice="deferred"} 1)"));
+}
+
 // Closed-loop autoscaling of the emulated executors: one of four serves at
 // first; a burst keeps it busy, so more come (0.1 s after being
 // requested); once the burst is answered — every request — they go again.

@@ -353,7 +353,12 @@ void InferenceCore::OnAnswerWritten(const WrittenAnswer& answer) {
   for (const ResponseTracker::Sample& s : samples) delays_->Record(Delay::kResponse, s.at, s.delay);
 }
 
-DelayReport InferenceCore::Delays() const { return {delays_->options(), delays_->estimates(), delays_->plan()}; }
+DelayReport InferenceCore::Delays() const {
+  DelayReport report{delays_->options(), delays_->estimates(), delays_->plan()};
+  std::lock_guard<std::mutex> lock(mu_);
+  report.choices = scheduler_->Choices();
+  return report;
+}
 
 std::vector<Duration> InferenceCore::BusyTimes() const {
   std::lock_guard<std::mutex> lock(mu_);

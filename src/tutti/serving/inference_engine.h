@@ -85,6 +85,7 @@ struct DelayReport {
   DelayModelOptions options;
   DelayEstimates estimates;  // over options.window, at options.quantile
   DelayPlan plan;            // what the scheduler plans with now
+  std::vector<std::string> choices;  // `adaptive`: each sub-cluster's way now (Scheduler::Choices)
 };
 
 // What one item of a model takes and gives.

@@ -4,7 +4,7 @@
 //   duration_s: 10          # arrivals stop here
 //   warmup_s: 1             # not measured
 //   gpus: 8
-//   policy: deferred        # `tutti sim run`; `policies: [...]` for compare;
+//   policy: adaptive        # `tutti sim run`; `policies: [...]` for compare;
 //                           # a "+early" suffix (deferred+early) forces early drop
 //   drop: lazy              # lazy | early
 //   jitter: 0.0             # relative execution-time jitter

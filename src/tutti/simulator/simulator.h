@@ -52,7 +52,7 @@ struct SimGraph {
 struct SimConfig {
   ClusterSpec cluster;
   WorkloadSpec workload;
-  std::string policy = "deferred";
+  std::string policy = "adaptive";
   SchedulerOptions options;
   Duration duration = 10 * kSecond;  // arrivals stop here
   Duration warmup = 0;               // arrivals before this are not measured
