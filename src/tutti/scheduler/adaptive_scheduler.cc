@@ -111,7 +111,10 @@ void AdaptiveScheduler::Submit(const Request& request) {
     Apply(r, log.pending.get());
   }
   log.arrivals.push_back(request);
-  while (log.arrivals.front().arrival < now - options_.adaptive_window) log.arrivals.pop_front();
+  // (A request can arrive stamped long ago: re-submitted after a failover.)
+  while (!log.arrivals.empty() && log.arrivals.front().arrival < now - options_.adaptive_window) {
+    log.arrivals.pop_front();
+  }
   if (now >= log.next_choice && !log.pending.valid()) {
     log.next_choice = now + options_.adaptive_epoch;
     Choose(r, now);

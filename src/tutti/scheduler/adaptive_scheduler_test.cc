@@ -207,6 +207,21 @@ TEST(AdaptiveSchedulerTest, KeepsWaitingWhereWaitingPays) {
   EXPECT_LE(Sum(run.count.bad), waiting);
 }
 
+// A request stamped long before now (re-submitted after a failover) is
+// scheduled like any other.
+TEST(AdaptiveSchedulerTest, ARequestFromLongAgoIsScheduled) {
+  const ClusterSpec spec = EightModels(2);
+  ManualClock clock(Seconds(10));
+  int64_t answered = 0;
+  CallbackListener listener([&](Batch b) { answered += static_cast<int64_t>(b.requests.size()); },
+                            [&](const Request&) { ++answered; });
+  AdaptiveScheduler s(spec, kEarlyDrop, &clock, &listener);
+  s.Submit(Request{1, 0, Seconds(1), Seconds(10) + Millis(20)});
+  clock.AdvanceBy(Seconds(1));
+  EXPECT_EQ(answered, 1);
+  EXPECT_EQ(s.queued(), 0);
+}
+
 TEST(AdaptiveSchedulerTest, TheSameArrivalsGiveTheSameDecisions) {
   const ClusterSpec spec = EightModels(8);
   const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(3), 7);
