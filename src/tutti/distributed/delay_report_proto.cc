@@ -33,6 +33,7 @@ void ToProto(const DelayReport& r, pb::DelayReport* out) {
     x->set_tail_scale(c.tail_scale);
     x->set_late_start(c.late_start);
   }
+  for (const std::string& c : r.choices) out->add_choices(c);
 }
 
 DelayReport FromProto(const pb::DelayReport& p) {
@@ -54,6 +55,7 @@ DelayReport FromProto(const pb::DelayReport& p) {
     r.estimates.compute.push_back({c.gpu(), c.model(), c.batches(), c.ratio(), c.scale(), c.tail_scale(),
                                    c.late_start()});
   }
+  r.choices.assign(p.choices().begin(), p.choices().end());
   return r;
 }
 

@@ -287,6 +287,18 @@ TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
   EXPECT_EQ(n.frontend().Delays().plan.network.ctrl, d.plan.network.ctrl) << "the frontend shows the leader's plan";
 }
 
+// Under `adaptive`, the leader's choice per sub-cluster reaches the
+// frontend with its delay report (its /metrics).
+TEST(DistributedNodesTest, TheFrontendShowsTheLeadersAdaptiveChoice) {
+  Nodes n({.policy = "adaptive"});
+  n.Lead(0);
+  n.Load(400, Millis(100), Seconds(3));
+  n.clock().AdvanceTo(Seconds(4));
+  EXPECT_EQ(n.Count().unanswered, 0);
+  EXPECT_EQ(n.scheduler(0).Delays().choices, std::vector<std::string>{"deferred"});
+  EXPECT_EQ(n.frontend().Delays().choices, n.scheduler(0).Delays().choices);
+}
+
 // A frontend holds requests' metadata a little, so that several share one
 // message to the scheduler (each message wakes it): never longer than the
 // hold, nor than a tenth of a request's time left, and with no request late.

@@ -383,13 +383,19 @@ void SchedulerNode::DoneLocked(const pb::Done& done) {
 DelayReport SchedulerNode::Delays() const {
   std::lock_guard<std::mutex> lock(mu_);
   if (delays_ == nullptr) return {};
-  return {delays_->options(), delays_->estimates(), delays_->plan()};
+  return ReportLocked();
+}
+
+DelayReport SchedulerNode::ReportLocked() const {
+  DelayReport report{delays_->options(), delays_->estimates(), delays_->plan()};
+  if (scheduler_ != nullptr) report.choices = scheduler_->Choices();
+  return report;
 }
 
 void SchedulerNode::SendReportLocked() {
   if (delays_ == nullptr) return;
   auto report = std::make_shared<pb::DelayReport>();
-  ToProto({delays_->options(), delays_->estimates(), delays_->plan()}, report.get());
+  ToProto(ReportLocked(), report.get());
   for (const FrontendState& f : frontends_) {
     Send<pb::FrontendDown>(f.link, [&report](pb::FrontendDown* d) { *d->mutable_delays() = *report; });
   }

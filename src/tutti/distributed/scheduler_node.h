@@ -181,6 +181,7 @@ class SchedulerNode {
   void ReleaseIfDrainedLocked(GpuId gpu);
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();
+  DelayReport ReportLocked() const;  // the delays and the scheduler's choices; REQUIRES: delays_
   void ReportTick();
   void DetectTick();  // Options::detect_after
   bool Stateful(int group) const {
