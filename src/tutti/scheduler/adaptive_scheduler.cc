@@ -19,6 +19,13 @@ const std::vector<AdaptiveChoice>& AdaptiveChoices() {
   return *choices;
 }
 
+const AdaptiveChoice* FindAdaptiveChoice(std::string_view name) {
+  for (const AdaptiveChoice& c : AdaptiveChoices()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
 namespace {
 
 // Counts each request's outcome on exact GPUs; reports batches done when
@@ -44,14 +51,14 @@ class ReplayListener final : public SchedulerListener {
 
 }  // namespace
 
-ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const std::optional<DelayPlan>& plan,
+ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const DelayPlan& plan,
                    const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals) {
   ReplayCount count{std::vector<int64_t>(spec.models.size()), std::vector<int64_t>(spec.models.size())};
   ManualClock clock(arrivals.empty() ? 0 : arrivals.front().arrival);
-  ReplayListener listener(&count, plan ? plan->network.resp : spec.delays.resp, &clock);
+  ReplayListener listener(&count, plan.network.resp, &clock);
   CandidateScheduler scheduler(spec, options, &clock, &listener, policy);
   listener.set_scheduler(&scheduler);
-  if (plan) scheduler.SetDelayPlan(*plan);
+  scheduler.SetDelayPlan(plan);
   for (GpuId g : down) scheduler.SetGpuUp(g, false, 0).IgnoreError();  // CandidateScheduler: always OK
   for (const Request& r : arrivals) {
     clock.AdvanceTo(std::max(clock.Now(), r.arrival));
@@ -96,7 +103,6 @@ AdaptiveScheduler::AdaptiveScheduler(const ClusterSpec& spec, const SchedulerOpt
       options_(options),
       clock_(clock),
       inner_(spec, options, clock, listener, AdaptiveChoices()[0].policy),
-      down_(spec.num_gpus()),
       ranks_(inner_.num_ranks()) {
   for (RankLog& r : ranks_) r.next_choice = clock_->Now() + options_.adaptive_epoch;
 }
@@ -117,7 +123,7 @@ void AdaptiveScheduler::Submit(const Request& request) {
   }
   if (now >= log.next_choice && !log.pending.valid()) {
     log.next_choice = now + options_.adaptive_epoch;
-    Choose(r, now);
+    Choose(r);
   }
   inner_.Submit(request);
 }
@@ -128,12 +134,8 @@ void AdaptiveScheduler::AwaitReplays() {
   }
 }
 
-void AdaptiveScheduler::Choose(int r, Time now) {
-  std::vector<GpuId> down;
-  for (GpuId g = 0; g < static_cast<GpuId>(down_.size()); ++g) {
-    if (down_[g]) down.push_back(g);
-  }
-  auto replays = [spec = spec_, options = options_, plan = plan_, down = std::move(down),
+void AdaptiveScheduler::Choose(int r) {
+  auto replays = [spec = spec_, options = options_, plan = inner_.plan(), down = inner_.DownGpus(),
                   arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {
     std::vector<ReplayScore> scores;
     const std::vector<Request> stressed =
@@ -176,20 +178,10 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
   inner_.SetRankPolicy(r, AdaptiveChoices()[choice].policy);
 }
 
-absl::Status AdaptiveScheduler::SetGpuUp(GpuId gpu, bool up, Time free_at) {
-  down_[gpu] = !up;
-  return inner_.SetGpuUp(gpu, up, free_at);
-}
-
 std::vector<std::string> AdaptiveScheduler::Choices() const {
   std::vector<std::string> out;
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) out.emplace_back(choice(r));
   return out;
-}
-
-void AdaptiveScheduler::SetDelayPlan(const DelayPlan& plan) {
-  plan_ = plan;
-  inner_.SetDelayPlan(plan);
 }
 
 }  // namespace tutti

@@ -53,7 +53,6 @@
 #include <deque>
 #include <future>
 #include <memory>
-#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +66,8 @@ struct AdaptiveChoice {
   RankPolicy policy;
 };
 const std::vector<AdaptiveChoice>& AdaptiveChoices();
+// The choice called `name`, or null.
+const AdaptiveChoice* FindAdaptiveChoice(std::string_view name);
 
 // Requests of each model of a spec, answered by their deadline or not
 // (late or dropped).
@@ -77,9 +78,9 @@ struct ReplayCount {
 
 // Replays `arrivals` (in arrival order) from empty queues with every
 // sub-cluster making candidates by `policy`, on exact GPUs as described
-// above; GPUs in `down` take no work. `plan`: as SetDelayPlan's (none:
-// the spec's delays). REQUIRES: ValidateClusterSpec(spec).ok().
-ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const std::optional<DelayPlan>& plan,
+// above, planning with `plan` (as SetDelayPlan's); GPUs in `down` take no
+// work. REQUIRES: ValidateClusterSpec(spec).ok().
+ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const DelayPlan& plan,
                    const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals);
 
 // How a replay served: bad requests beyond each model's 1% allowance (its
@@ -112,8 +113,8 @@ class AdaptiveScheduler final : public Scheduler {
   void Submit(const Request& request) override;
   int64_t queued() const override { return inner_.queued(); }
   void OnBatchDone(GpuId gpu) override { inner_.OnBatchDone(gpu); }
-  absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
-  void SetDelayPlan(const DelayPlan& plan) override;
+  absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override { return inner_.SetGpuUp(gpu, up, free_at); }
+  void SetDelayPlan(const DelayPlan& plan) override { inner_.SetDelayPlan(plan); }
   std::vector<std::string> Choices() const override;
 
   // The name of the way sub-cluster `rank` makes its candidates now, and how
@@ -134,8 +135,9 @@ class AdaptiveScheduler final : public Scheduler {
     std::future<std::vector<ReplayScore>> pending;  // adaptive_replay_thread: the replays in progress
   };
 
-  // Replays rank r's window (inline or on the replay thread).
-  void Choose(int r, Time now);
+  // Replays rank r's window (inline or on the replay thread) with the
+  // inner scheduler's delay plan and GPUs down.
+  void Choose(int r);
   // Records an epoch's scores; the choice with the best sum over the
   // remembered epochs makes r's candidates.
   void Apply(int r, std::vector<ReplayScore> scores);
@@ -144,8 +146,6 @@ class AdaptiveScheduler final : public Scheduler {
   const SchedulerOptions options_;
   Clock* const clock_;
   CandidateScheduler inner_;
-  std::optional<DelayPlan> plan_;
-  std::vector<bool> down_;
   std::vector<RankLog> ranks_;
   int64_t switches_ = 0;
 };

@@ -72,12 +72,16 @@ AdaptiveRun RunAdaptive(const ClusterSpec& spec, const std::vector<Request>& arr
   return run;
 }
 
-const RankPolicy& Choice(std::string_view name) {
-  for (const AdaptiveChoice& c : AdaptiveChoices()) {
-    if (c.name == name) return c.policy;
-  }
-  ADD_FAILURE() << "no choice " << name;
-  return AdaptiveChoices()[0].policy;
+// A choice's policy by name (the test fails on an unknown one).
+RankPolicy Choice(std::string_view name) {
+  const AdaptiveChoice* c = FindAdaptiveChoice(name);
+  EXPECT_NE(c, nullptr) << name;
+  return c != nullptr ? c->policy : RankPolicy{};
+}
+
+// What a scheduler plans with before any SetDelayPlan.
+DelayPlan PlanOf(const ClusterSpec& spec, const SchedulerOptions& options) {
+  return {spec.delays, options.frontrun_slack, {}};
 }
 
 int64_t Sum(const std::vector<int64_t>& v) {
@@ -96,7 +100,7 @@ TEST(AdaptiveReplayTest, CountsEveryRequestOnceUnderEveryChoice) {
   std::vector<int64_t> per_model(spec.models.size());
   for (const Request& r : arrivals) ++per_model[r.model];
   for (const AdaptiveChoice& c : AdaptiveChoices()) {
-    const ReplayCount n = Replay(spec, kEarlyDrop, std::nullopt, {}, c.policy, arrivals);
+    const ReplayCount n = Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, c.policy, arrivals);
     for (size_t m = 0; m < per_model.size(); ++m) EXPECT_EQ(n.good[m] + n.bad[m], per_model[m]) << c.name << " " << m;
     EXPECT_GT(Sum(n.bad), 0) << c.name;  // loaded: each has some to compare
   }
@@ -106,8 +110,8 @@ TEST(AdaptiveReplayTest, CountsEveryRequestOnceUnderEveryChoice) {
 TEST(AdaptiveReplayTest, GpusDownTakeNoWork) {
   const ClusterSpec spec = EightModels(4);
   const std::vector<Request> arrivals = Poisson(spec, 2000, Seconds(1));
-  const ReplayCount all = Replay(spec, kEarlyDrop, std::nullopt, {}, Choice("scarce"), arrivals);
-  const ReplayCount half = Replay(spec, kEarlyDrop, std::nullopt, {2, 3}, Choice("scarce"), arrivals);
+  const ReplayCount all = Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, Choice("scarce"), arrivals);
+  const ReplayCount half = Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {2, 3}, Choice("scarce"), arrivals);
   EXPECT_EQ(Sum(all.bad), 0);
   EXPECT_GT(Sum(half.bad), 100);
 }
@@ -182,7 +186,7 @@ TEST(AdaptiveSchedulerTest, AtLightLoadItKeepsDeferralsConsolidation) {
 TEST(AdaptiveSchedulerTest, ChoosesEagerWhereEagerServesBest) {
   const ClusterSpec spec = EightModels(8);
   const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(5));
-  auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, std::nullopt, {}, Choice(c), arrivals).bad); };
+  auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, Choice(c), arrivals).bad); };
   const int64_t eager = std::min(bad("eager"), bad("eager+early"));
   ASSERT_LT(eager, bad("deferred"));
   ASSERT_LT(eager, bad("scarce"));
@@ -198,7 +202,7 @@ TEST(AdaptiveSchedulerTest, ChoosesEagerWhereEagerServesBest) {
 TEST(AdaptiveSchedulerTest, KeepsWaitingWhereWaitingPays) {
   const ClusterSpec spec = Cluster(2, Millis(0.5), Millis(4), Millis(20), 8);
   const std::vector<Request> arrivals = Poisson(spec, 11000, Seconds(5));
-  auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, std::nullopt, {}, Choice(c), arrivals).bad); };
+  auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, Choice(c), arrivals).bad); };
   const int64_t waiting = std::max(bad("deferred"), bad("scarce"));
   ASSERT_GT(bad("eager+early"), 5 * waiting);
   ASSERT_GT(bad("eager"), 5 * waiting);

@@ -53,6 +53,14 @@ void CandidateScheduler::Submit(const Request& request) {
   Refresh(request.model);
 }
 
+std::vector<GpuId> CandidateScheduler::DownGpus() const {
+  std::vector<GpuId> down;
+  for (GpuId g = 0; g < static_cast<GpuId>(gpus_.size()); ++g) {
+    if (gpus_[g].down) down.push_back(g);
+  }
+  return down;
+}
+
 void CandidateScheduler::SetRankPolicy(int rank, const RankPolicy& policy) {
   RankState& r = ranks_[rank];
   if (r.policy == policy) return;

@@ -80,6 +80,10 @@ class CandidateScheduler final : public Scheduler {
   void SetRankPolicy(int rank, const RankPolicy& policy);
   int num_ranks() const { return static_cast<int>(ranks_.size()); }
   int rank_of(ModelId m) const { return models_[m].rank; }
+  // What it plans with now (the spec's delays and the options' slack until
+  // SetDelayPlan), and the GPUs down (SetGpuUp).
+  const DelayPlan& plan() const { return plan_; }
+  std::vector<GpuId> DownGpus() const;
 
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
+#include "tutti/scheduler/adaptive_scheduler.h"
 
 namespace tutti {
 namespace {
@@ -32,9 +33,7 @@ struct Recorder : SchedulerListener {
 std::unique_ptr<Scheduler> Make(const std::string& policy, const ClusterSpec& spec, const SchedulerOptions& options,
                                 Clock* clock, SchedulerListener* listener) {
   if (policy == "scarce") {
-    return std::make_unique<CandidateScheduler>(
-        spec, options, clock, listener,
-        RankPolicy{.kind = BatchPolicyKind::kDeferred, .scarce_take = true, .drop_strong = true, .drop_weak = false});
+    return std::make_unique<CandidateScheduler>(spec, options, clock, listener, FindAdaptiveChoice("scarce")->policy);
   }
   return *CreateScheduler(policy, spec, options, clock, listener);
 }

@@ -5,9 +5,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "tutti/config/adaptive_reader.h"
 #include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
-#include "tutti/config/adaptive_reader.h"
 #include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
 #include "tutti/config/yaml_map_reader.h"

@@ -47,11 +47,8 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
     split.push_back(absl::StrFormat("%s %.1f ms", m.name, ToMillis(m.slo)));
   }
   if (!split.empty()) out << "graph: the objective split as " << absl::StrJoin(split, ", ") << "\n";
-  double busy = 0;
-  for (GpuId g = 0; g < static_cast<GpuId>(r.gpu_busy.size()); ++g) busy += r.BusyFraction(g);
   out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%%, %d batch(es) waited for a busy GPU\n",
-                         r.gpus_used, r.gpu_busy.size(), 100 * busy / std::max<size_t>(1, r.gpu_busy.size()),
-                         r.delayed_starts);
+                         r.gpus_used, r.gpu_busy.size(), 100 * r.MeanBusy(), r.delayed_starts);
   if (r.scale_ups + r.scale_downs > 0 || r.peak_gpus_allocated > 0) {
     const double window_s = ToSeconds(r.window);
     out << absl::StrFormat(
@@ -81,8 +78,8 @@ void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
                          "batch", "GPUs", "busy");
   for (const PolicyRun& p : runs) {
     const ModelMetrics& t = p.result.total;
-    double busy = 0;  // of the GPUs used: consolidation packs the load onto fewer, busier GPUs
-    for (GpuId g = 0; g < static_cast<GpuId>(p.result.gpu_busy.size()); ++g) busy += p.result.BusyFraction(g);
+    // Busy: of the GPUs used (consolidation packs the load onto fewer, busier GPUs).
+    const double busy = p.result.MeanBusy() * static_cast<double>(p.result.gpu_busy.size());
     out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %7.2f %5d %5.1f%%\n", p.label, p.goodput,
                            100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(),
                            p.result.gpus_used, 100 * busy / std::max(1, p.result.gpus_used));

@@ -303,11 +303,13 @@ double SimResult::Throughput() const { return (total.good + total.late) / ToSeco
 double SimResult::BusyFraction(GpuId gpu) const {
   return static_cast<double>(gpu_busy[gpu]) / static_cast<double>(window);
 }
-double SimResult::IdleFraction() const {
+double SimResult::MeanBusy() const {
   double busy = 0;
   for (GpuId g = 0; g < static_cast<GpuId>(gpu_busy.size()); ++g) busy += BusyFraction(g);
-  return gpu_busy.empty() ? 0 : 1 - busy / gpu_busy.size();
+  return gpu_busy.empty() ? 0 : busy / gpu_busy.size();
 }
+
+double SimResult::IdleFraction() const { return gpu_busy.empty() ? 0 : 1 - MeanBusy(); }
 
 absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   if (config.duration <= config.warmup) {

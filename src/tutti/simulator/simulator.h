@@ -125,7 +125,8 @@ struct SimResult {
   double Goodput() const;      // good / window
   double Throughput() const;   // completed (good + late) / window
   double BusyFraction(GpuId gpu) const;
-  double IdleFraction() const;  // 1 − mean busy fraction
+  double MeanBusy() const;      // BusyFraction over every GPU, mean
+  double IdleFraction() const;  // 1 − MeanBusy()
 };
 
 // Runs one simulation. Errors: invalid cluster, workload or policy.
