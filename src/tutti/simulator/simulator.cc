@@ -319,6 +319,15 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
                        config.graph->shares.size() != config.cluster.models.size() || config.graph->objective <= 0)) {
     return absl::InvalidArgumentError("a graph needs a positive objective and a gamma and a share per model");
   }
+  if (config.model_less) {
+    const SimModelLess& ml = *config.model_less;
+    const std::vector<SubCluster> subs = config.cluster.EffectiveSubClusters();
+    if (config.graph || config.autoscale || ml.variants.size() != config.cluster.models.size() ||
+        subs.size() != ml.variants.size()) {
+      return absl::InvalidArgumentError(
+          "model_less: needs one variant per model, each model on a sub-cluster of its own, no graph, no autoscale");
+    }
+  }
   if (config.autoscale) {
     if (config.graph || config.cluster.EffectiveSubClusters().size() != 1) {
       return absl::InvalidArgumentError("autoscale: needs requests per model (no graph) on one sub-cluster");
@@ -360,7 +369,30 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     autoscaler->Start();
     if (!membership.ok()) return absl::Status(membership.code(), absl::StrCat("autoscale: ", membership.message()));
   }
-  const int num_models = static_cast<int>(config.cluster.models.size());
+  // Model-less: the task's queries are routed to variants, which scale.
+  std::optional<TaskAutoscaler> task;
+  if (config.model_less) {
+    std::vector<TaskVariant> variants = config.model_less->variants;
+    int first = 0;
+    const std::vector<SubCluster> subs = config.cluster.EffectiveSubClusters();
+    for (size_t s = 0; s < subs.size(); ++s) {
+      if (subs[s].models.size() != 1) return absl::InvalidArgumentError("model_less: one model per sub-cluster");
+      TaskVariant& v = variants[subs[s].models[0]];
+      v.first_gpu = first;
+      v.max_instances = subs[s].num_gpus;
+      first += subs[s].num_gpus;
+    }
+    TUTTI_RETURN_IF_ERROR(TaskAutoscaler::Validate(variants, config.model_less->task, config.model_less->autoscale));
+    task.emplace(
+        std::move(variants), config.model_less->task, config.model_less->autoscale, &clock,
+        [&](int gpu, bool up) {
+          if (absl::Status s = scheduler->SetGpuUp(gpu, up, clock.Now()); !s.ok() && membership.ok()) membership = s;
+        },
+        config.duration);
+    task->Start();
+    if (!membership.ok()) return absl::Status(membership.code(), absl::StrCat("model_less: ", membership.message()));
+  }
+  const int num_models = config.model_less ? 1 : static_cast<int>(config.cluster.models.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(config.workload, num_models, config.duration, config.seed));
   Arrival a;
@@ -370,7 +402,16 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
       cluster.StartQuery(a.time);
       continue;
     }
-    const Request r{cluster.NextId(), a.model, a.time, a.time + config.cluster.models[a.model].slo};
+    Duration objective = 0;
+    if (task) {
+      const VariantChoice choice = task->Route();
+      a.model = choice.index;
+      objective = config.model_less->task.latency_objective;
+      if (!choice.meets && a.time >= config.warmup) ++result.unmet;
+    } else {
+      objective = config.cluster.models[a.model].slo;
+    }
+    const Request r{cluster.NextId(), a.model, a.time, a.time + objective};
     if (r.arrival >= config.warmup) ++result.models[a.model].arrived;
     cluster.submit(r);
   }
@@ -395,6 +436,20 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     }
     result.scale_ups = autoscaler->scale_ups();
     result.scale_downs = autoscaler->scale_downs();
+  }
+  if (task) {
+    task->Stop();
+    result.instance_seconds = task->InstanceSeconds(config.warmup, config.duration);
+    result.cost = task->Cost(config.warmup, config.duration);
+    result.scale_ups = task->scale_ups();
+    result.scale_downs = task->scale_downs();
+    double answered = 0, correct = 0;
+    for (size_t j = 0; j < result.models.size(); ++j) {
+      const double n = static_cast<double>(result.models[j].good + result.models[j].late);
+      answered += n;
+      correct += n * config.model_less->variants[j].accuracy;
+    }
+    result.accuracy = answered > 0 ? correct / answered : 0;
   }
   cluster.FinishSeries(autoscaler ? autoscaler->allocation() : std::vector<std::pair<Time, int>>{});
   result.advice = AdviseScaling(config.cluster.num_gpus(), result.total.BadRate(), result.IdleFraction());

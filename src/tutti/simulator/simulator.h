@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/autoscale/task_autoscaler.h"
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/scheduler/scheduler.h"
@@ -47,6 +48,20 @@ struct SimGraph {
   std::vector<double> gamma;   // per step; gamma[0] is ignored (1 query, 1 item)
   std::vector<double> shares;  // per step: its share of the objective
   Duration objective = 0;
+};
+
+// Model-less queries (INFaaS): every arrival is a query for one task with
+// the task's requirements, routed by a TaskAutoscaler
+// (autoscale/task_autoscaler.h) to one of the variants — the cluster's
+// models, in order — whose instances are the GPUs of the variant's
+// sub-cluster (its slots: first_gpu and max_instances are filled in from
+// the cluster) and which it scales every interval. A query is due the
+// task's objective after its arrival. The workload has one stream (the
+// task's); results stay per variant.
+struct SimModelLess {
+  std::vector<TaskVariant> variants;
+  VariantRequirements task;
+  TaskAutoscaleOptions autoscale;
 };
 
 struct SimConfig {
@@ -71,6 +86,7 @@ struct SimConfig {
   // requested come up provision_delay later, the highest-numbered go at
   // once. One sub-cluster, a policy with membership (not `nexus`), no graph.
   std::optional<AutoscaleOptions> autoscale;
+  std::optional<SimModelLess> model_less;  // no graph, no `autoscale`, a policy with membership
 };
 
 struct TimelineEntry {
@@ -120,6 +136,14 @@ struct SimResult {
   double gpu_seconds_allocated = 0;
   int peak_gpus_allocated = 0;
   int scale_ups = 0, scale_downs = 0;
+  // Model-less: per variant (model), instance-seconds paid inside the
+  // window; their cost (instance-seconds × cost); the accuracy of the
+  // answers (each variant's, weighted by its answers); queries routed to a
+  // variant that did not meet the task's requirements.
+  std::vector<double> instance_seconds;
+  double cost = 0;
+  double accuracy = 0;
+  int64_t unmet = 0;
 
   double OfferedRate() const;  // measured arrivals / window
   double Goodput() const;      // good / window

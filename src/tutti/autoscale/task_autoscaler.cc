@@ -1,0 +1,318 @@
+#include "tutti/autoscale/task_autoscaler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/planner/variant_scaling.h"
+
+namespace tutti {
+namespace {
+
+// Queries routed to a variant are counted with this memory (an
+// exponentially decayed count: at a steady r per second it approaches r).
+constexpr double kRecentSeconds = 1.0;
+
+bool Allowed(const TaskAutoscaleOptions& o, int j) {
+  return o.allowed.empty() || std::find(o.allowed.begin(), o.allowed.end(), j) != o.allowed.end();
+}
+
+}  // namespace
+
+absl::Status TaskAutoscaler::Validate(const std::vector<TaskVariant>& variants, const VariantRequirements& task,
+                                      const TaskAutoscaleOptions& o) {
+  const auto bad = [](auto... why) { return absl::InvalidArgumentError(absl::StrCat("model-less task: ", why...)); };
+  if (variants.empty()) return bad("no variants");
+  if (o.interval <= 0 || o.slack < 1 || o.lambda < 0) return bad("needs interval > 0, slack >= 1, lambda >= 0");
+  for (const TaskVariant& v : variants) {
+    if (!(v.saturation_qps > 0) || v.cost < 0 || v.max_instances < 1 || v.latency <= 0 || v.load_latency < 0) {
+      return bad("variant '", v.name, "' needs a positive saturation and latency, cost >= 0, load latency >= 0 "
+                 "and at least one slot");
+    }
+  }
+  for (int j : o.allowed) {
+    if (j < 0 || j >= static_cast<int>(variants.size())) return bad("allowed variant ", j, " does not exist");
+  }
+  if (!o.initial.empty()) {
+    if (o.initial.size() != variants.size()) return bad("initial instances: one count per variant");
+    for (size_t j = 0; j < variants.size(); ++j) {
+      if (o.initial[j] < 0 || o.initial[j] > variants[j].max_instances) {
+        return bad("variant '", variants[j].name, "': initial instances beyond its ", variants[j].max_instances,
+                   " slots");
+      }
+    }
+  }
+  for (size_t j = 0; j < variants.size(); ++j) {
+    if (Allowed(o, static_cast<int>(j)) && variants[j].accuracy >= task.min_accuracy) return absl::OkStatus();
+  }
+  return bad("no allowed variant is accurate enough (", task.min_accuracy, ")");
+}
+
+TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequirements task,
+                               TaskAutoscaleOptions options, Clock* clock, SetUpFn set_up, Time end)
+    : variants_(std::move(variants)),
+      task_(task),
+      o_(std::move(options)),
+      clock_(clock),
+      set_up_(std::move(set_up)),
+      end_(end) {
+  const int n = static_cast<int>(variants_.size());
+  for (int j = 0; j < n; ++j) {
+    if (Allowed(o_, j) && variants_[j].accuracy >= task_.min_accuracy) eligible_.push_back(j);
+  }
+  up_.assign(n, 0);
+  down_since_.assign(n, kInfiniteFuture);
+  recent_.assign(n, 0);
+  if (!o_.initial.empty()) {
+    up_ = o_.initial;
+  } else {
+    int cheapest = -1;
+    for (int j : eligible_) {
+      const bool in_time = variants_[j].latency <= task_.latency_objective;
+      const bool best_in_time = cheapest >= 0 && variants_[cheapest].latency <= task_.latency_objective;
+      if (cheapest < 0 || (in_time && !best_in_time) ||
+          (in_time == best_in_time && variants_[j].cost < variants_[cheapest].cost)) {
+        cheapest = j;
+      }
+    }
+    up_[cheapest] = 1;
+  }
+  paid_ = up_;
+}
+
+TaskAutoscaler::~TaskAutoscaler() { Stop(); }
+
+void TaskAutoscaler::Start() {
+  for (size_t j = 0; j < variants_.size(); ++j) {
+    for (int s = up_[j]; s < variants_[j].max_instances; ++s) set_up_(variants_[j].first_gpu + s, false);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  recent_at_ = clock_->Now();
+  Record(recent_at_);
+  tick_ = clock_->ScheduleAfter(o_.interval, [this] { Tick(); });
+}
+
+void TaskAutoscaler::Stop() {
+  std::vector<TimerId> timers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    timers.swap(arrivals_);
+    timers.push_back(tick_);
+  }
+  for (TimerId t : timers) clock_->Cancel(t);
+}
+
+void TaskAutoscaler::Record(Time now) {
+  if (!allocation_.empty() && allocation_.back().second == paid_) return;
+  if (!allocation_.empty() && allocation_.back().first == now) {
+    allocation_.back().second = paid_;
+  } else {
+    allocation_.emplace_back(now, paid_);
+  }
+}
+
+std::vector<int> TaskAutoscaler::Plan(double load) const {
+  // One resource per pool that has a limit, and one per variant (its slots).
+  std::vector<std::string> pools;
+  for (const auto& [kind, limit] : o_.pools) pools.push_back(kind);
+  VariantScalingProblem p;
+  p.load_qps = load;
+  p.slo = task_.latency_objective;
+  p.slack = o_.slack;
+  p.lambda = o_.lambda;
+  for (const auto& [kind, limit] : o_.pools) p.capacity.push_back(limit);
+  for (int j : eligible_) p.capacity.push_back(variants_[j].max_instances);
+  for (size_t k = 0; k < eligible_.size(); ++k) {
+    const TaskVariant& v = variants_[eligible_[k]];
+    ScalingVariant s{v.name, v.saturation_qps, v.latency, v.cost, v.load_latency, paid_[eligible_[k]], {}};
+    s.resources.assign(p.capacity.size(), 0);
+    for (size_t t = 0; t < pools.size(); ++t) s.resources[t] = pools[t] == v.hardware ? 1 : 0;
+    s.resources[pools.size() + k] = 1;
+    p.variants.push_back(std::move(s));
+  }
+  const auto solve = [&]() -> absl::StatusOr<VariantScalingPlan> {
+    return o_.ilp ? SolveVariantScaling(p, o_.solver_limit) : GreedyVariantScaling(p);
+  };
+  absl::StatusOr<VariantScalingPlan> plan = solve();
+  if (!plan.ok()) {
+    // More load than the pools carry: the plan for the most they carry
+    // (the fastest variants first, each pool and variant to its limit).
+    std::vector<int> order(eligible_.size());
+    for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int>(k);
+    std::sort(order.begin(), order.end(), [&](int a, int b) {
+      return p.variants[a].saturation_qps > p.variants[b].saturation_qps;
+    });
+    std::vector<double> left = p.capacity;
+    double most = 0;
+    for (int k : order) {
+      const ScalingVariant& v = p.variants[k];
+      if (v.latency > p.slo && v.running == 0) continue;
+      int n = v.latency > p.slo ? v.running : std::numeric_limits<int>::max();
+      for (size_t t = 0; t < left.size(); ++t) {
+        if (v.resources[t] > 0) n = std::min(n, static_cast<int>(left[t] / v.resources[t]));
+      }
+      for (size_t t = 0; t < left.size(); ++t) left[t] -= n * v.resources[t];
+      most += n * v.saturation_qps;
+    }
+    p.load_qps = most / p.slack * (1 - 1e-9);
+    plan = solve();
+  }
+  std::vector<int> target(variants_.size(), 0);
+  if (plan.ok()) {
+    for (size_t k = 0; k < eligible_.size(); ++k) target[eligible_[k]] = plan->instances[k];
+  } else {
+    target = paid_;  // nothing better known: keep what runs
+  }
+  if (std::all_of(target.begin(), target.end(), [](int x) { return x == 0; })) {
+    // Keep one instance: of a variant that runs now if one is eligible, else
+    // of the cheapest in time.
+    int keep = -1;
+    for (int j : eligible_) {
+      const bool in_time = variants_[j].latency <= task_.latency_objective;
+      if (!in_time) continue;
+      if (keep < 0 || (paid_[j] > 0) > (paid_[keep] > 0) ||
+          ((paid_[j] > 0) == (paid_[keep] > 0) && variants_[j].cost < variants_[keep].cost)) {
+        keep = j;
+      }
+    }
+    if (keep < 0) keep = eligible_.front();
+    target[keep] = 1;
+  }
+  return target;
+}
+
+void TaskAutoscaler::Tick() {
+  const Time now = clock_->Now();
+  std::vector<std::pair<int, bool>> actions;  // (gpu, up), applied after the lock
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    const double rate = static_cast<double>(routed_) / ToSeconds(o_.interval);
+    routed_ = 0;
+    const double load = std::max(rate, 2 * rate - last_rate_);
+    last_rate_ = rate;
+    const std::vector<int> target = Plan(load);
+    bool asked = false, released = false;
+    for (size_t j = 0; j < variants_.size(); ++j) {
+      const TaskVariant& v = variants_[j];
+      if (target[j] > paid_[j]) {
+        for (int s = paid_[j]; s < target[j]; ++s) {
+          arrivals_.push_back(clock_->ScheduleAt(now + v.load_latency, [this, j] { Arrive(static_cast<int>(j)); }));
+          ++on_the_way_;
+        }
+        paid_[j] = target[j];
+        down_since_[j] = kInfiniteFuture;
+        asked = true;
+      } else if (target[j] < paid_[j]) {
+        if (down_since_[j] == kInfiniteFuture) down_since_[j] = now;
+        if (on_the_way_ == 0 && now - down_since_[j] >= std::max(v.load_latency, o_.min_down_wait)) {
+          for (int s = target[j]; s < paid_[j]; ++s) actions.emplace_back(v.first_gpu + s, false);
+          paid_[j] = up_[j] = target[j];
+          down_since_[j] = kInfiniteFuture;
+          released = true;
+        }
+      } else {
+        down_since_[j] = kInfiniteFuture;
+      }
+    }
+    scale_ups_ += asked;
+    scale_downs_ += released;
+    Record(now);
+    if (now + o_.interval <= end_) tick_ = clock_->ScheduleAfter(o_.interval, [this] { Tick(); });
+  }
+  for (const auto& [gpu, up] : actions) set_up_(gpu, up);
+}
+
+void TaskAutoscaler::Arrive(int j) {
+  int gpu = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    gpu = variants_[j].first_gpu + up_[j]++;
+    --on_the_way_;
+  }
+  set_up_(gpu, true);
+}
+
+VariantChoice TaskAutoscaler::Route() {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_->Now();
+  const double decay = std::exp(-ToSeconds(now - recent_at_) / kRecentSeconds);
+  for (double& r : recent_) r *= decay;
+  recent_at_ = now;
+  std::vector<SelectableVariant> candidates;
+  std::vector<int> index;  // candidate → variant
+  int loading = -1;        // the allowed variant with the most instances on their way
+  for (int j = 0; j < static_cast<int>(variants_.size()); ++j) {
+    if (!Allowed(o_, j)) continue;
+    const TaskVariant& v = variants_[j];
+    if (up_[j] == 0 && paid_[j] > 0 && (loading < 0 || paid_[j] > paid_[loading])) loading = j;
+    if (up_[j] == 0 && (paid_[j] > 0 || v.load_latency + v.latency > task_.latency_objective)) continue;
+    SelectableVariant s{v.name, v.accuracy, v.latency, v.load_latency, v.cost, VariantState::kInactive, 0, 0};
+    if (up_[j] > 0) {
+      s.utilisation = recent_[j] / kRecentSeconds / (v.saturation_qps * up_[j]);
+      s.state = s.utilisation >= 1 ? VariantState::kOverloaded : VariantState::kActive;
+    }
+    candidates.push_back(std::move(s));
+    index.push_back(j);
+  }
+  VariantChoice choice = SelectVariant(candidates, task_);
+  int j = choice.index >= 0 ? index[choice.index] : loading;
+  if (j < 0) return choice;  // nothing up or on its way (REQUIRES excludes it: one instance always stays)
+  if (choice.index < 0) {
+    choice = {j, variants_[j].accuracy >= task_.min_accuracy,
+              absl::StrCat("no variant is up; waits for ", variants_[j].name, " to load")};
+  } else {
+    choice.index = j;
+    if (up_[j] == 0) {  // INFaaS loads the Inactive variant it picked
+      ++paid_[j];
+      ++on_the_way_;
+      arrivals_.push_back(clock_->ScheduleAt(now + variants_[j].load_latency, [this, j] { Arrive(j); }));
+      Record(now);
+    }
+  }
+  recent_[j] += 1;
+  ++routed_;
+  return choice;
+}
+
+int TaskAutoscaler::up(int variant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return up_[variant];
+}
+int TaskAutoscaler::scale_ups() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scale_ups_;
+}
+int TaskAutoscaler::scale_downs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scale_downs_;
+}
+
+std::vector<std::pair<Time, std::vector<int>>> TaskAutoscaler::allocation() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return allocation_;
+}
+
+std::vector<double> TaskAutoscaler::InstanceSeconds(Time from, Time to) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<double> seconds(variants_.size(), 0);
+  for (size_t i = 0; i < allocation_.size(); ++i) {
+    const Time a = std::max(from, allocation_[i].first);
+    const Time b = std::min(to, i + 1 < allocation_.size() ? allocation_[i + 1].first : to);
+    if (b <= a) continue;
+    for (size_t j = 0; j < variants_.size(); ++j) seconds[j] += allocation_[i].second[j] * ToSeconds(b - a);
+  }
+  return seconds;
+}
+
+double TaskAutoscaler::Cost(Time from, Time to) const {
+  const std::vector<double> seconds = InstanceSeconds(from, to);
+  double cost = 0;
+  for (size_t j = 0; j < variants_.size(); ++j) cost += seconds[j] * variants_[j].cost;
+  return cost;
+}
+
+}  // namespace tutti
