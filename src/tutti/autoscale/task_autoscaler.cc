@@ -61,6 +61,7 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
   for (int j = 0; j < n; ++j) {
     if (Allowed(o_, j) && variants_[j].accuracy >= task_.min_accuracy) eligible_.push_back(j);
   }
+  for (int j : eligible_) horizon_ = std::max(horizon_, variants_[j].load_latency);
   up_.assign(n, 0);
   down_since_.assign(n, kInfiniteFuture);
   recent_.assign(n, 0);
@@ -191,7 +192,10 @@ void TaskAutoscaler::Tick() {
     if (stopped_) return;
     const double rate = static_cast<double>(routed_) / ToSeconds(o_.interval);
     routed_ = 0;
-    const double load = std::max(rate, 2 * rate - last_rate_);
+    // The load expected once an instance asked for now is up: the rise of
+    // the last interval goes on until then.
+    const double load = rate + std::max(0.0, rate - last_rate_) * ToSeconds(o_.interval + horizon_) /
+                                   ToSeconds(o_.interval);
     last_rate_ = rate;
     const std::vector<int> target = Plan(load);
     bool asked = false, released = false;

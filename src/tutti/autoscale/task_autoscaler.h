@@ -14,8 +14,10 @@
 // after.
 //
 // The scaling step, every interval:
-//  - the load L is the queries routed in the interval, per second, plus
-//    their rise over the interval before (one interval ahead);
+//  - the load L is the queries routed in the interval, per second, plus,
+//    when it rose, that rise carried on until an instance asked for now
+//    would serve (one interval and the eligible variants' longest load
+//    latency ahead);
 //  - the ILP's variants are the allowed ones accurate enough for the task's
 //    requirements, N_j their instances up or on their way, resources one
 //    pool per hardware kind (`pools`); when no plan carries L, the plan
@@ -122,6 +124,7 @@ class TaskAutoscaler {
   const SetUpFn set_up_;
   const Time end_;
   std::vector<int> eligible_;  // allowed and accurate enough
+  Duration horizon_ = 0;       // their longest load latency
   mutable std::mutex mu_;
   bool stopped_ = false;
   std::vector<int> up_, paid_;          // per variant: up; up or on their way

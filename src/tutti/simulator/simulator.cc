@@ -441,6 +441,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     task->Stop();
     result.instance_seconds = task->InstanceSeconds(config.warmup, config.duration);
     result.cost = task->Cost(config.warmup, config.duration);
+    result.allocation = task->allocation();
     result.scale_ups = task->scale_ups();
     result.scale_downs = task->scale_downs();
     double answered = 0, correct = 0;

@@ -144,6 +144,7 @@ struct SimResult {
   double cost = 0;
   double accuracy = 0;
   int64_t unmet = 0;
+  std::vector<std::pair<Time, std::vector<int>>> allocation;  // TaskAutoscaler::allocation()
 
   double OfferedRate() const;  // measured arrivals / window
   double Goodput() const;      // good / window

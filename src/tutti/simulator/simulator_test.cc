@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tutti/planner/latency_split.h"
 #include "tutti/simulator/report.h"
 
 namespace tutti {
@@ -229,6 +230,74 @@ TEST(SimulatorGraphTest, AQueryWhoseSecondStepCannotMakeItIsDropped) {
   SimConfig bad = GraphConfig(1);
   bad.graph->shares = {1.0};
   EXPECT_FALSE(RunSimulation(bad).ok());
+}
+
+}  // namespace
+}  // namespace tutti
+
+namespace tutti {
+namespace {
+
+// Model-less: a cheap slow variant (two slots) and a dear fast one (two
+// slots) for a task; the load rises past what the cheap one carries and
+// falls back.
+SimConfig ModelLessConfig(std::vector<int> allowed) {
+  SimConfig c;
+  c.policy = "deferred";
+  c.duration = Seconds(60);
+  ModelSpec cheap{"cheap", *LatencyProfile::Linear(Millis(0.5), Millis(1), 16), Millis(20)};
+  ModelSpec fast{"fast", *LatencyProfile::Linear(Millis(0.05), Millis(0.5), 64), Millis(20)};
+  c.cluster.models = {cheap, fast};
+  c.cluster.sub_clusters = {{{0}, 2}, {{1}, 2}};
+  c.workload.rate = 500;
+  for (int t = 1; t < 60; ++t) {  // 500/s, rising 16% a second to 10,000/s, falling back
+    const double level = std::clamp(std::min((t - 5) / 20.0, (55 - t) / 20.0), 0.0, 1.0);
+    c.workload.phases.push_back({Seconds(t), 500 * std::pow(20, level)});
+  }
+  SimModelLess ml;
+  ml.task = {0.8, Millis(20), 0};
+  ml.variants = {{"cheap", "cpu", 0.85, Millis(1.5), ThroughputWithin(cheap.profile, Millis(10)), 1, Millis(500)},
+                 {"fast", "gpu", 0.9, Millis(0.55), ThroughputWithin(fast.profile, Millis(10)), 8, Millis(500)}};
+  ml.autoscale.allowed = std::move(allowed);
+  // Headroom above INFaaS's 1.05: the load rises 16% a second and the cheap
+  // variant's batches stop at 16, so at its saturation it has none.
+  ml.autoscale.slack = 1.2;
+  c.model_less = ml;
+  return c;
+}
+
+TEST(SimulatorModelLessTest, VariantsFollowTheLoadAndCostLessThanAFixedVariant) {
+  const SimResult tutti = *RunSimulation(ModelLessConfig({}));
+  const SimResult fixed = *RunSimulation(ModelLessConfig({1}));
+  EXPECT_EQ(tutti.total.arrived, fixed.total.arrived);  // the same queries
+  EXPECT_EQ(tutti.total.good + tutti.total.late + tutti.total.dropped, tutti.total.arrived);
+  EXPECT_LT(tutti.total.BadRate(), 0.001);
+  EXPECT_LT(fixed.total.BadRate(), 0.001);
+  // Both variants served; the dear one only around the peak.
+  EXPECT_GT(tutti.models[0].good, 0);
+  EXPECT_GT(tutti.models[1].good, 0);
+  EXPECT_GT(tutti.instance_seconds[0], tutti.instance_seconds[1]);
+  EXPECT_LT(tutti.cost, 0.6 * fixed.cost);
+  EXPECT_GE(tutti.scale_ups, 1);
+  EXPECT_GE(tutti.scale_downs, 1);
+  // Accuracy: each answer scores its variant's; the fixed run's is the fast one's.
+  EXPECT_GT(tutti.accuracy, 0.85);
+  EXPECT_LT(tutti.accuracy, 0.9);
+  EXPECT_DOUBLE_EQ(fixed.accuracy, 0.9);
+  EXPECT_EQ(fixed.models[0].arrived, 0);
+  // Deterministic.
+  const SimResult again = *RunSimulation(ModelLessConfig({}));
+  EXPECT_EQ(again.total.good, tutti.total.good);
+  EXPECT_EQ(again.allocation, tutti.allocation);
+}
+
+TEST(SimulatorModelLessTest, NeedsOneVariantPerModelOnItsOwnSubCluster) {
+  SimConfig c = ModelLessConfig({});
+  c.cluster.sub_clusters = {{{0, 1}, 4}};
+  EXPECT_EQ(RunSimulation(c).status().code(), absl::StatusCode::kInvalidArgument);
+  c = ModelLessConfig({});
+  c.model_less->variants.pop_back();
+  EXPECT_EQ(RunSimulation(c).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
