@@ -3,6 +3,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
@@ -196,6 +197,12 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelMetadata(grpc::CallbackServerC
                                                            inference::ModelMetadataResponse* response) {
   if (absl::Status s = Authorize(context, Api::kMetadata); !s.ok()) return FinishUnary(context, s);
   absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
+  if (absl::StartsWith(request->name(), "task:")) {  // a task: its first variant (what model-less requests send)
+    const std::vector<int> variants = frontend_->TaskVariants(absl::string_view(request->name()).substr(5));
+    model = variants.empty() ? absl::StatusOr<int>(absl::NotFoundError(absl::StrCat(
+                                   "no served model has task '", request->name().substr(5), "' and an accuracy")))
+                             : absl::StatusOr<int>(variants.front());
+  }
   if (!model.ok()) return FinishUnary(context, model.status());
   const InferenceFrontend::ServedModel& m = frontend_->served(*model);
   response->set_name(m.config.name);

@@ -4,7 +4,9 @@
 // the HTTP routes.
 //
 //   ServerLive, ServerReady, ModelReady    health (ready follows the frontend)
-//   ServerMetadata, ModelMetadata          metadata (NOT_FOUND: unknown model/version)
+//   ServerMetadata, ModelMetadata          metadata (NOT_FOUND: unknown model/version);
+//                                          Tutti: the name "task:T" gives task T's
+//                                          first variant's (model-less requests)
 //   ModelInfer                             inference
 //   RepositoryIndex, RepositoryModelLoad,  Triton's model repository extension
 //   RepositoryModelUnload                  (admin; see InferenceFrontend's model control)

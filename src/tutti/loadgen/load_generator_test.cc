@@ -159,10 +159,18 @@ TEST_F(LoadGeneratorTest, ModelLessTargetsCountTheVariantsThatServedThem) {
   EXPECT_THAT(RunLoad(spec_).status().message(), HasSubstr("task:TASK@ACCURACY (0 to 1)"));
   spec_.models = {"task:nope"};
   EXPECT_THAT(RunLoad(spec_).status().message(), HasSubstr("for task 'nope'"));
-  spec_.models = {"task:toy"};
+
+  // The same over gRPC.
+  spec_.models = {"task:toy@0.9"};
   spec_.protocol = LoadProtocol::kGrpc;
   spec_.port = server_->grpc_port();
-  EXPECT_EQ(RunLoad(spec_).status().code(), absl::StatusCode::kUnimplemented);
+  r = RunLoad(spec_);
+  ASSERT_TRUE(r.ok()) << r.status();
+  const int64_t grpc_answered = r->models[0].metrics.good + r->models[0].metrics.late;
+  EXPECT_GT(grpc_answered, 100);
+  EXPECT_EQ(r->models[0].served_by, (std::map<std::string, int64_t>{{"image_hq", grpc_answered}}));
+  spec_.models = {"task:nope"};
+  EXPECT_EQ(RunLoad(spec_).status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(LoadGeneratorTest, AClosedLoopRunsLongerThanTheDrainTimeout) {

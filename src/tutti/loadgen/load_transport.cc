@@ -174,14 +174,14 @@ class GrpcTransport final : public LoadTransport {
   }
 
   absl::StatusOr<LoadTarget> Describe(const std::string& model) override {
-    if (IsTaskTarget(model)) {
-      return absl::UnimplementedError(absl::StrCat("'", model, "': model-less load (task targets) goes over HTTP"));
-    }
+    LoadTarget task;
+    if (IsTaskTarget(model)) TUTTI_RETURN_IF_ERROR(ParseTaskTarget(model, &task));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     if (!authorization_.empty()) context.AddMetadata("authorization", authorization_);
     inference::ModelMetadataRequest request;
-    request.set_name(model);
+    // A task: Tutti's ModelMetadata names "task:T" its first variant's metadata.
+    request.set_name(task.task.empty() ? model : absl::StrCat("task:", task.task));
     inference::ModelMetadataResponse response;
     grpc::Status s = stub_->ModelMetadata(&context, request, &response);
     if (s.error_code() == grpc::StatusCode::NOT_FOUND) {
@@ -197,6 +197,8 @@ class GrpcTransport final : public LoadTransport {
     }
     LoadTarget t{model, response.inputs(0).name()};
     SetInputDims({response.inputs(0).shape().begin(), response.inputs(0).shape().end()}, &t);
+    t.task = task.task;
+    t.min_accuracy = task.min_accuracy;
     return t;
   }
 
@@ -204,7 +206,12 @@ class GrpcTransport final : public LoadTransport {
     auto call = std::make_shared<Call>();
     if (!authorization_.empty()) call->context.AddMetadata("authorization", authorization_);
     inference::ModelInferRequest& r = call->request;
-    r.set_model_name(t.name);
+    if (t.task.empty()) {
+      r.set_model_name(t.name);
+    } else {  // model-less: the task and what it needs, no model
+      (*r.mutable_parameters())["task"].set_string_param(t.task);
+      if (t.min_accuracy >= 0) (*r.mutable_parameters())["accuracy"].set_double_param(t.min_accuracy);
+    }
     (*r.mutable_parameters())["latency_objective_ms"].set_double_param(objective_ms);
     auto* in = r.add_inputs();
     in->set_name(t.input);
@@ -255,6 +262,7 @@ class GrpcTransport final : public LoadTransport {
       a.error = absl::StrCat("gRPC ", absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())));
       return a;
     }
+    a.model = r.model_name();
     if (auto it = r.parameters().find("tutti_emulated"); it != r.parameters().end()) {
       a.emulated = it->second.bool_param();
     }

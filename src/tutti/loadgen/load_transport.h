@@ -30,8 +30,10 @@ struct LoadTarget {
   std::vector<int64_t> shape;     // of one request: [1, item dims…]
   int64_t input_elements = 1;
   bool images = false;            // one 28×28 image per item: send Fashion-MNIST
-  // Model-less (INFaaS): requests to /v2/tasks/{task}/infer asking for
-  // `min_accuracy` (< 0: none), from a target named "task:T" or "task:T@A".
+  // Model-less (INFaaS): requests for `task` (HTTP: to
+  // /v2/tasks/{task}/infer; gRPC: ModelInfer with no model name and the
+  // `task` parameter) asking for `min_accuracy` (< 0: none), from a target
+  // named "task:T" or "task:T@A".
   std::string task;
   double min_accuracy = -1;
 };
@@ -56,8 +58,7 @@ class LoadTransport {
 
   // Blocking metadata lookup (a model-less target: its task's first
   // variant's). NotFound for a model or task the server does not serve;
-  // Unavailable when the server cannot be reached; Unimplemented for a
-  // model-less target over gRPC.
+  // Unavailable when the server cannot be reached.
   virtual absl::StatusOr<LoadTarget> Describe(const std::string& model) = 0;
   // Sends one request of `data` (one item) due `objective_ms` after receipt;
   // `done` is called exactly once unless the transport is destroyed first.
