@@ -64,6 +64,7 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
   for (int j : eligible_) horizon_ = std::max(horizon_, variants_[j].load_latency);
   up_.assign(n, 0);
   down_since_.assign(n, kInfiniteFuture);
+  draining_.assign(n, false);
   recent_.assign(n, 0);
   if (!o_.initial.empty()) {
     up_ = o_.initial;
@@ -79,7 +80,7 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
     }
     up_[cheapest] = 1;
   }
-  paid_ = up_;
+  paid_ = taken_ = up_;
 }
 
 TaskAutoscaler::~TaskAutoscaler() { Stop(); }
@@ -194,8 +195,9 @@ void TaskAutoscaler::Tick() {
     routed_ = 0;
     // The load expected once an instance asked for now is up: the rise of
     // the last interval goes on until then.
-    const double load = rate + std::max(0.0, rate - last_rate_) * ToSeconds(o_.interval + horizon_) /
-                                   ToSeconds(o_.interval);
+    // (No rise at the first tick: nothing was measured before it.)
+    const double rise = last_rate_ < 0 ? 0 : std::max(0.0, rate - last_rate_);
+    const double load = rate + rise * ToSeconds(o_.interval + horizon_) / ToSeconds(o_.interval);
     last_rate_ = rate;
     const std::vector<int> target = Plan(load);
     bool asked = false, released = false;
@@ -208,17 +210,24 @@ void TaskAutoscaler::Tick() {
         }
         paid_[j] = target[j];
         down_since_[j] = kInfiniteFuture;
+        draining_[j] = false;
         asked = true;
       } else if (target[j] < paid_[j]) {
         if (down_since_[j] == kInfiniteFuture) down_since_[j] = now;
         if (on_the_way_ == 0 && now - down_since_[j] >= std::max(v.load_latency, o_.min_down_wait)) {
-          for (int s = target[j]; s < paid_[j]; ++s) actions.emplace_back(v.first_gpu + s, false);
-          paid_[j] = up_[j] = target[j];
-          down_since_[j] = kInfiniteFuture;
-          released = true;
+          if (target[j] == 0 && !draining_[j]) {
+            draining_[j] = true;  // routed no more: what it holds is answered by the next tick
+          } else {
+            for (int s = target[j]; s < paid_[j]; ++s) actions.emplace_back(v.first_gpu + s, false);
+            paid_[j] = up_[j] = taken_[j] = target[j];
+            down_since_[j] = kInfiniteFuture;
+            draining_[j] = false;
+            released = true;
+          }
         }
       } else {
         down_since_[j] = kInfiniteFuture;
+        draining_[j] = false;
       }
     }
     scale_ups_ += asked;
@@ -234,13 +243,15 @@ void TaskAutoscaler::Arrive(int j) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
-    gpu = variants_[j].first_gpu + up_[j]++;
-    --on_the_way_;
+    gpu = variants_[j].first_gpu + taken_[j]++;
   }
-  set_up_(gpu, true);
+  set_up_(gpu, true);  // up before Route() may pick it
+  std::lock_guard<std::mutex> lock(mu_);
+  ++up_[j];
+  --on_the_way_;
 }
 
-VariantChoice TaskAutoscaler::Route() {
+VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
   const double decay = std::exp(-ToSeconds(now - recent_at_) / kRecentSeconds);
@@ -250,10 +261,10 @@ VariantChoice TaskAutoscaler::Route() {
   std::vector<int> index;  // candidate → variant
   int loading = -1;        // the allowed variant with the most instances on their way
   for (int j = 0; j < static_cast<int>(variants_.size()); ++j) {
-    if (!Allowed(o_, j)) continue;
+    if (!Allowed(o_, j) || draining_[j]) continue;
     const TaskVariant& v = variants_[j];
     if (up_[j] == 0 && paid_[j] > 0 && (loading < 0 || paid_[j] > paid_[loading])) loading = j;
-    if (up_[j] == 0 && (paid_[j] > 0 || v.load_latency + v.latency > task_.latency_objective)) continue;
+    if (up_[j] == 0 && (paid_[j] > 0 || v.load_latency + v.latency > query.latency_objective)) continue;
     SelectableVariant s{v.name, v.accuracy, v.latency, v.load_latency, v.cost, VariantState::kInactive, 0, 0};
     if (up_[j] > 0) {
       s.utilisation = recent_[j] / kRecentSeconds / (v.saturation_qps * up_[j]);
@@ -262,19 +273,34 @@ VariantChoice TaskAutoscaler::Route() {
     candidates.push_back(std::move(s));
     index.push_back(j);
   }
-  VariantChoice choice = SelectVariant(candidates, task_);
+  VariantChoice choice = SelectVariant(candidates, query);
   int j = choice.index >= 0 ? index[choice.index] : loading;
   if (j < 0) return choice;  // nothing up or on its way (REQUIRES excludes it: one instance always stays)
   if (choice.index < 0) {
-    choice = {j, variants_[j].accuracy >= task_.min_accuracy,
+    choice = {j, variants_[j].accuracy >= query.min_accuracy,
               absl::StrCat("no variant is up; waits for ", variants_[j].name, " to load")};
   } else {
     choice.index = j;
-    if (up_[j] == 0) {  // INFaaS loads the Inactive variant it picked
+    if (up_[j] == 0) {
+      // INFaaS loads the Inactive variant it picked; the query itself goes
+      // to the least utilised variant up (an instance that is not up takes
+      // no work).
       ++paid_[j];
       ++on_the_way_;
       arrivals_.push_back(clock_->ScheduleAt(now + variants_[j].load_latency, [this, j] { Arrive(j); }));
       Record(now);
+      int best = -1;
+      for (size_t k = 0; k < candidates.size(); ++k) {
+        if (up_[index[k]] > 0 && (best < 0 || candidates[k].utilisation < candidates[best].utilisation)) {
+          best = static_cast<int>(k);
+        }
+      }
+      if (best >= 0) {
+        j = index[best];
+        choice = {j, variants_[j].accuracy >= query.min_accuracy && variants_[j].latency <= query.latency_objective,
+                  absl::StrCat("served by ", variants_[j].name, " while ", variants_[choice.index].name,
+                               " loads")};
+      }
     }
   }
   recent_[j] += 1;
@@ -285,6 +311,10 @@ VariantChoice TaskAutoscaler::Route() {
 int TaskAutoscaler::up(int variant) const {
   std::lock_guard<std::mutex> lock(mu_);
   return up_[variant];
+}
+int TaskAutoscaler::paid(int variant) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return paid_[variant];
 }
 int TaskAutoscaler::scale_ups() const {
   std::lock_guard<std::mutex> lock(mu_);

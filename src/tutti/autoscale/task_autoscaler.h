@@ -26,7 +26,9 @@
 //    only once every instance asked for is up and the plan has wanted them
 //    gone for the variant's T_v = max(load latency, min_down_wait)
 //    (INFaaS's scale-down wait), so that a vertical switch never leaves the
-//    load without capacity;
+//    load without capacity; a variant losing its last instance is first
+//    drained — no longer routed to — and released at the next tick, so
+//    that what it holds is answered;
 //  - at least one instance stays (the cheapest that meets the objective
 //    when the plan keeps none).
 //
@@ -34,7 +36,8 @@
 // the queries routed to them in the last second reach their saturation);
 // those with none are Inactive, selectable only when their load latency
 // fits the objective; SelectVariant picks, and an Inactive pick is asked
-// to load. `allowed` restricts routing and scaling to some variants (the
+// to load while the query goes to the least utilised variant up (if any:
+// only an instance up takes work). `allowed` restricts routing and scaling to some variants (the
 // fixed-variant baselines: one variant, scaled horizontally only).
 //
 // Thread-safe: ticks run on the clock's timer thread, Route() anywhere.
@@ -69,7 +72,9 @@ struct TaskVariant {
 struct TaskAutoscaleOptions {
   Duration interval = kSecond;   // INFaaS's model-autoscaler polls every second
   double slack = 1.05;           // INFaaS's slack-threshold
-  double lambda = 0;             // the ILP's weight of loading time, per second
+  // The ILP's weight of loading time, per second: small by default, so that
+  // among plans of equal cost the one that keeps what runs wins.
+  double lambda = 0.01;
   bool ilp = true;               // false: INFaaS's greedy heuristic
   Duration solver_limit = 100 * kMillisecond;
   Duration min_down_wait = 0;    // floor of the scale-down wait T_v
@@ -99,10 +104,15 @@ class TaskAutoscaler {
   // Stops ticking; instances on their way do not come. Idempotent.
   void Stop();
 
-  // The variant for a query arriving now, counted as routed to it.
-  VariantChoice Route();
+  // The variant for a query arriving now with the task's requirements (or
+  // `query`'s: a query may ask for more or less than the application),
+  // counted as routed to it.
+  VariantChoice Route() { return Route(task_); }
+  VariantChoice Route(const VariantRequirements& query);
+  const std::vector<TaskVariant>& variants() const { return variants_; }
 
   int up(int variant) const;
+  int paid(int variant) const;  // up or on their way
   int scale_ups() const;    // ticks that asked for instances
   int scale_downs() const;  // ticks that released some
   // Instance-seconds paid per variant within [from, to), and their cost.
@@ -128,11 +138,13 @@ class TaskAutoscaler {
   mutable std::mutex mu_;
   bool stopped_ = false;
   std::vector<int> up_, paid_;          // per variant: up; up or on their way
+  std::vector<int> taken_;              // per variant: slots up or being brought up (the next arrival's)
   std::vector<Time> down_since_;        // per variant: since when the plan wants fewer (kInfiniteFuture: not)
+  std::vector<bool> draining_;          // per variant: its last instances go at the next tick; not routed to
   std::vector<double> recent_;          // per variant: queries routed, decayed over one second
   Time recent_at_ = 0;
   int64_t routed_ = 0;                  // queries routed since the last tick
-  double last_rate_ = 0;
+  double last_rate_ = -1;  // the interval before's (< 0: none yet)
   int on_the_way_ = 0;
   int scale_ups_ = 0, scale_downs_ = 0;
   std::vector<std::pair<Time, std::vector<int>>> allocation_;

@@ -90,6 +90,22 @@ TEST(TaskAutoscalerTest, QueriesGoToTheLeastUtilisedActiveVariant) {
   EXPECT_NEAR(static_cast<double>(t.routed[2]) / t.routed[1], 4.0, 0.5);
 }
 
+TEST(TaskAutoscalerTest, AnInactivePickLoadsWhileTheQueryGoesToAVariantUp) {
+  std::vector<TaskVariant> variants = Table2();
+  variants[1].load_latency = 100 * kMillisecond;  // B loads within the objective: selectable when Inactive
+  Task t(300 * kMillisecond, {}, variants);
+  // A (5 q/s) is overloaded within a second at 50 q/s: B is picked, loads,
+  // and until it is up the queries still go to A.
+  t.Load(50, 200 * kMillisecond);
+  EXPECT_EQ(t.routed[1], 0);
+  EXPECT_GT(t.routed[0], 0);
+  t.Load(50, 400 * kMillisecond);
+  EXPECT_EQ(t.Up(), (std::vector<int>{1, 1, 0}));
+  t.routed.assign(3, 0);
+  t.Load(50, 900 * kMillisecond);
+  EXPECT_GT(t.routed[1], t.routed[0]);
+}
+
 TEST(TaskAutoscalerTest, AFixedVariantScalesOnlyHorizontally) {
   TaskAutoscaleOptions o;
   o.allowed = {2};  // always C
@@ -111,19 +127,23 @@ TEST(TaskAutoscalerTest, TheSlotsOfAPoolAreShared) {
   EXPECT_EQ(t.Up(), (std::vector<int>{4, 1, 1}));
 }
 
-TEST(TaskAutoscalerTest, CostIsInstanceSecondsTimesCost) {
+TEST(TaskAutoscalerTest, CostIsInstanceSecondsTimesCostAndALastInstanceDrainsFirst) {
   TaskAutoscaleOptions o;
   o.initial = {1, 1, 0};
   Task t(300 * kMillisecond, o);
-  t.clock.AdvanceTo(500 * kMillisecond);  // no load: only the ticks' keep-one
-  // Both run for the first second; at 1 s the plan keeps one, B goes after
-  // its 2 s wait (at 3 s): A 1 instance throughout.
+  // No load: from the tick at 1 s the plan keeps one A; after B's 2 s wait
+  // (at 3 s) B is drained — routed to no more — and released at the next
+  // tick (4 s).
+  t.clock.AdvanceTo(3500 * kMillisecond);
+  EXPECT_EQ(t.Up(), (std::vector<int>{1, 1, 0}));
+  EXPECT_EQ(t.scaler->Route().index, 0);  // B is drained (one query: too little load to keep it)
   t.clock.AdvanceTo(10 * kSecond);
   EXPECT_EQ(t.Up(), (std::vector<int>{1, 0, 0}));
+  EXPECT_EQ(t.up, (std::set<int>{0}));
   const std::vector<double> s = t.scaler->InstanceSeconds(0, 10 * kSecond);
   EXPECT_DOUBLE_EQ(s[0], 10);
-  EXPECT_DOUBLE_EQ(s[1], 3);
-  EXPECT_DOUBLE_EQ(t.scaler->Cost(0, 10 * kSecond), 10 + 3 * 3);
+  EXPECT_DOUBLE_EQ(s[1], 4);
+  EXPECT_DOUBLE_EQ(t.scaler->Cost(0, 10 * kSecond), 10 + 4 * 3);
 }
 
 TEST(TaskAutoscalerTest, ValidateNamesTheProblem) {

@@ -448,7 +448,7 @@ int BenchModelLess(const Args& args) {
   }
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
-  absl::StatusOr<std::vector<ModelVariant>> variants = TaskVariants(*repo, setup.task);
+  absl::StatusOr<std::vector<ModelVariant>> variants = GenerateTaskVariants(*repo, setup.task, BuiltinHardwareKinds());
   if (!variants.ok()) return Fail(variants.status());
   std::cout << absl::StrFormat("task %s: accuracy >= %.4g within %.4g ms; load %.0f -> %.0f -> %.0f queries/s over %.0f s\n",
                                setup.task, setup.min_accuracy, objective_ms, setup.base_rps, setup.peak_rps,

@@ -101,6 +101,8 @@ int ServeCommand(const Args& args) {
     if (max_queue_size < 0) return Fail(absl::InvalidArgumentError("--max-queue-size must not be negative"));
     config->max_queue_size = max_queue_size;
   }
+  repo = ServedRepository(*repo, *config);  // with model_less: and the task's generated variants
+  if (!repo.ok()) return Fail(repo.status());
   config = ResolveServerConfig(*std::move(config), *repo);
   if (!config.ok()) return Fail(config.status());
 

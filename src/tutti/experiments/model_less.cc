@@ -26,22 +26,6 @@ double Saturation(const ModelLessSetup& setup, const ModelVariant& v) {
 
 }  // namespace
 
-absl::StatusOr<std::vector<ModelVariant>> TaskVariants(const ModelRepository& repo, const std::string& task) {
-  std::vector<ModelVariant> variants;
-  for (const std::string& name : repo.ModelNames()) {
-    TUTTI_ASSIGN_OR_RETURN(const ModelVersion* v, repo.Find(name));
-    if (v->config.task != task) continue;
-    absl::StatusOr<std::vector<ModelVariant>> generated = GenerateVariants(v->config, BuiltinHardwareKinds());
-    if (!generated.ok()) continue;  // graphs, stateful models, models without accuracy or profile
-    for (ModelVariant& g : *generated) variants.push_back(std::move(g));
-  }
-  if (variants.empty()) {
-    return absl::NotFoundError(absl::StrCat("no model of task '", task, "' in ", repo.root(),
-                                            " can have variants (stateless, with an accuracy and a cpu profile)"));
-  }
-  return variants;
-}
-
 std::vector<RatePhase> ModelLessTrace(const ModelLessSetup& setup) {
   // A level in [0, 1] per second: 0 for the first sixth, rising evenly to 1
   // by 5/12, 1 until 7/12, falling evenly to 0 by 5/6, 0 to the end; the

@@ -51,11 +51,6 @@ struct ModelLessRun {
   SimResult result;
 };
 
-// The task's variants: every stateless, non-graph model of the repository
-// whose task is `task` and that has an accuracy and a cpu profile, on every
-// built-in hardware kind; ordered by model, then kind.
-absl::StatusOr<std::vector<ModelVariant>> TaskVariants(const ModelRepository& repo, const std::string& task);
-
 // The load's rate phases (WorkloadSpec's), for printing and tests.
 std::vector<RatePhase> ModelLessTrace(const ModelLessSetup& setup);
 

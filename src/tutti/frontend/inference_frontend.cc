@@ -316,8 +316,15 @@ std::vector<InferenceFrontend::VariantStatus> InferenceFrontend::VariantStatuses
   return out;
 }
 
-InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(const std::vector<int>& variants, double min_accuracy,
-                                                               Duration objective) const {
+InferenceFrontend::TaskChoice InferenceFrontend::ChooseForTask(absl::string_view task, const std::vector<int>& variants,
+                                                               double min_accuracy, Duration objective) const {
+  if (options_.route_task) {
+    if (std::optional<Options::RoutedTask> routed = options_.route_task(task, min_accuracy, objective)) {
+      for (int m : variants) {
+        if (models_[m]->served.config.name == routed->model) return TaskChoice{m, routed->meets, routed->note};
+      }
+    }
+  }
   // A request's least latency: ℓ(1) and, per scheduled step, the margins
   // the scheduler plans with now (dispatch, response, slack, guard).
   const DelayPlan plan = engine_->Delays().plan;

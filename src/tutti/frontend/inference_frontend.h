@@ -23,6 +23,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,16 @@ struct InferenceFrontendOptions {
   // Prometheus text appended to /metrics (e.g. the server's replication
   // figures); null: none.
   std::function<std::string()> extra_metrics;
+  // Model-less requests routed by the server instead of ChooseForTask's
+  // own selection (INFaaS's autoscaled variants: autoscale/
+  // task_autoscaler.h): for a task it routes, the variant to run (a served
+  // model's name); nullopt for the tasks it does not route. Null: none.
+  struct RoutedTask {
+    std::string model;
+    bool meets = false;
+    std::string note;
+  };
+  std::function<std::optional<RoutedTask>(absl::string_view task, double min_accuracy, Duration objective)> route_task;
 };
 
 class InferenceFrontend {
@@ -134,13 +145,15 @@ class InferenceFrontend {
   // profiled ℓ(1) plus, per scheduled step, the margins the scheduler plans
   // with now; state and utilisation from VariantStatuses, the items in
   // flight per max batch breaking ties (and standing in for utilisation
-  // when the peak is unknown). REQUIRES: variants not empty.
+  // when the peak is unknown) — unless Options::route_task routes `task`.
+  // REQUIRES: variants not empty.
   struct TaskChoice {
     int model = -1;
     bool meets = false;
     std::string note;  // why, when it does not meet the requirements
   };
-  TaskChoice ChooseForTask(const std::vector<int>& variants, double min_accuracy, Duration objective) const;
+  TaskChoice ChooseForTask(absl::string_view task, const std::vector<int>& variants, double min_accuracy,
+                           Duration objective) const;
 
   // Counts a request refused before scheduling (bad input) for `model`.
   void CountRejected(int model);

@@ -263,7 +263,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
   }
   InferenceFrontend::TaskChoice choice;
   if (task_name) {
-    choice = frontend_->ChooseForTask(variants, parsed->min_accuracy, Millis(parsed->objective_ms));
+    choice = frontend_->ChooseForTask(*task_name, variants, parsed->min_accuracy, Millis(parsed->objective_ms));
     model = choice.model;
   }
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);

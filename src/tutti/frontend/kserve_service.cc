@@ -196,7 +196,7 @@ void KserveService::Task(const std::vector<std::string>& parts, const HttpReques
   absl::StatusOr<InferRequest> parsed = Parse(variants[0], request);
   if (!parsed.ok()) return respond(Error(400, parsed.status().message()));
   const InferenceFrontend::TaskChoice choice =
-      frontend_->ChooseForTask(variants, parsed->min_accuracy, Millis(parsed->objective_ms));
+      frontend_->ChooseForTask(task, variants, parsed->min_accuracy, Millis(parsed->objective_ms));
   Run(choice.model, *std::move(parsed), WriteTaskParameters(task, choice.meets, choice.note), std::move(respond));
 }
 

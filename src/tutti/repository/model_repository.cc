@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -112,6 +113,20 @@ void CheckParityModels(const std::vector<ModelVersion>& versions, std::vector<st
 }
 
 }  // namespace
+
+absl::StatusOr<ModelRepository> ModelRepository::With(std::vector<ModelVersion> extra) const {
+  ModelRepository out = *this;
+  for (ModelVersion& v : extra) {
+    if (Find(v.config.name).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", v.config.name, "' is in the repository already"));
+    }
+    out.versions_.push_back(std::move(v));
+  }
+  std::sort(out.versions_.begin(), out.versions_.end(), [](const ModelVersion& a, const ModelVersion& b) {
+    return std::tie(a.config.name, a.version) < std::tie(b.config.name, b.version);
+  });
+  return out;
+}
 
 absl::StatusOr<ModelRepository> ModelRepository::Open(const std::string& root) {
   std::error_code ec;

@@ -36,6 +36,7 @@ struct ModelVersion {
   int64_t version = 0;
   std::string dir;           // <root>/<model>/<version>
   std::string weights_path;  // dir/model.pt; empty for platform emulated
+  std::string variant_of;    // a generated variant (repository/variants.h): its model; "" for a registered model
 };
 
 class ModelRepository {
@@ -58,6 +59,10 @@ class ModelRepository {
   // One version of a model (kLatest: its highest). NotFound names the model
   // and, for a missing version, the versions that exist.
   absl::StatusOr<const ModelVersion*> Find(absl::string_view name, int64_t version = kLatest) const;
+
+  // This repository with `extra` versions beside its own (generated ones:
+  // repository/variants.h). InvalidArgument when a name is taken.
+  absl::StatusOr<ModelRepository> With(std::vector<ModelVersion> extra) const;
 
  private:
   std::string root_;

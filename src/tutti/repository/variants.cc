@@ -55,4 +55,29 @@ absl::StatusOr<std::vector<ModelVariant>> GenerateVariants(const ModelConfig& mo
   return variants;
 }
 
+absl::StatusOr<std::vector<ModelVariant>> GenerateTaskVariants(const ModelRepository& repo, const std::string& task,
+                                                               const std::vector<HardwareKind>& kinds) {
+  std::vector<ModelVariant> variants;
+  for (const std::string& name : repo.ModelNames()) {
+    const ModelVersion& v = **repo.Find(name);
+    if (v.config.task != task || !v.variant_of.empty()) continue;
+    absl::StatusOr<std::vector<ModelVariant>> generated = GenerateVariants(v.config, kinds);
+    if (!generated.ok()) continue;  // graphs, stateful models, models without accuracy or profile
+    for (ModelVariant& g : *generated) variants.push_back(std::move(g));
+  }
+  if (variants.empty()) {
+    return absl::NotFoundError(absl::StrCat("no model of task '", task, "' in ", repo.root(),
+                                            " can have variants (stateless, with an accuracy and a cpu profile)"));
+  }
+  return variants;
+}
+
+ModelVersion VariantVersion(const ModelRepository& repo, const ModelVariant& variant) {
+  ModelVersion v = **repo.Find(variant.model);
+  v.config.name = variant.name;
+  v.config.profiles = {{variant.hardware, variant.profile}};
+  v.variant_of = variant.model;
+  return v;
+}
+
 }  // namespace tutti

@@ -22,6 +22,7 @@
 #include "tutti/core/latency_profile.h"
 #include "tutti/core/time.h"
 #include "tutti/repository/model_config.h"
+#include "tutti/repository/model_repository.h"
 
 namespace tutti {
 
@@ -58,6 +59,19 @@ absl::StatusOr<LatencyProfile> ScaleProfile(const LatencyProfile& cpu, const Har
 // a graph, or emulated (no weights to run).
 absl::StatusOr<std::vector<ModelVariant>> GenerateVariants(const ModelConfig& model,
                                                            const std::vector<HardwareKind>& kinds);
+
+// The variants of `task`: every stateless, non-graph model of `repo` whose
+// task it is and that has an accuracy and a cpu profile, on every kind;
+// ordered by model, then kind. NotFound when no model of the task can have
+// variants.
+absl::StatusOr<std::vector<ModelVariant>> GenerateTaskVariants(const ModelRepository& repo, const std::string& task,
+                                                               const std::vector<HardwareKind>& kinds);
+
+// `variant` as a model version a server can serve: its model's latest
+// version renamed, with the variant's profile only (under the kind's name)
+// and the same weights; a torch executor runs it, an emulated one times it.
+// REQUIRES: `repo` holds variant.model.
+ModelVersion VariantVersion(const ModelRepository& repo, const ModelVariant& variant);
 
 }  // namespace tutti
 

@@ -1,6 +1,7 @@
 #include "tutti/server/server.h"
 
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -9,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/torch_executor.h"
+#include "tutti/planner/latency_split.h"
 #include "tutti/server/layout_runtime.h"
 
 namespace tutti {
@@ -49,8 +51,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   if (server->graphs_) engine = server->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.shutdown = std::move(on_shutdown_request);
-  frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get()] {
+  if (config.model_less) StartTaskAutoscaler(repo, config, clock, server.get(), &frontend.frontend);
+  frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get(),
+                                     task = server->task_scaler_.get()] {
     std::string text = replicated.empty() ? "" : ReplicationPrometheusText(replicated);
+    if (task != nullptr) {
+      text += "# HELP tutti_variant_instances Instances of a generated variant up (serving) and paid for (up or "
+              "loading), under model-less autoscaling.\n# TYPE tutti_variant_instances gauge\n";
+      for (size_t j = 0; j < task->variants().size(); ++j) {
+        const std::string& name = task->variants()[j].name;
+        absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"up\"} %d\n", name, task->up(j));
+        absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"paid\"} %d\n", name,
+                              task->paid(j));
+      }
+    }
     if (scaler != nullptr) {
       absl::StrAppendFormat(&text,
                             "# HELP tutti_autoscale_executors Executors serving (up) and requested (up or coming), "
@@ -97,12 +111,62 @@ void Server::StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Serv
                         ToSeconds(options.provision_delay), 100 * (1 - 1.5 * options.headroom));
 }
 
+void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig& config, Clock* clock,
+                                 Server* server, InferenceFrontendOptions* frontend) {
+  const ModelLessOptions& ml = *config.model_less;
+  const Duration objective = ml.objective.value_or(config.default_objective);
+  // The variants' executors: their groups (ResolveServerConfig's, one each).
+  std::vector<TaskVariant> variants;
+  for (const ModelVariant& v : ModelLessVariants(repo, config)) {
+    int first = 0;
+    for (const ExecutorGroupConfig& g : config.executors) {
+      if (g.models.size() == 1 && g.models[0] == v.name) {
+        variants.push_back({v.name, v.hardware, v.accuracy, v.profile.Latency(1),
+                            ThroughputWithin(v.profile, objective / 2), v.cost, v.load_latency, first, g.count});
+        break;
+      }
+      first += g.count;
+    }
+  }
+  const VariantRequirements task{ml.accuracy, objective, 0};
+  InferenceCore* core = server->core_.get();
+  auto set_up = [core](int executor, bool up) {
+    if (absl::Status s = core->SetExecutorUp(executor, up); !s.ok()) {
+      std::cerr << "model_less: executor " << executor << ": " << s.message() << "\n";
+    }
+  };
+  server->task_scaler_ = std::make_unique<TaskAutoscaler>(variants, task, ml.autoscale, clock, std::move(set_up));
+  server->task_scaler_->Start();
+  frontend->route_task = [scaler = server->task_scaler_.get(), name = ml.task, task](
+                             absl::string_view t, double min_accuracy,
+                             Duration objective) -> std::optional<InferenceFrontendOptions::RoutedTask> {
+    if (t != name) return std::nullopt;
+    // A request without an objective has the task's (its variants' default).
+    const VariantChoice c = scaler->Route({min_accuracy, objective > 0 ? objective : task.latency_objective, 0});
+    if (c.index < 0) return std::nullopt;
+    return InferenceFrontendOptions::RoutedTask{scaler->variants()[c.index].name, c.meets, c.note};
+  };
+  std::vector<std::string> names;
+  for (const TaskVariant& v : variants) names.push_back(absl::StrFormat("%s (%d)", v.name, v.max_instances));
+  absl::StrAppendFormat(&server->description_,
+                        "model_less: task %s (accuracy >= %g within %g ms): every %g s, %s picks the instances of "
+                        "%s; %d up at start\n",
+                        ml.task, ml.accuracy, ToMillis(objective), ToSeconds(ml.autoscale.interval),
+                        ml.autoscale.ilp ? "the ILP (CBC)" : "the greedy heuristic", absl::StrJoin(names, ", "),
+                        [&] {
+                          int up = 0;
+                          for (size_t j = 0; j < variants.size(); ++j) up += server->task_scaler_->up(j);
+                          return up;
+                        }());
+}
+
 std::string Server::Describe() const { return description_; }
 
 void Server::Shutdown(Duration write_timeout) {
   if (shut_down_) return;
   shut_down_ = true;
   if (autoscaler_) autoscaler_->Stop();
+  if (task_scaler_) task_scaler_->Stop();
   if (listeners_) listeners_->Shutdown(write_timeout);
   if (loop_) loop_->Stop();
 }

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/autoscale/autoscaler.h"
+#include "tutti/autoscale/task_autoscaler.h"
 #include "tutti/core/clock.h"
 #include "tutti/frontend/frontend_server.h"
 #include "tutti/graphs/graph_engine.h"
@@ -24,7 +25,8 @@ namespace tutti {
 class Server {
  public:
   // Loads the models (latest versions), builds the executors and starts
-  // listening. `config` must be resolved (ResolveServerConfig). By default
+  // listening. `config` must be resolved (ResolveServerConfig) against
+  // `repo` (with model_less: the ServedRepository). By default
   // one event loop (config.http.threads threads) serves the connections and
   // is the clock of the scheduler and the executors (see EventLoop); a
   // `clock` given instead must advance by itself (torch executors run in
@@ -54,6 +56,11 @@ class Server {
   Server() = default;
   // Closed-loop autoscaling over the core's executors (config.autoscale).
   static void StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Server* server);
+  // INFaaS over config.model_less's variants: a TaskAutoscaler that routes
+  // the task's model-less requests (through `frontend`'s route_task) and
+  // takes the variants' executors up and down.
+  static void StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig& config, Clock* clock,
+                                  Server* server, InferenceFrontendOptions* frontend);
 
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
@@ -62,6 +69,7 @@ class Server {
   std::unique_ptr<GraphEngine> graphs_;  // null: no graph served
   std::unique_ptr<FrontendServer> listeners_;
   std::unique_ptr<Autoscaler> autoscaler_;  // null: no autoscaling (stopped before the rest goes)
+  std::unique_ptr<TaskAutoscaler> task_scaler_;  // null: no model_less (stopped before the rest goes)
   bool shut_down_ = false;
 };
 

@@ -9,6 +9,8 @@
 #include "tutti/autoscale/autoscaler.h"
 #include "tutti/config/adaptive_reader.h"
 #include "tutti/config/autoscale_reader.h"
+#include "tutti/config/model_less_reader.h"
+#include "tutti/repository/variants.h"
 #include "tutti/config/delay_model_reader.h"
 #include "tutti/config/drop_policy_reader.h"
 #include "tutti/config/network_delays_reader.h"
@@ -199,6 +201,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (YAML::Node autoscale = r.Get("autoscale"); autoscale.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.autoscale, ReadAutoscaleOptions(autoscale, "autoscale"));
   }
+  if (YAML::Node model_less = r.Get("model_less"); model_less.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.model_less, ReadModelLessOptions(model_less, "model_less"));
+  }
   if (YAML::Node groups = r.Get("executors"); groups.IsDefined()) {
     if (!groups.IsSequence()) return Invalid("executors", "expected a list of executor groups");
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -245,12 +250,35 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text) {
   }
 }
 
+absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, const ServerConfig& config) {
+  if (!config.model_less) return repo;
+  TUTTI_ASSIGN_OR_RETURN(std::vector<ModelVariant> variants,
+                         GenerateTaskVariants(repo, config.model_less->task, BuiltinHardwareKinds()));
+  std::vector<ModelVersion> versions;
+  for (const ModelVariant& v : variants) {
+    versions.push_back(VariantVersion(repo, v));
+    // A request that names no objective has the task's.
+    versions.back().config.latency_objective_ms =
+        ToMillis(config.model_less->objective.value_or(config.default_objective));
+  }
+  return repo.With(std::move(versions));
+}
+
+std::vector<ModelVariant> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config) {
+  if (!config.model_less) return {};
+  absl::StatusOr<std::vector<ModelVariant>> v =
+      GenerateTaskVariants(repo, config.model_less->task, BuiltinHardwareKinds());
+  return v.ok() ? *std::move(v) : std::vector<ModelVariant>{};
+}
+
 absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo) {
   if (config.executors.empty()) {
     ExecutorGroupConfig torch{"torch", 1, "cpu", {}};
     for (const std::string& name : repo.ModelNames()) {
-      const ModelConfig& m = (*repo.Find(name))->config;
+      const ModelVersion& version = **repo.Find(name);
+      const ModelConfig& m = version.config;
       if (m.parity) continue;  // serves only under a `coding:` entry
+      if (!version.variant_of.empty()) continue;  // a generated variant: in a group of its own (below)
       if (m.platform == Platform::kEnsemble) continue;  // a graph runs no executor of its own
       if (m.stateful() && m.platform != Platform::kEmulated) {
         config.executors.push_back({"torch", 1, "cpu", {name}});  // its own, replicated
@@ -265,6 +293,28 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
       return absl::InvalidArgumentError(absl::StrCat("the model repository ", repo.root(),
                                                      " has no models to serve"));
     }
+  }
+  if (config.model_less) {
+    // Each generated variant in a group of its own: its hardware kind's
+    // executors, as many as the kind's pool.
+    const std::vector<ModelVariant> variants = ModelLessVariants(repo, config);
+    if (variants.empty()) {
+      return absl::NotFoundError(absl::StrCat("model_less: no model of task '", config.model_less->task, "' in ",
+                                              repo.root(), " can have variants (stateless, with an accuracy and a "
+                                              "cpu profile)"));
+    }
+    const std::vector<HardwareKind> kinds = BuiltinHardwareKinds();
+    for (const ModelVariant& v : variants) {
+      if (!repo.Find(v.name).ok()) {
+        return absl::FailedPreconditionError(absl::StrCat("model_less: the repository lacks the generated variant '",
+                                                          v.name, "' (open it through ServedRepository)"));
+      }
+      const auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const HardwareKind& k) { return k.name == v.hardware; });
+      const auto pool = config.model_less->autoscale.pools.find(v.hardware);
+      config.executors.push_back({kind->executor, pool == config.model_less->autoscale.pools.end() ? 1 : pool->second,
+                                  v.hardware, {v.name}});
+    }
+    if (config.autoscale) return absl::InvalidArgumentError("model_less and autoscale: choose one");
   }
   std::map<std::string, size_t> group_of;
   for (size_t i = 0; i < config.executors.size(); ++i) {

@@ -52,6 +52,16 @@
 //                                    # closed-loop autoscaling of the one executor
 //                                    # group's executors (config/autoscale_reader.h):
 //                                    # executors beyond those up take no work
+//   model_less: {task: fashion-mnist, accuracy: 0.9, objective_ms: 10,
+//                pools: {cpu: 2, inf1: 4, v100: 2}, interval_s: 1, slack: 1.05, solver: ilp}
+//                                    # INFaaS: the task's variants are generated (every
+//                                    # stateless model of it with an accuracy and a cpu
+//                                    # profile, on each hardware kind: repository/variants.h),
+//                                    # each served in an executor group of its own (its
+//                                    # kind's pool of executors: torch for cpu, emulated for
+//                                    # inf1 and v100), model-less requests of the task are
+//                                    # routed and the variants scaled by a TaskAutoscaler
+//                                    # (config/model_less_reader.h); embedded only
 //   executors:                       # each group is one sub-cluster
 //     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
 //     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}
@@ -80,11 +90,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/config/model_less_reader.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/planner/scaling.h"
 #include "tutti/frontend/frontend_options.h"
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/repository/variants.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/scheduler.h"
 
@@ -138,6 +150,8 @@ struct ServerConfig {
   // Closed-loop autoscaling over the executors (autoscale/autoscaler.h);
   // one executor group only (ResolveServerConfig checks).
   std::optional<AutoscaleOptions> autoscale;
+  // Model-less autoscaling of one task's generated variants (INFaaS).
+  std::optional<ModelLessOptions> model_less;
 };
 
 // Parses a serve config. InvalidArgument names the field: unknown fields,
@@ -151,11 +165,22 @@ absl::StatusOr<ServerConfig> ReadServerConfigFile(const std::string& path);
 // token file is missing or malformed.
 absl::StatusOr<FrontendOptions> ReadFrontendOptions(const ServerConfig& config);
 
+// The repository a server with `config` serves: `repo` and, with
+// model_less, the task's generated variants (ModelVersion::variant_of
+// set; their objective the task's). Errors: no model of the task can have variants, or a variant's
+// name is taken.
+absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, const ServerConfig& config);
+// config.model_less's variants, in the order ResolveServerConfig gives
+// them executor groups (after the config's own); none without model_less.
+std::vector<ModelVariant> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config);
+
 // Fills in the default executors from `repo` and checks the config against
 // it: every model exists, is in one group only, has the group's profile, and
 // torch groups hold no emulated models; every coded model and its parity
 // model are served, and the parity model was trained for that model. Errors
-// name the model and group.
+// name the model and group. With model_less, `repo` must be the
+// ServedRepository, and each generated variant gets a group of its own,
+// after the config's (the defaults leave the variants out).
 absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo);
 
 }  // namespace tutti

@@ -175,6 +175,11 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("replication: {detect_after_ms: -1}"), HasSubstr("'replication.detect_after_ms'"));
   EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),
               HasSubstr("field 'coding[0].reconstruct_delay_ms': must not be negative"));
+  EXPECT_THAT(ParseError("model_less: {accuracy: 0.9}"), HasSubstr("missing required field 'model_less.task'"));
+  EXPECT_THAT(ParseError("model_less: {task: t, solver: gurobi}"), HasSubstr("field 'model_less.solver': ilp or greedy"));
+  EXPECT_THAT(ParseError("model_less: {task: t, pools: {cpu: 0}}"), HasSubstr("field 'model_less.pools.cpu'"));
+  EXPECT_THAT(ParseError("model_less: {task: t, slack: 0.5}"), HasSubstr("field 'model_less.slack': must be at least 1"));
+  EXPECT_THAT(ParseError("model_less: {task: t, accuracy: 2}"), HasSubstr("field 'model_less.accuracy'"));
 }
 
 // A repository with a real-weights model "mlp" (cpu profile) and an
@@ -219,6 +224,46 @@ profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
   TempDir dir_;
   ModelRepository repo_;
 };
+
+// model_less: the task's models with an accuracy and a cpu profile get a
+// variant per hardware kind, each in a group of its own sized by its pool;
+// the defaults leave the variants out of the shared torch group.
+TEST_F(ResolveTest, ModelLessVariantsGetGroupsOfTheirOwn) {
+  dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
+platform: builtin
+architecture: mlp
+task: fashion-mnist
+accuracy: 0.88
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
+)");
+  repo_ = *ModelRepository::Open(dir_.path());
+  const ServerConfig parsed =
+      *ParseServerConfig("model_less: {task: fashion-mnist, objective_ms: 5, pools: {cpu: 2, inf1: 3}}");
+  EXPECT_THAT(ResolveServerConfig(parsed, repo_).status().message(), HasSubstr("lacks the generated variant"));
+  absl::StatusOr<ModelRepository> served = ServedRepository(repo_, parsed);
+  ASSERT_TRUE(served.ok()) << served.status();
+  const ModelVersion& inf1 = **served->Find("mlp@inf1");
+  EXPECT_EQ(inf1.variant_of, "mlp");
+  EXPECT_EQ(inf1.weights_path, (*repo_.Find("mlp"))->weights_path);
+  EXPECT_EQ(inf1.config.latency_objective_ms, 5);
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(parsed, *served);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->executors.size(), 5u);
+  EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp"}));  // the registered model, by name
+  EXPECT_EQ(c->executors[2].models, (std::vector<std::string>{"mlp@cpu"}));
+  EXPECT_EQ(c->executors[2].kind, "torch");
+  EXPECT_EQ(c->executors[2].count, 2);
+  EXPECT_EQ(c->executors[3].models, (std::vector<std::string>{"mlp@inf1"}));
+  EXPECT_EQ(c->executors[3].kind, "emulated");
+  EXPECT_EQ(c->executors[3].profile, "inf1");
+  EXPECT_EQ(c->executors[3].count, 3);
+  EXPECT_EQ(c->executors[4].count, 1);  // v100: no pool given
+  EXPECT_THAT(ServedRepository(repo_, *ParseServerConfig("model_less: {task: nothing}")).status().message(),
+              HasSubstr("no model of task 'nothing'"));
+}
 
 // Parity models serve only under a `coding:` entry, which the defaults do
 // not have (and `tutti demo` does not profile them).

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <functional>
 #include <future>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
@@ -72,6 +74,8 @@ parity: {deployed: resnet50, k: 2, encoder: sum}
     EXPECT_TRUE(repo.ok()) << repo.status();
     absl::StatusOr<ServerConfig> config = ParseServerConfig(yaml);
     EXPECT_TRUE(config.ok()) << config.status();
+    repo = ServedRepository(*repo, *config);
+    EXPECT_TRUE(repo.ok()) << repo.status();
     config = ResolveServerConfig(*config, *repo);
     EXPECT_TRUE(config.ok()) << config.status();
     absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *config, &clock_);
@@ -177,6 +181,74 @@ executors:
   EXPECT_EQ(failed.load(), 0);
   EXPECT_TRUE(WaitUntil([&] { return executors("up") == 1 && executors("requested") == 1; }))
       << "idle executors were not released";
+}
+
+// INFaaS: the task's variants are generated from "linear" (a cpu profile of
+// 200 ms at batch 1, 400 ms at 8: 20 queries/s per instance within 1 s), one
+// cpu instance at most; model-less requests are routed by the autoscaler,
+// which brings an inf1 instance up when more than one cpu instance carries
+// comes, and goes back to the cpu once the load is gone.
+TEST_F(ServerTest, ModelLessRequestsAreRoutedToGeneratedVariantsThatScaleWithTheLoad) {
+  dir_.WriteFile("linear/1/config.yaml", R"(name: linear
+platform: torchscript
+task: toy
+accuracy: 0.9
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [200000, 400000]}}
+)");
+  std::unique_ptr<Server> server = Start(R"(
+http: {port: 0}
+grpc: {port: -1}
+policy: eager
+model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1: 1, v100: 1}, interval_s: 0.3}
+)");
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Describe(), HasSubstr("model_less: task toy"));
+  EXPECT_THAT(server->Describe(), HasSubstr("linear@inf1 (1)"));
+  const auto instances = [&](const std::string& variant) {
+    const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
+    const std::string key = absl::StrCat("tutti_variant_instances{model=\"", variant, "\",state=\"up\"} ");
+    const size_t at = metrics.find(key);
+    return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + key.size());
+  };
+  EXPECT_EQ(instances("linear@cpu"), 1);  // the cheapest in time, at start
+  EXPECT_EQ(instances("linear@inf1"), 0);
+  const std::string image = Infer(std::vector<float>(784, 0.5f), 1);
+  testing::ClientResponse first = HttpTestClient(server->port()).Request("POST", "/v2/tasks/toy/infer", image);
+  ASSERT_EQ(first.status, 200) << first.body << server->Describe();
+  EXPECT_THAT(first.body, HasSubstr(R"("model_name":"linear@cpu")"));
+  // Load beyond one cpu instance: an inf1 instance comes (1 s to load).
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::set<std::string> served_by, errors;
+  std::mutex mu;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      HttpTestClient c(server->port());
+      while (!stop) {
+        testing::ClientResponse r = c.Request("POST", "/v2/tasks/toy/infer", image);
+        (r.status == 200 ? ok : failed)++;
+        const size_t at = r.body.find(R"("model_name":")");
+        std::lock_guard<std::mutex> lock(mu);
+        if (r.status != 200) errors.insert(r.body);
+        if (at != std::string::npos) served_by.insert(r.body.substr(at + 14, r.body.find('"', at + 14) - at - 14));
+      }
+    });
+  }
+  EXPECT_TRUE(WaitUntil([&] { return instances("linear@inf1") == 1; })) << "the load brought no inf1 instance up";
+  EXPECT_TRUE(WaitUntil([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return served_by.contains("linear@inf1");
+  }));
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(failed.load(), 0) << absl::StrJoin(errors, "\n");  // nothing lost while variants came and went
+  EXPECT_TRUE(WaitUntil([&] { return instances("linear@inf1") == 0 && instances("linear@cpu") == 1; }))
+      << "the inf1 instance was not released";
 }
 
 TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfiguredOverHttpAndGrpc) {
