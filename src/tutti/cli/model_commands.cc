@@ -1,5 +1,6 @@
 // tutti train | profile | models | demo.
 #include <iostream>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -13,6 +14,7 @@
 #include "tutti/models/evaluate.h"
 #include "tutti/experiments/stateful_pipeline.h"
 #include "tutti/models/torch_model.h"
+#include "tutti/repository/variants.h"
 
 namespace tutti::cli {
 namespace {
@@ -249,15 +251,32 @@ int ProfileCommand(const Args& args) {
 
 int ModelsCommand(const Args& args) {
   std::string repo_dir = kDefaultRepo, kind = "cpu";
-  FlagSet flags("tutti models [--repo DIR]",
+  bool variants = false;
+  FlagSet flags("tutti models [--repo DIR] [--variants]",
                 "Validates a model repository and lists its models with accuracy and latency\n"
                 "profile. Exits 1 with every problem found if the repository is invalid.");
   flags.String("repo", &repo_dir, "model repository directory");
   flags.String("kind", &kind, "executor kind whose profile is shown");
+  flags.Bool("variants", &variants, "also list the variants generated per task for model-less serving (INFaaS)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
   PrintModelTable(*repo, kind, std::cout);
+  if (!variants) return 0;
+  std::set<std::string> tasks;
+  for (const ModelVersion& v : repo->versions()) tasks.insert(v.config.task);
+  std::cout << absl::StrFormat("\n%-24s %-22s %-6s %9s %9s %9s %5s %7s\n", "task", "variant", "kind", "accuracy",
+                               "l(1) ms", "l(max) ms", "cost", "load s");
+  for (const std::string& task : tasks) {
+    absl::StatusOr<std::vector<ModelVariant>> generated = GenerateTaskVariants(*repo, task, BuiltinHardwareKinds());
+    if (!generated.ok()) continue;
+    for (const ModelVariant& v : *generated) {
+      std::cout << absl::StrFormat("%-24s %-22s %-6s %9.4f %9.3f %9.3f %5.0f %7.1f\n", task, v.name, v.hardware,
+                                   v.accuracy, ToMillis(v.profile.Latency(1)),
+                                   ToMillis(v.profile.Latency(v.profile.max_batch())), v.cost,
+                                   ToSeconds(v.load_latency));
+    }
+  }
   return 0;
 }
 
