@@ -265,16 +265,16 @@ int ModelsCommand(const Args& args) {
   if (!variants) return 0;
   std::set<std::string> tasks;
   for (const ModelVersion& v : repo->versions()) tasks.insert(v.config.task);
-  std::cout << absl::StrFormat("\n%-24s %-22s %-6s %9s %9s %9s %5s %7s\n", "task", "variant", "kind", "accuracy",
-                               "l(1) ms", "l(max) ms", "cost", "load s");
+  std::cout << absl::StrFormat("\n%-30s %-22s %-6s %9s %9s %9s %5s %7s %8s\n", "task", "variant", "kind", "accuracy",
+                               "l(1) ms", "l(max) ms", "cost", "load s", "MiB");
   for (const std::string& task : tasks) {
     absl::StatusOr<std::vector<ModelVariant>> generated = GenerateTaskVariants(*repo, task, BuiltinHardwareKinds());
     if (!generated.ok()) continue;
     for (const ModelVariant& v : *generated) {
-      std::cout << absl::StrFormat("%-24s %-22s %-6s %9.4f %9.3f %9.3f %5.0f %7.1f\n", task, v.name, v.hardware,
-                                   v.accuracy, ToMillis(v.profile.Latency(1)),
+      std::cout << absl::StrFormat("%-30s %-22s %-6s %9.4f %9.3f %9.3f %5.0f %7.3f %8.2f\n", task, v.name,
+                                   v.hardware, v.accuracy, ToMillis(v.profile.Latency(1)),
                                    ToMillis(v.profile.Latency(v.profile.max_batch())), v.cost,
-                                   ToSeconds(v.load_latency));
+                                   ToSeconds(v.load_latency), static_cast<double>(v.memory_bytes) / (1 << 20));
     }
   }
   return 0;

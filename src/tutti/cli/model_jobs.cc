@@ -72,7 +72,6 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
 
 absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, const Clock& clock,
                            std::ostream& log) {
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(version));
   ProfilerOptions options = job.profiler;
   if (options.max_batch == 0) options.max_batch = version.config.max_batch_size;
   if (options.max_batch > version.config.max_batch_size) {
@@ -80,11 +79,17 @@ absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, c
                                                    " exceeds the model's max_batch_size ",
                                                    version.config.max_batch_size));
   }
+  // Its loading latency (INFaaS's T_load): the weights loaded and a first
+  // batch of the largest size run.
+  const Time load_start = clock.Now();
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(version));
   const std::vector<float> input(model->input_elements() * options.max_batch, 0.5f);
   std::vector<float> output;
   auto run = [&](int b) {
     return model->Run(absl::MakeConstSpan(input.data(), b * model->input_elements()), b, &output);
   };
+  TUTTI_RETURN_IF_ERROR(run(options.max_batch));
+  const Duration load = clock.Now() - load_start;
   log << absl::StrFormat("profiling %s v%d on %s, b = 1..%d\n", version.config.name,
                          version.version, job.kind, options.max_batch);
   auto progress = [&](int b, Duration median) {
@@ -96,6 +101,8 @@ absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, c
   log << "  " << profile.DebugString() << "\n";
   ModelConfig config = version.config;
   config.profiles.insert_or_assign(job.kind, std::move(profile));
+  config.load_ms = ToMillis(load);
+  log << absl::StrFormat("  loaded and warm in %.1f ms\n", ToMillis(load));
   return WriteModelConfig(version.dir, config);
 }
 

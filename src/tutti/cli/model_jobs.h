@@ -44,7 +44,8 @@ struct ProfileJob {
 };
 
 // Measures ℓ(b) of one model version with the torch executor on this machine
-// and stores it in the version's config under `job.kind`.
+// and stores it in the version's config under `job.kind`, with how long
+// loading the weights and running a first batch took (load_ms).
 absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, const Clock& clock,
                            std::ostream& log);
 

@@ -194,6 +194,7 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto accuracy, r.OptionalScalar<double>("accuracy", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto params, r.OptionalScalar<int64_t>("parameters", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("latency_objective_ms", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(c.load_ms, r.OptionalScalar<double>("load_ms", "a number of milliseconds"));
   if (platform == "builtin") {
     c.platform = Platform::kBuiltin;
   } else if (platform == "torchscript") {
@@ -354,6 +355,7 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return Invalid("accuracy", absl::StrCat("must be in [0, 1], got ", *c.accuracy));
   }
   if (c.parameters && *c.parameters < 0) return Invalid("parameters", "must not be negative");
+  if (c.load_ms && !(*c.load_ms >= 0)) return Invalid("load_ms", "must not be negative");
   if (c.max_queue_delay_us && *c.max_queue_delay_us < 0) {
     return Invalid("dynamic_batching.max_queue_delay_microseconds", "must not be negative");
   }
@@ -457,6 +459,7 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
   if (c.latency_objective_ms) {
     out << YAML::Key << "latency_objective_ms" << YAML::Value << absl::StrFormat("%g", *c.latency_objective_ms);
   }
+  if (c.load_ms) out << YAML::Key << "load_ms" << YAML::Value << absl::StrFormat("%.3f", *c.load_ms);
   if (c.max_queue_delay_us) {
     out << YAML::Key << "dynamic_batching" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
         << "max_queue_delay_microseconds" << YAML::Value << *c.max_queue_delay_us << YAML::EndMap;

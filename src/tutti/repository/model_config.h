@@ -142,6 +142,9 @@ struct ModelConfig {
   std::optional<double> accuracy;
   std::optional<int64_t> parameters;
   std::optional<double> latency_objective_ms;
+  // Tutti: how long loading its weights and running a first (largest)
+  // batch took on this CPU, in ms, measured by `tutti profile`.
+  std::optional<double> load_ms;
   std::optional<int64_t> max_queue_delay_us;  // dynamic_batching.max_queue_delay_microseconds
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
   std::optional<ParitySpec> parity;                // set for parity models only

@@ -27,6 +27,7 @@ latency_objective_ms: 50
 dynamic_batching: {max_queue_delay_microseconds: 500}
 profiles:
   cpu: {batch: [1, 2, 4], latency_us: [100, 150, 260], alpha_us: 1, beta_us: 2}
+load_ms: 12.5
 )";
 
 // kValid with `from` replaced by `to`; the test fails if `from` is absent.
@@ -62,6 +63,7 @@ TEST(ModelConfigTest, ParsesEveryField) {
   EXPECT_EQ(*c->parameters, 61706);
   EXPECT_DOUBLE_EQ(*c->latency_objective_ms, 50);
   EXPECT_EQ(*c->max_queue_delay_us, 500);
+  EXPECT_DOUBLE_EQ(*c->load_ms, 12.5);
   const LatencyProfile& p = c->profiles.at("cpu");
   EXPECT_EQ(p.max_batch(), 4);
   EXPECT_EQ(p.Latency(3), Micros(205));
@@ -73,6 +75,8 @@ TEST(ModelConfigTest, RoundTripsThroughYaml) {
   ASSERT_TRUE(again.ok()) << again.status() << "\n" << ModelConfigToYaml(c);
   EXPECT_EQ(ModelConfigToYaml(*again), ModelConfigToYaml(c));
   EXPECT_EQ(again->profiles.at("cpu").points(), c.profiles.at("cpu").points());
+  EXPECT_DOUBLE_EQ(*again->load_ms, 12.5);
+  EXPECT_THAT(ErrorOf(Edit("load_ms: 12.5", "load_ms: -1")), HasSubstr("field 'load_ms'"));
 }
 
 TEST(ModelConfigTest, OptionalFieldsMayBeAbsent) {

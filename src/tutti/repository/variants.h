@@ -32,10 +32,10 @@ struct HardwareKind {
   double latency_speedup = 1;     // ℓ(1) = ℓ_cpu(1) / latency_speedup
   double throughput_speedup = 1;  // ℓ(b) − ℓ(1) = (ℓ_cpu(b) − ℓ_cpu(1)) / throughput_speedup
   double cost = 1;                // per instance and second, the CPU's = 1
-  Duration load_latency = 0;      // to bring an instance up (weights loaded, warm)
+  Duration provision = 0;         // to get an instance of it, before the model loads
 };
 
-// cpu, inf1 and v100 as described above. Loading latencies are Tutti's
+// cpu, inf1 and v100 as described above. Provisioning delays are Tutti's
 // assumptions (INFaaS gives none per variant): 0.5 s on the CPU, 1 s on
 // inf1, 2 s on the V100.
 std::vector<HardwareKind> BuiltinHardwareKinds();
@@ -48,7 +48,10 @@ struct ModelVariant {
   double accuracy = 0;   // the model's, measured on its test set (every variant computes the same function)
   LatencyProfile profile;
   double cost = 0;
+  // The kind's provisioning plus the model's measured loading (its
+  // config's load_ms, from `tutti profile`; 0 when not measured).
   Duration load_latency = 0;
+  int64_t memory_bytes = 0;  // its weights: 4 bytes per parameter (0: parameters unknown)
 };
 
 // ℓ on `kind` from the CPU profile, at the CPU profile's measured sizes.

@@ -12,6 +12,8 @@ ModelConfig Registered() {
   m.platform = Platform::kBuiltin;
   m.task = "fashion-mnist";
   m.accuracy = 0.91;
+  m.parameters = 1000;
+  m.load_ms = 20;
   m.profiles["cpu"] = *LatencyProfile::FromPoints(
       {{1, 200 * kMicrosecond}, {8, 900 * kMicrosecond}, {32, 2800 * kMicrosecond}}, Monotonicity::kReject);
   return m;
@@ -28,6 +30,9 @@ TEST(VariantsTest, OneVariantPerKindWithTheCpuProfileScaled) {
   EXPECT_EQ(inf1.model, "net");
   EXPECT_DOUBLE_EQ(inf1.accuracy, 0.91);
   EXPECT_DOUBLE_EQ(inf1.cost, 3);
+  EXPECT_EQ(inf1.load_latency, kSecond + 20 * kMillisecond);  // provisioning + the measured load
+  EXPECT_EQ(cpu.load_latency, 500 * kMillisecond + 20 * kMillisecond);
+  EXPECT_EQ(inf1.memory_bytes, 4000);
   EXPECT_EQ(cpu.profile.Latency(8), 900 * kMicrosecond);
   // inf1: batch 1 ten times faster, each further item twenty times.
   EXPECT_EQ(inf1.profile.Latency(1), 20 * kMicrosecond);
