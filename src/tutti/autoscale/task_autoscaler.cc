@@ -251,12 +251,28 @@ void TaskAutoscaler::Arrive(int j) {
   --on_the_way_;
 }
 
-VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
-  std::lock_guard<std::mutex> lock(mu_);
-  const Time now = clock_->Now();
+void TaskAutoscaler::Decay(Time now) {
   const double decay = std::exp(-ToSeconds(now - recent_at_) / kRecentSeconds);
   for (double& r : recent_) r *= decay;
   recent_at_ = now;
+}
+
+std::pair<VariantState, double> TaskAutoscaler::StatusLocked(int j) const {
+  if (up_[j] == 0) return {VariantState::kInactive, 0};
+  const double utilisation = recent_[j] / kRecentSeconds / (variants_[j].saturation_qps * up_[j]);
+  return {utilisation >= 1 ? VariantState::kOverloaded : VariantState::kActive, utilisation};
+}
+
+std::pair<VariantState, double> TaskAutoscaler::Status(int j) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Decay(clock_->Now());
+  return StatusLocked(j);
+}
+
+VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const Time now = clock_->Now();
+  Decay(now);
   std::vector<SelectableVariant> candidates;
   std::vector<int> index;  // candidate → variant
   int loading = -1;        // the allowed variant with the most instances on their way
@@ -265,11 +281,8 @@ VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
     const TaskVariant& v = variants_[j];
     if (up_[j] == 0 && paid_[j] > 0 && (loading < 0 || paid_[j] > paid_[loading])) loading = j;
     if (up_[j] == 0 && (paid_[j] > 0 || v.load_latency + v.latency > query.latency_objective)) continue;
-    SelectableVariant s{v.name, v.accuracy, v.latency, v.load_latency, v.cost, VariantState::kInactive, 0, 0};
-    if (up_[j] > 0) {
-      s.utilisation = recent_[j] / kRecentSeconds / (v.saturation_qps * up_[j]);
-      s.state = s.utilisation >= 1 ? VariantState::kOverloaded : VariantState::kActive;
-    }
+    const auto [state, utilisation] = StatusLocked(j);
+    SelectableVariant s{v.name, v.accuracy, v.latency, v.load_latency, v.cost, state, utilisation, 0};
     candidates.push_back(std::move(s));
     index.push_back(j);
   }

@@ -113,6 +113,10 @@ class TaskAutoscaler {
 
   int up(int variant) const;
   int paid(int variant) const;  // up or on their way
+  // Its state as Route() sees it now (Inactive with no instance up, else
+  // Active or Overloaded) and its utilisation: the queries routed to it in
+  // the last second over what its instances up carry.
+  std::pair<VariantState, double> Status(int variant);
   int scale_ups() const;    // ticks that asked for instances
   int scale_downs() const;  // ticks that released some
   // Instance-seconds paid per variant within [from, to), and their cost.
@@ -126,6 +130,8 @@ class TaskAutoscaler {
   void Arrive(int variant);  // an instance of it comes up
   void Record(Time now);  // appends the paid instances to allocation_
   std::vector<int> Plan(double load) const;  // instances per variant
+  void Decay(Time now);  // the routed counts, to `now`
+  std::pair<VariantState, double> StatusLocked(int variant) const;
 
   const std::vector<TaskVariant> variants_;
   const VariantRequirements task_;

@@ -304,6 +304,12 @@ std::vector<InferenceFrontend::VariantStatus> InferenceFrontend::VariantStatuses
   ObserveVariants();
   std::vector<VariantStatus> out;
   for (int m : models) {
+    if (options_.routed_status) {
+      if (std::optional<Options::RoutedStatus> r = options_.routed_status(models_[m]->served.config.name)) {
+        out.push_back({r->state, r->utilisation});
+        continue;
+      }
+    }
     VariantStatus v = monitor_->status[m];
     // Loaded or unloaded since the last observation: as it is now.
     if (!model_ready(m)) {

@@ -56,6 +56,13 @@ struct InferenceFrontendOptions {
     std::string note;
   };
   std::function<std::optional<RoutedTask>(absl::string_view task, double min_accuracy, Duration objective)> route_task;
+  // The state and utilisation of a variant that router scales (by model
+  // name), in place of the frontend's own monitoring; nullopt for others.
+  struct RoutedStatus {
+    VariantState state = VariantState::kInactive;
+    double utilisation = 0;
+  };
+  std::function<std::optional<RoutedStatus>(absl::string_view model)> routed_status;
 };
 
 class InferenceFrontend {
@@ -138,7 +145,8 @@ class InferenceFrontend {
     VariantState state = VariantState::kInactive;
     double utilisation = 0;
   };
-  // Of `models`, in their order.
+  // Of `models`, in their order (Options::routed_status's for the variants
+  // a router scales).
   std::vector<VariantStatus> VariantStatuses(const std::vector<int>& models) const;
   // INFaaS's getVariant (planner/variant_selection.h) over `variants` (a
   // task's, from TaskVariants): accuracy from their configs; latency their

@@ -146,6 +146,16 @@ void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig
     if (c.index < 0) return std::nullopt;
     return InferenceFrontendOptions::RoutedTask{scaler->variants()[c.index].name, c.meets, c.note};
   };
+  frontend->routed_status = [scaler = server->task_scaler_.get()](
+                                absl::string_view model) -> std::optional<InferenceFrontendOptions::RoutedStatus> {
+    const std::vector<TaskVariant>& all = scaler->variants();
+    for (size_t j = 0; j < all.size(); ++j) {
+      if (all[j].name != model) continue;
+      const auto [state, utilisation] = scaler->Status(static_cast<int>(j));
+      return InferenceFrontendOptions::RoutedStatus{state, utilisation};
+    }
+    return std::nullopt;
+  };
   std::vector<std::string> names;
   for (const TaskVariant& v : variants) names.push_back(absl::StrFormat("%s (%d)", v.name, v.max_instances));
   absl::StrAppendFormat(&server->description_,

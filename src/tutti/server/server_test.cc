@@ -215,6 +215,11 @@ model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1:
   };
   EXPECT_EQ(instances("linear@cpu"), 1);  // the cheapest in time, at start
   EXPECT_EQ(instances("linear@inf1"), 0);
+  // The task's listing shows the autoscaler's view: no instance, inactive.
+  const std::string listing = HttpTestClient(server->port()).Request("GET", "/v2/tasks/toy").body;
+  EXPECT_THAT(listing, HasSubstr(R"({"name":"linear@inf1","accuracy":0.9,)"));
+  EXPECT_THAT(listing.substr(listing.find(R"("name":"linear@inf1")")), HasSubstr(R"("state":"inactive")"));
+  EXPECT_THAT(listing.substr(listing.find(R"("name":"linear@cpu")")), HasSubstr(R"("state":"active")"));
   const std::string image = Infer(std::vector<float>(784, 0.5f), 1);
   testing::ClientResponse first = HttpTestClient(server->port()).Request("POST", "/v2/tasks/toy/infer", image);
   ASSERT_EQ(first.status, 200) << first.body << server->Describe();
