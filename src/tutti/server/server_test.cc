@@ -83,6 +83,13 @@ parity: {deployed: resnet50, k: 2, encoder: sum}
     return server.ok() ? *std::move(server) : nullptr;
   }
 
+  // The value of the /metrics line that starts with `series` (-1: none).
+  static int Gauge(Server& server, const std::string& series) {
+    const std::string metrics = HttpTestClient(server.port()).Request("GET", "/metrics").body;
+    const size_t at = metrics.find(series + " ");
+    return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + series.size() + 1);
+  }
+
   static std::string Infer(const std::vector<float>& values, int batch) {
     return absl::StrCat(R"({"inputs":[{"name":"image","datatype":"FP32","shape":[)", batch, ",",
                         values.size() / batch == 784 ? "1,28,28" : "4", R"(],"data":[)",
@@ -159,10 +166,7 @@ executors:
   ASSERT_NE(server, nullptr);
   EXPECT_THAT(server->Describe(), HasSubstr("autoscale: 1 of 4 executors up"));
   const auto executors = [&](const std::string& state) {
-    const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
-    const std::string key = absl::StrCat("tutti_autoscale_executors{state=\"", state, "\"} ");
-    const size_t at = metrics.find(key);
-    return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + key.size());
+    return Gauge(*server, absl::StrCat("tutti_autoscale_executors{state=\"", state, "\"}"));
   };
   EXPECT_EQ(executors("up"), 1);  // no load: never below min_gpus (1)
   std::atomic<bool> stop{false};
@@ -208,10 +212,7 @@ model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1:
   EXPECT_THAT(server->Describe(), HasSubstr("model_less: task toy"));
   EXPECT_THAT(server->Describe(), HasSubstr("linear@inf1 (1)"));
   const auto instances = [&](const std::string& variant) {
-    const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
-    const std::string key = absl::StrCat("tutti_variant_instances{model=\"", variant, "\",state=\"up\"} ");
-    const size_t at = metrics.find(key);
-    return at == std::string::npos ? -1 : std::atoi(metrics.c_str() + at + key.size());
+    return Gauge(*server, absl::StrCat("tutti_variant_instances{model=\"", variant, "\",state=\"up\"}"));
   };
   EXPECT_EQ(instances("linear@cpu"), 1);  // the cheapest in time, at start
   EXPECT_EQ(instances("linear@inf1"), 0);
