@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "tutti/planner/variant_scaling.h"
@@ -66,19 +67,11 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
   down_since_.assign(n, kInfiniteFuture);
   draining_.assign(n, false);
   recent_.assign(n, 0);
+  paid_ = up_;
   if (!o_.initial.empty()) {
     up_ = o_.initial;
   } else {
-    int cheapest = -1;
-    for (int j : eligible_) {
-      const bool in_time = variants_[j].latency <= task_.latency_objective;
-      const bool best_in_time = cheapest >= 0 && variants_[cheapest].latency <= task_.latency_objective;
-      if (cheapest < 0 || (in_time && !best_in_time) ||
-          (in_time == best_in_time && variants_[j].cost < variants_[cheapest].cost)) {
-        cheapest = j;
-      }
-    }
-    up_[cheapest] = 1;
+    up_[KeepOne()] = 1;
   }
   paid_ = taken_ = up_;
 }
@@ -167,22 +160,20 @@ std::vector<int> TaskAutoscaler::Plan(double load) const {
   } else {
     target = paid_;  // nothing better known: keep what runs
   }
-  if (std::all_of(target.begin(), target.end(), [](int x) { return x == 0; })) {
-    // Keep one instance: of a variant that runs now if one is eligible, else
-    // of the cheapest in time.
-    int keep = -1;
-    for (int j : eligible_) {
-      const bool in_time = variants_[j].latency <= task_.latency_objective;
-      if (!in_time) continue;
-      if (keep < 0 || (paid_[j] > 0) > (paid_[keep] > 0) ||
-          ((paid_[j] > 0) == (paid_[keep] > 0) && variants_[j].cost < variants_[keep].cost)) {
-        keep = j;
-      }
-    }
-    if (keep < 0) keep = eligible_.front();
-    target[keep] = 1;
-  }
+  if (std::all_of(target.begin(), target.end(), [](int x) { return x == 0; })) target[KeepOne()] = 1;
   return target;
+}
+
+int TaskAutoscaler::KeepOne() const {
+  // In time first, then running, then cheaper.
+  const auto key = [&](int j) {
+    return std::make_tuple(variants_[j].latency > task_.latency_objective, paid_[j] == 0, variants_[j].cost);
+  };
+  int keep = eligible_.front();
+  for (int j : eligible_) {
+    if (key(j) < key(keep)) keep = j;
+  }
+  return keep;
 }
 
 void TaskAutoscaler::Tick() {

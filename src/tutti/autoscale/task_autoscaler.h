@@ -131,6 +131,9 @@ class TaskAutoscaler {
   void Record(Time now);  // appends the paid instances to allocation_
   std::vector<int> Plan(double load) const;  // instances per variant
   void Decay(Time now);  // the routed counts, to `now`
+  // The variant to keep one instance of when none is planned (and to start
+  // with): the eligible one in time, running, cheapest, in that order.
+  int KeepOne() const;
   std::pair<VariantState, double> StatusLocked(int variant) const;
 
   const std::vector<TaskVariant> variants_;
