@@ -29,6 +29,12 @@ absl::StatusOr<ModelLessOptions> ReadModelLessOptions(const YAML::Node& node, co
       o.autoscale.pools[kind] = n;
     }
   }
+  if (YAML::Node variants = r.Get("variants"); variants.IsDefined()) {
+    if (!variants.IsSequence() || variants.size() == 0) {
+      return Invalid(r.FieldPath("variants"), "expected a list of variant names (MODEL@KIND)");
+    }
+    for (const auto& v : variants) o.variants.push_back(v.as<std::string>());
+  }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (o.task.empty()) return Invalid(r.FieldPath("task"), "must not be empty");
   if (accuracy && !(*accuracy >= 0 && *accuracy <= 1)) return Invalid(r.FieldPath("accuracy"), "must be in [0, 1]");

@@ -11,6 +11,8 @@
 //     slack: 1.05               # INFaaS's slack-threshold
 //     solver: ilp               # ilp (CBC) | greedy (INFaaS's heuristic)
 //     min_down_wait_s: 0        # floor of the scale-down wait (else a variant's load latency)
+//     variants: [lenet5@inf1]   # only these variants serve and scale (a fixed-variant
+//                               # baseline: one, scaled horizontally); default: all
 #ifndef TUTTI_CONFIG_MODEL_LESS_READER_H_
 #define TUTTI_CONFIG_MODEL_LESS_READER_H_
 
@@ -28,6 +30,7 @@ struct ModelLessOptions {
   double accuracy = 0;
   std::optional<Duration> objective;  // none: the config's default objective
   TaskAutoscaleOptions autoscale;     // its pools default to one instance per kind
+  std::vector<std::string> variants;  // the only variants allowed (names); empty: all
 };
 
 // The options at `node`. InvalidArgument naming `field` for a non-mapping,

@@ -53,9 +53,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   frontend.frontend.shutdown = std::move(on_shutdown_request);
   if (config.model_less) StartTaskAutoscaler(repo, config, clock, server.get(), &frontend.frontend);
   frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get(),
-                                     task = server->task_scaler_.get()] {
+                                     task = server->task_scaler_.get(), clock] {
     std::string text = replicated.empty() ? "" : ReplicationPrometheusText(replicated);
     if (task != nullptr) {
+      absl::StrAppendFormat(&text,
+                            "# HELP tutti_model_less_cost_total The generated variants' instance-seconds times their "
+                            "cost, since the start.\n# TYPE tutti_model_less_cost_total counter\n"
+                            "tutti_model_less_cost_total %.3f\n",
+                            task->Cost(0, clock->Now()));
       text += "# HELP tutti_variant_instances Instances of a generated variant up (serving) and paid for (up or "
               "loading), under model-less autoscaling.\n# TYPE tutti_variant_instances gauge\n";
       for (size_t j = 0; j < task->variants().size(); ++j) {
@@ -129,13 +134,19 @@ void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig
     }
   }
   const VariantRequirements task{ml.accuracy, objective, 0};
+  TaskAutoscaleOptions options = ml.autoscale;
+  for (const std::string& name : ml.variants) {  // ResolveServerConfig checked the names
+    for (size_t j = 0; j < variants.size(); ++j) {
+      if (variants[j].name == name) options.allowed.push_back(static_cast<int>(j));
+    }
+  }
   InferenceCore* core = server->core_.get();
   auto set_up = [core](int executor, bool up) {
     if (absl::Status s = core->SetExecutorUp(executor, up); !s.ok()) {
       std::cerr << "model_less: executor " << executor << ": " << s.message() << "\n";
     }
   };
-  server->task_scaler_ = std::make_unique<TaskAutoscaler>(variants, task, ml.autoscale, clock, std::move(set_up));
+  server->task_scaler_ = std::make_unique<TaskAutoscaler>(variants, task, options, clock, std::move(set_up));
   server->task_scaler_->Start();
   frontend->route_task = [scaler = server->task_scaler_.get(), name = ml.task, task](
                              absl::string_view t, double min_accuracy,

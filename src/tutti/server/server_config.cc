@@ -314,6 +314,12 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
       config.executors.push_back({kind->executor, pool == config.model_less->autoscale.pools.end() ? 1 : pool->second,
                                   v.hardware, {v.name}});
     }
+    for (const std::string& name : config.model_less->variants) {
+      if (std::none_of(variants.begin(), variants.end(), [&](const ModelVariant& v) { return v.name == name; })) {
+        return absl::InvalidArgumentError(absl::StrCat("model_less.variants: '", name, "' is not a variant of task '",
+                                                       config.model_less->task, "' (see `tutti models --variants`)"));
+      }
+    }
     if (config.autoscale) return absl::InvalidArgumentError("model_less and autoscale: choose one");
   }
   std::map<std::string, size_t> group_of;

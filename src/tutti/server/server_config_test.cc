@@ -263,6 +263,13 @@ profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
   EXPECT_EQ(c->executors[4].count, 1);  // v100: no pool given
   EXPECT_THAT(ServedRepository(repo_, *ParseServerConfig("model_less: {task: nothing}")).status().message(),
               HasSubstr("no model of task 'nothing'"));
+  // A fixed-variant baseline names its variant; a name that is none is refused.
+  const ServerConfig fixed = *ParseServerConfig("model_less: {task: fashion-mnist, variants: [mlp@inf1]}");
+  EXPECT_TRUE(ResolveServerConfig(fixed, *served).ok());
+  EXPECT_THAT(ResolveServerConfig(*ParseServerConfig("model_less: {task: fashion-mnist, variants: [mlp@tpu]}"), *served)
+                  .status()
+                  .message(),
+              HasSubstr("model_less.variants: 'mlp@tpu' is not a variant"));
 }
 
 // Parity models serve only under a `coding:` entry, which the defaults do

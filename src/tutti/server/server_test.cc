@@ -255,6 +255,11 @@ model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1:
   EXPECT_EQ(failed.load(), 0) << absl::StrJoin(errors, "\n");  // nothing lost while variants came and went
   EXPECT_TRUE(WaitUntil([&] { return instances("linear@inf1") == 0 && instances("linear@cpu") == 1; }))
       << "the inf1 instance was not released";
+  // Paid: the cpu instance throughout (cost 1 a second), the inf1 one (3) a while.
+  const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
+  const size_t at = metrics.find("\ntutti_model_less_cost_total ");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_GT(std::atof(metrics.c_str() + at + 29), 3);
 }
 
 TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfiguredOverHttpAndGrpc) {
