@@ -60,7 +60,8 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
       end_(end) {
   const int n = static_cast<int>(variants_.size());
   for (int j = 0; j < n; ++j) {
-    if (Allowed(o_, j) && variants_[j].accuracy >= task_.min_accuracy) eligible_.push_back(j);
+    allowed_.push_back(Allowed(o_, j));
+    if (allowed_[j] && variants_[j].accuracy >= task_.min_accuracy) eligible_.push_back(j);
   }
   for (int j : eligible_) horizon_ = std::max(horizon_, variants_[j].load_latency);
   up_.assign(n, 0);
@@ -264,19 +265,32 @@ VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
   Decay(now);
-  std::vector<SelectableVariant> candidates;
-  std::vector<int> index;  // candidate → variant
-  int loading = -1;        // the allowed variant with the most instances on their way
+  // The candidates, in buffers kept between queries (assigning over their
+  // names reuses their storage: no allocation per query).
+  std::vector<SelectableVariant>& candidates = candidates_;
+  std::vector<int>& index = index_;  // candidate → variant
+  size_t n = 0;
+  int loading = -1;  // the allowed variant with the most instances on their way
   for (int j = 0; j < static_cast<int>(variants_.size()); ++j) {
-    if (!Allowed(o_, j) || draining_[j]) continue;
+    if (!allowed_[j] || draining_[j]) continue;
     const TaskVariant& v = variants_[j];
     if (up_[j] == 0 && paid_[j] > 0 && (loading < 0 || paid_[j] > paid_[loading])) loading = j;
     if (up_[j] == 0 && (paid_[j] > 0 || v.load_latency + v.latency > query.latency_objective)) continue;
-    const auto [state, utilisation] = StatusLocked(j);
-    SelectableVariant s{v.name, v.accuracy, v.latency, v.load_latency, v.cost, state, utilisation, 0};
-    candidates.push_back(std::move(s));
-    index.push_back(j);
+    if (n == candidates.size()) {
+      candidates.emplace_back();
+      index.push_back(0);
+    }
+    SelectableVariant& s = candidates[n];
+    s.name = v.name;
+    s.accuracy = v.accuracy;
+    s.latency = v.latency;
+    s.load_latency = v.load_latency;
+    s.cost = v.cost;
+    std::tie(s.state, s.utilisation) = StatusLocked(j);
+    s.queued = 0;
+    index[n++] = j;
   }
+  candidates.resize(n);
   VariantChoice choice = SelectVariant(candidates, query);
   int j = choice.index >= 0 ? index[choice.index] : loading;
   if (j < 0) return choice;  // nothing up or on its way (REQUIRES excludes it: one instance always stays)

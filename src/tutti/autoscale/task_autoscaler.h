@@ -142,6 +142,7 @@ class TaskAutoscaler {
   Clock* const clock_;
   const SetUpFn set_up_;
   const Time end_;
+  std::vector<bool> allowed_;  // per variant: TaskAutoscaleOptions::allowed
   std::vector<int> eligible_;  // allowed and accurate enough
   Duration horizon_ = 0;       // their longest load latency
   mutable std::mutex mu_;
@@ -157,6 +158,8 @@ class TaskAutoscaler {
   int on_the_way_ = 0;
   int scale_ups_ = 0, scale_downs_ = 0;
   std::vector<std::pair<Time, std::vector<int>>> allocation_;
+  std::vector<SelectableVariant> candidates_;  // Route()'s, kept for their storage
+  std::vector<int> index_;
   TimerId tick_ = kNoTimer;
   std::vector<TimerId> arrivals_;
 };

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/planner/latency_split.h"
+#include "tutti/server/server_config.h"
 
 namespace tutti {
 namespace {
@@ -16,12 +16,6 @@ namespace {
 int Slots(const ModelLessSetup& setup, const ModelVariant& v) {
   const auto it = setup.pools.find(v.hardware);
   return it == setup.pools.end() ? 4 : it->second;
-}
-
-double Saturation(const ModelLessSetup& setup, const ModelVariant& v) {
-  // Nexus's rule, as the server's peak_rps: a query may wait for one batch
-  // and run in the next.
-  return ThroughputWithin(v.profile, setup.objective / 2);
 }
 
 }  // namespace
@@ -60,15 +54,14 @@ absl::StatusOr<std::vector<ModelLessRun>> RunModelLessExperiment(const std::vect
   for (const ModelVariant& v : variants) {
     base.cluster.sub_clusters.push_back({{static_cast<ModelId>(base.cluster.models.size())}, Slots(setup, v)});
     base.cluster.models.push_back({v.name, v.profile, setup.objective});
-    ml.variants.push_back({v.name, v.hardware, v.accuracy, v.profile.Latency(1), Saturation(setup, v), v.cost,
-                           v.load_latency});
+    ml.variants.push_back(ToTaskVariant(v, setup.objective));
   }
 
   // The fixed baselines' variants: each on the cheapest hardware whose pool
   // carries the peak (with the slack), else the one that carries most.
   const auto peak_cost = [&](int j) {
     const ModelVariant& v = variants[j];
-    const double sat = Saturation(setup, v);
+    const double sat = ml.variants[j].saturation_qps;
     if (sat <= 0 || v.profile.Latency(1) > setup.objective) return std::numeric_limits<double>::infinity();
     const double need = std::ceil(setup.slack * setup.peak_rps / sat);
     return need <= Slots(setup, v) ? need * v.cost : 1e12 / (sat * Slots(setup, v));  // too small: by capacity
@@ -90,7 +83,7 @@ absl::StatusOr<std::vector<ModelLessRun>> RunModelLessExperiment(const std::vect
     if (variants[j].accuracy < setup.min_accuracy || variants[j].profile.Latency(1) > setup.objective) continue;
     if (per_instance < 0 || variants[j].cost < variants[per_instance].cost ||
         (variants[j].cost == variants[per_instance].cost &&
-         Saturation(setup, variants[j]) > Saturation(setup, variants[per_instance]))) {
+         ml.variants[j].saturation_qps > ml.variants[per_instance].saturation_qps)) {
       per_instance = j;
     }
   }

@@ -41,8 +41,8 @@ absl::StatusOr<std::vector<ModelVariant>> GenerateVariants(const ModelConfig& mo
   if (cpu == model.profiles.end()) return refuse("no cpu profile (run `tutti profile` first)");
   std::vector<ModelVariant> variants;
   for (const HardwareKind& kind : kinds) {
-    ModelVariant v{absl::StrCat(model.name, "@", kind.name), model.name, model.task, kind.name, *model.accuracy,
-                   {}, kind.cost, kind.provision + static_cast<Duration>(model.load_ms.value_or(0) * kMillisecond),
+    ModelVariant v{absl::StrCat(model.name, "@", kind.name), model.name, model.task, kind.name, kind.executor,
+                   *model.accuracy, {}, kind.cost, kind.provision + static_cast<Duration>(model.load_ms.value_or(0) * kMillisecond),
                    4 * model.parameters.value_or(0)};
     if (kind.latency_speedup == 1 && kind.throughput_speedup == 1) {
       v.profile = cpu->second;

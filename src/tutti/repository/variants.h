@@ -45,6 +45,7 @@ struct ModelVariant {
   std::string model;     // the registered model it is generated from
   std::string task;
   std::string hardware;  // HardwareKind::name
+  std::string executor;  // HardwareKind::executor: what runs it
   double accuracy = 0;   // the model's, measured on its test set (every variant computes the same function)
   LatencyProfile profile;
   double cost = 0;

@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/torch_executor.h"
-#include "tutti/planner/latency_split.h"
 #include "tutti/server/layout_runtime.h"
 
 namespace tutti {
@@ -121,13 +120,15 @@ void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig
   const ModelLessOptions& ml = *config.model_less;
   const Duration objective = ml.objective.value_or(config.default_objective);
   // The variants' executors: their groups (ResolveServerConfig's, one each).
+  const std::vector<ModelVariant> generated = *ModelLessVariants(repo, config);  // ResolveServerConfig made them
   std::vector<TaskVariant> variants;
-  for (const ModelVariant& v : ModelLessVariants(repo, config)) {
+  for (const ModelVariant& v : generated) {
     int first = 0;
     for (const ExecutorGroupConfig& g : config.executors) {
       if (g.models.size() == 1 && g.models[0] == v.name) {
-        variants.push_back({v.name, v.hardware, v.accuracy, v.profile.Latency(1),
-                            ThroughputWithin(v.profile, objective / 2), v.cost, v.load_latency, first, g.count});
+        variants.push_back(ToTaskVariant(v, objective));
+        variants.back().first_gpu = first;
+        variants.back().max_instances = g.count;
         break;
       }
       first += g.count;

@@ -10,6 +10,7 @@
 #include "tutti/config/adaptive_reader.h"
 #include "tutti/config/autoscale_reader.h"
 #include "tutti/config/model_less_reader.h"
+#include "tutti/planner/latency_split.h"
 #include "tutti/repository/variants.h"
 #include "tutti/config/delay_model_reader.h"
 #include "tutti/config/drop_policy_reader.h"
@@ -252,8 +253,7 @@ absl::StatusOr<ServerConfig> ParseServerConfig(const std::string& yaml_text) {
 
 absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, const ServerConfig& config) {
   if (!config.model_less) return repo;
-  TUTTI_ASSIGN_OR_RETURN(std::vector<ModelVariant> variants,
-                         GenerateTaskVariants(repo, config.model_less->task, BuiltinHardwareKinds()));
+  TUTTI_ASSIGN_OR_RETURN(std::vector<ModelVariant> variants, ModelLessVariants(repo, config));
   std::vector<ModelVersion> versions;
   for (const ModelVariant& v : variants) {
     versions.push_back(VariantVersion(repo, v));
@@ -264,11 +264,17 @@ absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, co
   return repo.With(std::move(versions));
 }
 
-std::vector<ModelVariant> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config) {
-  if (!config.model_less) return {};
+absl::StatusOr<std::vector<ModelVariant>> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config) {
+  if (!config.model_less) return std::vector<ModelVariant>{};
   absl::StatusOr<std::vector<ModelVariant>> v =
       GenerateTaskVariants(repo, config.model_less->task, BuiltinHardwareKinds());
-  return v.ok() ? *std::move(v) : std::vector<ModelVariant>{};
+  if (!v.ok()) return absl::Status(v.status().code(), absl::StrCat("model_less: ", v.status().message()));
+  return v;
+}
+
+TaskVariant ToTaskVariant(const ModelVariant& v, Duration objective) {
+  return {v.name, v.hardware, v.accuracy, v.profile.Latency(1), ThroughputWithin(v.profile, objective / 2), v.cost,
+          v.load_latency};
 }
 
 absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo) {
@@ -297,21 +303,14 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
   if (config.model_less) {
     // Each generated variant in a group of its own: its hardware kind's
     // executors, as many as the kind's pool.
-    const std::vector<ModelVariant> variants = ModelLessVariants(repo, config);
-    if (variants.empty()) {
-      return absl::NotFoundError(absl::StrCat("model_less: no model of task '", config.model_less->task, "' in ",
-                                              repo.root(), " can have variants (stateless, with an accuracy and a "
-                                              "cpu profile)"));
-    }
-    const std::vector<HardwareKind> kinds = BuiltinHardwareKinds();
+    TUTTI_ASSIGN_OR_RETURN(const std::vector<ModelVariant> variants, ModelLessVariants(repo, config));
     for (const ModelVariant& v : variants) {
       if (!repo.Find(v.name).ok()) {
         return absl::FailedPreconditionError(absl::StrCat("model_less: the repository lacks the generated variant '",
                                                           v.name, "' (open it through ServedRepository)"));
       }
-      const auto kind = std::find_if(kinds.begin(), kinds.end(), [&](const HardwareKind& k) { return k.name == v.hardware; });
       const auto pool = config.model_less->autoscale.pools.find(v.hardware);
-      config.executors.push_back({kind->executor, pool == config.model_less->autoscale.pools.end() ? 1 : pool->second,
+      config.executors.push_back({v.executor, pool == config.model_less->autoscale.pools.end() ? 1 : pool->second,
                                   v.hardware, {v.name}});
     }
     for (const std::string& name : config.model_less->variants) {

@@ -172,7 +172,13 @@ absl::StatusOr<FrontendOptions> ReadFrontendOptions(const ServerConfig& config);
 absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, const ServerConfig& config);
 // config.model_less's variants, in the order ResolveServerConfig gives
 // them executor groups (after the config's own); none without model_less.
-std::vector<ModelVariant> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config);
+// NotFound when no model of the task can have variants.
+absl::StatusOr<std::vector<ModelVariant>> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config);
+// `variant` as the TaskAutoscaler sees it, for queries due `objective`
+// after arrival: ℓ(1), and what one instance answers in time by Nexus's rule
+// (ServedModel::peak_rps's: the largest batch with ℓ(b) ≤ objective / 2).
+// Its slots (first_gpu, max_instances) are the caller's.
+TaskVariant ToTaskVariant(const ModelVariant& variant, Duration objective);
 
 // Fills in the default executors from `repo` and checks the config against
 // it: every model exists, is in one group only, has the group's profile, and

@@ -323,7 +323,8 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     const SimModelLess& ml = *config.model_less;
     const std::vector<SubCluster> subs = config.cluster.EffectiveSubClusters();
     if (config.graph || config.autoscale || ml.variants.size() != config.cluster.models.size() ||
-        subs.size() != ml.variants.size()) {
+        subs.size() != ml.variants.size() ||
+        std::any_of(subs.begin(), subs.end(), [](const SubCluster& sub) { return sub.models.size() != 1; })) {
       return absl::InvalidArgumentError(
           "model_less: needs one variant per model, each model on a sub-cluster of its own, no graph, no autoscale");
     }
@@ -356,15 +357,14 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   };
   delays.Start(scheduler_clock, [&](const DelayPlan& plan) { scheduler->SetDelayPlan(plan); });
   // Closed-loop autoscaling acts through the scheduler's membership.
-  std::optional<Autoscaler> autoscaler;
   absl::Status membership;
+  const auto set_gpu_up = [&](int gpu, bool up) {
+    if (absl::Status s = scheduler->SetGpuUp(gpu, up, clock.Now()); !s.ok() && membership.ok()) membership = s;
+  };
+  std::optional<Autoscaler> autoscaler;
   if (config.autoscale) {
     autoscaler.emplace(
-        *config.autoscale, config.cluster.num_gpus(), &clock,
-        [&] { return cluster.TakeWindow(); },
-        [&](int gpu, bool up) {
-          if (absl::Status s = scheduler->SetGpuUp(gpu, up, clock.Now()); !s.ok() && membership.ok()) membership = s;
-        },
+        *config.autoscale, config.cluster.num_gpus(), &clock, [&] { return cluster.TakeWindow(); }, set_gpu_up,
         config.duration);
     autoscaler->Start();
     if (!membership.ok()) return absl::Status(membership.code(), absl::StrCat("autoscale: ", membership.message()));
@@ -374,21 +374,15 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   if (config.model_less) {
     std::vector<TaskVariant> variants = config.model_less->variants;
     int first = 0;
-    const std::vector<SubCluster> subs = config.cluster.EffectiveSubClusters();
-    for (size_t s = 0; s < subs.size(); ++s) {
-      if (subs[s].models.size() != 1) return absl::InvalidArgumentError("model_less: one model per sub-cluster");
-      TaskVariant& v = variants[subs[s].models[0]];
+    for (const SubCluster& sub : config.cluster.EffectiveSubClusters()) {  // one model each (checked above)
+      TaskVariant& v = variants[sub.models[0]];
       v.first_gpu = first;
-      v.max_instances = subs[s].num_gpus;
-      first += subs[s].num_gpus;
+      v.max_instances = sub.num_gpus;
+      first += sub.num_gpus;
     }
     TUTTI_RETURN_IF_ERROR(TaskAutoscaler::Validate(variants, config.model_less->task, config.model_less->autoscale));
-    task.emplace(
-        std::move(variants), config.model_less->task, config.model_less->autoscale, &clock,
-        [&](int gpu, bool up) {
-          if (absl::Status s = scheduler->SetGpuUp(gpu, up, clock.Now()); !s.ok() && membership.ok()) membership = s;
-        },
-        config.duration);
+    task.emplace(std::move(variants), config.model_less->task, config.model_less->autoscale, &clock, set_gpu_up,
+                 config.duration);
     task->Start();
     if (!membership.ok()) return absl::Status(membership.code(), absl::StrCat("model_less: ", membership.message()));
   }
