@@ -1,5 +1,6 @@
 #include "tutti/models/torch_model.h"
 
+#include <dlfcn.h>
 #include <torch/script.h>
 #include <torch/torch.h>
 
@@ -280,7 +281,15 @@ absl::Status TorchModel::RunAndUpdate(absl::Span<const float>, int, absl::Span<c
 }
 
 void SetTorchThreads(int threads) {
-  if (threads > 0) torch::set_num_threads(threads);
+  if (threads <= 0) return;
+  torch::set_num_threads(threads);
+  // libtorch does not size OpenBLAS (Debian's BLAS for it), whose pool has a
+  // worker per core that spins in sched_yield between calls: on a small
+  // machine those spins took a third of the CPU from the executors and the
+  // scheduler (perf, `tutti bench stateful`). Found at run time: the BLAS
+  // may be another.
+  using SetBlasThreads = void (*)(int);
+  if (auto set = reinterpret_cast<SetBlasThreads>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(threads);
 }
 
 absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const ModelVersion& version) {
