@@ -11,19 +11,22 @@
 #      whether every request was answered exactly once.
 # Then the medians (worst run beside) of each column per mode. MODEL is
 # gru_rows, or gru_pipeline: the demo's graph with gru_rows between two
-# stateless steps (an input clamp, a softmax).
-#   bench/stateful_serving.sh [RUNS] [MODEL]   (after scripts/build.sh)
+# stateless steps (an input clamp, a softmax). LINK_US: the modelled link
+# to the backup (replication.link_rtt_us: a message is at the backup this
+# long after it is sent; 0: shared memory).
+#   bench/stateful_serving.sh [RUNS] [MODEL] [LINK_US]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 MODEL=${2:-gru_rows}
+LINK_US=${3:-25}
 build/bin/tutti demo --repo demo_repository > /dev/null
 out=$(mktemp -d)
 for i in $(seq 1 "$RUNS"); do
   echo "run $i of $RUNS…" >&2
-  build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 |
+  build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 --link-us "$LINK_US" |
     tail -n +2 >> "$out/steady"
-  build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 --kill-at-s 2.5 \
+  build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 --link-us "$LINK_US" --kill-at-s 2.5 \
     --nondeterminism | tail -n +2 >> "$out/failover"
 done
 # Median and worst of column $2 for each mode ($1: "high" when larger is better).

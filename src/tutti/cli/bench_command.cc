@@ -233,7 +233,7 @@ int BenchPrefix(const Args& args) {
 
 int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
-  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100;
+  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0;
   int threads = 1;
   StatefulServingSetup setup;
   setup.policy = "eager";  // deferred holds each request near its deadline: latency would be the objective
@@ -259,6 +259,7 @@ int BenchStateful(const Args& args) {
   flags.Double("kill-at-s", &kill_at_s, "kill the primary this many seconds in (0: never)");
   flags.Double("hang-at-s", &hang_at_s, "the primary stops answering this many seconds in, unannounced (0: never)");
   flags.Double("detect-ms", &detect_ms, "the failure detector's limit: a batch overdue this long means the primary died");
+  flags.Double("link-us", &link_us, "the backup's link: a message is delivered this long after it is sent (0: shared memory)");
   flags.Int("checkpoint-every", &setup.replication.checkpoint_every, "checkpoint mode: stateful batches between checkpoints");
   flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
@@ -271,13 +272,14 @@ int BenchStateful(const Args& args) {
   setup.kill_at = static_cast<Duration>(kill_at_s * kSecond);
   setup.hang_at = static_cast<Duration>(hang_at_s * kSecond);
   setup.replication.detect_after = Millis(detect_ms);
+  setup.replication.link_rtt = static_cast<Duration>(link_us * kMicrosecond);
   const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
   if (!repo.ok()) return Fail(repo.status());
   absl::StatusOr<ImageSet> test = LoadFashionMnist(data_dir, Split::kTest);
   if (!test.ok()) return Fail(test.status());
-  std::cout << absl::StrFormat("%-10s %9s %8s %8s %8s %7s %10s %11s %8s", "mode", "req/s", "p50 ms", "p99 ms",
+  std::cout << absl::StrFormat("%-10s %9s %8s %8s %8s %7s %10s %11s %8s %8s", "mode", "req/s", "p50 ms", "p99 ms",
                                "errors", "acc", "state KB/s", "proxy us/bat", "held %", "hold us");
   if (fault) {
     std::cout << absl::StrFormat(" %11s %6s %14s %6s %12s", "failover ms", "rerun", "inconsistent", "once",
@@ -305,6 +307,7 @@ int BenchStateful(const Args& args) {
     }
     std::cout << "\n";
     std::cout.flush();
+    if (r->errors > 0) std::cerr << name << ": the first error: " << r->first_error << "\n";
   }
   return 0;
 }

@@ -50,6 +50,7 @@ class Clients {
     r.answers = answers_;
     r.duplicates = duplicates_;
     r.errors = errors_;
+    r.first_error = first_error_;
     r.late = late_;
     r.images = images_done_;
     r.accuracy = images_done_ == 0 ? 0 : static_cast<double>(correct_) / static_cast<double>(images_done_);
@@ -114,7 +115,7 @@ class Clients {
       late_ += o.late;
       Client& cl = clients_[c];
       if (!o.status.ok()) {
-        ++errors_;
+        if (errors_++ == 0) first_error_ = o.status.ToString();
         cl.step = 0;  // the image is abandoned; its sequence is left to expire
         cl.image += setup_.sequences;
       } else if (ref.end) {
@@ -149,6 +150,7 @@ class Clients {
   std::vector<Client> clients_;
   std::vector<bool> answered_;
   std::vector<Duration> latency_;
+  std::string first_error_;
   uint64_t next_sequence_ = 0;
   int64_t requests_ = 0, answers_ = 0, duplicates_ = 0, errors_ = 0, late_ = 0, outstanding_ = 0;
   int64_t images_done_ = 0, correct_ = 0;

@@ -47,6 +47,7 @@ struct StatefulServingResult {
   int64_t answers = 0;              // callbacks (each request exactly once, or counted in duplicates)
   int64_t duplicates = 0;
   int64_t errors = 0;               // answers with an error
+  std::string first_error;          // the first of them
   int64_t late = 0;
   double throughput = 0;            // answered requests per second
   double p50_ms = 0, p99_ms = 0;    // submit to answer

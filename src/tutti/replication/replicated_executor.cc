@@ -3,6 +3,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -202,70 +204,132 @@ struct BackupState {
   }
 };
 
-// The link to the backup: messages applied in order, each acknowledged by
-// its number (1, 2, …).
+// The link to the backup: messages in order, numbered 1, 2, …
 class Channel {
  public:
   virtual ~Channel() = default;
   virtual uint64_t Send(std::string bytes) = 0;
-  // Messages not yet applied are lost; returns once none is being applied.
+  // The last message known delivered at `now`; `*next`: when the one after
+  // it will be (kInfiniteFuture: not known here — a remote backup
+  // acknowledges through ReplicatedExecutor::OnBackupApplied).
+  virtual uint64_t Delivered(Time now, Time* next) = 0;
+  // The primary died: messages not yet delivered are lost; returns once
+  // those delivered are applied.
   virtual void Kill() = 0;
 };
 
-// A backup in this process: messages applied on a thread of its own.
+// A backup in this process, behind a link (ReplicationOptions::link_rtt):
+// a message sent at t is in the backup's memory — where the primary's
+// failure does not reach it — and known to the primary as delivered at
+// t + rtt, as a one-sided (RDMA) write would be; 0: at once, as shared
+// memory. Delivery takes no work of the backup's: its proxy applies what
+// was delivered, in order, on a thread of its own, many messages per
+// wake-up, and everything delivered before it takes over (Kill). A backup
+// that falls kMaxInbox behind holds the primary's next Send until it
+// catches up.
 class LocalChannel final : public Channel {
  public:
-  LocalChannel(BackupState* backup, std::mutex* backup_mu, std::function<void(uint64_t, Duration)> acked)
-      : backup_(backup), backup_mu_(backup_mu), acked_(std::move(acked)), thread_([this] { Loop(); }) {}
+  LocalChannel(Clock* clock, Duration rtt, BackupState* backup, std::mutex* backup_mu,
+               std::atomic<int64_t>* apply_cpu)
+      : clock_(clock), rtt_(rtt), backup_(backup), backup_mu_(backup_mu), apply_cpu_(apply_cpu),
+        thread_([this] { Loop(); }) {}
   ~LocalChannel() override { Kill(); }
 
   uint64_t Send(std::string bytes) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.emplace_back(++sent_, std::move(bytes));
-    if (waiting_) wake_.notify_one();
+    std::unique_lock<std::mutex> lock(mu_);
+    caught_up_.wait(lock, [this] { return inbox_bytes_ < kMaxInbox; });
+    const Time at = clock_->Now() + rtt_;
+    inbox_bytes_ += bytes.size();
+    inbox_.push_back({++sent_, at, std::move(bytes)});
+    if (rtt_ > 0) in_flight_.emplace_back(sent_, at);
+    if (waiting_ && (inbox_.size() >= kApplyBatch || inbox_bytes_ >= kApplyBytes)) wake_.notify_one();
     return sent_;
+  }
+  uint64_t Delivered(Time now, Time* next) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (rtt_ == 0) delivered_ = sent_;
+    while (!in_flight_.empty() && in_flight_.front().second <= now) {
+      delivered_ = in_flight_.front().first;
+      in_flight_.pop_front();
+    }
+    *next = in_flight_.empty() ? kInfiniteFuture : in_flight_.front().second;
+    return delivered_;
   }
   void Kill() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (dead_) return;
       dead_ = true;
-      queue_.clear();
+      const Time now = clock_->Now();
+      while (!inbox_.empty() && inbox_.back().at > now) {  // still on the link
+        inbox_bytes_ -= inbox_.back().bytes.size();
+        inbox_.pop_back();
+      }
       wake_.notify_one();
     }
     thread_.join();
   }
 
  private:
-  // Applies what arrived, in order, and acknowledges the last of it.
+  // The backup's proxy wakes for this many messages or bytes, or after
+  // kApplyEvery (a pace of the applying thread only: what the primary may
+  // release depends on delivery, not on it).
+  static constexpr size_t kApplyBatch = 64;
+  static constexpr size_t kApplyBytes = 1 << 20;
+  static constexpr size_t kMaxInbox = 64 << 20;
+  static constexpr auto kApplyEvery = std::chrono::milliseconds(2);
+  struct Message {
+    uint64_t seq;
+    Time at;  // delivered
+    std::string bytes;
+  };
+
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
-    std::deque<std::pair<uint64_t, std::string>> arrived;
+    std::vector<std::string> ready;
     while (true) {
       waiting_ = true;
-      wake_.wait(lock, [this] { return dead_ || !queue_.empty(); });
+      wake_.wait_for(lock, kApplyEvery,
+                     [this] { return dead_ || inbox_.size() >= kApplyBatch || inbox_bytes_ >= kApplyBytes; });
       waiting_ = false;
-      if (dead_) return;
-      arrived.swap(queue_);
-      lock.unlock();
-      const Duration cpu = ThreadCpu();
-      {
-        std::lock_guard<std::mutex> b(*backup_mu_);
-        for (const auto& [seq, bytes] : arrived) backup_->Apply(bytes);
+      const bool dead = dead_;
+      const Time now = clock_->Now();
+      while (!inbox_.empty() && (dead || inbox_.front().at <= now)) {
+        ready.push_back(std::move(inbox_.front().bytes));
+        inbox_.pop_front();
       }
-      acked_(arrived.back().first, ThreadCpu() - cpu);
-      arrived.clear();
+      lock.unlock();
+      size_t applied = 0;
+      if (!ready.empty()) {
+        const Duration cpu = ThreadCpu();
+        {
+          std::lock_guard<std::mutex> b(*backup_mu_);
+          for (const std::string& bytes : ready) {
+            backup_->Apply(bytes);
+            applied += bytes.size();
+          }
+        }
+        apply_cpu_->fetch_add(ThreadCpu() - cpu, std::memory_order_relaxed);
+        ready.clear();
+      }
+      if (dead) return;
       lock.lock();
+      inbox_bytes_ -= applied;
+      if (applied > 0) caught_up_.notify_all();
     }
   }
 
+  Clock* const clock_;
+  const Duration rtt_;
   BackupState* const backup_;
   std::mutex* const backup_mu_;
-  const std::function<void(uint64_t, Duration)> acked_;
+  std::atomic<int64_t>* const apply_cpu_;
   std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<std::pair<uint64_t, std::string>> queue_;
-  uint64_t sent_ = 0;
+  std::condition_variable wake_, caught_up_;
+  std::deque<Message> inbox_;                          // delivered or on the link, not yet applied
+  size_t inbox_bytes_ = 0;
+  std::deque<std::pair<uint64_t, Time>> in_flight_;    // rtt > 0: sent, not yet known delivered
+  uint64_t sent_ = 0, delivered_ = 0;
   bool dead_ = false;
   bool waiting_ = false;
   std::thread thread_;
@@ -280,6 +344,10 @@ class RemoteChannel final : public Channel {
   uint64_t Send(std::string bytes) override {
     send_(++sent_, std::move(bytes));
     return sent_;
+  }
+  uint64_t Delivered(Time, Time* next) override {
+    *next = kInfiniteFuture;
+    return 0;
   }
   void Kill() override {}
 
@@ -333,6 +401,7 @@ class ReplicatedExecutor::Impl {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (check_ != kNoTimer) clock_->Cancel(check_);
+      if (delivery_timer_ != kNoTimer) clock_->Cancel(delivery_timer_);
     }
     if (detector_.joinable()) detector_.join();
     if (spare_thread_.joinable()) spare_thread_.join();
@@ -406,7 +475,7 @@ class ReplicatedExecutor::Impl {
     }
     Finish(std::move(o));
   }
-  void OnBackupApplied(uint64_t seq) { OnAcked(seq, 0); }
+  void OnBackupApplied(uint64_t seq) { OnAcked(seq); }
   void DetachBackup() {
     Outside o;
     {
@@ -482,6 +551,7 @@ class ReplicatedExecutor::Impl {
   ReplicationStats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     ReplicationStats s = stats_;
+    s.ship_cpu += apply_cpu_.load(std::memory_order_relaxed);
     s.live_states = static_cast<int64_t>(states_.size());
     s.backup = backup_exec_ != nullptr || (options_.distributed && channel_ != nullptr);
     std::lock_guard<std::mutex> b(backup_mu_);
@@ -602,9 +672,7 @@ class ReplicatedExecutor::Impl {
       backup_ = std::make_unique<BackupState>();
     }
     watermark_ = last_state_seq_ = 0;
-    channel_ = std::make_unique<LocalChannel>(backup_.get(), &backup_mu_, [this](uint64_t seq, Duration cpu) {
-      OnAcked(seq, cpu);
-    });
+    channel_ = std::make_unique<LocalChannel>(clock_, options_.link_rtt, backup_.get(), &backup_mu_, &apply_cpu_);
   }
   bool replicating() const { return channel_ != nullptr && options_.mode != ReplicationMode::kNone; }
 
@@ -741,7 +809,7 @@ class ReplicatedExecutor::Impl {
       w.Put(n);
       w.Put<int64_t>(1);
       PutState(w, row.key, &s);
-      PutAnswers(w, p, m.output_elements);
+      PutAnswers(w, n, p, m.output_elements);
       return w.Take();
     }
     const int64_t width = m.output_elements + m.state_elements;
@@ -768,22 +836,74 @@ class ReplicatedExecutor::Impl {
       s.touched = now;
       if (encode) PutState(w, row.key, &s);
     }
-    if (encode) PutAnswers(w, p, width);
+    if (encode) PutAnswers(w, n, p, width);
     return w.Take();
   }
 
-  // The batch's answers, by tag, after its states (none without tags): the
-  // first output elements of each item's `stride`.
-  void PutAnswers(Writer& w, const Pending& p, int64_t stride) {
+  // Batch n's answers after its states, by tag: the first output elements
+  // of each item's `stride`. Tagged items' (distributed: requests that may
+  // come again); in one process under remus every item's, by ItemTag —
+  // Remus's buffered outputs travel with its states, so a backup that
+  // applied the states of a batch whose release died with the primary
+  // answers it (Recover) instead of running it twice.
+  void PutAnswers(Writer& w, uint64_t n, const Pending& p, int64_t stride) {
     const SlotModel& m = models_[p.served.model];
+    const bool every = !options_.distributed && options_.mode == ReplicationMode::kRemus;
+    auto tag = [&](int i) -> uint64_t {
+      if (p.rows[i].lost) return 0;
+      if (every) return ItemTag(n, i);
+      return i < static_cast<int>(p.served.tags.size()) ? p.served.tags[i] : 0;
+    };
     int64_t kept = 0;
-    for (int i = 0; i < static_cast<int>(p.served.tags.size()); ++i) kept += p.served.tags[i] != 0 && !p.rows[i].lost;
+    for (int i = 0; i < p.served.size; ++i) kept += tag(i) != 0;
     w.Put(kept);
-    for (int i = 0; i < static_cast<int>(p.served.tags.size()); ++i) {
-      if (p.served.tags[i] == 0 || p.rows[i].lost) continue;
-      w.Put(p.served.tags[i]);
+    for (int i = 0; i < p.served.size; ++i) {
+      if (tag(i) == 0) continue;
+      w.Put(tag(i));
       w.PutFloats(p.result.output.data() + i * stride, m.output_elements);
     }
+  }
+  // Item i of batch n, in one process (a batch holds fewer than 2^16).
+  static uint64_t ItemTag(uint64_t n, int i) { return n << 16 | static_cast<uint64_t>(i + 1); }
+
+  absl::Status LostError(const Key& key) const {
+    return absl::FailedPreconditionError(absl::StrCat("the state of sequence ", key.second,
+                                                      " was lost with its executor (replication ",
+                                                      ReplicationModeName(options_.mode), "): start it again"));
+  }
+
+  // Under mu_: the first answer after a failover ends it.
+  void NoteAnswerAfterFailover() {
+    if (kill_time_ == 0) return;
+    stats_.failover_time = clock_->Now() - kill_time_;
+    kill_time_ = 0;
+  }
+
+  // Under mu_: remus in one process — batch n's states and outputs reached
+  // the backup, its release did not: answered with those outputs (its
+  // states already hold its effect).
+  Delivery AnswerFromBackup(uint64_t n, const BackupState& backup) {
+    Pending p = std::move(pending_.at(n));
+    pending_.erase(n);
+    const SlotModel& m = models_[p.served.model];
+    ExecResult r;
+    bool any_lost = false;
+    for (int i = 0; i < p.served.size; ++i) {
+      auto it = backup.answers.find(ItemTag(n, i));
+      if (it == backup.answers.end()) {
+        r.output.insert(r.output.end(), m.output_elements, 0.0f);
+        r.item_status.push_back(LostError(p.rows[i].key));
+        ++stats_.lost_states;
+        any_lost = true;
+        continue;
+      }
+      r.output.insert(r.output.end(), it->second.output.begin(), it->second.output.end());
+      r.item_status.push_back(absl::OkStatus());
+      if (!m.model_state || i == 0) Audit(p.rows[i]);  // a compute-then-update batch read one state
+    }
+    if (!any_lost) r.item_status.clear();
+    NoteAnswerAfterFailover();
+    return {std::move(p.done), std::move(r)};
   }
 
   // Under mu_: batch n's answer — its outputs without the states, its lost
@@ -810,11 +930,7 @@ class ReplicatedExecutor::Impl {
       r.output = std::move(out);
       if (any_lost) {
         for (const Row& row : p.rows) {
-          r.item_status.push_back(row.lost ? absl::FailedPreconditionError(absl::StrCat(
-                                                 "the state of sequence ", row.key.second,
-                                                 " was lost with its executor (replication ",
-                                                 ReplicationModeName(options_.mode), "): start it again"))
-                                           : absl::OkStatus());
+          r.item_status.push_back(row.lost ? LostError(row.key) : absl::OkStatus());
           stats_.lost_states += row.lost;
         }
       }
@@ -822,10 +938,7 @@ class ReplicatedExecutor::Impl {
         for (const Row& row : p.rows) Audit(row);
       }
     }
-    if (kill_time_ != 0 && delivered) {
-      stats_.failover_time = clock_->Now() - kill_time_;
-      kill_time_ = 0;
-    }
+    if (delivered) NoteAnswerAfterFailover();
     return {std::move(p.done), std::move(r)};
   }
 
@@ -851,8 +964,13 @@ class ReplicatedExecutor::Impl {
   // Under mu_: moves computed batches through their update stage and
   // release, in order, as far as the backup's acknowledgements allow.
   void Advance() {
+    // A failover is under way: every batch not yet released runs again on
+    // the new primary (Recover) — none leaves from the dead one, whose
+    // states may have died on the link.
+    if (recovering_) return;
     const bool rep = replicating();
     while (!computed_.empty()) {
+      Refresh();
       const uint64_t n = computed_.front();
       Pending& p = pending_.at(n);
       uint64_t need = 0;
@@ -877,6 +995,7 @@ class ReplicatedExecutor::Impl {
       }
       stats_.ship_cpu += ThreadCpu() - cpu;
       if (rep && options_.mode == ReplicationMode::kRemus) {
+        Refresh();
         p.release_seq = last_state_seq_;
         p.waited = p.release_seq > watermark_;
         held_release_.push_back(n);
@@ -885,10 +1004,24 @@ class ReplicatedExecutor::Impl {
       }
       if (models_[p_model].model_state) Unblock(p_model);
     }
+    Refresh();
     while (!held_release_.empty() && (!rep || pending_.at(held_release_.front()).release_seq <= watermark_)) {
       Release(held_release_.front());
       held_release_.pop_front();
     }
+    if (rep && (!computed_.empty() || !held_release_.empty())) AwaitDelivery();
+  }
+
+  // Under mu_: how far the link to a local backup has delivered.
+  void Refresh() {
+    if (channel_ != nullptr) watermark_ = std::max(watermark_, channel_->Delivered(clock_->Now(), &next_delivery_));
+  }
+
+  // Under mu_: batches wait for the link (ReplicationOptions::link_rtt):
+  // Advance again when its next message is delivered.
+  void AwaitDelivery() {
+    if (next_delivery_ == kInfiniteFuture || delivery_timer_ != kNoTimer) return;
+    delivery_timer_ = clock_->ScheduleAt(next_delivery_, [gate = gate_] { gate->Run([](Impl& impl) { impl.OnAcked(0); }); });
   }
 
   void Release(uint64_t n) {
@@ -931,11 +1064,12 @@ class ReplicatedExecutor::Impl {
     Finish(std::move(o));
   }
 
-  void OnAcked(uint64_t seq, Duration cpu) {
+  // `seq`: a remote backup's acknowledgement; 0: a local link delivered.
+  void OnAcked(uint64_t seq) {
     Outside o;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stats_.ship_cpu += cpu;
+      if (seq == 0) delivery_timer_ = kNoTimer;
       watermark_ = std::max(watermark_, seq);
       Advance();
       o = TakeOutside();
@@ -1092,7 +1226,10 @@ class ReplicatedExecutor::Impl {
   absl::flat_hash_map<int, std::deque<uint64_t>> model_waiting_;
   uint64_t next_batch_ = 0;
   uint64_t last_committed_ = 0;  // the last batch past its update stage
-  uint64_t watermark_ = 0, last_state_seq_ = 0;
+  uint64_t watermark_ = 0, last_state_seq_ = 0;  // delivered (acknowledged); the last states shipped
+  Time next_delivery_ = kInfiniteFuture;          // of a local link: its next message (Refresh)
+  TimerId delivery_timer_ = kNoTimer;             // AwaitDelivery
+  std::atomic<int64_t> apply_cpu_{0};             // the local backup's applying thread's CPU
   int since_checkpoint_ = 0;
   int generation_ = 0;
   bool recovering_ = false;
@@ -1171,6 +1308,13 @@ void ReplicatedExecutor::Impl::Recover(std::unique_ptr<BackupState> backup, Exec
     held_.clear();
     model_busy_.clear();
     model_waiting_.clear();
+    if (backup && keeps && options_.mode == ReplicationMode::kRemus && !options_.distributed) {
+      std::vector<uint64_t> applied;
+      for (const auto& [n, p] : pending_) {
+        if (p.stateful && n <= backup->applied) applied.push_back(n);
+      }
+      for (uint64_t n : applied) out.push_back(AnswerFromBackup(n, *backup));
+    }
     std::set<uint64_t> rerun;
     if (backup) {
       for (auto& [n, logged] : backup->log) {

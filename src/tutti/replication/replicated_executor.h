@@ -21,12 +21,13 @@
 //               batch's inputs to the backup before it runs (the request
 //               manager), ships the states made by batch n while batch n+1
 //               computes (the state manager), and enters the update stage
-//               of n+1 (storing its states) only once state n is applied at
-//               the backup. Outputs leave as soon as the states they read
-//               are at the backup — at once when shipping keeps up with
-//               computing — never waiting for the states they made.
+//               of n+1 (storing its states) only once state n is delivered
+//               to the backup. Outputs leave as soon as their inputs' log
+//               and the states they read are at the backup — at once when
+//               shipping keeps up with computing — never waiting for the
+//               states they made.
 //   remus       stop-and-buffer (Remus): batch n's outputs are held until
-//               the states it made are applied at the backup.
+//               the states it made are delivered to the backup.
 //   checkpoint  checkpoint-replay: inputs are logged to the backup, the
 //               whole state is shipped every `checkpoint_every` stateful
 //               batches; a failover restores the checkpoint and replays
@@ -35,8 +36,8 @@
 // Failover (KillPrimary, the fault injection, or the failure detector when a
 // batch is overdue by ReplicationOptions::detect_after; in distributed mode
 // a primary's lease would expire): what the primary held dies with it —
-// its states, and messages not yet applied at the backup. The backup
-// becomes the primary: it reruns, in order, the logged batches whose
+// its states, and messages still on the link to the backup. The backup
+// applies what was delivered and becomes the primary: it reruns, in order, the logged batches whose
 // states it lacks (keeping the outputs of those already answered as they
 // were: each request is answered once) and every batch still unanswered,
 // then serves. With a spare (ExecutorFactory), a new backup is started and
@@ -105,6 +106,12 @@ struct ReplicationOptions {
   // over (as KillPrimary). Checked every quarter of it on the clock.
   Duration detect_after = 500 * kMillisecond;
   bool distributed = false;  // the backup is another process's slot (see above); detect_after unused
+  // A backup in this process: the link's round trip — a message sent at t
+  // is in the backup's memory, and the primary knows it, at t + link_rtt
+  // (a one-sided write; the backup's proxy applies it later, off the
+  // primary's path). 0: shared memory. A remote backup acknowledges what
+  // it applied instead.
+  Duration link_rtt = 0;
 };
 
 struct ReplicationStats {

@@ -318,6 +318,105 @@ TEST(ReplicatedExecutorTest, TheDetectorFindsAHungPrimaryAndTheBackupAnswersItsB
   EXPECT_EQ(st.inconsistent, 0);
 }
 
+// Runs `inner` `compute` after each batch arrives, on the manual clock.
+class TimedExecutor final : public Executor {
+ public:
+  TimedExecutor(ManualClock* clock, Duration compute, std::unique_ptr<Executor> inner)
+      : clock_(clock), compute_(compute), inner_(std::move(inner)) {}
+  void Run(ExecBatch batch, DoneFn done) override {
+    auto work = std::make_shared<std::pair<ExecBatch, DoneFn>>(std::move(batch), std::move(done));
+    clock_->ScheduleAfter(compute_, [this, work] { inner_->Run(std::move(work->first), std::move(work->second)); });
+  }
+  std::string kind() const override { return "timed"; }
+
+ private:
+  ManualClock* const clock_;
+  const Duration compute_;
+  const std::unique_ptr<Executor> inner_;
+};
+
+constexpr Duration kCompute = 100 * kMicrosecond;
+constexpr Duration kLink = 50 * kMicrosecond;
+
+// One sequence of `steps` steps on a primary whose batches take kCompute,
+// behind a link of kLink to a backup that computes at once: the answers
+// (each driven by the clock's timers), and for each how long it took.
+struct LinkRun {
+  ManualClock clock;
+  std::unique_ptr<ReplicatedExecutor> slot;
+  Answers a;
+  std::vector<Duration> took;
+  explicit LinkRun(ReplicationMode mode) {
+    ReplicationOptions o{mode, 100};
+    o.detect_after = 0;
+    o.link_rtt = kLink;
+    slot = std::make_unique<ReplicatedExecutor>(
+        &clock, std::make_unique<TimedExecutor>(&clock, kCompute, std::make_unique<SumExecutor>(&clock, true)),
+        std::make_unique<SumExecutor>(&clock, true), std::vector<SlotModel>{kSum}, o);
+  }
+  void Steps(int from, int to) {
+    for (int step = from; step < to; ++step) {
+      const Time sent = clock.Now();
+      slot->Run(Step({1}, {1}, step == 0), a.Collect());
+      while (a.results.size() < static_cast<size_t>(step + 1) && clock.RunNextTimer()) {
+      }
+      ASSERT_EQ(a.results.size(), static_cast<size_t>(step + 1)) << "step " << step << " never answered";
+      took.push_back(clock.Now() - sent);
+      EXPECT_NEAR(a.results.back().output[0], step + 1, 0.05) << "step " << step;
+    }
+  }
+};
+
+// HAMS Figure 5: NSPB ships a batch's log and the states it read while it
+// computes, so a link shorter than the compute costs its answers nothing;
+// Remus holds every answer for its states' transfer.
+TEST(ReplicatedExecutorTest, NspbHidesTheLinkBehindComputeAndRemusWaitsForIt) {
+  for (ReplicationMode mode : {ReplicationMode::kNone, ReplicationMode::kNspb, ReplicationMode::kRemus}) {
+    LinkRun run(mode);
+    run.Steps(0, 5);
+    const Duration expected = mode == ReplicationMode::kRemus ? kCompute + kLink : kCompute;
+    EXPECT_THAT(run.took, ::testing::Each(expected)) << ReplicationModeName(mode);
+    EXPECT_EQ(run.slot->stats().held_batches, mode == ReplicationMode::kRemus ? 5 : 0) << ReplicationModeName(mode);
+  }
+}
+
+// The primary dies right after an answer, its states still on the link:
+// they are lost, and the backup makes them again from the logged inputs —
+// from the state that answer read, so the answers after it stay consistent
+// with it even when every run gives other bits.
+TEST(ReplicatedExecutorTest, StatesStillOnTheLinkWhenThePrimaryDiesAreMadeAgainFromTheLog) {
+  LinkRun run(ReplicationMode::kNspb);
+  run.Steps(0, 5);
+  ASSERT_TRUE(run.slot->KillPrimary().ok());
+  run.Steps(5, 10);  // on the backup, which needs no timers
+  const ReplicationStats st = run.slot->stats();
+  EXPECT_EQ(st.rerun_batches, 1);  // the fifth batch: its log was delivered, its states were not
+  EXPECT_EQ(run.a.results.size(), 10u);  // each once
+  EXPECT_GT(st.audited, 5);
+  EXPECT_EQ(st.inconsistent, 0);
+  EXPECT_EQ(st.lost_states, 0);
+}
+
+// Remus: the primary dies once a batch's states (with its outputs) are at
+// the backup but before it hears so — its answer still held. The backup
+// answers it with those outputs: running it again would advance its
+// sequence twice.
+TEST(ReplicatedExecutorTest, RemusAnswersAHeldBatchWhoseStatesReachedTheBackupWithoutRunningItAgain) {
+  LinkRun run(ReplicationMode::kRemus);
+  run.Steps(0, 3);
+  // The fourth step is computed kCompute after it is sent and its states
+  // are at the backup kLink later; this timer, set first, fires before the
+  // slot's own at that instant.
+  run.clock.ScheduleAt(run.clock.Now() + kCompute + kLink, [&] { ASSERT_TRUE(run.slot->KillPrimary().ok()); });
+  run.Steps(3, 8);
+  const ReplicationStats st = run.slot->stats();
+  EXPECT_EQ(st.failovers, 1);
+  EXPECT_EQ(st.rerun_batches, 0);
+  EXPECT_EQ(run.a.results.size(), 8u);  // each once
+  EXPECT_EQ(st.inconsistent, 0);
+  EXPECT_EQ(st.lost_states, 0);
+}
+
 TEST(ReplicatedExecutorTest, ParsesModes) {
   EXPECT_EQ(*ParseReplicationMode("nspb"), ReplicationMode::kNspb);
   EXPECT_EQ(ReplicationModeName(*ParseReplicationMode("checkpoint")), "checkpoint");

@@ -170,6 +170,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     TUTTI_ASSIGN_OR_RETURN(auto detect, rr.OptionalScalar<double>("detect_after_ms", "a number"));
     if (detect && !(*detect >= 0)) return Invalid("replication.detect_after_ms", "must not be negative (0: no detector)");
     if (detect) c.replication.detect_after = static_cast<Duration>(*detect * kMillisecond);
+    TUTTI_ASSIGN_OR_RETURN(auto rtt, rr.OptionalScalar<double>("link_rtt_us", "a number"));
+    if (rtt && !(*rtt >= 0)) return Invalid("replication.link_rtt_us", "must not be negative (0: shared memory)");
+    if (rtt) c.replication.link_rtt = static_cast<Duration>(*rtt * kMicrosecond);
     TUTTI_RETURN_IF_ERROR(rr.CheckNoUnknownFields());
     if (mode) {
       absl::StatusOr<ReplicationMode> m = ParseReplicationMode(*mode);

@@ -34,6 +34,8 @@
 //                 detect_after_ms: 500,   # a batch the primary leaves unanswered this long:
 //                                         # it is dead, the backup takes over (0: no detector;
 //                                         # distributed: past its planned end, by the leader)
+//                 link_rtt_us: 0,         # in one process: the modelled link to the backup
+//                                         # (a one-sided write's round trip; 0: shared memory)
 //                 inject_nondeterminism: false}  # stateful models' sums in a random order
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,

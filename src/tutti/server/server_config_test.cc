@@ -173,6 +173,7 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("replication: {checkpoint_every: 0}"), HasSubstr("'replication.checkpoint_every'"));
   EXPECT_THAT(ParseError("replication: {modes: nspb}"), HasSubstr("unknown field 'replication.modes'"));
   EXPECT_THAT(ParseError("replication: {detect_after_ms: -1}"), HasSubstr("'replication.detect_after_ms'"));
+  EXPECT_THAT(ParseError("replication: {link_rtt_us: -5}"), HasSubstr("'replication.link_rtt_us': must not be negative"));
   EXPECT_THAT(ParseError("coding: [{model: a, parity_model: b, reconstruct_delay_ms: -1}]"),
               HasSubstr("field 'coding[0].reconstruct_delay_ms': must not be negative"));
   EXPECT_THAT(ParseError("model_less: {accuracy: 0.9}"), HasSubstr("missing required field 'model_less.task'"));
@@ -297,9 +298,10 @@ sequence_batching: {state: [{input_name: h_in, output_name: h_out, dims: [64]}]}
 )");
   dir_.WriteFile("gru/1/model.pt", "weights");
   repo_ = *ModelRepository::Open(dir_.path());
-  absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig("replication: {mode: remus}"), repo_);
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig("replication: {mode: remus, link_rtt_us: 25}"), repo_);
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->replication.mode, ReplicationMode::kRemus);
+  EXPECT_EQ(c->replication.link_rtt, 25 * kMicrosecond);
   ASSERT_EQ(c->executors.size(), 3u);
   EXPECT_EQ(c->executors[0].models, (std::vector<std::string>{"mlp"}));
   EXPECT_EQ(c->executors[1].models, (std::vector<std::string>{"gru"}));
