@@ -3,9 +3,14 @@
 # gru_rows (a GRU reading an image 4 rows per request of a sequence): RUNS
 # runs of `tutti bench stateful` (16 closed-loop clients in-process, 5 s
 # per mode, the eager policy, requests straight to the serving engine):
-#   1. none, remus, nspb, checkpoint without failures: throughput, latency,
+#   1. none, remus, nspb, checkpoint without failures, clients sending each
+#      step as soon as the last is answered: throughput at saturation, and
 #      what the replication costs;
-#   2. the same with the model's sums in a random order (--nondeterminism)
+#   2. the same with each client pausing THINK_US on average (exponential)
+#      between an answer and its next request: latency at one offered load
+#      for every mode (in a closed loop at saturation each mode runs at its
+#      own load, and its p50 is just clients / throughput);
+#   3. the same as 1 with the model's sums in a random order (--nondeterminism)
 #      and the primary killed 2.5 s in: failover time, batches run again,
 #      answers reading a state not descended from their predecessor's, and
 #      whether every request was answered exactly once.
@@ -14,18 +19,21 @@
 # stateless steps (an input clamp, a softmax). LINK_US: the modelled link
 # to the backup (replication.link_rtt_us: a message is at the backup this
 # long after it is sent; 0: shared memory).
-#   bench/stateful_serving.sh [RUNS] [MODEL] [LINK_US]   (after scripts/build.sh)
+#   bench/stateful_serving.sh [RUNS] [MODEL] [LINK_US] [THINK_US]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${1:-5}
 MODEL=${2:-gru_rows}
 LINK_US=${3:-25}
+THINK_US=${4:-1000}
 build/bin/tutti demo --repo demo_repository > /dev/null
 out=$(mktemp -d)
 for i in $(seq 1 "$RUNS"); do
   echo "run $i of $RUNS…" >&2
   build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 --link-us "$LINK_US" |
     tail -n +2 >> "$out/steady"
+  build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 --link-us "$LINK_US" \
+    --think-us "$THINK_US" | tail -n +2 >> "$out/load"
   build/bin/tutti bench stateful --model "$MODEL" --modes none,remus,nspb,checkpoint --duration-s 5 --link-us "$LINK_US" --kill-at-s 2.5 \
     --nondeterminism | tail -n +2 >> "$out/failover"
 done
@@ -43,8 +51,10 @@ summary() {
     echo
   done
 }
-echo "steady state, median (worst) of $RUNS: req/s, p50 ms, p99 ms, state KB/s, proxy us/batch"
+echo "steady state at saturation, median (worst) of $RUNS: req/s, p50 ms, p99 ms, state KB/s, proxy us/batch"
 summary "$out/steady" 2:high 3:low 4:low 7:low 8:low
+echo "steady state with ${THINK_US} us pauses (one offered load), median (worst) of $RUNS: req/s, p50 ms, p99 ms, held %, hold us"
+summary "$out/load" 2:high 3:low 4:low 9:low 10:low
 echo "failover with nondeterminism, median (worst) of $RUNS: failover ms, batches rerun, errors"
 summary "$out/failover" 11:low 12:low 5:low
 echo "inconsistent/audited per run:"

@@ -233,7 +233,7 @@ int BenchPrefix(const Args& args) {
 
 int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
-  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0;
+  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0, think_us = 0;
   int threads = 1;
   StatefulServingSetup setup;
   setup.policy = "eager";  // deferred holds each request near its deadline: latency would be the objective
@@ -259,6 +259,7 @@ int BenchStateful(const Args& args) {
   flags.Double("kill-at-s", &kill_at_s, "kill the primary this many seconds in (0: never)");
   flags.Double("hang-at-s", &hang_at_s, "the primary stops answering this many seconds in, unannounced (0: never)");
   flags.Double("detect-ms", &detect_ms, "the failure detector's limit: a batch overdue this long means the primary died");
+  flags.Double("think-us", &think_us, "a client's mean pause between an answer and its next request (exponential; 0: none)");
   flags.Double("link-us", &link_us, "the backup's link: a message is delivered this long after it is sent (0: shared memory)");
   flags.Int("checkpoint-every", &setup.replication.checkpoint_every, "checkpoint mode: stateful batches between checkpoints");
   flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
@@ -273,6 +274,7 @@ int BenchStateful(const Args& args) {
   setup.hang_at = static_cast<Duration>(hang_at_s * kSecond);
   setup.replication.detect_after = Millis(detect_ms);
   setup.replication.link_rtt = static_cast<Duration>(link_us * kMicrosecond);
+  setup.think = static_cast<Duration>(think_us * kMicrosecond);
   const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);

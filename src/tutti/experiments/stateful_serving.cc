@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <random>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -129,7 +130,24 @@ class Clients {
       }
       next = true;
     }
-    if (next) Send(c);
+    if (next && setup_.think > 0) {
+      Duration pause;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++outstanding_;  // the pause counts until its request is sent
+        pause = static_cast<Duration>(think_(rng_));
+      }
+      clock_->ScheduleAfter(pause, [this, c] {
+        Send(c);
+        Done();
+      });
+    } else if (next) {
+      Send(c);
+    }
+    Done();
+  }
+
+  void Done() {
     std::lock_guard<std::mutex> lock(mu_);
     if (--outstanding_ == 0) idle_.notify_all();
   }
@@ -151,6 +169,9 @@ class Clients {
   std::vector<bool> answered_;
   std::vector<Duration> latency_;
   std::string first_error_;
+  std::mt19937_64 rng_{7};
+  std::exponential_distribution<double> think_{
+      1.0 / static_cast<double>(std::max<Duration>(setup_.think, 1))};
   uint64_t next_sequence_ = 0;
   int64_t requests_ = 0, answers_ = 0, duplicates_ = 0, errors_ = 0, late_ = 0, outstanding_ = 0;
   int64_t images_done_ = 0, correct_ = 0;

@@ -10,7 +10,7 @@
 // one after another, each image a sequence of steps (4 rows per request,
 // the first with sequence_start, the last with sequence_end, whose answer
 // classifies the image); a client sends its next request when the last is
-// answered. A compute-then-update model (online_linear) gets each image
+// answered (after a pause, with `think`). A compute-then-update model (online_linear) gets each image
 // whole, followed by its label, which its batch's update learns from after
 // answering (its accuracy is prequential). With `kill_at`, the primary dies then (KillPrimary: what it
 // held is lost) and the backup takes over.
@@ -40,6 +40,11 @@ struct StatefulServingSetup {
   Duration hang_at = 0;             // > 0: the primary stops answering then, unannounced: the
                                     // failure detector (replication.detect_after) must find it
   Duration objective = 100 * kMillisecond;
+  // > 0: a client pauses between an answer and its next request, for a
+  // time drawn from an exponential distribution with this mean (fixed
+  // seed) — then the offered load hardly depends on the latency, so modes
+  // compare at one load, not each at its own closed-loop saturation.
+  Duration think = 0;
 };
 
 struct StatefulServingResult {
