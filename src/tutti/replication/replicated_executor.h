@@ -27,7 +27,10 @@
 //               shipping keeps up with computing — never waiting for the
 //               states they made.
 //   remus       stop-and-buffer (Remus): batch n's outputs are held until
-//               the states it made are delivered to the backup.
+//               the states it made are delivered to the backup; they
+//               travel with those states, so a backup that has them when
+//               the primary dies answers the batch with them rather than
+//               running it twice.
 //   checkpoint  checkpoint-replay: inputs are logged to the backup, the
 //               whole state is shipped every `checkpoint_every` stateful
 //               batches; a failover restores the checkpoint and replays
