@@ -222,7 +222,7 @@ void CandidateScheduler::ScheduleRelease(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.release_at = gpu.free_at - plan_.network.ctrl;
   RankState& rank = ranks_[gpu.rank];
-  if (!rank.policy.scarce_take && !options_.await_completion && rank.ready.empty()) {
+  if (!rank.policy.scarce_take && !Awaits(g) && rank.ready.empty()) {
     rank.deferred.push_back(g);
     return;
   }
@@ -235,7 +235,7 @@ void CandidateScheduler::ArmRelease(GpuId g) {
 
 void CandidateScheduler::OnReleaseTimer(GpuId g) {
   GpuState& gpu = gpus_[g];
-  if (options_.await_completion && gpu.running > 0) {
+  if (Awaits(g) && gpu.running > 0) {
     gpu.timer = kNoTimer;
     gpu.awaiting = true;  // OnBatchDone releases it
     return;

@@ -131,6 +131,13 @@ class CandidateScheduler final : public Scheduler {
   void Dispatch(ModelId m, GpuId g, int size, Time now);
   // GPU g's release at free_at − d_ctrl: a timer, or deferred (see above).
   void ScheduleRelease(GpuId g);
+  // GPU g takes work only once its batches are reported done
+  // (SchedulerOptions::await_completion, await_sub_clusters).
+  bool Awaits(GpuId g) const {
+    const int r = gpus_[g].rank;
+    return options_.await_completion ||
+           (r < static_cast<int>(options_.await_sub_clusters.size()) && options_.await_sub_clusters[r]);
+  }
   void ArmRelease(GpuId g);  // its timer at release_at
   void OnReleaseTimer(GpuId g);
   // The rank's deferred releases: those due by `now` join the available

@@ -428,6 +428,30 @@ TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
   }
 }
 
+// await_sub_clusters: only the sub-cluster named awaits its reports; the
+// other's GPU is freed by prediction.
+TEST(AwaitCompletionTest, OnlyTheSubClustersNamedAwait) {
+  ClusterSpec spec;
+  spec.models = {{"a", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)},
+                 {"b", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)}};
+  spec.sub_clusters = {{{0}, 1}, {{1}, 1}};  // a on GPU 0, b on GPU 1
+  ManualClock clock;
+  Recorder rec;
+  SchedulerOptions options;
+  options.await_sub_clusters = {false, true};
+  std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, options, &clock, &rec);
+  for (uint64_t id = 1; id <= 4; ++id) s->Submit(Request{id, static_cast<ModelId>((id - 1) % 2), 0, Millis(100)});
+  clock.AdvanceTo(Millis(5));  // both predicted free at 1 ms; neither reported done
+  auto on_gpu = [&](GpuId g) {
+    return std::count_if(rec.batches.begin(), rec.batches.end(), [&](const auto& b) { return b.gpu == g; });
+  };
+  EXPECT_EQ(on_gpu(0), 2);
+  EXPECT_EQ(on_gpu(1), 1);
+  s->OnBatchDone(1);
+  EXPECT_EQ(on_gpu(1), 2);
+  EXPECT_EQ(rec.batches.back().exec_at, Millis(5));
+}
+
 // Membership: a GPU that is down gets no work; one that comes back up takes
 // work from the free time it was given. Nexus plans GPUs ahead and refuses.
 TEST(MembershipTest, DownGpusGetNoWorkAndUpGpusStartAtTheirFreeTime) {

@@ -90,6 +90,13 @@ struct SchedulerOptions {
   // single queue, so that an instance running slower than its profile is not
   // handed work it cannot start. Off: GPUs are freed by prediction alone.
   bool await_completion = false;
+  // By sub-cluster: its GPUs await completion whatever await_completion
+  // says (missing: no). For an executor whose batches queue behind one
+  // another anyway — a compute-then-update model's pass their update stage
+  // one at a time — a batch handed over early only waits there, and the
+  // wait reads as dispatch delay to the delay model, which then plans
+  // every batch with it.
+  std::vector<bool> await_sub_clusters;
   // `adaptive` only: how often each sub-cluster chooses how it makes
   // candidates, and over how much of its latest arrivals
   // (adaptive_scheduler.h).

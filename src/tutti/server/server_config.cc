@@ -390,6 +390,14 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     }
     if (absl::Status s = Autoscaler::Validate(*config.autoscale, config.executors[0].count); !s.ok()) return s;
   }
+  // A compute-then-update model's batches pass their update stage one at a
+  // time (replication/replicated_executor.h): its group awaits completion.
+  config.scheduler.await_sub_clusters.assign(config.executors.size(), false);
+  for (size_t g = 0; g < config.executors.size(); ++g) {
+    for (const std::string& name : config.executors[g].models) {
+      if (!(*repo.Find(name))->config.model_state_shape.empty()) config.scheduler.await_sub_clusters[g] = true;
+    }
+  }
   return config;
 }
 

@@ -309,6 +309,28 @@ sequence_batching: {state: [{input_name: h_in, output_name: h_out, dims: [64]}]}
               HasSubstr("model 'gru' is stateful: its group must be one torch executor (count: 1)"));
 }
 
+// A compute-then-update model's batches queue behind one another's update
+// stage: its group (only) awaits completion.
+TEST_F(ResolveTest, AComputeThenUpdateModelsGroupAwaitsCompletion) {
+  dir_.WriteFile("online/1/config.yaml", R"(name: online
+platform: builtin
+architecture: online_linear
+max_batch_size: 8
+inputs: [{name: image_and_label, datatype: FP32, shape: [785]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [10, 20]}}
+model_state: {dims: [7850]}
+)");
+  dir_.WriteFile("online/1/model.pt", "weights");
+  repo_ = *ModelRepository::Open(dir_.path());
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(ServerConfig{}, repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->executors.size(), 3u);
+  EXPECT_EQ(c->executors[1].models, (std::vector<std::string>{"online"}));
+  EXPECT_EQ(c->scheduler.await_sub_clusters, (std::vector<bool>{false, true, false}));
+  EXPECT_FALSE(c->scheduler.await_completion);
+}
+
 TEST_F(ResolveTest, TheLayoutPlansWithTheConfiguredNetworkDelays) {
   absl::StatusOr<ServerConfig> c = ResolveServerConfig(
       *ParseServerConfig("network_us: {ctrl: 30, resp: 900}\nexecutors: [{kind: emulated, count: 2, profile: a100, "
