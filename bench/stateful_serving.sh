@@ -55,6 +55,19 @@ echo "steady state at saturation, median (worst) of $RUNS: req/s, p50 ms, p99 ms
 summary "$out/steady" 2:high 3:low 4:low 7:low 8:low
 echo "steady state with ${THINK_US} us pauses (one offered load), median (worst) of $RUNS: req/s, p50 ms, p99 ms, held %, hold us"
 summary "$out/load" 2:high 3:low 4:low 9:low 10:low
+# Each run measures the modes one after another, so the ratio of two modes
+# within a run is less exposed to the machine's drift than two medians.
+ratios() {
+  local file=$1 col=$2
+  awk -v c="$col" '$1 == "none" {n = $c} $1 == "nspb" || $1 == "remus" {r[$1] = r[$1] " " sprintf("%.3f", $c / n)}
+    END {for (m in r) print m r[m]}' "$file" | sort | while read -r mode values; do
+    printf '%-10s %s   median %s\n' "$mode" "$values" "$(echo $values | tr ' ' '\n' | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}')"
+  done
+}
+echo "per run, against none in the same run: throughput at saturation"
+ratios "$out/steady" 2
+echo "per run, against none in the same run: p50 at one load"
+ratios "$out/load" 3
 echo "failover with nondeterminism, median (worst) of $RUNS: failover ms, batches rerun, errors"
 summary "$out/failover" 11:low 12:low 5:low
 echo "inconsistent/audited per run:"
