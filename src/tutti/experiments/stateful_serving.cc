@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <utility>
 #include <vector>

@@ -679,7 +679,9 @@ class ReplicatedExecutor::Impl {
   uint64_t Ship(std::string bytes, bool state) {
     (state ? stats_.state_bytes : stats_.log_bytes) += static_cast<int64_t>(bytes.size());
     ++stats_.messages;
-    return channel_->Send(std::move(bytes));
+    const uint64_t seq = channel_->Send(std::move(bytes));
+    Refresh();  // a link of rtt 0 has delivered it already
+    return seq;
   }
 
   bool logs() const {
@@ -969,8 +971,8 @@ class ReplicatedExecutor::Impl {
     // states may have died on the link.
     if (recovering_) return;
     const bool rep = replicating();
+    Refresh();
     while (!computed_.empty()) {
-      Refresh();
       const uint64_t n = computed_.front();
       Pending& p = pending_.at(n);
       uint64_t need = 0;
@@ -995,7 +997,6 @@ class ReplicatedExecutor::Impl {
       }
       stats_.ship_cpu += ThreadCpu() - cpu;
       if (rep && options_.mode == ReplicationMode::kRemus) {
-        Refresh();
         p.release_seq = last_state_seq_;
         p.waited = p.release_seq > watermark_;
         held_release_.push_back(n);
@@ -1004,7 +1005,6 @@ class ReplicatedExecutor::Impl {
       }
       if (models_[p_model].model_state) Unblock(p_model);
     }
-    Refresh();
     while (!held_release_.empty() && (!rep || pending_.at(held_release_.front()).release_seq <= watermark_)) {
       Release(held_release_.front());
       held_release_.pop_front();
@@ -1012,7 +1012,8 @@ class ReplicatedExecutor::Impl {
     if (rep && (!computed_.empty() || !held_release_.empty())) AwaitDelivery();
   }
 
-  // Under mu_: how far the link to a local backup has delivered.
+  // Under mu_: how far the link to a local backup has delivered (after each
+  // message sent, and as Advance starts: time delivers the others).
   void Refresh() {
     if (channel_ != nullptr) watermark_ = std::max(watermark_, channel_->Delivered(clock_->Now(), &next_delivery_));
   }
