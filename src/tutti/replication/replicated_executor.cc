@@ -33,6 +33,7 @@ struct State {
   uint64_t digest = 0;   // of its bits
   uint64_t parent = 0;   // the digest of the state it was made from
   Time touched = 0;
+  uint64_t shipped = 0;  // the primary's: the message that carries it to the backup
 };
 using StateMap = absl::flat_hash_map<Key, State>;
 
@@ -462,7 +463,7 @@ class ReplicatedExecutor::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       DetachLocked();
       channel_ = std::make_unique<RemoteChannel>(std::move(send));
-      if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(last_committed_), true);
+      if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
       // The checkpoint holds committed states only: checkpoint-replay logs
       // the batches already under way after it, so that a takeover replays
       // them (NSPB and Remus ship their states when they commit).
@@ -564,6 +565,7 @@ class ReplicatedExecutor::Impl {
     Key key;
     bool start = false, end = false, lost = false;
     uint64_t read_version = 0, read_digest = 0, read_parent = 0;
+    uint64_t read_shipped = 0;  // the message carrying the state it read
   };
   struct Pending {
     bool stateful = false;
@@ -684,6 +686,13 @@ class ReplicatedExecutor::Impl {
     return seq;
   }
 
+  // Under mu_: every committed state to the backup (a new backup, or
+  // checkpoint-replay's period); batches reading them wait for it.
+  void ShipCheckpoint(uint64_t n) {
+    last_state_seq_ = Ship(Checkpoint(n), true);
+    for (auto& [k, s] : states_) s.shipped = last_state_seq_;
+  }
+
   bool logs() const {
     return options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kCheckpoint;
   }
@@ -731,6 +740,7 @@ class ReplicatedExecutor::Impl {
         row.read_version = it->second.version;
         row.read_digest = it->second.digest;
         row.read_parent = it->second.parent;
+        row.read_shipped = it->second.shipped;
       }
       p.rows.assign(p.served.size, row);
       stats_.ship_cpu += ThreadCpu() - cpu;
@@ -763,6 +773,7 @@ class ReplicatedExecutor::Impl {
         row.read_version = s->version;
         row.read_digest = s->digest;
         row.read_parent = s->parent;
+        row.read_shipped = s->shipped;
         full.input.insert(full.input.end(), s->value.begin(), s->value.end());
       } else {
         row.lost = !ref.start;
@@ -975,8 +986,18 @@ class ReplicatedExecutor::Impl {
     while (!computed_.empty()) {
       const uint64_t n = computed_.front();
       Pending& p = pending_.at(n);
+      // NSPB: batch n's update stage waits for its inputs' log and for the
+      // states it read (HAMS waits for batch n-1's, all of the model's
+      // state; a sequence's state is its own, so a batch of other
+      // sequences need not wait — a takeover replays it from the same
+      // parents). Clamped to the last states shipped: messages numbered
+      // on an earlier link.
       uint64_t need = 0;
-      if (rep && options_.mode == ReplicationMode::kNspb) need = std::max(p.log_seq, last_state_seq_);
+      if (rep && options_.mode == ReplicationMode::kNspb) {
+        uint64_t read = 0;
+        for (const Row& row : p.rows) read = std::max(read, row.read_shipped);
+        need = std::max(p.log_seq, std::min(read, last_state_seq_));
+      }
       if (rep && options_.mode == ReplicationMode::kCheckpoint) need = p.log_seq;
       if (watermark_ < need) {
         p.waited = true;
@@ -990,10 +1011,13 @@ class ReplicatedExecutor::Impl {
       ++stats_.stateful_batches;
       if (ships) {
         last_state_seq_ = Ship(std::move(states), true);
+        for (const Row& row : p.rows) {
+          if (auto it = states_.find(row.key); it != states_.end()) it->second.shipped = last_state_seq_;
+        }
       } else if (rep && options_.mode == ReplicationMode::kCheckpoint &&
                  ++since_checkpoint_ >= options_.checkpoint_every) {
         since_checkpoint_ = 0;
-        last_state_seq_ = Ship(Checkpoint(n), true);
+        ShipCheckpoint(n);
       }
       stats_.ship_cpu += ThreadCpu() - cpu;
       if (rep && options_.mode == ReplicationMode::kRemus) {
@@ -1432,7 +1456,7 @@ void ReplicatedExecutor::Impl::StartSpare() {
     // The new backup starts from the states the batches committed so far;
     // later batches' states follow in order, and outputs reading these wait
     // for them to be applied.
-    if (options_.mode != ReplicationMode::kNone) last_state_seq_ = Ship(Checkpoint(last_committed_), true);
+    if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
   });
 }
 

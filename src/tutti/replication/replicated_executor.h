@@ -21,9 +21,13 @@
 //               batch's inputs to the backup before it runs (the request
 //               manager), ships the states made by batch n while batch n+1
 //               computes (the state manager), and enters the update stage
-//               of n+1 (storing its states) only once state n is delivered
-//               to the backup. Outputs leave as soon as their inputs' log
-//               and the states they read are at the backup — at once when
+//               of a batch (storing its states) only once its inputs' log
+//               and the states it read are delivered to the backup: for a
+//               compute-then-update model, the previous batch's, as in
+//               HAMS; for sequences, only the states of its own sequences
+//               (a batch of other sequences does not wait for batch n's —
+//               a takeover would run it again from the same parents).
+//               Outputs leave with the update stage — at once when
 //               shipping keeps up with computing — never waiting for the
 //               states they made.
 //   remus       stop-and-buffer (Remus): batch n's outputs are held until

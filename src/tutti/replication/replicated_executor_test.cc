@@ -346,10 +346,10 @@ struct LinkRun {
   std::unique_ptr<ReplicatedExecutor> slot;
   Answers a;
   std::vector<Duration> took;
-  explicit LinkRun(ReplicationMode mode) {
+  explicit LinkRun(ReplicationMode mode, Duration link = kLink) {
     ReplicationOptions o{mode, 100};
     o.detect_after = 0;
-    o.link_rtt = kLink;
+    o.link_rtt = link;
     slot = std::make_unique<ReplicatedExecutor>(
         &clock, std::make_unique<TimedExecutor>(&clock, kCompute, std::make_unique<SumExecutor>(&clock, true)),
         std::make_unique<SumExecutor>(&clock, true), std::vector<SlotModel>{kSum}, o);
@@ -378,6 +378,34 @@ TEST(ReplicatedExecutorTest, NspbHidesTheLinkBehindComputeAndRemusWaitsForIt) {
     EXPECT_THAT(run.took, ::testing::Each(expected)) << ReplicationModeName(mode);
     EXPECT_EQ(run.slot->stats().held_batches, mode == ReplicationMode::kRemus ? 5 : 0) << ReplicationModeName(mode);
   }
+}
+
+// A batch's update stage waits for its own log and for the states it read —
+// not for every state shipped before it, as HAMS's does (a model's state
+// is one there; a sequence's is its own). Link 150 µs, compute 100 µs:
+// each step waits for its log, a step of another sequence sent 10 µs after
+// the first is not held for the first one's states, and the first
+// sequence's next step reads the state the first made.
+TEST(ReplicatedExecutorTest, NspbHoldsABatchForTheStatesItReadNotForOtherSequences) {
+  LinkRun run(ReplicationMode::kNspb, 150 * kMicrosecond);
+  std::vector<std::pair<Time, float>> answered(3);
+  auto at = [&](int i) {
+    return [&answered, &run, i](ExecResult r) { answered[i] = {run.clock.Now(), r.output.at(0)}; };
+  };
+  run.slot->Run(Step({1}, {1}, true), at(0));
+  run.clock.AdvanceTo(10 * kMicrosecond);
+  run.slot->Run(Step({2}, {1}, true), at(1));
+  while (answered[0].first == 0 && run.clock.RunNextTimer()) {
+  }
+  EXPECT_EQ(answered[0].first, 150 * kMicrosecond);  // its log's delivery
+  run.slot->Run(Step({1}, {1}), at(2));
+  while (run.clock.RunNextTimer()) {
+  }
+  EXPECT_EQ(answered[1].first, 160 * kMicrosecond);  // not 300: sequence 1's states are not its
+  EXPECT_EQ(answered[2].first, 300 * kMicrosecond);  // its log, and the state it read, at 300
+  EXPECT_NEAR(answered[1].second, 1, 0.05);  // sums, with bit noise
+  EXPECT_NEAR(answered[2].second, 2, 0.05);
+  EXPECT_EQ(run.slot->stats().held_batches, 3);
 }
 
 // The primary dies right after an answer, its states still on the link:
