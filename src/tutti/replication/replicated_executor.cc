@@ -66,6 +66,7 @@ class Writer {
     Put(n);
     out_.append(reinterpret_cast<const char*>(p), n * sizeof(float));
   }
+  void Reserve(size_t bytes) { out_.reserve(bytes); }
   std::string Take() { return std::move(out_); }
 
  private:
@@ -530,6 +531,7 @@ class ReplicatedExecutor::Impl {
       pending_.clear();
       computed_.clear();
       held_release_.clear();
+      unshipped_.clear();
       model_busy_.clear();
       model_waiting_.clear();
       standby_ = true;
@@ -595,11 +597,13 @@ class ReplicatedExecutor::Impl {
     std::vector<Delivery> answers;
   };
   static constexpr uint64_t kNotLogged = ~uint64_t{0};  // its log is being written
+  static constexpr uint64_t kUnshipped = ~uint64_t{0};  // State::shipped: its batch's answers are leaving first
 
   // Under mu_: the remote backup goes; nothing waits for it any more.
   void DetachLocked() {
     if (channel_ == nullptr || !options_.distributed) return;
     channel_.reset();
+    unshipped_.clear();
     watermark_ = last_state_seq_ = 0;
     for (auto& [n, p] : pending_) p.log_seq = p.release_seq = 0;
     Advance();
@@ -689,8 +693,70 @@ class ReplicatedExecutor::Impl {
   // Under mu_: every committed state to the backup (a new backup, or
   // checkpoint-replay's period); batches reading them wait for it.
   void ShipCheckpoint(uint64_t n) {
+    unshipped_.clear();  // their states are in it
     last_state_seq_ = Ship(Checkpoint(n), true);
     for (auto& [k, s] : states_) s.shipped = last_state_seq_;
+  }
+
+  // Under mu_: NSPB's batch n is committed; its states are encoded and
+  // shipped once its answers have left (Finish), or before a batch reading
+  // them is updated — whichever comes first — so that copying them into a
+  // message is not on its answers' path.
+  void Unship(uint64_t n, const Pending& p) {
+    const SlotModel& m = models_[p.served.model];
+    Unshipped u{n, {}, {}};
+    u.keys.reserve(p.rows.size());
+    for (const Row& row : p.rows) {
+      u.keys.push_back(row.key);
+      if (auto it = states_.find(row.key); it != states_.end()) it->second.shipped = kUnshipped;
+      if (m.model_state) break;  // one state
+    }
+    Writer answers;
+    PutAnswers(answers, n, p, m.model_state ? m.output_elements : m.output_elements + m.state_elements);
+    u.answers = answers.Take();
+    unshipped_.push_back(std::move(u));
+  }
+
+  // Under mu_: the unshipped batches' messages, in order — each state as it
+  // is now (nothing writes it again before Advance ships it).
+  void ShipUnshipped() {
+    if (unshipped_.empty()) return;
+    const Duration cpu = ThreadCpu();
+    for (Unshipped& u : unshipped_) {
+      if (channel_ == nullptr) break;
+      Writer w;
+      size_t bytes = 32 + u.answers.size();
+      for (const Key& k : u.keys) {
+        auto it = states_.find(k);
+        bytes += 48 + (it == states_.end() ? 0 : it->second.value.size() * sizeof(float));
+      }
+      w.Reserve(bytes);
+      w.Put<uint8_t>(kStates);
+      w.Put(u.n);
+      w.Put<int64_t>(static_cast<int64_t>(u.keys.size()));
+      std::vector<State*> shipped;
+      for (const Key& k : u.keys) {
+        auto it = states_.find(k);
+        PutState(w, k, it == states_.end() ? nullptr : &it->second);  // ended (or swept): erased
+        if (it != states_.end()) shipped.push_back(&it->second);
+      }
+      std::string bytes_out = w.Take();
+      bytes_out += u.answers;
+      last_state_seq_ = Ship(std::move(bytes_out), true);
+      for (State* st : shipped) st->shipped = last_state_seq_;
+    }
+    unshipped_.clear();
+    stats_.ship_cpu += ThreadCpu() - cpu;
+  }
+
+  // Under mu_: the message carrying the state `row` read (shipping it now
+  // if it waits for its batch's answers to leave).
+  uint64_t Shipped(Row& row) {
+    if (row.read_shipped != kUnshipped) return row.read_shipped;
+    ShipUnshipped();
+    auto it = states_.find(row.key);
+    row.read_shipped = it != states_.end() && it->second.shipped != kUnshipped ? it->second.shipped : last_state_seq_;
+    return row.read_shipped;
   }
 
   bool logs() const {
@@ -982,6 +1048,7 @@ class ReplicatedExecutor::Impl {
     // states may have died on the link.
     if (recovering_) return;
     const bool rep = replicating();
+    ShipUnshipped();
     Refresh();
     while (!computed_.empty()) {
       const uint64_t n = computed_.front();
@@ -995,7 +1062,7 @@ class ReplicatedExecutor::Impl {
       uint64_t need = 0;
       if (rep && options_.mode == ReplicationMode::kNspb) {
         uint64_t read = 0;
-        for (const Row& row : p.rows) read = std::max(read, row.read_shipped);
+        for (Row& row : p.rows) read = std::max(read, Shipped(row));
         need = std::max(p.log_seq, std::min(read, last_state_seq_));
       }
       if (rep && options_.mode == ReplicationMode::kCheckpoint) need = p.log_seq;
@@ -1006,14 +1073,13 @@ class ReplicatedExecutor::Impl {
       computed_.pop_front();
       const int p_model = p.served.model;
       const Duration cpu = ThreadCpu();
-      const bool ships = rep && (options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kRemus);
+      const bool ships = rep && options_.mode == ReplicationMode::kRemus;
       std::string states = Commit(n, p, ships);
       ++stats_.stateful_batches;
       if (ships) {
         last_state_seq_ = Ship(std::move(states), true);
-        for (const Row& row : p.rows) {
-          if (auto it = states_.find(row.key); it != states_.end()) it->second.shipped = last_state_seq_;
-        }
+      } else if (rep && options_.mode == ReplicationMode::kNspb) {
+        Unship(n, p);
       } else if (rep && options_.mode == ReplicationMode::kCheckpoint &&
                  ++since_checkpoint_ >= options_.checkpoint_every) {
         since_checkpoint_ = 0;
@@ -1162,7 +1228,17 @@ class ReplicatedExecutor::Impl {
       }
       Finish(std::move(more));
     }
+    if (o.answers.empty()) return;
     for (auto& [done, result] : o.answers) done(std::move(result));
+    // The answers are out: NSPB's states follow them (Unship).
+    Outside more;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (unshipped_.empty()) return;
+      Advance();
+      more = TakeOutside();
+    }
+    Finish(std::move(more));
   }
 
   // Runs a prepared batch on `exec` and waits for it.
@@ -1243,6 +1319,12 @@ class ReplicatedExecutor::Impl {
   std::map<uint64_t, Pending> pending_;          // by batch number: not yet answered
   std::deque<uint64_t> computed_;                // stateful batches computed, before their update stage
   std::deque<uint64_t> held_release_;            // remus: updated, waiting for their states' ack
+  struct Unshipped {
+    uint64_t n;
+    std::vector<Key> keys;  // the states it wrote (or erased)
+    std::string answers;    // PutAnswers's part of its message
+  };
+  std::vector<Unshipped> unshipped_;  // nspb: committed and answered, states not yet shipped (Unship)
   std::vector<uint64_t> held_;                   // received while recovering
   Outside outside_;                              // for Finish()
   // Compute-then-update models: a batch is between its start and its update
@@ -1330,6 +1412,7 @@ void ReplicatedExecutor::Impl::Recover(std::unique_ptr<BackupState> backup, Exec
     }
     computed_.clear();
     held_release_.clear();
+    unshipped_.clear();  // died with the primary, as states on the link do
     held_.clear();
     model_busy_.clear();
     model_waiting_.clear();

@@ -408,6 +408,30 @@ TEST(ReplicatedExecutorTest, NspbHoldsABatchForTheStatesItReadNotForOtherSequenc
   EXPECT_EQ(run.slot->stats().held_batches, 3);
 }
 
+// NSPB copies a batch's states into their message after its answers have
+// left, so that the copying is not on their path (Remus's answers wait for
+// the message anyway); the next step of the sequence still reads them.
+TEST(ReplicatedExecutorTest, NspbShipsABatchsStatesOnceItsAnswersHaveLeft) {
+  for (ReplicationMode mode : {ReplicationMode::kNspb, ReplicationMode::kRemus}) {
+    LinkRun run(mode);
+    const int64_t before = run.slot->stats().state_bytes;
+    int64_t at_answer = -1;
+    run.slot->Run(Step({1}, {1}, true), [&, collect = run.a.Collect()](ExecResult r) {
+      at_answer = run.slot->stats().state_bytes;
+      collect(std::move(r));
+    });
+    while (at_answer < 0 && run.clock.RunNextTimer()) {
+    }
+    if (mode == ReplicationMode::kNspb) {
+      EXPECT_EQ(at_answer, before);
+    } else {
+      EXPECT_GT(at_answer, before);
+    }
+    EXPECT_GT(run.slot->stats().state_bytes, before) << ReplicationModeName(mode);
+    run.Steps(1, 4);  // reads it: 2, 3, 4
+  }
+}
+
 // The primary dies right after an answer, its states still on the link:
 // they are lost, and the backup makes them again from the logged inputs —
 // from the state that answer read, so the answers after it stay consistent
