@@ -6,7 +6,7 @@
 // digests, the messages to the backup and applying them there. The
 // backup's channel thread shares this machine's cores.
 //
-// Counters: bytes to the backup per batch; the proxies' CPU time per batch
+// Counters: bytes to the backup per batch; the proxies' time per batch
 // (all threads: states into and out of the batch, their digests, encoding
 // and applying the messages); and the states both replicas hold.
 #include <condition_variable>
@@ -70,7 +70,7 @@ void BM_StatefulBatch(benchmark::State& st) {
   const ReplicationStats s = slot.stats();
   const double batches = static_cast<double>(std::max<int64_t>(1, s.stateful_batches));
   st.counters["bytes/batch"] = static_cast<double>(s.state_bytes + s.log_bytes) / batches;
-  st.counters["proxy_cpu_us/batch"] = ToMillis(s.ship_cpu) * 1000 / batches;
+  st.counters["proxy_us/batch"] = ToMillis(s.proxy_time) * 1000 / batches;
   st.counters["held_MB"] = static_cast<double>((s.live_states + s.backup_states) * state * 4) / (1 << 20);
   st.SetLabel(std::string(ReplicationModeName(mode)));
 }

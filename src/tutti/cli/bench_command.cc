@@ -299,7 +299,7 @@ int BenchStateful(const Args& args) {
     std::cout << absl::StrFormat(
         "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f", name, r->throughput, r->p50_ms, r->p99_ms,
         r->errors, r->accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
-        st.stateful_batches == 0 ? 0.0 : ToMillis(st.ship_cpu) * 1000 / static_cast<double>(st.stateful_batches),
+        st.stateful_batches == 0 ? 0.0 : ToMillis(st.proxy_time) * 1000 / static_cast<double>(st.stateful_batches),
         st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.held_batches) / static_cast<double>(st.stateful_batches),
         st.held_batches == 0 ? 0.0 : ToMillis(st.held_time) * 1000 / static_cast<double>(st.held_batches));
     if (fault) {

@@ -126,8 +126,9 @@ struct ReplicationStats {
   int64_t messages = 0;        // to the backup: logs, states, checkpoints
   int64_t state_bytes = 0;     // of states and checkpoints
   int64_t log_bytes = 0;       // of logged inputs
-  Duration ship_cpu = 0;       // the proxies' CPU time: states in and out of batches,
-                               // digests, encoding and applying messages (all threads)
+  Duration proxy_time = 0;     // the proxies' time in their own work: states in and out of
+                               // batches, digests, encoding and applying messages (all
+                               // threads; a monotonic clock around that work)
   int64_t held_batches = 0;    // whose outputs waited for the backup
   Duration held_time = 0;      // how long, in all
   int64_t failovers = 0;

@@ -148,7 +148,9 @@ std::vector<ExecResult> RunWithFailover(Slot& s, int sequences, int steps, int k
   Answers a;
   size_t expected = 0;
   for (int step = 0; step < steps; ++step) {
-    if (step == kill_after) EXPECT_TRUE(s.slot->KillPrimary().ok());
+    if (step == kill_after) {
+      EXPECT_TRUE(s.slot->KillPrimary().ok());
+    }
     for (int q = 1; q <= sequences; ++q) {
       s.slot->Run(Step({static_cast<uint64_t>(q)}, {1}, step == 0), a.Collect());
       a.WaitFor(++expected);
@@ -246,7 +248,9 @@ std::pair<float, ReplicationStats> RunCounter(ReplicationMode mode) {
                           ReplicationOptions{mode, 100});
   Answers a;
   for (int b = 0; b < 30; ++b) {
-    if (b == 15) EXPECT_TRUE(slot.KillPrimary().ok());
+    if (b == 15) {
+      EXPECT_TRUE(slot.KillPrimary().ok());
+    }
     ExecBatch batch;
     batch.size = 4;
     batch.input = {1, 1, 1, 1};
