@@ -64,8 +64,8 @@ summary() {
 }
 echo "steady state at saturation, median (worst) of $RUNS: req/s, p50 ms, p99 ms, state KB/s, proxy us/batch"
 summary "$out/steady" 2:high 3:low 4:low 7:low 8:low
-echo "steady state with ${THINK_US} us pauses (one offered load), median (worst) of $RUNS: req/s, p50 ms, p99 ms, held %, hold us"
-summary "$out/load" 2:high 3:low 4:low 9:low 10:low
+echo "steady state with ${THINK_US} us pauses (one offered load), median (worst) of $RUNS: req/s, p50 ms, p99 ms, held %, hold us, release us"
+summary "$out/load" 2:high 3:low 4:low 9:low 10:low 11:low
 # Each run measures the modes one after another, so the ratio of two modes
 # within a run is less exposed to the machine's drift than two medians.
 ratios() {
@@ -80,10 +80,10 @@ ratios "$out/steady" 2
 echo "per run, against none in the same run: p50 at one load"
 ratios "$out/load" 3
 echo "failover with nondeterminism, median (worst) of $RUNS: failover ms, batches rerun, errors"
-summary "$out/failover" 11:low 12:low 5:low
+summary "$out/failover" 12:low 13:low 5:low
 echo "inconsistent/audited per run:"
 for mode in none remus nspb checkpoint; do
-  printf '%-10s %s\n' "$mode" "$(grep "^$mode " "$out/failover" | awk '{printf "%s ", $13}')"
+  printf '%-10s %s\n' "$mode" "$(grep "^$mode " "$out/failover" | awk '{printf "%s ", $14}')"
 done
-echo "runs in which every request was answered exactly once: $(awk '$14 == "yes"' "$out/failover" | wc -l) of $((RUNS * 4))"
+echo "runs in which every request was answered exactly once: $(awk '$15 == "yes"' "$out/failover" | wc -l) of $((RUNS * 4))"
 rm -rf "$out"

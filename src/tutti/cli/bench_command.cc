@@ -245,7 +245,9 @@ int BenchStateful(const Args& args) {
                 "Requests go straight to the serving engine in this process (no HTTP, no client):\n"
                 "--sequences clients, each classifying test images one after another, sending a\n"
                 "step when the last is answered. Prints throughput, latency, the images' accuracy,\n"
-                "and what the replication cost. With --kill-at-s, the primary dies then (what it\n"
+                "and what the replication cost (proxy us/bat: the proxies' time per stateful batch,\n"
+                "on every thread; release us: from the primary's answer to the batch's release, its\n"
+                "update stage and any wait for the backup). With --kill-at-s, the primary dies then (what it\n"
                 "held is lost) and the backup takes over: prints the failover time, the batches run\n"
                 "again, the answers that read a state not descended from the previous answer's\n"
                 "(inconsistent), and checks that every request was answered exactly once. With\n"
@@ -281,8 +283,9 @@ int BenchStateful(const Args& args) {
   if (!repo.ok()) return Fail(repo.status());
   absl::StatusOr<ImageSet> test = LoadFashionMnist(data_dir, Split::kTest);
   if (!test.ok()) return Fail(test.status());
-  std::cout << absl::StrFormat("%-10s %9s %8s %8s %8s %7s %10s %11s %8s %8s", "mode", "req/s", "p50 ms", "p99 ms",
-                               "errors", "acc", "state KB/s", "proxy us/bat", "held %", "hold us");
+  std::cout << absl::StrFormat("%-10s %9s %8s %8s %8s %7s %10s %11s %8s %8s %10s", "mode", "req/s", "p50 ms",
+                               "p99 ms", "errors", "acc", "state KB/s", "proxy us/bat", "held %", "hold us",
+                               "release us");
   if (fault) {
     std::cout << absl::StrFormat(" %11s %6s %14s %6s %12s", "failover ms", "rerun", "inconsistent", "once",
                                  "detection ms");
@@ -297,11 +300,12 @@ int BenchStateful(const Args& args) {
     const ReplicationStats& st = r->replication;
     const double seconds = static_cast<double>(r->answers) / std::max(1e-9, r->throughput);
     std::cout << absl::StrFormat(
-        "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f", name, r->throughput, r->p50_ms, r->p99_ms,
+        "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r->throughput, r->p50_ms, r->p99_ms,
         r->errors, r->accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
         st.stateful_batches == 0 ? 0.0 : ToMillis(st.proxy_time) * 1000 / static_cast<double>(st.stateful_batches),
         st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.held_batches) / static_cast<double>(st.stateful_batches),
-        st.held_batches == 0 ? 0.0 : ToMillis(st.held_time) * 1000 / static_cast<double>(st.held_batches));
+        st.held_batches == 0 ? 0.0 : ToMillis(st.held_time) * 1000 / static_cast<double>(st.held_batches),
+        st.stateful_batches == 0 ? 0.0 : ToMillis(st.release_time) * 1000 / static_cast<double>(st.stateful_batches));
     if (fault) {
       const bool once = r->duplicates == 0 && r->answers == r->requests;
       std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,

@@ -1121,6 +1121,7 @@ class ReplicatedExecutor::Impl {
 
   void Release(uint64_t n) {
     const Pending& p = pending_.at(n);
+    stats_.release_time += clock_->Now() - p.computed;
     if (p.waited) {
       ++stats_.held_batches;
       stats_.held_time += clock_->Now() - p.computed;

@@ -131,6 +131,8 @@ struct ReplicationStats {
                                // threads; a monotonic clock around that work)
   int64_t held_batches = 0;    // whose outputs waited for the backup
   Duration held_time = 0;      // how long, in all
+  Duration release_time = 0;   // stateful batches, in all: from the primary's answer to the batch's
+                               // release (its update stage, and any wait for the backup)
   int64_t failovers = 0;
   Duration failover_time = 0;  // the last: from the kill (or its detection) to the new primary's first answer
   Duration detection_time = 0; // the last the detector found: from the hang to its detection

@@ -92,7 +92,9 @@ Outcome RunGraph(ReplicationMode mode, int rounds, int kill_after) {
   std::condition_variable cv;
   int64_t answered = 0;
   for (int round = 0; round < rounds; ++round) {
-    if (round == kill_after) EXPECT_TRUE(replicated->KillPrimary().ok());
+    if (round == kill_after) {
+      EXPECT_TRUE(replicated->KillPrimary().ok());
+    }
     for (int q = 0; q < 8; ++q) {
       const SequenceRef ref{static_cast<uint64_t>(q + 1), round == 0, round == rounds - 1};
       absl::Status s = engine->SubmitInSequence(3, ref, {1.0f}, 0, [&, q](InferenceOutcome o) {
