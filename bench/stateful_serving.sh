@@ -37,7 +37,7 @@ MIRRORED=none,remus,nspb,checkpoint,checkpoint,nspb,remus,none
 # the order the modes first came).
 average() {
   awk '!($1 in n) {order[++k] = $1} {n[$1]++; for (c = 2; c <= NF; c++) sum[$1, c] += $c; nf[$1] = NF}
-    END {for (i = 1; i <= k; i++) {m = order[i]; printf "%s", m; for (c = 2; c <= nf[m]; c++) printf " %.4g", sum[m, c] / n[m]; print ""}}'
+    END {for (i = 1; i <= k; i++) {m = order[i]; printf "%s", m; for (c = 2; c <= nf[m]; c++) printf " %.6g", sum[m, c] / n[m]; print ""}}'
 }
 for i in $(seq 1 "$RUNS"); do
   echo "run $i of $RUNS…" >&2

@@ -20,7 +20,8 @@
 //   nspb        HAMS's non-stop primary-backup: the primary logs each
 //               batch's inputs to the backup before it runs (the request
 //               manager), ships the states made by batch n while batch n+1
-//               computes (the state manager), and enters the update stage
+//               computes (the state manager; copied into their message
+//               once batch n's answers have left), and enters the update stage
 //               of a batch (storing its states) only once its inputs' log
 //               and the states it read are delivered to the backup: for a
 //               compute-then-update model, the previous batch's, as in
