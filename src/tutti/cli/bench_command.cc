@@ -299,13 +299,15 @@ int BenchStateful(const Args& args) {
     if (!r.ok()) return Fail(r.status());
     const ReplicationStats& st = r->replication;
     const double seconds = static_cast<double>(r->answers) / std::max(1e-9, r->throughput);
+    auto per_batch_us = [](Duration total, int64_t batches) {
+      return batches == 0 ? 0.0 : ToMillis(total) * 1000 / static_cast<double>(batches);
+    };
     std::cout << absl::StrFormat(
         "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r->throughput, r->p50_ms, r->p99_ms,
         r->errors, r->accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
-        st.stateful_batches == 0 ? 0.0 : ToMillis(st.proxy_time) * 1000 / static_cast<double>(st.stateful_batches),
+        per_batch_us(st.proxy_time, st.stateful_batches),
         st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.held_batches) / static_cast<double>(st.stateful_batches),
-        st.held_batches == 0 ? 0.0 : ToMillis(st.held_time) * 1000 / static_cast<double>(st.held_batches),
-        st.stateful_batches == 0 ? 0.0 : ToMillis(st.release_time) * 1000 / static_cast<double>(st.stateful_batches));
+        per_batch_us(st.held_time, st.held_batches), per_batch_us(st.release_time, st.stateful_batches));
     if (fault) {
       const bool once = r->duplicates == 0 && r->answers == r->requests;
       std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,

@@ -601,7 +601,7 @@ class ReplicatedExecutor::Impl {
     std::vector<Delivery> answers;
   };
   static constexpr uint64_t kNotLogged = ~uint64_t{0};  // its log is being written
-  static constexpr uint64_t kUnshipped = ~uint64_t{0};  // State::shipped: its batch's answers are leaving first
+  static constexpr uint64_t kUnshipped = ~uint64_t{0};  // State::shipped: queued (QueueStates)
 
   // Under mu_: the remote backup goes; nothing waits for it any more.
   void DetachLocked() {
@@ -702,17 +702,19 @@ class ReplicatedExecutor::Impl {
     for (auto& [k, s] : states_) s.shipped = last_state_seq_;
   }
 
-  // Under mu_: NSPB's batch n is committed; its states are encoded and
-  // shipped once its answers have left (Finish), or before a batch reading
-  // them is updated — whichever comes first — so that copying them into a
-  // message is not on its answers' path.
-  void Unship(uint64_t n, const Pending& p) {
+  // Under mu_: batch n is committed; its states (and PutAnswers's part)
+  // wait in unshipped_ for ShipQueued — under NSPB until its answers have
+  // left (Finish) or a batch reading them reaches its update stage, so
+  // that copying them into a message is not on its answers' path; under
+  // Remus at once (its answers wait for the message).
+  void QueueStates(uint64_t n, const Pending& p) {
     const SlotModel& m = models_[p.served.model];
     Unshipped u{n, {}, {}};
-    u.keys.reserve(p.rows.size());
+    u.written.reserve(p.rows.size());
     for (const Row& row : p.rows) {
-      u.keys.push_back(row.key);
-      if (auto it = states_.find(row.key); it != states_.end()) it->second.shipped = kUnshipped;
+      const bool erased = !m.model_state && (row.lost || row.end);
+      u.written.push_back({row.key, erased});
+      if (auto it = states_.find(row.key); !erased && it != states_.end()) it->second.shipped = kUnshipped;
       if (m.model_state) break;  // one state
     }
     Writer answers;
@@ -721,33 +723,34 @@ class ReplicatedExecutor::Impl {
     unshipped_.push_back(std::move(u));
   }
 
-  // Under mu_: the unshipped batches' messages, in order — each state as it
-  // is now (nothing writes it again before Advance ships it).
-  void ShipUnshipped() {
+  // Under mu_: the queued batches' messages, in order — each state as it is
+  // now (nothing writes it again before Advance ships it).
+  void ShipQueued() {
     if (unshipped_.empty()) return;
     const Duration began = ProxyClock();
-    for (Unshipped& u : unshipped_) {
+    std::vector<std::pair<Key, State*>> states;
+    for (const Unshipped& u : unshipped_) {
       if (channel_ == nullptr) break;
-      Writer w;
+      states.clear();
       size_t bytes = 32 + u.answers.size();
-      for (const Key& k : u.keys) {
-        auto it = states_.find(k);
-        bytes += 48 + (it == states_.end() ? 0 : it->second.value.size() * sizeof(float));
+      for (const auto& [key, erased] : u.written) {
+        auto it = erased ? states_.end() : states_.find(key);
+        State* st = it == states_.end() ? nullptr : &it->second;  // ended (or swept): erased
+        states.emplace_back(key, st);
+        bytes += 48 + (st == nullptr ? 0 : st->value.size() * sizeof(float));
       }
+      Writer w;
       w.Reserve(bytes);
       w.Put<uint8_t>(kStates);
       w.Put(u.n);
-      w.Put<int64_t>(static_cast<int64_t>(u.keys.size()));
-      std::vector<State*> shipped;
-      for (const Key& k : u.keys) {
-        auto it = states_.find(k);
-        PutState(w, k, it == states_.end() ? nullptr : &it->second);  // ended (or swept): erased
-        if (it != states_.end()) shipped.push_back(&it->second);
+      w.Put<int64_t>(static_cast<int64_t>(states.size()));
+      for (const auto& [key, st] : states) PutState(w, key, st);
+      std::string message = w.Take();
+      message += u.answers;
+      last_state_seq_ = Ship(std::move(message), true);
+      for (const auto& [key, st] : states) {
+        if (st != nullptr) st->shipped = last_state_seq_;
       }
-      std::string bytes_out = w.Take();
-      bytes_out += u.answers;
-      last_state_seq_ = Ship(std::move(bytes_out), true);
-      for (State* st : shipped) st->shipped = last_state_seq_;
     }
     unshipped_.clear();
     stats_.proxy_time += ProxyClock() - began;
@@ -757,7 +760,7 @@ class ReplicatedExecutor::Impl {
   // if it waits for its batch's answers to leave).
   uint64_t Shipped(Row& row) {
     if (row.read_shipped != kUnshipped) return row.read_shipped;
-    ShipUnshipped();
+    ShipQueued();
     auto it = states_.find(row.key);
     row.read_shipped = it != states_.end() && it->second.shipped != kUnshipped ? it->second.shipped : last_state_seq_;
     return row.read_shipped;
@@ -873,9 +876,9 @@ class ReplicatedExecutor::Impl {
     next_sweep_ = now + (shortest == kInfiniteFuture ? kSecond : std::max<Duration>(shortest / 2, kMillisecond));
   }
 
-  // Under mu_: stores the states batch n made (its update stage); returns
-  // their message to the backup when `encode` asks for it.
-  std::string Commit(uint64_t n, Pending& p, bool encode) {
+  // Under mu_: stores the states batch n made (its update stage); their
+  // message to the backup is QueueStates's.
+  void Commit(uint64_t n, Pending& p) {
     last_committed_ = std::max(last_committed_, n);
     const SlotModel& m = models_[p.served.model];
     if (m.model_state) {
@@ -886,28 +889,14 @@ class ReplicatedExecutor::Impl {
       s.parent = row.read_digest;
       s.digest = Digest(s.value.data(), static_cast<int64_t>(s.value.size()));
       s.touched = clock_->Now();
-      if (!encode) return {};
-      Writer w;
-      w.Put<uint8_t>(kStates);
-      w.Put(n);
-      w.Put<int64_t>(1);
-      PutState(w, row.key, &s);
-      PutAnswers(w, n, p, m.output_elements);
-      return w.Take();
+      return;
     }
     const int64_t width = m.output_elements + m.state_elements;
     const Time now = clock_->Now();
-    Writer w;
-    if (encode) {
-      w.Put<uint8_t>(kStates);
-      w.Put(n);
-      w.Put<int64_t>(p.served.size);
-    }
     for (int i = 0; i < p.served.size; ++i) {
       const Row& row = p.rows[i];
       if (row.lost || row.end) {
         if (row.end) states_.erase(row.key);
-        if (encode) PutState(w, row.key, nullptr);
         continue;
       }
       const float* h = p.result.output.data() + i * width + m.output_elements;
@@ -917,10 +906,7 @@ class ReplicatedExecutor::Impl {
       s.parent = row.read_digest;
       s.digest = Digest(h, m.state_elements);
       s.touched = now;
-      if (encode) PutState(w, row.key, &s);
     }
-    if (encode) PutAnswers(w, n, p, width);
-    return w.Take();
   }
 
   // Batch n's answers after its states, by tag: the first output elements
@@ -1052,7 +1038,7 @@ class ReplicatedExecutor::Impl {
     // states may have died on the link.
     if (recovering_) return;
     const bool rep = replicating();
-    ShipUnshipped();
+    ShipQueued();
     Refresh();
     while (!computed_.empty()) {
       const uint64_t n = computed_.front();
@@ -1077,13 +1063,11 @@ class ReplicatedExecutor::Impl {
       computed_.pop_front();
       const int p_model = p.served.model;
       const Duration began = ProxyClock();
-      const bool ships = rep && options_.mode == ReplicationMode::kRemus;
-      std::string states = Commit(n, p, ships);
+      Commit(n, p);
       ++stats_.stateful_batches;
+      const bool ships = rep && (options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kRemus);
       if (ships) {
-        last_state_seq_ = Ship(std::move(states), true);
-      } else if (rep && options_.mode == ReplicationMode::kNspb) {
-        Unship(n, p);
+        QueueStates(n, p);
       } else if (rep && options_.mode == ReplicationMode::kCheckpoint &&
                  ++since_checkpoint_ >= options_.checkpoint_every) {
         since_checkpoint_ = 0;
@@ -1091,6 +1075,7 @@ class ReplicatedExecutor::Impl {
       }
       stats_.proxy_time += ProxyClock() - began;
       if (rep && options_.mode == ReplicationMode::kRemus) {
+        ShipQueued();  // its answers wait for this message
         p.release_seq = last_state_seq_;
         p.waited = p.release_seq > watermark_;
         held_release_.push_back(n);
@@ -1235,7 +1220,7 @@ class ReplicatedExecutor::Impl {
     }
     if (o.answers.empty()) return;
     for (auto& [done, result] : o.answers) done(std::move(result));
-    // The answers are out: NSPB's states follow them (Unship).
+    // The answers are out: NSPB's states follow them (QueueStates).
     Outside more;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -1326,10 +1311,10 @@ class ReplicatedExecutor::Impl {
   std::deque<uint64_t> held_release_;            // remus: updated, waiting for their states' ack
   struct Unshipped {
     uint64_t n;
-    std::vector<Key> keys;  // the states it wrote (or erased)
-    std::string answers;    // PutAnswers's part of its message
+    std::vector<std::pair<Key, bool>> written;  // the states it wrote, or erased (true)
+    std::string answers;                        // PutAnswers's part of its message
   };
-  std::vector<Unshipped> unshipped_;  // nspb: committed and answered, states not yet shipped (Unship)
+  std::vector<Unshipped> unshipped_;  // committed, states not yet shipped (QueueStates)
   std::vector<uint64_t> held_;                   // received while recovering
   Outside outside_;                              // for Finish()
   // Compute-then-update models: a batch is between its start and its update
@@ -1341,7 +1326,7 @@ class ReplicatedExecutor::Impl {
   uint64_t watermark_ = 0, last_state_seq_ = 0;  // delivered (acknowledged); the last states shipped
   Time next_delivery_ = kInfiniteFuture;          // of a local link: its next message (Refresh)
   TimerId delivery_timer_ = kNoTimer;             // AwaitDelivery
-  std::atomic<int64_t> apply_time_{0};             // the local backup's applying thread's CPU
+  std::atomic<int64_t> apply_time_{0};             // the local backup's applying thread's time
   int since_checkpoint_ = 0;
   int generation_ = 0;
   bool recovering_ = false;
@@ -1465,7 +1450,7 @@ void ReplicatedExecutor::Impl::Recover(std::unique_ptr<BackupState> backup, Exec
     ++stats_.rerun_batches;
     Pending& p = pending_.at(n);  // (reruns pass their update stage in order)
     p.result = std::move(r);
-    if (p.stateful && p.result.status.ok()) Commit(n, p, false);
+    if (p.stateful && p.result.status.ok()) Commit(n, p);
     if (p.done) {
       out.push_back(Answer(n));
       continue;
