@@ -267,6 +267,8 @@ int BenchStateful(const Args& args) {
   flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
   flags.String("policy", &setup.policy, "scheduling policy: deferred | adaptive | eager | timeout | nexus");
+  flags.Int("max-batches-in-flight", &setup.max_in_flight,
+            "an executor takes a new batch only while it holds fewer not done (0: no limit)");
   flags.Int("threads", &threads, "libtorch intra-op threads");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;

@@ -186,6 +186,7 @@ absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelReposito
   RealClock clock;
   ServerConfig config;
   config.policy = setup.policy;
+  config.scheduler.max_in_flight = setup.max_in_flight;
   config.replication = setup.replication;
   // A graph (gru_pipeline): its stateful steps on one executor (with its
   // backup), the stateless ones on another.

@@ -26,6 +26,7 @@
 #include "tutti/datasets/fashion_mnist.h"
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/server/server_config.h"
 
 namespace tutti {
 
@@ -34,6 +35,7 @@ struct StatefulServingSetup {
   ReplicationOptions replication;
   bool nondeterminism = false;      // injected into the model's sums
   std::string policy = "deferred";
+  int max_in_flight = ServerConfig().scheduler.max_in_flight;  // SchedulerOptions::max_in_flight
   int sequences = 16;               // concurrent clients
   Duration duration = 5 * kSecond;  // sending time
   Duration kill_at = 0;             // > 0: the primary dies then

@@ -235,19 +235,40 @@ void CandidateScheduler::ArmRelease(GpuId g) {
 
 void CandidateScheduler::OnReleaseTimer(GpuId g) {
   GpuState& gpu = gpus_[g];
-  if (Awaits(g) && gpu.running > 0) {
+  if (Full(g)) {
     gpu.timer = kNoTimer;
-    gpu.awaiting = true;  // OnBatchDone releases it
+    Await(g);
     return;
   }
   Release(g);
+}
+
+void CandidateScheduler::Await(GpuId g) {
+  GpuState& gpu = gpus_[g];
+  gpu.awaiting = true;  // OnBatchDone releases it
+  if (Awaits(g)) return;
+  // max_in_flight: a report lost (with a distributed frontend that died
+  // before passing its batch on) must not hold the GPU for ever.
+  gpu.timer = clock_->ScheduleAt(std::max(clock_->Now(), gpu.free_at) + kReportOverdue, [this, g] {
+    GpuState& late = gpus_[g];
+    late.timer = kNoTimer;
+    if (!late.awaiting || late.down) return;
+    late.running = 0;
+    late.awaiting = false;
+    Release(g);
+  });
 }
 
 void CandidateScheduler::CatchUpDeferred(int r, Time now) {
   std::vector<GpuId>& deferred = ranks_[r].deferred;
   const auto due = [&](GpuId g) { return gpus_[g].release_at <= now; };
   for (GpuId g : deferred) {
-    if (due(g)) ranks_[r].available.insert(g);  // what Release(g) does with no candidate sendable
+    if (!due(g)) continue;
+    if (Full(g)) {
+      Await(g);  // what OnReleaseTimer does
+    } else {
+      ranks_[r].available.insert(g);  // what Release(g) does with no candidate sendable
+    }
   }
   deferred.erase(std::remove_if(deferred.begin(), deferred.end(), due), deferred.end());
 }
@@ -260,8 +281,9 @@ void CandidateScheduler::ArmDeferred(int r) {
 void CandidateScheduler::OnBatchDone(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.running = std::max(0, gpu.running - 1);
-  if (gpu.running > 0 || !gpu.awaiting || gpu.down) return;
+  if (Full(g) || !gpu.awaiting || gpu.down) return;
   gpu.awaiting = false;
+  clock_->Cancel(gpu.timer);  // Await's
   gpu.free_at = std::max(gpu.free_at, clock_->Now());
   Release(g);
 }

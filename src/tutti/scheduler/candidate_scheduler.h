@@ -41,7 +41,8 @@
 // s + scale·ℓ(b) (that GPU's occupancy in the delay plan); the GPU timer
 // fires d_ctrl before that, so the next batch can be on its way. An executor
 // that runs late simply starts the next batch late — unless await_completion
-// holds the GPU until its batches are reported done. Deadlines are planned
+// holds the GPU until its batches are reported done, or max_in_flight until
+// enough of them are. Deadlines are planned
 // with the worst compute plan of the model among its sub-cluster's GPUs: a
 // candidate is filed before its GPU is known, and one slow GPU must not
 // make the batches it gets late.
@@ -109,8 +110,8 @@ class CandidateScheduler final : public Scheduler {
     Time free_at = 0;
     Time release_at = 0;  // free_at − d_ctrl, as planned at its last dispatch
     TimerId timer = kNoTimer;
-    int running = 0;        // await_completion: batches not reported done
-    bool awaiting = false;  // await_completion: predicted free, still running
+    int running = 0;        // batches not reported done
+    bool awaiting = false;  // predicted free, but Full: OnBatchDone releases it
     bool down = false;      // SetGpuUp(false): takes no work
   };
   struct RankState {
@@ -138,6 +139,17 @@ class CandidateScheduler final : public Scheduler {
     return options_.await_completion ||
            (r < static_cast<int>(options_.await_sub_clusters.size()) && options_.await_sub_clusters[r]);
   }
+  // GPU g holds as many unreported batches as it may (Awaits: any;
+  // SchedulerOptions::max_in_flight): released only by OnBatchDone.
+  bool Full(GpuId g) const {
+    const int limit = Awaits(g) ? 1 : options_.max_in_flight;
+    return limit > 0 && gpus_[g].running >= limit;
+  }
+  // GPU g is Full at its release: OnBatchDone releases it — or, under
+  // max_in_flight, kReportOverdue after its predicted free time, the
+  // missing reports taken as lost.
+  void Await(GpuId g);
+  static constexpr Duration kReportOverdue = kSecond;
   void ArmRelease(GpuId g);  // its timer at release_at
   void OnReleaseTimer(GpuId g);
   // The rank's deferred releases: those due by `now` join the available

@@ -428,6 +428,46 @@ TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
   }
 }
 
+// max_in_flight 2: a GPU whose batches run past their profiled latency
+// holds at most two not reported done — the next waits in the scheduler's
+// queue (where it can still batch), whether the GPU's release came by its
+// timer (requests queued) or was deferred (none were), until a report
+// comes or is a second overdue; 0: prediction alone.
+TEST(AwaitCompletionTest, MaxInFlightBoundsTheBatchesAGpuHolds) {
+  for (int limit : {0, 2}) {
+    for (bool queued : {true, false}) {
+      SCOPED_TRACE(absl::StrCat("max_in_flight ", limit, queued ? ", queued" : ", deferred release"));
+      ClusterSpec spec;
+      spec.models = {{"m", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)}};
+      spec.gpus = 1;
+      ManualClock clock;
+      Recorder rec;
+      SchedulerOptions options;
+      options.max_in_flight = limit;
+      std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, options, &clock, &rec);
+      for (uint64_t id = 1; id <= 3; ++id) {
+        if (!queued) clock.AdvanceTo(Millis(2 * (id - 1)));  // each comes after the last is predicted done
+        s->Submit(Request{id, 0, clock.Now(), clock.Now() + Millis(100)});
+      }
+      clock.AdvanceTo(Millis(5));  // none reported done
+      ASSERT_EQ(rec.batches.size(), limit == 0 ? 3u : 2u);
+      if (limit == 0) continue;
+      s->OnBatchDone(0);  // the first finished at 5 ms
+      ASSERT_EQ(rec.batches.size(), 3u);
+      EXPECT_EQ(rec.batches[2].exec_at, Millis(5));
+      EXPECT_EQ(rec.batches[2].requests[0].id, 3u);
+      // Reports that never come (lost) hold the GPU one second past its
+      // predicted free time (6 ms), not for ever.
+      s->Submit(Request{4, 0, clock.Now(), clock.Now() + Seconds(2)});
+      clock.AdvanceTo(Millis(6) + Seconds(1) - 1);
+      ASSERT_EQ(rec.batches.size(), 3u);
+      clock.AdvanceTo(Millis(6) + Seconds(1));
+      ASSERT_EQ(rec.batches.size(), 4u);
+      EXPECT_EQ(rec.batches[3].requests[0].id, 4u);
+    }
+  }
+}
+
 // await_sub_clusters: only the sub-cluster named awaits its reports; the
 // other's GPU is freed by prediction.
 TEST(AwaitCompletionTest, OnlyTheSubClustersNamedAwait) {

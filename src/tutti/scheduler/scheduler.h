@@ -90,6 +90,15 @@ struct SchedulerOptions {
   // single queue, so that an instance running slower than its profile is not
   // handed work it cannot start. Off: GPUs are freed by prediction alone.
   bool await_completion = false;
+  // `deferred`, `eager`, `timeout`, without await_completion: a GPU takes a
+  // new batch only while fewer than this many it was given are not reported
+  // done (0: no limit, prediction alone). 2 lets the next batch wait at the
+  // executor while one runs (the hand-off hidden behind the run) yet bounds
+  // what queues there: an executor slower than predicted by its per-call
+  // costs (a CPU model's batch of one) otherwise receives each request as
+  // its own batch the moment it comes, and they queue inside it, one at a
+  // time, where the scheduler cannot batch them.
+  int max_in_flight = 0;
   // By sub-cluster: its GPUs await completion whatever await_completion
   // says (missing: no). For an executor whose batches queue behind one
   // another anyway — a compute-then-update model's pass their update stage

@@ -147,6 +147,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
+  TUTTI_ASSIGN_OR_RETURN(auto in_flight, r.OptionalScalar<int>("max_batches_in_flight", "an integer"));
+  if (in_flight && *in_flight < 0) return Invalid("max_batches_in_flight", "must not be negative (0: no limit)");
+  if (in_flight) c.scheduler.max_in_flight = *in_flight;
   TUTTI_ASSIGN_OR_RETURN(auto window, r.OptionalScalar<int>("early_drop_window", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto split, r.OptionalScalar<std::string>("graph_split", "dp or even"));
   if (split && *split != "dp" && *split != "even") {

@@ -25,6 +25,7 @@ drop: early
 frontrun_slack_ms: 2.5
 network_us: {ctrl: 50, data_per_request: 2, resp: 800}
 await_completion: true
+max_batches_in_flight: 3
 early_drop_window: 12
 default_objective_ms: 40
 torch_threads: 2
@@ -48,6 +49,7 @@ coding:
   EXPECT_EQ(c->network.data_per_request, Micros(2));
   EXPECT_EQ(c->network.resp, Micros(800));
   EXPECT_TRUE(c->scheduler.await_completion);
+  EXPECT_EQ(c->scheduler.max_in_flight, 3);
   EXPECT_EQ(c->early_drop_window, 12);
   EXPECT_EQ(c->default_objective, Millis(40));
   EXPECT_EQ(c->torch_threads, 2);
@@ -87,6 +89,7 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->policy, "adaptive");
   EXPECT_EQ(c->scheduler.frontrun_slack, 2 * kMillisecond);
+  EXPECT_EQ(c->scheduler.max_in_flight, 2);
   EXPECT_EQ(c->network.resp, 0);
   EXPECT_EQ(c->http.port, 8000);
   EXPECT_EQ(c->grpc.port, 8001);
@@ -166,6 +169,8 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("tls: {client_ca: ca.pem}"), HasSubstr("field 'tls.client_ca': needs cert and key"));
   EXPECT_THAT(ParseError("auth: {tokens: x}"), HasSubstr("unknown field 'auth.tokens'"));
   EXPECT_THAT(ParseError("max_queue_size: -1"), HasSubstr("field 'max_queue_size': must not be negative"));
+  EXPECT_THAT(ParseError("max_batches_in_flight: -1"),
+              HasSubstr("field 'max_batches_in_flight': must not be negative"));
   EXPECT_THAT(ParseError("http: {max_connections: 0}"), HasSubstr("field 'http.max_connections'"));
   EXPECT_THAT(ParseError("coding: [{model: a}]"), HasSubstr("missing required field 'coding[0].parity_model'"));
   EXPECT_THAT(ParseError("replication: {mode: paxos}"),

@@ -118,6 +118,9 @@ class Cluster final : public SchedulerListener {
   RequestId NextId() { return next_id_++; }
   // Hands a request to the scheduler (set once it exists).
   std::function<void(const Request&)> submit;
+  // Set: tells the scheduler when a GPU's batch ends (OnBatchDone), for the
+  // options that hold GPUs until their batches are done.
+  std::function<void(GpuId)> batch_done;
 
   // ---- queries through the graph (SimConfig::graph) ----
   // A query arriving now: its first step's item.
@@ -156,6 +159,7 @@ class Cluster final : public SchedulerListener {
       result_->timeline.push_back({batch.gpu, batch.model, start, end, size, decided, batch.exec_at});
     }
     if (series_) series_->Ran(batch.gpu, start, end);
+    if (batch_done) events_->ScheduleAt(end, [this, g = batch.gpu] { batch_done(g); });
     window_busy_ += end - start;
     ModelMetrics& mm = result_->models[batch.model];
     bool measured_batch = false;
@@ -355,6 +359,11 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     delays.RecordArrival(r.model, r.arrival);
     scheduler->Submit(r);
   };
+  if (options.await_completion || options.max_in_flight > 0 ||
+      std::find(options.await_sub_clusters.begin(), options.await_sub_clusters.end(), true) !=
+          options.await_sub_clusters.end()) {
+    cluster.batch_done = [&](GpuId g) { scheduler->OnBatchDone(g); };
+  }
   delays.Start(scheduler_clock, [&](const DelayPlan& plan) { scheduler->SetDelayPlan(plan); });
   // Closed-loop autoscaling acts through the scheduler's membership.
   absl::Status membership;
