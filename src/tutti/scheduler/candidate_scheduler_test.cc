@@ -404,18 +404,21 @@ TEST(SchedulerPropertyTest, InvariantsHoldOverRandomWorkloads) {
 namespace tutti {
 namespace {
 
+// One GPU, one model whose batches of one take 1 ms, the `eager` policy.
+std::unique_ptr<Scheduler> OneGpu(const SchedulerOptions& options, ManualClock* clock, Recorder* rec) {
+  ClusterSpec spec;
+  spec.models = {{"m", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)}};
+  spec.gpus = 1;
+  return *CreateScheduler("eager", spec, options, clock, rec);
+}
+
 // await_completion: a GPU whose batch runs past its profiled latency gets no
 // new work until the batch is reported done; without it, prediction frees it.
 TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
   for (bool await : {false, true}) {
-    ClusterSpec spec;
-    spec.models = {{"m", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)}};
-    spec.gpus = 1;
     ManualClock clock;
     Recorder rec;
-    SchedulerOptions options;
-    options.await_completion = await;
-    std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, options, &clock, &rec);
+    std::unique_ptr<Scheduler> s = OneGpu({.await_completion = await}, &clock, &rec);
     s->Submit(Request{1, 0, 0, Millis(100)});
     s->Submit(Request{2, 0, 0, Millis(100)});
     clock.AdvanceTo(Millis(5));  // predicted free at 1 ms; the batch is still running
@@ -437,14 +440,9 @@ TEST(AwaitCompletionTest, MaxInFlightBoundsTheBatchesAGpuHolds) {
   for (int limit : {0, 2}) {
     for (bool queued : {true, false}) {
       SCOPED_TRACE(absl::StrCat("max_in_flight ", limit, queued ? ", queued" : ", deferred release"));
-      ClusterSpec spec;
-      spec.models = {{"m", *LatencyProfile::Linear(0, Millis(1), 1), Millis(100)}};
-      spec.gpus = 1;
       ManualClock clock;
       Recorder rec;
-      SchedulerOptions options;
-      options.max_in_flight = limit;
-      std::unique_ptr<Scheduler> s = *CreateScheduler("eager", spec, options, &clock, &rec);
+      std::unique_ptr<Scheduler> s = OneGpu({.max_in_flight = limit}, &clock, &rec);
       for (uint64_t id = 1; id <= 3; ++id) {
         if (!queued) clock.AdvanceTo(Millis(2 * (id - 1)));  // each comes after the last is predicted done
         s->Submit(Request{id, 0, clock.Now(), clock.Now() + Millis(100)});

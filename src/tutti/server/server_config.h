@@ -22,7 +22,7 @@
 //                                    # model; 0: from each model's GPUs (batch_policy.h)
 //   await_completion: false          # give an executor work only once it is free
 //                                    # (not just predicted free): see SchedulerOptions
-//   max_batches_in_flight: 2         # otherwise, an executor takes a batch only while it
+//   max_batches_in_flight: 3         # otherwise, an executor takes a batch only while it
 //                                    # holds fewer not done (0: no limit): SchedulerOptions::max_in_flight
 //   default_objective_ms: 100        # for models without latency_objective_ms
 //   graph_split: dp                  # graphs' steps share the objective by Nexus's latency
@@ -126,7 +126,7 @@ struct AuthConfig {
 struct ServerConfig {
   std::string policy = "adaptive";
   SchedulerOptions scheduler{
-      .frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1, .max_in_flight = 2,
+      .frontrun_slack = 2 * kMillisecond, .head_guard_share = 0.1, .max_in_flight = 3,
       .adaptive_replay_thread = true};
   NetworkDelays network;
   DelayModelOptions delays;

@@ -89,7 +89,7 @@ TEST(ServerConfigTest, DefaultsNeedNoFile) {
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->policy, "adaptive");
   EXPECT_EQ(c->scheduler.frontrun_slack, 2 * kMillisecond);
-  EXPECT_EQ(c->scheduler.max_in_flight, 2);
+  EXPECT_EQ(c->scheduler.max_in_flight, 3);
   EXPECT_EQ(c->network.resp, 0);
   EXPECT_EQ(c->http.port, 8000);
   EXPECT_EQ(c->grpc.port, 8001);
