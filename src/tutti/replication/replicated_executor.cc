@@ -533,11 +533,7 @@ class ReplicatedExecutor::Impl {
         failed.emplace_back(std::move(p.done), std::move(r));
       }
       pending_.clear();
-      computed_.clear();
-      held_release_.clear();
-      unshipped_.clear();
-      model_busy_.clear();
-      model_waiting_.clear();
+      ForgetStagesLocked();
       standby_ = true;
       states_.clear();
       audit_.clear();
@@ -602,6 +598,18 @@ class ReplicatedExecutor::Impl {
   };
   static constexpr uint64_t kNotLogged = ~uint64_t{0};  // its log is being written
   static constexpr uint64_t kUnshipped = ~uint64_t{0};  // State::shipped: queued (QueueStates)
+
+  // Under mu_: what the primary held of its batches between their run and
+  // their release (update stages to come, releases waiting for the backup,
+  // states not yet shipped, a compute-then-update model's turn) — gone
+  // with its slot.
+  void ForgetStagesLocked() {
+    computed_.clear();
+    held_release_.clear();
+    unshipped_.clear();
+    model_busy_.clear();
+    model_waiting_.clear();
+  }
 
   // Under mu_: the remote backup goes; nothing waits for it any more.
   void DetachLocked() {
@@ -1400,12 +1408,8 @@ void ReplicatedExecutor::Impl::Recover(std::unique_ptr<BackupState> backup, Exec
       kept_ = std::move(backup->answers);
       kept_until_ = clock_->Now() + kKeepAnswersFor;
     }
-    computed_.clear();
-    held_release_.clear();
-    unshipped_.clear();  // died with the primary, as states on the link do
+    ForgetStagesLocked();  // unshipped states died with the primary, as states on the link do
     held_.clear();
-    model_busy_.clear();
-    model_waiting_.clear();
     if (backup && keeps && options_.mode == ReplicationMode::kRemus && !options_.distributed) {
       std::vector<uint64_t> applied;
       for (const auto& [n, p] : pending_) {
