@@ -65,24 +65,31 @@ class EventLoop::Impl {
       std::lock_guard<std::mutex> lock(mu_);
       id = timers_.Add(when, std::move(callback));
       earlier = when < armed_for_;
-      if (earlier) armed_for_ = when;
+      if (earlier) {
+        armed_for_ = when;
+        earlier = RequestArmLocked();
+      }
     }
-    if (earlier) net::post(contexts_[0]->ioc, [this] { Arm(); });
+    if (earlier) PostArm();
     return id;
   }
 
   // A cancelled timer that was the earliest re-arms the asio timer, so
   // that it does not wake the loop for nothing.
   bool Cancel(TimerId id) {
+    bool post;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!timers_.Cancel(id)) return false;
       if (timers_.NextTime().value_or(kInfiniteFuture) <= armed_for_) return true;
       armed_for_ = kInfiniteFuture;
+      post = RequestArmLocked();
     }
-    net::post(contexts_[0]->ioc, [this] { Arm(); });
+    if (post) PostArm();
     return true;
   }
+
+  int64_t arms() const { return arms_.load(std::memory_order_relaxed); }
 
  private:
   // On thread 0.
@@ -99,20 +106,39 @@ class EventLoop::Impl {
     Arm();
   }
 
-  // On thread 0: (re)arms the asio timer for the earliest pending timer.
+  // The earliest timer changed: one Arm, posted unless one already is —
+  // moving a timer (Cancel, then Add) and the timers a handler moves
+  // together re-arm once, when the handler is done.
+  bool RequestArmLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (arm_posted_) return false;
+    arm_posted_ = true;
+    return true;
+  }
+  void PostArm() { net::post(contexts_[0]->ioc, [this] { Arm(); }); }
+
+  // On thread 0: (re)arms the asio timer for the earliest pending timer,
+  // unless it already waits for that instant. Each re-arm aborts the
+  // pending wait and resets the OS timer (timerfd_settime).
   void Arm() {
     std::optional<Time> next;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      arm_posted_ = false;
       next = timers_.NextTime();
       armed_for_ = next.value_or(kInfiniteFuture);
     }
+    const Time want = next.value_or(kInfiniteFuture);
+    if (want == waiting_for_) return;
+    waiting_for_ = want;
+    const uint64_t wait = ++wait_;
     if (!next) {
       timer_->cancel();
       return;
     }
+    arms_.fetch_add(1, std::memory_order_relaxed);
     timer_->expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(*next)));
-    timer_->async_wait([this](const boost::system::error_code& ec) {
+    timer_->async_wait([this, wait](const boost::system::error_code& ec) {
+      if (wait == wait_) waiting_for_ = kInfiniteFuture;  // this wait is over
       if (!ec) Fire();  // operation_aborted: re-armed meanwhile
     });
   }
@@ -127,6 +153,12 @@ class EventLoop::Impl {
   std::mutex mu_;
   TimerQueue timers_ ABSL_GUARDED_BY(mu_);
   Time armed_for_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // what timer_ waits for, or is about to
+  bool arm_posted_ ABSL_GUARDED_BY(mu_) = false;           // an Arm is posted and has not run
+  // On thread 0: the instant timer_'s pending wait is for (kInfiniteFuture:
+  // none), and which of Arm's waits that is.
+  Time waiting_for_ = kInfiniteFuture;
+  uint64_t wait_ = 0;
+  std::atomic<int64_t> arms_{0};
   std::vector<std::thread> threads_;   // last: they start once the rest is built
 };
 
@@ -140,5 +172,6 @@ void EventLoop::Stop() { impl_->Stop(); }
 Time EventLoop::Now() const { return Impl::Now(); }
 TimerId EventLoop::ScheduleAt(Time when, Callback callback) { return impl_->Add(when, std::move(callback)); }
 bool EventLoop::Cancel(TimerId id) { return impl_->Cancel(id); }
+int64_t EventLoop::timer_arms() const { return impl_->arms(); }
 
 }  // namespace tutti

@@ -26,7 +26,9 @@
 #ifndef TUTTI_NET_EVENT_LOOP_H_
 #define TUTTI_NET_EVENT_LOOP_H_
 
+#include <cstdint>
 #include <memory>
+#include <string>
 
 #include "tutti/core/clock.h"
 
@@ -55,6 +57,11 @@ class EventLoop final : public Clock {
   Time Now() const override;
   TimerId ScheduleAt(Time when, Callback callback) override;
   bool Cancel(TimerId id) override;
+
+  // How many times the loop has set its OS timer for a new instant (a
+  // statistic: moving the earliest timer costs a re-arm; moving it several
+  // times within one handler, or back to the instant armed, costs one or none).
+  int64_t timer_arms() const;
 
  private:
   class Impl;
