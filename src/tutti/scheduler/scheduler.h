@@ -17,6 +17,7 @@
 #ifndef TUTTI_SCHEDULER_SCHEDULER_H_
 #define TUTTI_SCHEDULER_SCHEDULER_H_
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -109,6 +110,13 @@ struct SchedulerOptions {
   // wait reads as dispatch delay to the delay model, which then plans
   // every batch with it.
   std::vector<bool> await_sub_clusters;
+  // Whether these options hold a GPU until its batches are reported done
+  // (Scheduler::OnBatchDone): whoever runs the batches must then report
+  // each one's end.
+  bool HoldsGpusUntilReported() const {
+    return await_completion || max_in_flight > 0 ||
+           std::find(await_sub_clusters.begin(), await_sub_clusters.end(), true) != await_sub_clusters.end();
+  }
   // `adaptive` only: how often each sub-cluster chooses how it makes
   // candidates, and over how much of its latest arrivals
   // (adaptive_scheduler.h).

@@ -359,11 +359,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     delays.RecordArrival(r.model, r.arrival);
     scheduler->Submit(r);
   };
-  if (options.await_completion || options.max_in_flight > 0 ||
-      std::find(options.await_sub_clusters.begin(), options.await_sub_clusters.end(), true) !=
-          options.await_sub_clusters.end()) {
-    cluster.batch_done = [&](GpuId g) { scheduler->OnBatchDone(g); };
-  }
+  if (options.HoldsGpusUntilReported()) cluster.batch_done = [&](GpuId g) { scheduler->OnBatchDone(g); };
   delays.Start(scheduler_clock, [&](const DelayPlan& plan) { scheduler->SetDelayPlan(plan); });
   // Closed-loop autoscaling acts through the scheduler's membership.
   absl::Status membership;
