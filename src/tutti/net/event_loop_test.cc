@@ -37,20 +37,25 @@ TEST(EventLoopTest, TimersRunInTimeOrderNeverEarlyAndCancelledOnesNever) {
   std::vector<Ran> ran;
   std::vector<Time> when;
   std::vector<TimerId> ids;
-  const Time start = loop.Now();
-  for (int i = 0; i < 40; ++i) {
-    // Some share an instant: those run in the order they were added.
-    when.push_back(start + Micros(i % 5 == 0 ? 10000 : offset_us(rng)));
-    ids.push_back(loop.ScheduleAt(when.back(), [&, i] {
-      std::lock_guard<std::mutex> lock(mu);
-      ran.push_back({i, loop.Now()});
-    }));
-  }
-  // Cancel every fourth, the earliest among them too.
-  for (int i = 0; i < 40; i += 4) EXPECT_TRUE(loop.Cancel(ids[i]));
-  EXPECT_FALSE(loop.Cancel(ids[0])) << "a timer is cancelled once";
   std::promise<void> last;
-  loop.ScheduleAt(start + Micros(30000), [&] { last.set_value(); });
+  // Added in one handler on the timers' thread, so that none runs before
+  // all are in (a preempted test thread would otherwise add a timer after
+  // a later one had run).
+  RunOnLoop(loop, [&] {
+    const Time start = loop.Now();
+    for (int i = 0; i < 40; ++i) {
+      // Some share an instant: those run in the order they were added.
+      when.push_back(start + Micros(i % 5 == 0 ? 10000 : offset_us(rng)));
+      ids.push_back(loop.ScheduleAt(when.back(), [&, i] {
+        std::lock_guard<std::mutex> lock(mu);
+        ran.push_back({i, loop.Now()});
+      }));
+    }
+    // Cancel every fourth, the earliest among them too.
+    for (int i = 0; i < 40; i += 4) EXPECT_TRUE(loop.Cancel(ids[i]));
+    EXPECT_FALSE(loop.Cancel(ids[0])) << "a timer is cancelled once";
+    loop.ScheduleAt(start + Micros(30000), [&] { last.set_value(); });
+  });
   last.get_future().wait();
 
   std::lock_guard<std::mutex> lock(mu);
