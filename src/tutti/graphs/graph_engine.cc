@@ -51,6 +51,22 @@ std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& s
     shares.push_back(split.ok() ? static_cast<double>(split->budgets[i]) / static_cast<double>(objective)
                                 : 1.0 / static_cast<double>(graph.steps.size()));
   }
+  // What no path needs is given out: every share grows in proportion until
+  // the longest path uses the whole objective. A budget larger than the
+  // split's never needs more GPUs (T(k) does not fall as k grows), and
+  // where the profiles want little — cheap steps, a low rate — a step
+  // would otherwise be due within milliseconds of the request's arrival
+  // with most of the objective unused, and a scheduling hiccup of that
+  // size would drop it.
+  std::vector<double> path(shares.size());
+  double longest = 0;
+  for (size_t i = 0; i < shares.size(); ++i) {
+    path[i] = shares[i] + (parents[i] >= 0 ? path[parents[i]] : 0);
+    longest = std::max(longest, path[i]);
+  }
+  if (longest > 0 && longest < 1) {
+    for (double& share : shares) share /= longest;
+  }
   return shares;
 }
 

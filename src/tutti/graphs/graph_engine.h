@@ -91,6 +91,8 @@ std::vector<int> StepParents(const GraphSpec& graph);
 // latency_split.h) over the steps' latency profiles in `spec` and the
 // steps' γ, at `rate` graph requests/s; or, with graph.even_split, or when
 // no split fits the objective, objective / (steps on the longest path) each.
+// Shares the split leaves unused are given out in proportion: the longest
+// path's shares sum to 1.
 std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& spec, double rate = 1);
 
 struct GraphOptions {

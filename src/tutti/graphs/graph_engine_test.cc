@@ -164,12 +164,31 @@ TEST(GraphSharesTest, TheSplitFollowsTheProfilesAndTheEvenSplitTheLength) {
   graph.even_split = false;
   const std::vector<double> split = MakeGraphShares(graph, spec);
   ASSERT_EQ(split.size(), 2u);
-  EXPECT_LE(split[0] + split[1], 1 + 1e-9);
+  EXPECT_NEAR(split[0] + split[1], 1, 1e-9);  // the whole objective
   auto gpus = [&](const std::vector<double>& shares) {
     return 1 / ThroughputWithin(spec.models[0].profile, static_cast<Duration>(shares[0] * 1e8)) +
            1 / ThroughputWithin(spec.models[1].profile, static_cast<Duration>(shares[1] * 1e8));
   };
   EXPECT_LT(gpus(split), gpus(even));  // fewer GPUs than the even split
+}
+
+TEST(GraphSharesTest, WhatTheProfilesDoNotNeedIsGivenOutInProportion) {
+  ClusterSpec spec;
+  // Cheap steps: any batch fits in a few ms of a 100 ms objective, so the
+  // split alone would leave a step due within milliseconds of arrival.
+  spec.models = {{"a", *LatencyProfile::Linear(Micros(100), Micros(50), 8), kSecond},
+                 {"b", *LatencyProfile::Linear(Micros(300), Micros(50), 8), kSecond},
+                 {"c", *LatencyProfile::Linear(Micros(100), Micros(50), 8), kSecond}};
+  // a → b, a → c: two paths; b costs more than c.
+  GraphSpec graph{"fork", Millis(100), 1, 1, {{0, -1}, {1, 0}, {2, 0}}, {}};
+  const std::vector<double> shares = MakeGraphShares(graph, spec);
+  ASSERT_EQ(shares.size(), 3u);
+  EXPECT_NEAR(std::max(shares[0] + shares[1], shares[0] + shares[2]), 1, 1e-9);
+  EXPECT_GT(shares[0], 0.1);  // not a few ms: due well after arrival
+  EXPECT_GE(shares[1], shares[2]);
+  GraphSpec even = graph;
+  even.even_split = true;
+  EXPECT_THAT(MakeGraphShares(even, spec), ElementsAre(0.5, 0.5, 0.5));
 }
 
 // An engine of scripted models, answering at once: "router" (1 value → 3)
