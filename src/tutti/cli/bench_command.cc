@@ -235,6 +235,7 @@ int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
   double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0, think_us = 0;
   int threads = 1;
+  bool side_by_side = false;
   StatefulServingSetup setup;
   setup.policy = "eager";  // deferred holds each request near its deadline: latency would be the objective
   FlagSet flags("tutti bench stateful [--repo DIR] [--modes none,remus,nspb] [flags]",
@@ -252,7 +253,11 @@ int BenchStateful(const Args& args) {
                 "again, the answers that read a state not descended from the previous answer's\n"
                 "(inconsistent), and checks that every request was answered exactly once. With\n"
                 "--hang-at-s, the primary stops answering instead, unannounced: the failure detector\n"
-                "(a batch overdue by --detect-ms) finds it; prints how long that took too.");
+                "(a batch overdue by --detect-ms) finds it; prints how long that took too. With\n"
+                "--side-by-side, the modes run at the same time instead of one after another, each\n"
+                "with executors, backup and clients of its own: they share the machine's every\n"
+                "moment, so their difference does not depend on when each ran (`--modes none,none`\n"
+                "shows what the method reads when there is nothing to find).");
   flags.String("repo", &repo_dir, "model repository");
   flags.String("model", &setup.model, "the stateful model, or a graph with stateful steps (the demo's gru_pipeline)");
   flags.String("modes", &modes, "replication modes to compare");
@@ -270,6 +275,7 @@ int BenchStateful(const Args& args) {
   flags.Int("max-batches-in-flight", &setup.max_in_flight,
             "an executor takes a new batch only while it holds fewer not done (0: no limit)");
   flags.Int("threads", &threads, "libtorch intra-op threads");
+  flags.Bool("side-by-side", &side_by_side, "run the modes at the same time, each with clients of its own");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   SetTorchThreads(threads);
@@ -293,31 +299,40 @@ int BenchStateful(const Args& args) {
                                  "detection ms");
   }
   std::cout << "\n";
-  for (absl::string_view name : absl::StrSplit(modes, ',', absl::SkipEmpty())) {
+  std::vector<std::string> names = absl::StrSplit(modes, ',', absl::SkipEmpty());
+  std::vector<ReplicationMode> parsed;
+  for (const std::string& name : names) {
     absl::StatusOr<ReplicationMode> mode = ParseReplicationMode(name);
     if (!mode.ok()) return Fail(mode.status());
-    setup.replication.mode = *mode;
-    absl::StatusOr<StatefulServingResult> r = MeasureStatefulServing(*repo, setup, *test);
-    if (!r.ok()) return Fail(r.status());
-    const ReplicationStats& st = r->replication;
-    const double seconds = static_cast<double>(r->answers) / std::max(1e-9, r->throughput);
+    parsed.push_back(*mode);
+  }
+  auto print = [fault](const std::string& name, const StatefulServingResult& r) {
+    const ReplicationStats& st = r.replication;
+    const double seconds = static_cast<double>(r.answers) / std::max(1e-9, r.throughput);
     auto per_batch_us = [](Duration total, int64_t batches) {
       return batches == 0 ? 0.0 : ToMillis(total) * 1000 / static_cast<double>(batches);
     };
     std::cout << absl::StrFormat(
-        "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r->throughput, r->p50_ms, r->p99_ms,
-        r->errors, r->accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
+        "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r.throughput, r.p50_ms, r.p99_ms,
+        r.errors, r.accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
         per_batch_us(st.proxy_time, st.stateful_batches),
         st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.held_batches) / static_cast<double>(st.stateful_batches),
         per_batch_us(st.held_time, st.held_batches), per_batch_us(st.release_time, st.stateful_batches));
     if (fault) {
-      const bool once = r->duplicates == 0 && r->answers == r->requests;
+      const bool once = r.duplicates == 0 && r.answers == r.requests;
       std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,
                                    st.inconsistent, st.audited, once ? "yes" : "NO", ToMillis(st.detection_time));
     }
     std::cout << "\n";
     std::cout.flush();
-    if (r->errors > 0) std::cerr << name << ": the first error: " << r->first_error << "\n";
+    if (r.errors > 0) std::cerr << name << ": the first error: " << r.first_error << "\n";
+  };
+  // One measurement per mode, each printed when done; or one for them all.
+  for (size_t m = 0; m < parsed.size(); m += side_by_side ? parsed.size() : 1) {
+    absl::StatusOr<std::vector<StatefulServingResult>> r = MeasureStatefulServing(
+        *repo, setup, side_by_side ? parsed : std::vector<ReplicationMode>{parsed[m]}, *test);
+    if (!r.ok()) return Fail(r.status());
+    for (size_t i = 0; i < r->size(); ++i) print(names[m + i], (*r)[i]);
   }
   return 0;
 }

@@ -26,12 +26,13 @@ class Clients {
  public:
   // `step_elements`: a sequence's step; 0 for a compute-then-update model,
   // whose requests are whole images followed by their labels.
+  // `seed`: of the clients' pauses.
   Clients(InferenceEngine* engine, ModelId model, const ImageSet& images, int64_t step_elements,
-          const StatefulServingSetup& setup, Clock* clock)
+          const StatefulServingSetup& setup, uint64_t seed, Clock* clock)
       : engine_(engine), model_(model), images_(images), pixels_(images.ToFloat(0, images.size())),
         online_(step_elements == 0), step_(online_ ? images.image_size() : step_elements),
         steps_(static_cast<int>(images.image_size() / step_)), setup_(setup), clock_(clock),
-        clients_(setup.sequences) {
+        clients_(setup.sequences), rng_(seed) {
     for (int c = 0; c < setup.sequences; ++c) clients_[c].image = c;
   }
 
@@ -39,9 +40,12 @@ class Clients {
     until_ = until;
     for (int c = 0; c < static_cast<int>(clients_.size()); ++c) Send(c);
   }
-  void Wait() {
+  // Returns when every request sent is answered and none will be sent:
+  // the instant the last was answered.
+  Time Wait() {
     std::unique_lock<std::mutex> lock(mu_);
     idle_.wait(lock, [this] { return outstanding_ == 0; });
+    return finished_;
   }
 
   StatefulServingResult Result() {
@@ -149,7 +153,10 @@ class Clients {
 
   void Done() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (--outstanding_ == 0) idle_.notify_all();
+    if (--outstanding_ == 0) {
+      finished_ = clock_->Now();
+      idle_.notify_all();
+    }
   }
 
   InferenceEngine* const engine_;
@@ -162,6 +169,7 @@ class Clients {
   const StatefulServingSetup& setup_;
   Clock* const clock_;
   Time until_ = 0;
+  Time finished_ = 0;
 
   std::mutex mu_;
   std::condition_variable idle_;
@@ -169,7 +177,7 @@ class Clients {
   std::vector<bool> answered_;
   std::vector<Duration> latency_;
   std::string first_error_;
-  std::mt19937_64 rng_{7};
+  std::mt19937_64 rng_;
   std::exponential_distribution<double> think_{
       1.0 / static_cast<double>(std::max<Duration>(setup_.think, 1))};
   uint64_t next_sequence_ = 0;
@@ -177,17 +185,30 @@ class Clients {
   int64_t images_done_ = 0, correct_ = 0;
 };
 
-}  // namespace
+// One mode's serving road, from its executors to its clients.
+struct Stack {
+  ReplicatedExecutor* slot = nullptr;  // the stateful steps' executor slot, owned by core
+  std::unique_ptr<InferenceCore> core;
+  std::unique_ptr<SequenceEngine> sequences;
+  std::unique_ptr<GraphEngine> graphs;
+  InferenceEngine* engine = nullptr;  // the outermost of the three
+  std::unique_ptr<Clients> clients;
 
-absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelRepository& repo,
-                                                             const StatefulServingSetup& setup,
-                                                             const ImageSet& images) {
-  SetInjectedNondeterminism(setup.nondeterminism);
-  RealClock clock;
+  ~Stack() {
+    if (engine == nullptr) return;
+    engine->StopAccepting();
+    engine->WaitIdle();
+  }
+};
+
+absl::StatusOr<std::unique_ptr<Stack>> BuildStack(const ModelRepository& repo, const StatefulServingSetup& setup,
+                                                  ReplicationMode mode, uint64_t seed, const ImageSet& images,
+                                                  Clock* clock) {
   ServerConfig config;
   config.policy = setup.policy;
   config.scheduler.max_in_flight = setup.max_in_flight;
   config.replication = setup.replication;
+  config.replication.mode = mode;
   // A graph (gru_pipeline): its stateful steps on one executor (with its
   // backup), the stateless ones on another.
   TUTTI_ASSIGN_OR_RETURN(const ModelVersion* top, repo.Find(setup.model));
@@ -212,46 +233,65 @@ absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelReposito
   const ModelConfig& model = layout.served[0].config;  // the stateful one
   std::vector<std::unique_ptr<Executor>> executors;
   for (size_t g = 0; g < config.executors.size(); ++g) {
-    TUTTI_ASSIGN_OR_RETURN(executors.emplace_back(), MakeGroupExecutor(layout, config, g, &clock));
+    TUTTI_ASSIGN_OR_RETURN(executors.emplace_back(), MakeGroupExecutor(layout, config, g, clock));
   }
-  auto* slot = dynamic_cast<ReplicatedExecutor*>(executors[0].get());
+  auto stack = std::make_unique<Stack>();
+  stack->slot = dynamic_cast<ReplicatedExecutor*>(executors[0].get());
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<InferenceCore> core,
-                         InferenceCore::Create(layout.spec, layout.shapes, std::move(executors), options, &clock));
-  std::unique_ptr<SequenceEngine> sequences = ServeSequences(core.get(), layout.spec, layout, &clock);
-  InferenceEngine* engine = sequences ? static_cast<InferenceEngine*>(sequences.get()) : core.get();
+  TUTTI_ASSIGN_OR_RETURN(stack->core,
+                         InferenceCore::Create(layout.spec, layout.shapes, std::move(executors), options, clock));
+  stack->sequences = ServeSequences(stack->core.get(), layout.spec, layout, clock);
+  stack->engine = stack->sequences ? static_cast<InferenceEngine*>(stack->sequences.get()) : stack->core.get();
   ModelId served = 0;
   const size_t inner = layout.spec.models.size();
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GraphEngine> graphs, ServeGraphs(engine, layout.spec, &layout));
+  TUTTI_ASSIGN_OR_RETURN(stack->graphs, ServeGraphs(stack->engine, layout.spec, &layout));
   if (top->config.platform == Platform::kEnsemble) {
     for (size_t i = inner; i < layout.served.size(); ++i) {
       if (layout.served[i].config.name == setup.model) served = static_cast<ModelId>(i);
     }
-    if (graphs == nullptr || served == 0) {
+    if (stack->graphs == nullptr || served == 0) {
       return absl::InvalidArgumentError(absl::StrCat("graph '", setup.model, "' cannot be served"));
     }
-    engine = graphs.get();
+    stack->engine = stack->graphs.get();
   }
+  stack->clients = std::make_unique<Clients>(stack->engine, served, images,
+                                             model.sequence_batching ? model.inputs[0].ElementCount() : 0, setup,
+                                             seed, clock);
+  return stack;
+}
 
-  Clients clients(engine, served, images, model.sequence_batching ? model.inputs[0].ElementCount() : 0, setup, &clock);
+}  // namespace
+
+absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const ModelRepository& repo,
+                                                                          const StatefulServingSetup& setup,
+                                                                          const std::vector<ReplicationMode>& modes,
+                                                                          const ImageSet& images) {
+  if (modes.empty()) return absl::InvalidArgumentError("no replication mode to measure");
+  SetInjectedNondeterminism(setup.nondeterminism);
+  RealClock clock;
+  std::vector<std::unique_ptr<Stack>> stacks;
+  for (size_t m = 0; m < modes.size(); ++m) {
+    TUTTI_ASSIGN_OR_RETURN(stacks.emplace_back(), BuildStack(repo, setup, modes[m], 7 + m, images, &clock));
+  }
   const Time start = clock.Now();
-  clients.Start(start + setup.duration);
+  for (auto& stack : stacks) stack->clients->Start(start + setup.duration);
   if (setup.kill_at > 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(setup.kill_at));
-    TUTTI_RETURN_IF_ERROR(slot->KillPrimary());
+    for (auto& stack : stacks) TUTTI_RETURN_IF_ERROR(stack->slot->KillPrimary());
   } else if (setup.hang_at > 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(setup.hang_at));
-    slot->HangPrimary();
+    for (auto& stack : stacks) stack->slot->HangPrimary();
   }
-  clients.Wait();
-  const Duration took = clock.Now() - start;
-  StatefulServingResult r = clients.Result();
-  r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
-  r.replication = slot->stats();
-  engine->StopAccepting();
-  engine->WaitIdle();
+  std::vector<StatefulServingResult> results;
+  for (auto& stack : stacks) {
+    const Duration took = stack->clients->Wait() - start;
+    StatefulServingResult& r = results.emplace_back(stack->clients->Result());
+    r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
+    r.replication = stack->slot->stats();
+  }
+  stacks.clear();
   SetInjectedNondeterminism(false);
-  return r;
+  return results;
 }
 
 }  // namespace tutti

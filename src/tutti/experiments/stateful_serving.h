@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
@@ -32,7 +33,7 @@ namespace tutti {
 
 struct StatefulServingSetup {
   std::string model = "gru_rows";
-  ReplicationOptions replication;
+  ReplicationOptions replication;   // its mode is not read: MeasureStatefulServing takes modes
   bool nondeterminism = false;      // injected into the model's sums
   std::string policy = "deferred";
   int max_in_flight = ServerConfig().scheduler.max_in_flight;  // SchedulerOptions::max_in_flight
@@ -63,11 +64,21 @@ struct StatefulServingResult {
   ReplicationStats replication;
 };
 
-// Errors: the model's own (unknown, without a cpu profile, weights that
-// fail to load, not stateful).
-absl::StatusOr<StatefulServingResult> MeasureStatefulServing(const ModelRepository& repo,
-                                                             const StatefulServingSetup& setup,
-                                                             const ImageSet& images);
+// Serves `setup.model` once for each of `modes` (setup.replication.mode
+// is not read), all at the same time: each mode its own executors, backup
+// and `setup.sequences` clients (their pauses seeded apart), on one clock
+// and one machine. One mode is a measurement of it alone. Several share
+// every moment of the machine's drift, so their difference is what the
+// modes do, not when each ran; and what a mode costs the machine off its
+// answers' path (a backup's applying thread) slows all of them alike — as
+// in HAMS, whose backups have machines of their own. Results in the order
+// of `modes`. Errors: the model's own (unknown, without a cpu profile,
+// weights that fail to load, not stateful); InvalidArgument if `modes` is
+// empty.
+absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const ModelRepository& repo,
+                                                                          const StatefulServingSetup& setup,
+                                                                          const std::vector<ReplicationMode>& modes,
+                                                                          const ImageSet& images);
 
 }  // namespace tutti
 
