@@ -37,7 +37,11 @@ class Clients {
   }
 
   void Start(Time until) {
-    until_ = until;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      until_ = until;
+      finished_ = clock_->Now();  // if none is sent
+    }
     for (int c = 0; c < static_cast<int>(clients_.size()); ++c) Send(c);
   }
   // Returns when every request sent is answered and none will be sent:
@@ -275,22 +279,24 @@ absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const 
   }
   const Time start = clock.Now();
   for (auto& stack : stacks) stack->clients->Start(start + setup.duration);
+  absl::Status killed;  // returned once the clients are done: they run until then
   if (setup.kill_at > 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(setup.kill_at));
-    for (auto& stack : stacks) TUTTI_RETURN_IF_ERROR(stack->slot->KillPrimary());
+    for (auto& stack : stacks) killed.Update(stack->slot->KillPrimary());
   } else if (setup.hang_at > 0) {
     std::this_thread::sleep_for(std::chrono::nanoseconds(setup.hang_at));
     for (auto& stack : stacks) stack->slot->HangPrimary();
   }
   std::vector<StatefulServingResult> results;
   for (auto& stack : stacks) {
-    const Duration took = stack->clients->Wait() - start;
+    const Duration took = std::max<Duration>(1, stack->clients->Wait() - start);
     StatefulServingResult& r = results.emplace_back(stack->clients->Result());
     r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
     r.replication = stack->slot->stats();
   }
   stacks.clear();
   SetInjectedNondeterminism(false);
+  if (!killed.ok()) return killed;
   return results;
 }
 
