@@ -58,12 +58,8 @@ std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& s
   // would otherwise be due within milliseconds of the request's arrival
   // with most of the objective unused, and a scheduling hiccup of that
   // size would drop it.
-  std::vector<double> path(shares.size());
-  double longest = 0;
-  for (size_t i = 0; i < shares.size(); ++i) {
-    path[i] = shares[i] + (parents[i] >= 0 ? path[parents[i]] : 0);
-    longest = std::max(longest, path[i]);
-  }
+  const std::vector<double> path = PathShares(parents, shares);
+  const double longest = path.empty() ? 0 : *std::max_element(path.begin(), path.end());
   if (longest > 0 && longest < 1) {
     for (double& share : shares) share /= longest;
   }

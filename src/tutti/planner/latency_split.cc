@@ -151,12 +151,17 @@ absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const Lat
   return even ? EvenLatencySplit(stages, rate, objective) : SplitLatency(stages, rate, objective, epsilon);
 }
 
+std::vector<double> PathShares(const std::vector<int>& parents, const std::vector<double>& shares) {
+  std::vector<double> path;
+  for (size_t v = 0; v < parents.size(); ++v) path.push_back((parents[v] < 0 ? 0.0 : path[parents[v]]) + shares[v]);
+  return path;
+}
+
 std::vector<double> DueShares(const std::vector<int>& parents, const std::vector<double>& shares) {
-  std::vector<double> due;
+  std::vector<double> due = PathShares(parents, shares);
   std::vector<bool> read(parents.size(), false);
-  for (size_t v = 0; v < parents.size(); ++v) {
-    due.push_back((parents[v] < 0 ? 0.0 : due[parents[v]]) + shares[v]);
-    if (parents[v] >= 0) read[parents[v]] = true;
+  for (int parent : parents) {
+    if (parent >= 0) read[parent] = true;
   }
   for (size_t v = 0; v < parents.size(); ++v) {
     if (!read[v]) due[v] = 1.0;

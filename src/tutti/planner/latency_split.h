@@ -69,6 +69,10 @@ absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const Lat
                                                      Duration objective, Duration epsilon, bool even,
                                                      Duration overhead = 0);
 
+// Each stage's share plus its ancestors': what the path from the root to
+// it takes of the objective. REQUIRES: parents come before children.
+std::vector<double> PathShares(const std::vector<int>& parents, const std::vector<double>& shares);
+
 // When each stage is due, as a share of the objective after the query's
 // arrival: its parent's due share plus its own `shares[v]`, except that a
 // stage no other reads (a leaf) is due at the end (1.0): what the stages

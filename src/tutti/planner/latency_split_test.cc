@@ -138,6 +138,8 @@ TEST(LatencySplitTest, DueSharesAddUpAlongPathsAndLeavesEndAtTheObjective) {
   // 0 → 1 → 2 and 0 → 3.
   const std::vector<double> due = DueShares({-1, 0, 1, 0}, {0.25, 0.25, 0.25, 0.5});
   EXPECT_THAT(due, ElementsAre(0.25, 0.5, 1.0, 1.0));
+  // Before the leaves are moved to the end: the sums along the paths.
+  EXPECT_THAT(PathShares({-1, 0, 1, 0}, {0.25, 0.25, 0.25, 0.5}), ElementsAre(0.25, 0.5, 0.75, 0.75));
 }
 
 TEST(LatencySplitTest, ThroughputWithinTakesTheBestBatchThatFits) {
