@@ -28,7 +28,9 @@ namespace {
 using Key = std::pair<int, uint64_t>;  // the model's position, the sequence id
 
 struct State {
-  std::vector<float> value;
+  // Shared with the messages that carry it: a commit makes a new one, so a
+  // message encoded later (SendQueued) reads the state as it was committed.
+  std::shared_ptr<const std::vector<float>> value;
   uint64_t version = 0;  // requests of the sequence it has seen
   uint64_t digest = 0;   // of its bits
   uint64_t parent = 0;   // the digest of the state it was made from
@@ -110,7 +112,13 @@ void PutState(Writer& w, const Key& k, const State* s) {
   w.Put(s->digest);
   w.Put(s->parent);
   w.Put(s->touched);
-  w.PutFloats(s->value.data(), static_cast<int64_t>(s->value.size()));
+  w.PutFloats(s->value ? s->value->data() : nullptr, s->value ? static_cast<int64_t>(s->value->size()) : 0);
+}
+
+// PutState's bytes.
+size_t StateBytes(const State* s) {
+  constexpr size_t kHead = sizeof(int) + sizeof(uint64_t) + 1, kMeta = 4 * sizeof(uint64_t) + sizeof(int64_t);
+  return kHead + (s == nullptr ? 0 : kMeta + (s->value ? s->value->size() * sizeof(float) : 0));
 }
 
 // A batch's inputs as served (the backup's log), and what each item read.
@@ -194,7 +202,9 @@ struct BackupState {
       s.digest = r.Get<uint64_t>();
       s.parent = r.Get<uint64_t>();
       s.touched = r.Get<Time>();
-      r.GetFloats(&s.value);
+      auto value = std::make_shared<std::vector<float>>();
+      r.GetFloats(value.get());
+      s.value = std::move(value);
     }
     if (kind == kStates) {  // the batch's answers, by tag
       const auto answered = r.Get<int64_t>();
@@ -210,18 +220,31 @@ struct BackupState {
   }
 };
 
-// The link to the backup: messages in order, numbered 1, 2, …
+// The link to the backup: messages in order, numbered 1, 2, … The slot
+// numbers each message under its lock (`numbered`) and sends it without
+// (ReplicatedExecutor::Impl::SendQueued), in that order.
 class Channel {
  public:
   virtual ~Channel() = default;
-  virtual uint64_t Send(std::string bytes) = 0;
+  void Send(uint64_t seq, std::string bytes) {
+    Write(seq, std::move(bytes));
+    sent_.store(seq);
+  }
+  // The last message sent.
+  uint64_t sent() const { return sent_.load(); }
   // The last message known delivered at `now`; `*next`: when the one after
   // it will be (kInfiniteFuture: not known here — a remote backup
   // acknowledges through ReplicatedExecutor::OnBackupApplied).
   virtual uint64_t Delivered(Time now, Time* next) = 0;
-  // The primary died: messages not yet delivered are lost; returns once
-  // those delivered are applied.
+  // The primary died: messages not yet delivered are lost, and those sent
+  // from now on; returns once those delivered are applied.
   virtual void Kill() = 0;
+
+  uint64_t numbered = 0;  // under the slot's mutex: the last number given to a message
+
+ private:
+  virtual void Write(uint64_t seq, std::string bytes) = 0;
+  std::atomic<uint64_t> sent_{0};
 };
 
 // A backup in this process, behind a link (ReplicationOptions::link_rtt):
@@ -241,19 +264,11 @@ class LocalChannel final : public Channel {
         thread_([this] { Loop(); }) {}
   ~LocalChannel() override { Kill(); }
 
-  uint64_t Send(std::string bytes) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    caught_up_.wait(lock, [this] { return inbox_bytes_ < kMaxInbox; });
-    const Time at = clock_->Now() + rtt_;
-    inbox_bytes_ += bytes.size();
-    inbox_.push_back({++sent_, at, std::move(bytes)});
-    if (rtt_ > 0) in_flight_.emplace_back(sent_, at);
-    if (waiting_ && (inbox_.size() >= kApplyBatch || inbox_bytes_ >= kApplyBytes)) wake_.notify_one();
-    return sent_;
-  }
+  // Takes no lock the backup's thread takes: the slot asks under its own.
   uint64_t Delivered(Time now, Time* next) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (rtt_ == 0) delivered_ = sent_;
+    *next = kInfiniteFuture;
+    if (rtt_ == 0) return sent();
+    std::lock_guard<std::mutex> lock(flight_mu_);
     while (!in_flight_.empty() && in_flight_.front().second <= now) {
       delivered_ = in_flight_.front().first;
       in_flight_.pop_front();
@@ -271,8 +286,9 @@ class LocalChannel final : public Channel {
         inbox_bytes_ -= inbox_.back().bytes.size();
         inbox_.pop_back();
       }
-      wake_.notify_one();
     }
+    wake_.notify_one();
+    caught_up_.notify_all();
     thread_.join();
   }
 
@@ -289,6 +305,22 @@ class LocalChannel final : public Channel {
     Time at;  // delivered
     std::string bytes;
   };
+
+  void Write(uint64_t seq, std::string bytes) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    caught_up_.wait(lock, [this] { return dead_ || inbox_bytes_ < kMaxInbox; });
+    if (dead_) return;  // lost with the primary
+    const Time at = clock_->Now() + rtt_;
+    inbox_bytes_ += bytes.size();
+    inbox_.push_back({seq, at, std::move(bytes)});
+    const bool wake = waiting_ && (inbox_.size() >= kApplyBatch || inbox_bytes_ >= kApplyBytes);
+    lock.unlock();
+    if (rtt_ > 0) {
+      std::lock_guard<std::mutex> flight(flight_mu_);
+      in_flight_.emplace_back(seq, at);
+    }
+    if (wake) wake_.notify_one();
+  }
 
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
@@ -330,13 +362,14 @@ class LocalChannel final : public Channel {
   BackupState* const backup_;
   std::mutex* const backup_mu_;
   std::atomic<int64_t>* const apply_time_;
-  std::mutex mu_;
+  std::mutex mu_;  // the inbox
   std::condition_variable wake_, caught_up_;
   std::deque<Message> inbox_;                          // delivered or on the link, not yet applied
   size_t inbox_bytes_ = 0;
-  std::deque<std::pair<uint64_t, Time>> in_flight_;    // rtt > 0: sent, not yet known delivered
-  uint64_t sent_ = 0, delivered_ = 0;
   bool dead_ = false;
+  std::mutex flight_mu_;
+  std::deque<std::pair<uint64_t, Time>> in_flight_;    // rtt > 0: sent, not yet known delivered
+  uint64_t delivered_ = 0;
   bool waiting_ = false;
   std::thread thread_;
 };
@@ -347,10 +380,6 @@ class LocalChannel final : public Channel {
 class RemoteChannel final : public Channel {
  public:
   explicit RemoteChannel(ReplicatedExecutor::SendFn send) : send_(std::move(send)) {}
-  uint64_t Send(std::string bytes) override {
-    send_(++sent_, std::move(bytes));
-    return sent_;
-  }
   uint64_t Delivered(Time, Time* next) override {
     *next = kInfiniteFuture;
     return 0;
@@ -358,8 +387,8 @@ class RemoteChannel final : public Channel {
   void Kill() override {}
 
  private:
+  void Write(uint64_t seq, std::string bytes) override { send_(seq, std::move(bytes)); }
   const ReplicatedExecutor::SendFn send_;
-  uint64_t sent_ = 0;
 };
 
 }  // namespace
@@ -412,24 +441,31 @@ class ReplicatedExecutor::Impl {
     if (detector_.joinable()) detector_.join();
     if (spare_thread_.joinable()) spare_thread_.join();
     for (std::thread& t : promoters_) t.join();
-    std::unique_ptr<Channel> channel;
+    std::shared_ptr<Channel> channel;
     {
       std::lock_guard<std::mutex> lock(mu_);
       channel = std::move(channel_);
     }
-    channel.reset();  // joins its thread: no ack after this
+    if (channel) channel->Kill();  // joins its thread: no ack after this
+    {
+      std::lock_guard<std::mutex> q(queue_mu_);
+      queued_.clear();
+    }
     // Batches still queued finish first, calling back into this.
     dead_.clear();
     primary_.reset();
     backup_exec_.reset();
   }
 
-  void Run(ExecBatch batch, DoneFn done) {
+  void Run(ExecBatch batch, DoneFn done) { RunFrom(std::move(batch), std::move(done), clock_->Now()); }
+
+  // Run, for a batch the slot has had since `received`.
+  void RunFrom(ExecBatch batch, DoneFn done, Time received) {
     Outside o;
     {
       std::unique_lock<std::mutex> lock(mu_);
       if (standby_ || promoting_) {  // only the slot's holder gets batches: take over first
-        deferred_.emplace_back(std::move(batch), std::move(done));
+        deferred_.push_back({std::move(batch), std::move(done), received});
         StartPromotionLocked();
         return;
       }
@@ -446,6 +482,7 @@ class ReplicatedExecutor::Impl {
       p.stateful = models_.at(batch.model).state_elements > 0 || models_.at(batch.model).model_state;
       p.served = std::move(batch);
       p.done = std::move(done);
+      p.received = received;
       if (recovering_) {
         held_.push_back(n);
         return;
@@ -467,14 +504,14 @@ class ReplicatedExecutor::Impl {
     {
       std::lock_guard<std::mutex> lock(mu_);
       DetachLocked();
-      channel_ = std::make_unique<RemoteChannel>(std::move(send));
+      channel_ = std::make_shared<RemoteChannel>(std::move(send));
       if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
       // The checkpoint holds committed states only: checkpoint-replay logs
       // the batches already under way after it, so that a takeover replays
       // them (NSPB and Remus ship their states when they commit).
       if (options_.mode == ReplicationMode::kCheckpoint) {
         for (auto& [n, p] : pending_) {
-          if (p.stateful && p.dispatched && n > last_committed_ && p.log_seq != kNotLogged) p.log_seq = ShipLog(n, p);
+          if (p.stateful && p.dispatched && n > last_committed_) p.log_seq = ShipLog(n, p);
         }
       }
       o = TakeOutside();
@@ -554,7 +591,10 @@ class ReplicatedExecutor::Impl {
   ReplicationStats stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     ReplicationStats s = stats_;
-    s.proxy_time += apply_time_.load(std::memory_order_relaxed);
+    s.proxy_time += outside_time_.load(std::memory_order_relaxed);
+    s.messages = sent_.messages.load();
+    s.state_bytes = sent_.state_bytes.load();
+    s.log_bytes = sent_.log_bytes.load();
     s.live_states = static_cast<int64_t>(states_.size());
     s.backup = backup_exec_ != nullptr || (options_.distributed && channel_ != nullptr);
     std::lock_guard<std::mutex> b(backup_mu_);
@@ -582,8 +622,21 @@ class ReplicatedExecutor::Impl {
     bool answered = false;     // by the primary
     bool dispatched = false;   // handed to the primary, at
     Time dispatched_at = 0;
+    Time received = 0;         // by the slot (Run)
   };
   using Delivery = std::pair<DoneFn, ExecResult>;
+  // A message to the backup (Ship): its bytes — or, for batch `states_of`'s
+  // kStates message, the states it wrote (none: erased), encoded with
+  // `bytes` after them by the sender (EncodeStates).
+  struct Outgoing {
+    std::shared_ptr<Channel> channel;
+    uint64_t seq = 0;
+    bool state = false;  // states or a checkpoint, not a log
+    std::string bytes;
+    uint64_t states_of = 0;  // > 0: a kStates message
+    std::vector<std::pair<Key, std::optional<State>>> states;
+    size_t size = 0;  // encoded
+  };
   // Work decided under mu_ and done outside it (Finish): batches for the
   // primary, then answers.
   struct Dispatch {
@@ -596,17 +649,13 @@ class ReplicatedExecutor::Impl {
     std::vector<Dispatch> dispatch;
     std::vector<Delivery> answers;
   };
-  static constexpr uint64_t kNotLogged = ~uint64_t{0};  // its log is being written
-  static constexpr uint64_t kUnshipped = ~uint64_t{0};  // State::shipped: queued (QueueStates)
 
   // Under mu_: what the primary held of its batches between their run and
   // their release (update stages to come, releases waiting for the backup,
-  // states not yet shipped, a compute-then-update model's turn) — gone
-  // with its slot.
+  // a compute-then-update model's turn) — gone with its slot.
   void ForgetStagesLocked() {
     computed_.clear();
     held_release_.clear();
-    unshipped_.clear();
     model_busy_.clear();
     model_waiting_.clear();
   }
@@ -615,7 +664,6 @@ class ReplicatedExecutor::Impl {
   void DetachLocked() {
     if (channel_ == nullptr || !options_.distributed) return;
     channel_.reset();
-    unshipped_.clear();
     watermark_ = last_state_seq_ = 0;
     for (auto& [n, p] : pending_) p.log_seq = p.release_seq = 0;
     Advance();
@@ -690,88 +738,119 @@ class ReplicatedExecutor::Impl {
       backup_ = std::make_unique<BackupState>();
     }
     watermark_ = last_state_seq_ = 0;
-    channel_ = std::make_unique<LocalChannel>(clock_, options_.link_rtt, backup_.get(), &backup_mu_, &apply_time_);
+    channel_ = std::make_shared<LocalChannel>(clock_, options_.link_rtt, backup_.get(), &backup_mu_, &outside_time_);
   }
   bool replicating() const { return channel_ != nullptr && options_.mode != ReplicationMode::kNone; }
 
-  uint64_t Ship(std::string bytes, bool state) {
-    (state ? stats_.state_bytes : stats_.log_bytes) += static_cast<int64_t>(bytes.size());
-    ++stats_.messages;
-    const uint64_t seq = channel_->Send(std::move(bytes));
-    Refresh();  // a link of rtt 0 has delivered it already
+  // Under mu_: numbers a message to the backup and queues it for
+  // SendQueued, which every holder of mu_ calls once it lets go (Finish):
+  // the link's own lock, its wake-ups and the transport stay off mu_, which
+  // the dispatching thread takes for every batch.
+  uint64_t Ship(Outgoing m, bool state) {
+    m.state = state;
+    m.channel = channel_;
+    m.seq = ++channel_->numbered;
+    const uint64_t seq = m.seq;
+    std::lock_guard<std::mutex> q(queue_mu_);
+    queued_.push_back(std::move(m));
+    queued_any_.store(true);
     return seq;
+  }
+  uint64_t Ship(std::string bytes, bool state) {
+    Outgoing m;
+    m.size = bytes.size();
+    m.bytes = std::move(bytes);
+    return Ship(std::move(m), state);
+  }
+
+  // Without mu_: sends the queued messages in their order, one thread at a
+  // time (a thread that finds another sending leaves its own to it), the
+  // states of kStates messages encoded here; then, if a batch waits for a
+  // message not yet sent when it looked (Advance), advances again.
+  void SendQueued() {
+    if (!queued_any_.load()) return;  // this thread's own messages are seen: it set it
+    for (;;) {
+      std::unique_lock<std::mutex> sending(send_mu_, std::try_to_lock);
+      if (!sending.owns_lock()) return;  // the sender checks the queue again once done
+      std::vector<Outgoing> out;
+      {
+        std::lock_guard<std::mutex> q(queue_mu_);
+        out.swap(queued_);
+        queued_any_.store(false);
+      }
+      if (out.empty()) return;
+      const Duration began = ProxyClock();
+      for (Outgoing& m : out) {
+        m.channel->Send(m.seq, m.states_of > 0 ? EncodeStates(m) : std::move(m.bytes));
+        (m.state ? sent_.state_bytes : sent_.log_bytes).fetch_add(static_cast<int64_t>(m.size));
+        sent_.messages.fetch_add(1);
+      }
+      outside_time_.fetch_add(ProxyClock() - began, std::memory_order_relaxed);
+      out.clear();
+      sending.unlock();
+      if (advance_after_send_.exchange(false)) {
+        Outside o;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          Advance();
+          o = TakeOutside();
+        }
+        Finish(std::move(o));
+      }
+      std::lock_guard<std::mutex> q(queue_mu_);
+      if (queued_.empty()) return;
+    }
   }
 
   // Under mu_: every committed state to the backup (a new backup, or
   // checkpoint-replay's period); batches reading them wait for it.
   void ShipCheckpoint(uint64_t n) {
-    unshipped_.clear();  // their states are in it
     last_state_seq_ = Ship(Checkpoint(n), true);
     for (auto& [k, s] : states_) s.shipped = last_state_seq_;
   }
 
-  // Under mu_: batch n is committed; its states (and PutAnswers's part)
-  // wait in unshipped_ for ShipQueued — under NSPB until its answers have
-  // left (Finish) or a batch reading them reaches its update stage, so
-  // that copying them into a message is not on its answers' path; under
-  // Remus at once (its answers wait for the message).
+  // Under mu_: batch n is committed; the states it wrote (or erased) go to
+  // the backup, with PutAnswers's part. The states are the committed ones
+  // themselves (State::value is shared, not copied), encoded by the sender
+  // after the answers have left (Finish), so that copying them is on no
+  // answer's path — HAMS's state manager shipping batch n's states while
+  // batch n+1 computes.
   void QueueStates(uint64_t n, const Pending& p) {
     const SlotModel& m = models_[p.served.model];
-    Unshipped u{n, {}, {}};
-    u.written.reserve(p.rows.size());
+    Outgoing out;
+    out.states_of = n;
+    size_t bytes = 1 + 2 * sizeof(uint64_t);
+    out.states.reserve(p.rows.size());
     for (const Row& row : p.rows) {
       const bool erased = !m.model_state && (row.lost || row.end);
-      u.written.push_back({row.key, erased});
-      if (auto it = states_.find(row.key); !erased && it != states_.end()) it->second.shipped = kUnshipped;
+      auto it = erased ? states_.end() : states_.find(row.key);
+      out.states.emplace_back(row.key, it == states_.end() ? std::nullopt : std::optional<State>(it->second));
+      bytes += StateBytes(it == states_.end() ? nullptr : &it->second);
       if (m.model_state) break;  // one state
     }
     Writer answers;
     PutAnswers(answers, n, p, m.model_state ? m.output_elements : m.output_elements + m.state_elements);
-    u.answers = answers.Take();
-    unshipped_.push_back(std::move(u));
-  }
-
-  // Under mu_: the queued batches' messages, in order — each state as it is
-  // now (nothing writes it again before Advance ships it).
-  void ShipQueued() {
-    if (unshipped_.empty()) return;
-    const Duration began = ProxyClock();
-    std::vector<std::pair<Key, State*>> states;
-    for (const Unshipped& u : unshipped_) {
-      if (channel_ == nullptr) break;
-      states.clear();
-      size_t bytes = 32 + u.answers.size();
-      for (const auto& [key, erased] : u.written) {
-        auto it = erased ? states_.end() : states_.find(key);
-        State* st = it == states_.end() ? nullptr : &it->second;  // ended (or swept): erased
-        states.emplace_back(key, st);
-        bytes += 48 + (st == nullptr ? 0 : st->value.size() * sizeof(float));
-      }
-      Writer w;
-      w.Reserve(bytes);
-      w.Put<uint8_t>(kStates);
-      w.Put(u.n);
-      w.Put<int64_t>(static_cast<int64_t>(states.size()));
-      for (const auto& [key, st] : states) PutState(w, key, st);
-      std::string message = w.Take();
-      message += u.answers;
-      last_state_seq_ = Ship(std::move(message), true);
-      for (const auto& [key, st] : states) {
-        if (st != nullptr) st->shipped = last_state_seq_;
-      }
+    out.bytes = answers.Take();
+    bytes += out.bytes.size();
+    out.size = bytes;
+    last_state_seq_ = Ship(std::move(out), true);
+    for (const Row& row : p.rows) {
+      if (auto it = states_.find(row.key); it != states_.end()) it->second.shipped = last_state_seq_;
+      if (m.model_state) break;
     }
-    unshipped_.clear();
-    stats_.proxy_time += ProxyClock() - began;
   }
 
-  // Under mu_: the message carrying the state `row` read (shipping it now
-  // if it waits for its batch's answers to leave).
-  uint64_t Shipped(Row& row) {
-    if (row.read_shipped != kUnshipped) return row.read_shipped;
-    ShipQueued();
-    auto it = states_.find(row.key);
-    row.read_shipped = it != states_.end() && it->second.shipped != kUnshipped ? it->second.shipped : last_state_seq_;
-    return row.read_shipped;
+  // Without mu_: a kStates message — its states, then its answers.
+  static std::string EncodeStates(const Outgoing& m) {
+    Writer w;
+    w.Reserve(m.size);
+    w.Put<uint8_t>(kStates);
+    w.Put(m.states_of);
+    w.Put<int64_t>(static_cast<int64_t>(m.states.size()));
+    for (const auto& [key, st] : m.states) PutState(w, key, st ? &*st : nullptr);
+    std::string message = w.Take();
+    message += m.bytes;
+    return message;
   }
 
   bool logs() const {
@@ -781,6 +860,8 @@ class ReplicatedExecutor::Impl {
   // Under mu_: batch n's inputs, to the backup's log.
   uint64_t ShipLog(uint64_t n, const Pending& p) {
     Writer w;
+    w.Reserve(1 + sizeof(uint64_t) + 2 * sizeof(int) + p.served.size * (3 * sizeof(uint64_t) + 2) + sizeof(int64_t) +
+              p.served.input.size() * sizeof(float));
     w.Put<uint8_t>(kLog);
     w.Put(n);
     w.Put(p.served.model);
@@ -817,7 +898,7 @@ class ReplicatedExecutor::Impl {
       Row row;
       row.key = {p.served.model, 0};
       if (auto it = states_.find(row.key); it != states_.end()) {
-        full.state = it->second.value;
+        full.state = *it->second.value;
         row.read_version = it->second.version;
         row.read_digest = it->second.digest;
         row.read_parent = it->second.parent;
@@ -855,7 +936,7 @@ class ReplicatedExecutor::Impl {
         row.read_digest = s->digest;
         row.read_parent = s->parent;
         row.read_shipped = s->shipped;
-        full.input.insert(full.input.end(), s->value.begin(), s->value.end());
+        full.input.insert(full.input.end(), s->value->begin(), s->value->end());
       } else {
         row.lost = !ref.start;
         row.read_digest = zero_digest_[p.served.model];
@@ -892,10 +973,10 @@ class ReplicatedExecutor::Impl {
     if (m.model_state) {
       const Row& row = p.rows.at(0);
       State& s = states_[row.key];
-      s.value = p.result.state;
+      s.digest = Digest(p.result.state.data(), static_cast<int64_t>(p.result.state.size()));
+      s.value = std::make_shared<const std::vector<float>>(std::move(p.result.state));
       s.version = row.read_version + 1;
       s.parent = row.read_digest;
-      s.digest = Digest(s.value.data(), static_cast<int64_t>(s.value.size()));
       s.touched = clock_->Now();
       return;
     }
@@ -909,7 +990,7 @@ class ReplicatedExecutor::Impl {
       }
       const float* h = p.result.output.data() + i * width + m.output_elements;
       State& s = states_[row.key];
-      s.value.assign(h, h + m.state_elements);
+      s.value = std::make_shared<const std::vector<float>>(h, h + m.state_elements);
       s.version = row.read_version + 1;
       s.parent = row.read_digest;
       s.digest = Digest(h, m.state_elements);
@@ -1045,9 +1126,28 @@ class ReplicatedExecutor::Impl {
     // the new primary (Recover) — none leaves from the dead one, whose
     // states may have died on the link.
     if (recovering_) return;
-    const bool rep = replicating();
-    ShipQueued();
     Refresh();
+    for (;;) {
+      const uint64_t awaited = MoveOn();
+      if (awaited == 0) return;
+      // It waits for message `awaited`. Not sent yet: its sender advances
+      // again once it is (SendQueued) — unless it was sent meanwhile (read
+      // after the flag is set), and is delivered or on the link.
+      if (awaited > channel_->sent()) {
+        advance_after_send_.store(true);
+        if (awaited > channel_->sent()) return;
+      }
+      const uint64_t before = watermark_;
+      Refresh();
+      if (watermark_ == before) break;
+    }
+    AwaitDelivery();
+  }
+
+  // Under mu_: Advance's moves, with the watermark as it is; returns the
+  // message the first batch left waiting waits for (0: none waits).
+  uint64_t MoveOn() {
+    const bool rep = replicating();
     while (!computed_.empty()) {
       const uint64_t n = computed_.front();
       Pending& p = pending_.at(n);
@@ -1060,13 +1160,13 @@ class ReplicatedExecutor::Impl {
       uint64_t need = 0;
       if (rep && options_.mode == ReplicationMode::kNspb) {
         uint64_t read = 0;
-        for (Row& row : p.rows) read = std::max(read, Shipped(row));
+        for (const Row& row : p.rows) read = std::max(read, row.read_shipped);
         need = std::max(p.log_seq, std::min(read, last_state_seq_));
       }
       if (rep && options_.mode == ReplicationMode::kCheckpoint) need = p.log_seq;
       if (watermark_ < need) {
         p.waited = true;
-        break;
+        return need;
       }
       computed_.pop_front();
       const int p_model = p.served.model;
@@ -1083,8 +1183,7 @@ class ReplicatedExecutor::Impl {
       }
       stats_.proxy_time += ProxyClock() - began;
       if (rep && options_.mode == ReplicationMode::kRemus) {
-        ShipQueued();  // its answers wait for this message
-        p.release_seq = last_state_seq_;
+        p.release_seq = last_state_seq_;  // its answers wait for this message
         p.waited = p.release_seq > watermark_;
         held_release_.push_back(n);
       } else {
@@ -1092,15 +1191,17 @@ class ReplicatedExecutor::Impl {
       }
       if (models_[p_model].model_state) Unblock(p_model);
     }
-    while (!held_release_.empty() && (!rep || pending_.at(held_release_.front()).release_seq <= watermark_)) {
+    while (!held_release_.empty()) {
+      const uint64_t awaited = pending_.at(held_release_.front()).release_seq;
+      if (rep && awaited > watermark_) return awaited;
       Release(held_release_.front());
       held_release_.pop_front();
     }
-    if (rep && (!computed_.empty() || !held_release_.empty())) AwaitDelivery();
+    return 0;
   }
 
-  // Under mu_: how far the link to a local backup has delivered (after each
-  // message sent, and as Advance starts: time delivers the others).
+  // Under mu_: how far the link to a local backup has delivered (as Advance
+  // starts, and when a batch waits: time and the sender deliver more).
   void Refresh() {
     if (channel_ != nullptr) watermark_ = std::max(watermark_, channel_->Delivered(clock_->Now(), &next_delivery_));
   }
@@ -1140,6 +1241,7 @@ class ReplicatedExecutor::Impl {
       p.result = std::move(r);
       p.computed = clock_->Now();
       p.answered = true;
+      StampReceipt(p);
       if (!p.stateful || !p.result.status.ok()) {
         const int model = p.served.model;
         outside_.answers.push_back(Answer(n));
@@ -1151,6 +1253,23 @@ class ReplicatedExecutor::Impl {
       o = TakeOutside();
     }
     Finish(std::move(o));
+  }
+
+  // Under mu_: the timings of the primary's answer made the slot's
+  // (ExecResult's contract: `received` when Run() was called — the slot's,
+  // not the primary's, which the slot calls once it has put the states in).
+  // What the slot did before handing the batch on (waiting for its lock,
+  // the states, the log) is then its executor's own start, which the delay
+  // model reads as a late start (`ready` → `started`), not as dispatch delay
+  // — a tail of which every later batch would wait for (Symphony plans the
+  // dispatch at a high quantile).
+  void StampReceipt(Pending& p) {
+    ExecResult& r = p.result;
+    const Time previous = last_finished_;
+    last_finished_ = std::max(last_finished_, r.finished);
+    if (p.received > r.received) return;  // an executor that does not time its batches
+    r.received = p.received;
+    r.ready = std::min(r.started, std::max({p.received, p.served.start_at, std::min(previous, r.started)}));
   }
 
   // `seq`: a remote backup's acknowledgement; 0: a local link delivered.
@@ -1181,7 +1300,11 @@ class ReplicatedExecutor::Impl {
       model_busy_[model] = true;
     }
     ExecBatch full = Prepare(n);
-    if (logs() && replicating() && p.stateful) p.log_seq = kNotLogged;
+    if (logs() && replicating() && p.stateful) {  // the request manager: sent while the batch computes (Finish)
+      const Duration began = ProxyClock();
+      p.log_seq = ShipLog(n, p);
+      stats_.proxy_time += ProxyClock() - began;
+    }
     p.dispatched = true;
     p.dispatched_at = clock_->Now();
     if (hung_) return;  // the injected hang: the primary never hears of it
@@ -1205,38 +1328,18 @@ class ReplicatedExecutor::Impl {
     return o;
   }
 
-  // Without mu_: hands the batches to the primary — the request manager
-  // logs each one's inputs while it computes; its outputs wait for the log
-  // (Advance) — then gives the answers.
+  // Without mu_: hands the batches to the primary, gives the answers, then
+  // sends the messages to the backup — the request manager's logs of the
+  // batches now computing (their outputs wait for them: Advance), and the
+  // states of batches answered (QueueStates).
   void Finish(Outside o) {
     for (Dispatch& d : o.dispatch) {
-      const int gen = d.generation;
-      const uint64_t n = d.n;
-      d.exec->Run(std::move(d.batch), [this, gen, n](ExecResult r) { OnPrimaryDone(gen, n, std::move(r)); });
-      Outside more;
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto it = pending_.find(n);
-        if (gen != generation_ || it == pending_.end() || it->second.log_seq != kNotLogged) continue;
-        const Duration began = ProxyClock();
-        it->second.log_seq = ShipLog(n, it->second);
-        stats_.proxy_time += ProxyClock() - began;
-        Advance();
-        more = TakeOutside();
-      }
-      Finish(std::move(more));
+      d.exec->Run(std::move(d.batch), [this, gen = d.generation, n = d.n](ExecResult r) {
+        OnPrimaryDone(gen, n, std::move(r));
+      });
     }
-    if (o.answers.empty()) return;
     for (auto& [done, result] : o.answers) done(std::move(result));
-    // The answers are out: NSPB's states follow them (QueueStates).
-    Outside more;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (unshipped_.empty()) return;
-      Advance();
-      more = TakeOutside();
-    }
-    Finish(std::move(more));
+    SendQueued();
   }
 
   // Runs a prepared batch on `exec` and waits for it.
@@ -1317,12 +1420,6 @@ class ReplicatedExecutor::Impl {
   std::map<uint64_t, Pending> pending_;          // by batch number: not yet answered
   std::deque<uint64_t> computed_;                // stateful batches computed, before their update stage
   std::deque<uint64_t> held_release_;            // remus: updated, waiting for their states' ack
-  struct Unshipped {
-    uint64_t n;
-    std::vector<std::pair<Key, bool>> written;  // the states it wrote, or erased (true)
-    std::string answers;                        // PutAnswers's part of its message
-  };
-  std::vector<Unshipped> unshipped_;  // committed, states not yet shipped (QueueStates)
   std::vector<uint64_t> held_;                   // received while recovering
   Outside outside_;                              // for Finish()
   // Compute-then-update models: a batch is between its start and its update
@@ -1331,10 +1428,16 @@ class ReplicatedExecutor::Impl {
   absl::flat_hash_map<int, std::deque<uint64_t>> model_waiting_;
   uint64_t next_batch_ = 0;
   uint64_t last_committed_ = 0;  // the last batch past its update stage
+  Time last_finished_ = 0;       // the primary's last batch (StampReceipt)
   uint64_t watermark_ = 0, last_state_seq_ = 0;  // delivered (acknowledged); the last states shipped
   Time next_delivery_ = kInfiniteFuture;          // of a local link: its next message (Refresh)
   TimerId delivery_timer_ = kNoTimer;             // AwaitDelivery
-  std::atomic<int64_t> apply_time_{0};             // the local backup's applying thread's time
+  // The proxies' time outside mu_: the local backup's applying thread,
+  // SendQueued's encoding and sending.
+  std::atomic<int64_t> outside_time_{0};
+  struct {
+    std::atomic<int64_t> messages{0}, state_bytes{0}, log_bytes{0};
+  } sent_;  // by SendQueued (ReplicationStats)
   int since_checkpoint_ = 0;
   int generation_ = 0;
   bool recovering_ = false;
@@ -1347,7 +1450,12 @@ class ReplicatedExecutor::Impl {
   Time kill_time_ = 0;
   Time next_sweep_ = 0;
   ReplicationStats stats_;
-  std::unique_ptr<Channel> channel_;
+  std::shared_ptr<Channel> channel_;
+  // Messages numbered, not yet sent (Ship, SendQueued); one thread sends.
+  std::mutex queue_mu_, send_mu_;
+  std::vector<Outgoing> queued_;
+  std::atomic<bool> queued_any_{false};
+  std::atomic<bool> advance_after_send_{false};  // a batch waits for a message not yet sent
   mutable std::mutex backup_mu_;
   std::unique_ptr<BackupState> backup_;
   std::thread spare_thread_;
@@ -1355,7 +1463,12 @@ class ReplicatedExecutor::Impl {
   // during the takeover; the answers kept for requests that come again.
   bool standby_ = false;
   bool promoting_ = false;
-  std::vector<std::pair<ExecBatch, DoneFn>> deferred_;
+  struct Deferred {
+    ExecBatch batch;
+    DoneFn done;
+    Time received;
+  };
+  std::vector<Deferred> deferred_;
   absl::flat_hash_map<uint64_t, Kept> kept_;
   // Long past the frontends' orphan grace: the requests of the dead primary
   // have come again by then.
@@ -1365,7 +1478,7 @@ class ReplicatedExecutor::Impl {
 };
 
 absl::Status ReplicatedExecutor::Impl::KillPrimary() {
-  std::unique_ptr<Channel> channel;
+  std::shared_ptr<Channel> channel;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (backup_exec_ == nullptr) return absl::FailedPreconditionError("no backup to promote");
@@ -1510,7 +1623,7 @@ void ReplicatedExecutor::Impl::StartPromotionLocked() {
     }
     bool had = backup && (backup->applied > 0 || !backup->log.empty() || !backup->states.empty());
     Recover(std::move(backup), primary_.get());
-    std::vector<std::pair<ExecBatch, DoneFn>> deferred;
+    std::vector<Deferred> deferred;
     {
       std::lock_guard<std::mutex> lock(mu_);
       stats_.failovers += had;
@@ -1518,7 +1631,7 @@ void ReplicatedExecutor::Impl::StartPromotionLocked() {
       deferred.swap(deferred_);
       if (!had) kill_time_ = 0;  // a first start, not a failover
     }
-    for (auto& [batch, done] : deferred) Run(std::move(batch), std::move(done));
+    for (Deferred& d : deferred) RunFrom(std::move(d.batch), std::move(d.done), d.received);
   });
 }
 
@@ -1527,13 +1640,16 @@ void ReplicatedExecutor::Impl::StartSpare() {
   spare_thread_ = std::thread([this] {
     absl::StatusOr<std::unique_ptr<Executor>> made = spare_();
     if (!made.ok()) return;
-    std::lock_guard<std::mutex> lock(mu_);
-    backup_exec_ = *std::move(made);
-    StartChannel();
-    // The new backup starts from the states the batches committed so far;
-    // later batches' states follow in order, and outputs reading these wait
-    // for them to be applied.
-    if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      backup_exec_ = *std::move(made);
+      StartChannel();
+      // The new backup starts from the states the batches committed so far;
+      // later batches' states follow in order, and outputs reading these
+      // wait for them to be applied.
+      if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
+    }
+    SendQueued();
   });
 }
 

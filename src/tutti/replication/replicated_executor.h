@@ -18,7 +18,7 @@
 //   none        no backup keeps state: after a failure, sequences whose
 //               state was lost are answered with an error.
 //   nspb        HAMS's non-stop primary-backup: the primary logs each
-//               batch's inputs to the backup before it runs (the request
+//               batch's inputs to the backup as it runs (the request
 //               manager), ships the states made by batch n while batch n+1
 //               computes (the state manager; copied into their message
 //               once batch n's answers have left), and enters the update stage
@@ -72,6 +72,13 @@
 // (AttachBackup), starting with a checkpoint of its states; without one it
 // serves unreplicated. The failure detector is the cluster's (etcd leases,
 // streams ending), not this class's.
+//
+// Messages to the backup are numbered under the slot's lock and sent, in
+// order, once the thread that made them has let it go, so that the link
+// (its locks, the transport) is never waited for under the lock every
+// batch's dispatch takes. An answer's timings (ExecResult) count from the
+// slot's Run: what the slot does before its primary has the batch is the
+// executor's own start, not dispatch delay.
 //
 // Thread-safety: as Executor; every other method from any thread.
 #ifndef TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_

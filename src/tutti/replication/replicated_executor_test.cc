@@ -107,6 +107,51 @@ TEST(ReplicatedExecutorTest, StatesFollowTheirSequencesAndAnswersCarryNoState) {
   EXPECT_EQ(s.slot->stats().live_states, 1);  // sequence 2
 }
 
+// The slot is the executor its owner hands batches to: an answer is timed
+// from the slot's Run (ExecResult's contract), so what the slot does before
+// its primary has the batch reads as a late start (ready → started), not as
+// dispatch delay, which the delay model would plan every batch with.
+TEST(ReplicatedExecutorTest, AnswersAreTimedFromTheSlotsReceipt) {
+  constexpr Duration kLate = 5 * kMillisecond;
+  // The primary has each batch kLate after the slot got it.
+  class LateExecutor final : public Executor {
+   public:
+    explicit LateExecutor(Clock* clock) : inner_(clock) {}
+    void Run(ExecBatch batch, DoneFn done) override {
+      inner_.Run(std::move(batch), [done = std::move(done)](ExecResult r) {
+        for (Time* t : {&r.received, &r.ready, &r.started, &r.finished}) *t += kLate;
+        done(std::move(r));
+      });
+    }
+    std::string kind() const override { return "late"; }
+
+   private:
+    SumExecutor inner_;
+  };
+  for (ReplicationMode mode : {ReplicationMode::kNone, ReplicationMode::kNspb}) {
+    ManualClock clock;
+    ReplicatedExecutor slot(&clock, std::make_unique<LateExecutor>(&clock), std::make_unique<LateExecutor>(&clock),
+                            {kSum}, ReplicationOptions{mode});
+    Answers a;
+    const Time t0 = clock.Now();
+    ExecBatch first = Step({1}, {1}, true);
+    first.start_at = t0 + 2 * kMillisecond;
+    slot.Run(std::move(first), a.Collect());
+    a.WaitFor(1);
+    EXPECT_EQ(a.results[0].received, t0) << ReplicationModeName(mode);
+    EXPECT_EQ(a.results[0].ready, t0 + 2 * kMillisecond);  // its start time
+    EXPECT_EQ(a.results[0].started, t0 + kLate);
+    // The next could start once the first finished, not when the primary had it.
+    clock.AdvanceBy(kMillisecond);
+    slot.Run(Step({1}, {2}), a.Collect());
+    a.WaitFor(2);
+    EXPECT_EQ(a.results[1].received, t0 + kMillisecond);
+    EXPECT_EQ(a.results[1].ready, t0 + kLate);
+    EXPECT_EQ(a.results[1].started, t0 + kMillisecond + kLate);
+    EXPECT_EQ(a.results[1].output, (std::vector<float>{3}));
+  }
+}
+
 TEST(ReplicatedExecutorTest, BatchingAcrossSequencesGivesTheOutputsOfOneAtATime) {
   std::mt19937 rng(3);
   std::vector<std::vector<float>> xs(6, std::vector<float>(5));
