@@ -474,7 +474,7 @@ class ReplicatedExecutor::Impl {
         std::vector<std::optional<Kept>> kept = TakeKeptLocked(batch);
         if (!kept.empty()) {
           lock.unlock();
-          return RunWithKept(std::move(batch), std::move(done), std::move(kept));
+          return RunWithKept(std::move(batch), std::move(done), std::move(kept), received);
         }
       }
       const uint64_t n = ++next_batch_;
@@ -685,9 +685,9 @@ class ReplicatedExecutor::Impl {
     return kept;
   }
 
-  // Answers the kept items with their answers, runs the others, and
-  // merges the two in the batch's order.
-  void RunWithKept(ExecBatch batch, DoneFn done, std::vector<std::optional<Kept>> kept) {
+  // Answers the kept items with their answers, runs the others (had by the
+  // slot since `received`), and merges the two in the batch's order.
+  void RunWithKept(ExecBatch batch, DoneFn done, std::vector<std::optional<Kept>> kept, Time received) {
     const SlotModel& m = models_[batch.model];
     ExecBatch rest;
     rest.model = batch.model;
@@ -729,7 +729,7 @@ class ReplicatedExecutor::Impl {
       done(std::move(out));
     };
     if (rest.size == 0) return merge(ExecResult{});
-    Run(std::move(rest), std::move(merge));
+    RunFrom(std::move(rest), std::move(merge), received);
   }
 
   void StartChannel() {
@@ -821,11 +821,14 @@ class ReplicatedExecutor::Impl {
     out.states_of = n;
     size_t bytes = 1 + 2 * sizeof(uint64_t);
     out.states.reserve(p.rows.size());
+    std::vector<State*> written;  // stable: nothing is inserted before they are marked
     for (const Row& row : p.rows) {
       const bool erased = !m.model_state && (row.lost || row.end);
       auto it = erased ? states_.end() : states_.find(row.key);
-      out.states.emplace_back(row.key, it == states_.end() ? std::nullopt : std::optional<State>(it->second));
-      bytes += StateBytes(it == states_.end() ? nullptr : &it->second);
+      State* st = it == states_.end() ? nullptr : &it->second;
+      out.states.emplace_back(row.key, st == nullptr ? std::nullopt : std::optional<State>(*st));
+      bytes += StateBytes(st);
+      if (st != nullptr) written.push_back(st);
       if (m.model_state) break;  // one state
     }
     Writer answers;
@@ -834,10 +837,7 @@ class ReplicatedExecutor::Impl {
     bytes += out.bytes.size();
     out.size = bytes;
     last_state_seq_ = Ship(std::move(out), true);
-    for (const Row& row : p.rows) {
-      if (auto it = states_.find(row.key); it != states_.end()) it->second.shipped = last_state_seq_;
-      if (m.model_state) break;
-    }
+    for (State* st : written) st->shipped = last_state_seq_;
   }
 
   // Without mu_: a kStates message — its states, then its answers.
