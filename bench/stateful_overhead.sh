@@ -14,8 +14,15 @@
 #
 # Prints each round's differences, then per mode the median of the rounds
 # with a distribution-free ~90% interval of that median (order statistics),
-# and the same for the throughput.
-#   bench/stateful_overhead.sh [ROUNDS] [MODEL] [LINK_US] [THINK_US] [SECONDS]   (after scripts/build.sh)
+# and the same for the throughput and for the dispatch delay each stack's
+# scheduler planned with (µs; `plan us` of the bench). That plan is a p99.9
+# of measured delays, held for a second (delays/delay_model.h): two stacks'
+# estimates differ by tens of µs from run to run, and each µs of it moves
+# the graph's p50 by about a µs per step. PLANNED_US > 0 fixes the plan at
+# that delay in both stacks, so that their difference is the mode's own;
+# with measured plans the script also fits each round's p50 difference to
+# its plan difference, whose intercept is the difference at equal plans.
+#   bench/stateful_overhead.sh [ROUNDS] [MODEL] [LINK_US] [THINK_US] [SECONDS] [PLANNED_US]   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-10}
@@ -23,42 +30,70 @@ MODEL=${2:-gru_pipeline}
 LINK_US=${3:-25}
 THINK_US=${4:-2000}
 SECONDS_PER_RUN=${5:-3}
+PLANNED_US=${6:-0}
 build/bin/tutti demo --repo demo_repository > /dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# One side-by-side run: "p50_first p50_second rps_first rps_second".
+# One side-by-side run: "p50_first p50_second rps_first rps_second plan_first plan_second".
 pair() {
   build/bin/tutti bench stateful --model "$MODEL" --modes "$1" --side-by-side --duration-s "$SECONDS_PER_RUN" \
-    --link-us "$LINK_US" --think-us "$THINK_US" 2> "$out/stderr" |
-    awk 'NR == 2 {p = $3; r = $2} NR == 3 {print p, $3, r, $2}'
+    --link-us "$LINK_US" --think-us "$THINK_US" --planned-dispatch-us "$PLANNED_US" 2> "$out/stderr" |
+    awk 'NR == 2 {p = $3; r = $2; q = $NF} NR == 3 {print p, $3, r, $2, q, $NF}'
 }
-printf '%-6s %-6s %10s %10s\n' round mode 'p50 %' 'req/s %' >&2
+printf '%-6s %-6s %10s %10s %10s\n' round mode 'p50 %' 'req/s %' 'plan us' >&2
 for i in $(seq 1 "$ROUNDS"); do
   for mode in nspb remus null; do
     if [ "$mode" = null ]; then first=none,none; second=none,none; else first=none,$mode; second=$mode,none; fi
-    read -r a_none a_mode a_rnone a_rmode < <(pair "$first")
-    read -r b_mode b_none b_rmode b_rnone < <(pair "$second")
+    read -r a_none a_mode a_rnone a_rmode a_qnone a_qmode < <(pair "$first")
+    read -r b_mode b_none b_rmode b_rnone b_qmode b_qnone < <(pair "$second")
     # Under the null, "the mode" is the second of the first run and the
     # first of the second, as for the modes.
     awk -v i="$i" -v m="$mode" -v an="$a_none" -v am="$a_mode" -v bm="$b_mode" -v bn="$b_none" \
-      -v arn="$a_rnone" -v arm="$a_rmode" -v brm="$b_rmode" -v brn="$b_rnone" 'BEGIN {
+      -v arn="$a_rnone" -v arm="$a_rmode" -v brm="$b_rmode" -v brn="$b_rnone" \
+      -v aqn="$a_qnone" -v aqm="$a_qmode" -v bqm="$b_qmode" -v bqn="$b_qnone" 'BEGIN {
         p = 50 * ((am / an - 1) + (bm / bn - 1)); r = 50 * ((arm / arn - 1) + (brm / brn - 1))
-        printf "%-6d %-6s %+10.2f %+10.2f\n", i, m, p, r }' | tee -a "$out/rounds" >&2
+        q = ((aqm - aqn) + (bqm - bqn)) / 2
+        printf "%-6d %-6s %+10.2f %+10.2f %+10.1f\n", i, m, p, r, q }' | tee -a "$out/rounds" >&2
   done
 done
 # The median of a mode's rounds, and the order statistics around it that
 # hold the true median with probability about 0.9 (k = ⌊(n − 1.645√n)/2⌋).
 echo
-echo "p50 and throughput of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us):"
+plan=measured; [ "$PLANNED_US" != 0 ] && plan="fixed at ${PLANNED_US} us"
+echo "p50, throughput and planned dispatch delay of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan):"
 for mode in nspb remus null; do
-  for col in 3 4; do
+  for col in 3 4 5; do
     grep " $mode " "$out/rounds" | awk -v c="$col" '{print $c}' | sort -g | awk -v m="$mode" -v c="$col" '
       {v[NR] = $1}
       END {
         n = NR; med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
         k = int((n - 1.645 * sqrt(n)) / 2); if (k < 1) k = 1
-        printf "%-6s %-7s median %+6.2f%%   ~90%% interval [%+.2f%%, %+.2f%%]   rounds %+.2f … %+.2f\n",
-          m, (c == 3 ? "p50" : "req/s"), med, v[k], v[n - k + 1], v[1], v[n]
+        u = (c == 5) ? " us" : "%"
+        printf "%-6s %-7s median %+6.2f%s   ~90%% interval [%+.2f%s, %+.2f%s]   rounds %+.2f … %+.2f\n",
+          m, (c == 3 ? "p50" : c == 4 ? "req/s" : "plan"), med, u, v[k], u, v[n - k + 1], u, v[1], v[n]
       }'
   done
 done
+# With measured plans, each round's p50 difference against its plan
+# difference, fitted robustly (Theil–Sen: the median of the slopes between
+# every two rounds; the intercept the median of p50 − slope·plan): the
+# intercept is the p50 difference at equal plans.
+if [ "$PLANNED_US" = 0 ]; then
+  echo
+  echo "p50 difference against plan difference over the rounds (Theil–Sen):"
+  median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+  for mode in nspb remus null; do
+    grep " $mode " "$out/rounds" | awk '{print $5, $3}' > "$out/xy"
+    slope=$(awk '{x[NR] = $1; y[NR] = $2} END {for (i = 1; i <= NR; i++) for (j = i + 1; j <= NR; j++)
+      if (x[j] != x[i]) print (y[j] - y[i]) / (x[j] - x[i])}' "$out/xy" | median)
+    if [ -z "$slope" ]; then printf '%-6s too few rounds, or no spread in the plans\n' "$mode"; continue; fi
+    at_equal=$(awk -v b="$slope" '{print $2 - b * $1}' "$out/xy" | median)
+    awk -v m="$mode" -v a="$at_equal" -v b="$slope" '
+      {n++; sx += $1; sy += $2; sxx += $1 * $1; sxy += $1 * $2; syy += $2 * $2}
+      END {
+        d = (n * sxx - sx * sx) * (n * syy - sy * sy)
+        printf "%-6s p50 %+.2f%% at equal plans, %+.3f%% per us of plan difference (correlation r = %.2f)\n",
+          m, a, b, (d > 0 ? (n * sxy - sx * sy) / sqrt(d) : 0)
+      }' "$out/xy"
+  done
+fi

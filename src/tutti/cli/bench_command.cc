@@ -233,7 +233,8 @@ int BenchPrefix(const Args& args) {
 
 int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
-  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0, think_us = 0;
+  double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0, think_us = 0,
+         planned_dispatch_us = 0;
   int threads = 1;
   bool side_by_side = false;
   StatefulServingSetup setup;
@@ -248,7 +249,8 @@ int BenchStateful(const Args& args) {
                 "step when the last is answered. Prints throughput, latency, the images' accuracy,\n"
                 "and what the replication cost (proxy us/bat: the proxies' time per stateful batch,\n"
                 "on every thread; release us: from the primary's answer to the batch's release, its\n"
-                "update stage and any wait for the backup). With --kill-at-s, the primary dies then (what it\n"
+                "update stage and any wait for the backup; plan us: the dispatch delay the scheduler planned\n"
+                "each batch's start with, its mean over the run). With --kill-at-s, the primary dies then (what it\n"
                 "held is lost) and the backup takes over: prints the failover time, the batches run\n"
                 "again, the answers that read a state not descended from the previous answer's\n"
                 "(inconsistent), and checks that every request was answered exactly once. With\n"
@@ -268,6 +270,8 @@ int BenchStateful(const Args& args) {
   flags.Double("detect-ms", &detect_ms, "the failure detector's limit: a batch overdue this long means the primary died");
   flags.Double("think-us", &think_us, "a client's mean pause between an answer and its next request (exponential; 0: none)");
   flags.Double("link-us", &link_us, "the backup's link: a message is delivered this long after it is sent (0: shared memory)");
+  flags.Double("planned-dispatch-us", &planned_dispatch_us,
+               "plan every batch's dispatch at this delay, not at the measured tail (0: measured)");
   flags.Int("checkpoint-every", &setup.replication.checkpoint_every, "checkpoint mode: stateful batches between checkpoints");
   flags.Bool("nondeterminism", &setup.nondeterminism, "sum the model's recurrent products in a random order");
   flags.Double("slo-ms", &objective_ms, "latency objective of every request");
@@ -285,6 +289,7 @@ int BenchStateful(const Args& args) {
   setup.replication.detect_after = Millis(detect_ms);
   setup.replication.link_rtt = static_cast<Duration>(link_us * kMicrosecond);
   setup.think = static_cast<Duration>(think_us * kMicrosecond);
+  setup.planned_dispatch = static_cast<Duration>(planned_dispatch_us * kMicrosecond);
   const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
@@ -298,7 +303,7 @@ int BenchStateful(const Args& args) {
     std::cout << absl::StrFormat(" %11s %6s %14s %6s %12s", "failover ms", "rerun", "inconsistent", "once",
                                  "detection ms");
   }
-  std::cout << "\n";
+  std::cout << absl::StrFormat(" %8s\n", "plan us");
   std::vector<std::string> names = absl::StrSplit(modes, ',', absl::SkipEmpty());
   std::vector<ReplicationMode> parsed;
   for (const std::string& name : names) {
@@ -323,7 +328,7 @@ int BenchStateful(const Args& args) {
       std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,
                                    st.inconsistent, st.audited, once ? "yes" : "NO", ToMillis(st.detection_time));
     }
-    std::cout << "\n";
+    std::cout << absl::StrFormat(" %8.1f\n", r.planned_dispatch_us);
     std::cout.flush();
     if (r.errors > 0) std::cerr << name << ": the first error: " << r.first_error << "\n";
   };

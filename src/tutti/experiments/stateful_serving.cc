@@ -21,6 +21,8 @@
 namespace tutti {
 namespace {
 
+constexpr Duration kPlanSampleEvery = 20 * kMillisecond;
+
 // The clients: each walks through images, one request per step.
 class Clients {
  public:
@@ -213,6 +215,10 @@ absl::StatusOr<std::unique_ptr<Stack>> BuildStack(const ModelRepository& repo, c
   config.scheduler.max_in_flight = setup.max_in_flight;
   config.replication = setup.replication;
   config.replication.mode = mode;
+  if (setup.planned_dispatch > 0) {
+    config.delays.measure = false;
+    config.network.ctrl = setup.planned_dispatch;
+  }
   // A graph (gru_pipeline): its stateful steps on one executor (with its
   // backup), the stateless ones on another.
   TUTTI_ASSIGN_OR_RETURN(const ModelVersion* top, repo.Find(setup.model));
@@ -279,20 +285,36 @@ absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const 
   }
   const Time start = clock.Now();
   for (auto& stack : stacks) stack->clients->Start(start + setup.duration);
+  // Until `t`, each stack's planned dispatch delay, sampled every
+  // kPlanSampleEvery (StatefulServingResult::planned_dispatch_us).
+  std::vector<double> planned(stacks.size());
+  int64_t samples = 0;
+  auto sample_until = [&](Time t) {
+    for (Time now = clock.Now(); now < t; now = clock.Now()) {
+      for (size_t i = 0; i < stacks.size(); ++i) {
+        planned[i] += ToMicros(stacks[i]->core->Delays().plan.network.Dispatch(1));
+      }
+      ++samples;
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(kPlanSampleEvery, t - now)));
+    }
+  };
   absl::Status killed;  // returned once the clients are done: they run until then
   if (setup.kill_at > 0) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(setup.kill_at));
+    sample_until(start + setup.kill_at);
     for (auto& stack : stacks) killed.Update(stack->slot->KillPrimary());
   } else if (setup.hang_at > 0) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(setup.hang_at));
+    sample_until(start + setup.hang_at);
     for (auto& stack : stacks) stack->slot->HangPrimary();
   }
+  sample_until(start + setup.duration);
   std::vector<StatefulServingResult> results;
-  for (auto& stack : stacks) {
-    const Duration took = std::max<Duration>(1, stack->clients->Wait() - start);
-    StatefulServingResult& r = results.emplace_back(stack->clients->Result());
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    Stack& stack = *stacks[i];
+    const Duration took = std::max<Duration>(1, stack.clients->Wait() - start);
+    StatefulServingResult& r = results.emplace_back(stack.clients->Result());
     r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
-    r.replication = stack->slot->stats();
+    r.replication = stack.slot->stats();
+    r.planned_dispatch_us = samples == 0 ? 0 : planned[i] / static_cast<double>(samples);
   }
   stacks.clear();
   SetInjectedNondeterminism(false);

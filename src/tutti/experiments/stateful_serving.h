@@ -48,6 +48,11 @@ struct StatefulServingSetup {
   // seed) — then the offered load hardly depends on the latency, so modes
   // compare at one load, not each at its own closed-loop saturation.
   Duration think = 0;
+  // > 0: the scheduler plans every batch's dispatch at this delay instead of
+  // the measured tail (DelayModelOptions::measure false): runs side by side
+  // then plan alike, so their difference is not that of two estimates of a
+  // p99.9, each held for a second (delays/delay_model.h).
+  Duration planned_dispatch = 0;
 };
 
 struct StatefulServingResult {
@@ -61,6 +66,9 @@ struct StatefulServingResult {
   double p50_ms = 0, p99_ms = 0;    // submit to answer
   int64_t images = 0;               // sequences finished
   double accuracy = 0;              // of their last answers
+  // The dispatch delay the scheduler planned every batch's start with
+  // (measured, at a tail: delays/delay_model.h), its mean over the run.
+  double planned_dispatch_us = 0;
   ReplicationStats replication;
 };
 
