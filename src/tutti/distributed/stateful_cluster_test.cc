@@ -12,7 +12,6 @@
 // consistency comes to); the backup takes over and the spare becomes the new
 // backup. The failover as the client saw it is printed, not asserted.
 #include <signal.h>
-#include <torch/torch.h>
 
 #include <atomic>
 #include <chrono>
@@ -31,10 +30,10 @@
 #include "rapidjson/document.h"
 #include "tutti/distributed/local_cluster.h"
 #include "tutti/experiments/stateful_pipeline.h"
-#include "tutti/models/architectures.h"
 #include "tutti/models/trainer.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/testing/http_test_client.h"
+#include "tutti/testing/builtin_fixture.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -65,10 +64,7 @@ class StatefulClusterTest : public ::testing::TestWithParam<Variant> {
     ModelConfig gru = BuiltinModelConfig("gru", "gru_rows", 32);
     gru.profiles["cpu"] = *LatencyProfile::Linear(100 * kMicrosecond, 20 * kMicrosecond, 32);
     gru.sequence_batching->max_sequence_idle_us = 10'000'000;
-    ASSERT_TRUE(WriteModelConfig(repo + "/gru/1", gru).ok());
-    torch::manual_seed(5);
-    std::shared_ptr<torch::nn::Module> net = *MakeBuiltinNet("gru_rows");
-    torch::save(net, repo + "/gru/1/model.pt");
+    ASSERT_TRUE(testing::WriteSeededBuiltinModel(repo + "/gru/1", gru).ok());
     // pipeline: pipeline_clamp (TorchScript) → gru → pipeline_softmax (TorchScript).
     // A long objective: no request is dropped for time, even on a slow
     // machine (under TSan), so every error would be a lost state.

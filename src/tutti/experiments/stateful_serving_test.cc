@@ -1,13 +1,11 @@
 #include "tutti/experiments/stateful_serving.h"
 
-#include <torch/torch.h>
-
 #include <random>
 
 #include "gtest/gtest.h"
-#include "tutti/models/architectures.h"
 #include "tutti/models/trainer.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/testing/builtin_fixture.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -21,10 +19,7 @@ TEST(StatefulServingTest, SideBySideStacksPlanWithTheFixedDelayAndAnswerEveryReq
   // gru_rows with seeded random weights: a real stateful model, untrained.
   ModelConfig c = BuiltinModelConfig("gru", "gru_rows", 8);
   c.profiles["cpu"] = *LatencyProfile::Linear(30 * kMicrosecond, 200 * kMicrosecond, 8);
-  ASSERT_TRUE(WriteModelConfig(dir.path() + "/gru/1", c).ok());
-  torch::manual_seed(5);
-  std::shared_ptr<torch::nn::Module> net = *MakeBuiltinNet("gru_rows");
-  torch::save(net, dir.path() + "/gru/1/model.pt");
+  ASSERT_TRUE(testing::WriteSeededBuiltinModel(dir.path() + "/gru/1", c).ok());
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir.path());
   ASSERT_TRUE(repo.ok()) << repo.status();
 

@@ -1,7 +1,5 @@
 // A stateful model served end to end: sequences over HTTP and gRPC, their
 // protocol errors, and states kept apart while batched together.
-#include <torch/torch.h>
-
 #include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
@@ -10,12 +8,12 @@
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
-#include "tutti/models/architectures.h"
 #include "tutti/models/trainer.h"
 #include "tutti/proto/grpc_predict_v2.grpc.pb.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/http_test_client.h"
+#include "tutti/testing/builtin_fixture.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -31,10 +29,7 @@ class StatefulServerTest : public ::testing::Test {
     // gru_rows with seeded random weights: a real stateful model, untrained.
     ModelConfig c = BuiltinModelConfig("gru", "gru_rows", 8);
     c.profiles["cpu"] = *LatencyProfile::Linear(30 * kMicrosecond, 200 * kMicrosecond, 8);
-    ASSERT_TRUE(WriteModelConfig(dir_.path() + "/gru/1", c).ok());
-    torch::manual_seed(5);
-    std::shared_ptr<torch::nn::Module> net = *MakeBuiltinNet("gru_rows");
-    torch::save(net, dir_.path() + "/gru/1/model.pt");
+    ASSERT_TRUE(testing::WriteSeededBuiltinModel(dir_.path() + "/gru/1", c).ok());
     absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir_.path());
     ASSERT_TRUE(repo.ok()) << repo.status();
     repo_ = std::make_unique<ModelRepository>(*std::move(repo));
