@@ -73,13 +73,10 @@
 // serves unreplicated. The failure detector is the cluster's (etcd leases,
 // streams ending), not this class's.
 //
-// Run never waits for the slot's lock (Executor::Run does not block): a
-// batch that finds it taken is queued, and the lock's holder takes it in
-// once it lets go — batches in the order Run had them — so that one batch's
-// hand-off never waits out another's work under the lock. Messages to the
-// backup are numbered under the slot's lock and sent, in order, once the
-// thread that made them has let it go, so that the link (its locks, the
-// transport) is never waited for under the lock either. An answer's timings (ExecResult) count from the
+// Messages to the backup are numbered under the slot's lock and sent, in
+// order, once the thread that made them has let it go, so that the link
+// (its locks, the transport) is never waited for under the lock every
+// batch's dispatch takes. An answer's timings (ExecResult) count from the
 // slot's Run: what the slot does before its primary has the batch is the
 // executor's own start, not dispatch delay.
 //
