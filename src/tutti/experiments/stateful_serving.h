@@ -67,7 +67,8 @@ struct StatefulServingResult {
   int64_t images = 0;               // sequences finished
   double accuracy = 0;              // of their last answers
   // The dispatch delay the scheduler planned every batch's start with
-  // (measured, at a tail: delays/delay_model.h), its mean over the run.
+  // (measured, at a tail: delays/delay_model.h; or the setup's
+  // planned_dispatch), its mean over the run.
   double planned_dispatch_us = 0;
   ReplicationStats replication;
 };
