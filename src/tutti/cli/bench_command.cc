@@ -303,7 +303,7 @@ int BenchStateful(const Args& args) {
     std::cout << absl::StrFormat(" %11s %6s %14s %6s %12s", "failover ms", "rerun", "inconsistent", "once",
                                  "detection ms");
   }
-  std::cout << absl::StrFormat(" %8s\n", "plan us");
+  std::cout << absl::StrFormat(" %8s %8s\n", "queued %", "plan us");
   std::vector<std::string> names = absl::StrSplit(modes, ',', absl::SkipEmpty());
   std::vector<ReplicationMode> parsed;
   for (const std::string& name : names) {
@@ -328,7 +328,10 @@ int BenchStateful(const Args& args) {
       std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,
                                    st.inconsistent, st.audited, once ? "yes" : "NO", ToMillis(st.detection_time));
     }
-    std::cout << absl::StrFormat(" %8.1f\n", r.planned_dispatch_us);
+    std::cout << absl::StrFormat(
+        " %8.3f %8.1f\n",
+        st.stateful_batches == 0 ? 0.0 : 100.0 * static_cast<double>(st.queued_batches) / static_cast<double>(st.stateful_batches),
+        r.planned_dispatch_us);
     std::cout.flush();
     if (r.errors > 0) std::cerr << name << ": the first error: " << r.first_error << "\n";
   };

@@ -73,10 +73,14 @@
 // serves unreplicated. The failure detector is the cluster's (etcd leases,
 // streams ending), not this class's.
 //
-// Messages to the backup are numbered under the slot's lock and sent, in
-// order, once the thread that made them has let it go, so that the link
-// (its locks, the transport) is never waited for under the lock every
-// batch's dispatch takes. An answer's timings (ExecResult) count from the
+// Run never waits long for the slot's lock (Executor::Run does not block):
+// it tries the lock for a bounded spin, and a batch that finds it taken
+// throughout is queued, and the lock's holder takes it in once it lets go —
+// batches in the order Run had them — so that one batch's hand-off never
+// waits out a holder preempted under the lock (ReplicationStats::queued_batches). Messages to the
+// backup are numbered under the slot's lock and sent, in order, once the
+// thread that made them has let it go, so that the link (its locks, the
+// transport) is never waited for under the lock either. An answer's timings (ExecResult) count from the
 // slot's Run: what the slot does before its primary has the batch is the
 // executor's own start, not dispatch delay.
 //
@@ -144,6 +148,8 @@ struct ReplicationStats {
   int64_t failovers = 0;
   Duration failover_time = 0;  // the last: from the kill (or its detection) to the new primary's first answer
   Duration detection_time = 0; // the last the detector found: from the hang to its detection
+  int64_t queued_batches = 0;  // whose Run found the slot's lock held through its spin: taken
+                               // in by another thread (the lock's holder, once it let go)
   int64_t rerun_batches = 0;   // run again at the new primary
   int64_t lost_states = 0;     // items answered with an error: their state died
   int64_t audited = 0;         // answered items of sequences checked by the audit

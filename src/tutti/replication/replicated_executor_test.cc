@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <random>
 
@@ -150,6 +151,66 @@ TEST(ReplicatedExecutorTest, AnswersAreTimedFromTheSlotsReceipt) {
     EXPECT_EQ(a.results[1].started, t0 + kMillisecond + kLate);
     EXPECT_EQ(a.results[1].output, (std::vector<float>{3}));
   }
+}
+
+// Run never waits for the slot's lock: a batch that finds it held by a
+// reader (here kind(), held open by its primary) is queued, and taken in —
+// in the order Run had the batches — on the clock's timer once the reader
+// lets go, not on the reader's thread.
+TEST(ReplicatedExecutorTest, BatchesRunWhileAReaderHoldsTheSlotStartInOrderOnceItLetsGo) {
+  class HeldKindExecutor final : public Executor {
+   public:
+    explicit HeldKindExecutor(Clock* clock) : inner_(clock) {}
+    void Run(ExecBatch batch, DoneFn done) override { inner_.Run(std::move(batch), std::move(done)); }
+    std::string kind() const override {
+      entered.set_value();
+      let_go.wait();
+      return "held";
+    }
+    int runs() const { return inner_.runs; }
+    mutable std::promise<void> entered;
+    std::shared_future<void> let_go;
+
+   private:
+    SumExecutor inner_;
+  };
+  ManualClock clock;
+  auto p = std::make_unique<HeldKindExecutor>(&clock);
+  HeldKindExecutor* primary = p.get();
+  std::promise<void> let_go;
+  primary->let_go = let_go.get_future().share();
+  ReplicatedExecutor slot(&clock, std::move(p), std::make_unique<SumExecutor>(&clock), {kSum},
+                          ReplicationOptions{ReplicationMode::kNspb});
+  std::string kind;
+  std::thread reader([&] { kind = slot.kind(); });
+  primary->entered.get_future().wait();  // the reader holds the slot's lock
+
+  Answers a;
+  auto ran = std::async(std::launch::async, [&] {  // three sequences' first steps
+    for (uint64_t id : {1, 2, 3}) slot.Run(Step({id}, {static_cast<float>(id)}, true), a.Collect());
+  });
+  const bool returned = ran.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
+  EXPECT_TRUE(returned) << "Run waited for the slot's lock";
+  EXPECT_EQ(primary->runs(), 0);  // queued: the lock is the reader's
+
+  let_go.set_value();
+  reader.join();
+  ran.wait();
+  EXPECT_EQ(kind, "held");
+  EXPECT_EQ(primary->runs(), 0) << "taken in on the reader's thread";
+
+  clock.AdvanceBy(0);  // the clock's timer takes them in
+  ASSERT_EQ(a.results.size(), 3u);
+  EXPECT_EQ(primary->runs(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(a.results[i].output, (std::vector<float>{i + 1.0f})) << "in Run's order";
+  // Each kept its state: the next steps add to it.
+  slot.Run(Step({1}, {10}), a.Collect());
+  slot.Run(Step({2}, {5}, false, true), a.Collect());
+  ASSERT_EQ(a.results.size(), 5u);
+  EXPECT_EQ(a.results[3].output, (std::vector<float>{11}));
+  EXPECT_EQ(a.results[4].output, (std::vector<float>{7}));
+  EXPECT_EQ(slot.stats().live_states, 2);  // sequence 2 ended
+  EXPECT_EQ(slot.stats().queued_batches, 3);  // the last two found the lock free
 }
 
 TEST(ReplicatedExecutorTest, BatchingAcrossSequencesGivesTheOutputsOfOneAtATime) {
