@@ -74,15 +74,16 @@
 // streams ending), not this class's.
 //
 // Run never waits long for the slot's lock (Executor::Run does not block):
-// it tries the lock for a bounded spin, and a batch that finds it taken
-// throughout is queued, and the lock's holder takes it in once it lets go —
-// batches in the order Run had them — so that one batch's hand-off never
-// waits out a holder preempted under the lock (ReplicationStats::queued_batches). Messages to the
-// backup are numbered under the slot's lock and sent, in order, once the
-// thread that made them has let it go, so that the link (its locks, the
-// transport) is never waited for under the lock either. An answer's timings (ExecResult) count from the
-// slot's Run: what the slot does before its primary has the batch is the
-// executor's own start, not dispatch delay.
+// it tries the lock for a bounded spin; a batch that finds it taken
+// throughout is queued, and the lock's holder takes it in once it lets go
+// — batches in the order Run had them — so that one batch's hand-off never
+// waits out a holder preempted under the lock
+// (ReplicationStats::queued_batches). Messages to the backup are numbered
+// under the slot's lock and sent, in order, once the thread that made them
+// has let it go, so that the link (its locks, the transport) is never
+// waited for under the lock either. An answer's timings (ExecResult) count
+// from the slot's Run: what the slot does before its primary has the batch
+// is the executor's own start, not dispatch delay.
 //
 // Thread-safety: as Executor; every other method from any thread.
 #ifndef TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_
