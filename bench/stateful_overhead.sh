@@ -18,7 +18,10 @@
 # scheduler planned with (µs; `plan us` of the bench). That plan is a p99.9
 # of measured delays, held for a second (delays/delay_model.h): two stacks'
 # estimates differ by tens of µs from run to run, and each µs of it moves
-# the graph's p50 by about a µs per step. PLANNED_US > 0 fixes the plan at
+# the graph's p50 by about a µs per step. What sets it is counted too: each
+# stack's share of hand-offs over 100 µs (`>100us %` of the bench), as the
+# difference in percentage points and, over all rounds, as the ratio of
+# the mode's share to none's. PLANNED_US > 0 fixes the plan at
 # that delay in both stacks, so that their difference is the mode's own;
 # with measured plans the script also fits each round's p50 difference to
 # its plan difference, whose intercept is the difference at equal plans.
@@ -34,45 +37,56 @@ PLANNED_US=${6:-0}
 build/bin/tutti demo --repo demo_repository > /dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# One side-by-side run: "p50_first p50_second rps_first rps_second plan_first plan_second".
+# One side-by-side run: "p50_first p50_second rps_first rps_second plan_first plan_second
+# slow_first slow_second" (slow: the share of hand-offs over 100 µs, %).
 pair() {
   build/bin/tutti bench stateful --model "$MODEL" --modes "$1" --side-by-side --duration-s "$SECONDS_PER_RUN" \
     --link-us "$LINK_US" --think-us "$THINK_US" --planned-dispatch-us "$PLANNED_US" 2> "$out/stderr" |
-    awk 'NR == 2 {p = $3; r = $2; q = $NF} NR == 3 {print p, $3, r, $2, q, $NF}'
+    awk 'NR == 2 {p = $3; r = $2; q = $NF; s = $(NF - 1)} NR == 3 {print p, $3, r, $2, q, $NF, s, $(NF - 1)}'
 }
-printf '%-6s %-6s %10s %10s %10s\n' round mode 'p50 %' 'req/s %' 'plan us' >&2
+printf '%-6s %-6s %10s %10s %10s %10s %10s %10s\n' round mode 'p50 %' 'req/s %' 'plan us' 'slow pp' 'slow none' 'slow mode' >&2
 for i in $(seq 1 "$ROUNDS"); do
   for mode in nspb remus null; do
     if [ "$mode" = null ]; then first=none,none; second=none,none; else first=none,$mode; second=$mode,none; fi
-    read -r a_none a_mode a_rnone a_rmode a_qnone a_qmode < <(pair "$first")
-    read -r b_mode b_none b_rmode b_rnone b_qmode b_qnone < <(pair "$second")
+    read -r a_none a_mode a_rnone a_rmode a_qnone a_qmode a_snone a_smode < <(pair "$first")
+    read -r b_mode b_none b_rmode b_rnone b_qmode b_qnone b_smode b_snone < <(pair "$second")
     # Under the null, "the mode" is the second of the first run and the
     # first of the second, as for the modes.
     awk -v i="$i" -v m="$mode" -v an="$a_none" -v am="$a_mode" -v bm="$b_mode" -v bn="$b_none" \
       -v arn="$a_rnone" -v arm="$a_rmode" -v brm="$b_rmode" -v brn="$b_rnone" \
-      -v aqn="$a_qnone" -v aqm="$a_qmode" -v bqm="$b_qmode" -v bqn="$b_qnone" 'BEGIN {
+      -v aqn="$a_qnone" -v aqm="$a_qmode" -v bqm="$b_qmode" -v bqn="$b_qnone" \
+      -v asn="$a_snone" -v asm="$a_smode" -v bsm="$b_smode" -v bsn="$b_snone" 'BEGIN {
         p = 50 * ((am / an - 1) + (bm / bn - 1)); r = 50 * ((arm / arn - 1) + (brm / brn - 1))
-        q = ((aqm - aqn) + (bqm - bqn)) / 2
-        printf "%-6d %-6s %+10.2f %+10.2f %+10.1f\n", i, m, p, r, q }' | tee -a "$out/rounds" >&2
+        q = ((aqm - aqn) + (bqm - bqn)) / 2; sn = (asn + bsn) / 2; sm = (asm + bsm) / 2
+        printf "%-6d %-6s %+10.2f %+10.2f %+10.1f %+10.3f %10.3f %10.3f\n", i, m, p, r, q, sm - sn, sn, sm }' |
+      tee -a "$out/rounds" >&2
   done
 done
 # The median of a mode's rounds, and the order statistics around it that
 # hold the true median with probability about 0.9 (k = ⌊(n − 1.645√n)/2⌋).
 echo
 plan=measured; [ "$PLANNED_US" != 0 ] && plan="fixed at ${PLANNED_US} us"
-echo "p50, throughput and planned dispatch delay of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan):"
+echo "p50, throughput, planned dispatch delay and share of hand-offs over 100 us of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan):"
 for mode in nspb remus null; do
-  for col in 3 4 5; do
+  for col in 3 4 5 6; do
     grep " $mode " "$out/rounds" | awk -v c="$col" '{print $c}' | sort -g | awk -v m="$mode" -v c="$col" '
       {v[NR] = $1}
       END {
         n = NR; med = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
         k = int((n - 1.645 * sqrt(n)) / 2); if (k < 1) k = 1
-        u = (c == 5) ? " us" : "%"
-        printf "%-6s %-7s median %+6.2f%s   ~90%% interval [%+.2f%s, %+.2f%s]   rounds %+.2f … %+.2f\n",
-          m, (c == 3 ? "p50" : c == 4 ? "req/s" : "plan"), med, u, v[k], u, v[n - k + 1], u, v[1], v[n]
+        u = (c == 5) ? " us" : (c == 6) ? " pp" : "%"
+        f = (c == 6) ? "%+.3f" : "%+.2f"  # slow: a few tenths of a percent
+        printf "%-6s %-7s median " f "%s   ~90%% interval [" f "%s, " f "%s]   rounds " f " … " f "\n",
+          m, (c == 3 ? "p50" : c == 4 ? "req/s" : c == 5 ? "plan" : "slow"), med, u, v[k], u, v[n - k + 1], u, v[1], v[n]
       }'
   done
+done
+# The slow hand-offs over all rounds: the mode's share over none's.
+echo
+echo "hand-offs over 100 us, the mode's share over none's beside it (each the mean over the rounds):"
+for mode in nspb remus null; do
+  grep " $mode " "$out/rounds" | awk -v m="$mode" '{sn += $7; sm += $8}
+    END {if (sn > 0) printf "%-6s %.3f%% / %.3f%% = %.2fx\n", m, sm / NR, sn / NR, sm / sn; else printf "%-6s none slow\n", m}'
 done
 # With measured plans, each round's p50 difference against its plan
 # difference, fitted robustly (Theil–Sen: the median of the slopes between

@@ -58,6 +58,22 @@ absl::string_view DelayName(Delay delay) {
   return "?";
 }
 
+int64_t DelayHistogram::count() const {
+  int64_t n = 0;
+  for (int64_t c : counts) n += c;
+  return n;
+}
+
+int64_t DelayHistogram::Over(Duration bound) const {
+  int64_t n = 0;
+  for (size_t i = Bucket(bound) + 1; i < counts.size(); ++i) n += counts[i];
+  return n;
+}
+
+size_t DelayHistogram::Bucket(Duration value) {
+  return static_cast<size_t>(std::lower_bound(kBounds.begin(), kBounds.end(), value) - kBounds.begin());
+}
+
 DelayPlan PlanDelays(const DelayPlan& fixed, const DelayEstimates& estimates, int gpus, int models, Duration cap) {
   DelayPlan plan = fixed;
   // Raises `*part` to the estimate of `d`, up to `limit`.
@@ -124,6 +140,9 @@ DelayModel::DelayModel(const ClusterSpec& spec, const DelayModelOptions& options
 DelayModel::~DelayModel() { Stop(); }
 
 void DelayModel::Record(Delay delay, Time at, Duration value) {
+  AtomicHistogram& h = histograms_[static_cast<int>(delay)];
+  h.counts[DelayHistogram::Bucket(value)].fetch_add(1, std::memory_order_relaxed);
+  h.sum.fetch_add(value, std::memory_order_relaxed);
   if (!options_.measure) return;
   std::lock_guard<std::mutex> lock(mu_);
   delays_[static_cast<int>(delay)].Record(at, value);
@@ -259,6 +278,17 @@ DelayPlan DelayModel::plan() const {
 DelayEstimates DelayModel::estimates() const {
   std::lock_guard<std::mutex> lock(mu_);
   return estimates_;
+}
+
+std::array<DelayHistogram, kDelayKinds> DelayModel::histograms() const {
+  std::array<DelayHistogram, kDelayKinds> out;
+  for (int d = 0; d < kDelayKinds; ++d) {
+    for (size_t i = 0; i < out[d].counts.size(); ++i) {
+      out[d].counts[i] = histograms_[d].counts[i].load(std::memory_order_relaxed);
+    }
+    out[d].sum = histograms_[d].sum.load(std::memory_order_relaxed);
+  }
+  return out;
 }
 
 void DelayModel::Start(Clock* clock, std::function<void(const DelayPlan&)> apply) {

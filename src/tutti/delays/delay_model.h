@@ -37,6 +37,7 @@
 #define TUTTI_DELAYS_DELAY_MODEL_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -137,6 +138,28 @@ struct DelayEstimates {
   const Measured& operator[](Delay d) const { return delays[static_cast<int>(d)]; }
 };
 
+// Every sample of one delay since its model was made, in buckets with
+// fixed bounds, as a Prometheus histogram counts them (a sample at a bound
+// is in that bound's bucket: `le`). The plan's quantile says how slow the
+// slowest of a recent window were; this says how many were slow over the
+// whole run, which two runs (or two stacks side by side) compare by.
+// Counted with `measure` off too.
+struct DelayHistogram {
+  // The buckets' upper bounds; an unbounded bucket follows the last.
+  static constexpr std::array<Duration, 12> kBounds = {
+      5 * kMicrosecond,   10 * kMicrosecond,  20 * kMicrosecond, 50 * kMicrosecond,
+      100 * kMicrosecond, 200 * kMicrosecond, 500 * kMicrosecond, kMillisecond,
+      2 * kMillisecond,   5 * kMillisecond,   10 * kMillisecond,  100 * kMillisecond};
+  std::array<int64_t, kBounds.size() + 1> counts{};  // per bucket (not cumulative), by kBounds
+  Duration sum = 0;                                  // of the samples
+
+  int64_t count() const;
+  // The samples over `bound`. REQUIRES: `bound` is one of kBounds.
+  int64_t Over(Duration bound) const;
+  // The bucket a sample of `value` falls in.
+  static size_t Bucket(Duration value);
+};
+
 // The plan the estimates give: `fixed` with each measured delay raising its
 // part (dispatch: network.ctrl, response: network.resp, timer: the frontrun
 // slack, its tail: the head guard) and the compute plans of the measured
@@ -168,7 +191,7 @@ class DelayModel {
 
   // A sample of `delay`, stamped at the instant it was learnt (dispatch:
   // when its batch ended; response: when the batch's last answer was
-  // written). Ignored without `measure`.
+  // written). Without `measure`, only counted in its histogram.
   void Record(Delay delay, Time at, Duration value);
   // A batch of `size` of `model` ran on `gpu`: it could start at `ready`
   // (its inputs at the executor, its start time come, the executor free),
@@ -185,6 +208,8 @@ class DelayModel {
   // As of the last Refresh.
   DelayPlan plan() const;
   DelayEstimates estimates() const;
+  // As of now, by Delay.
+  std::array<DelayHistogram, kDelayKinds> histograms() const;
 
   // Refreshes at every multiple of `refresh` on `clock` and calls `apply`
   // with the new plan when it changed, from the clock's timer (an owner that
@@ -205,6 +230,14 @@ class DelayModel {
   const DelayModelOptions options_;
   const DelayPlan fixed_;
   const Duration cap_;  // of the measured delays; see DelayModelOptions::max_share
+  // The histograms' counts and sums, by Delay: counted without mu_ (and
+  // with `measure` off), so each is exact but a snapshot may catch a sample
+  // in its bucket before its sum.
+  struct AtomicHistogram {
+    std::array<std::atomic<int64_t>, DelayHistogram::kBounds.size() + 1> counts{};
+    std::atomic<int64_t> sum{0};
+  };
+  std::array<AtomicHistogram, kDelayKinds> histograms_;
 
   mutable std::mutex mu_;
   std::vector<WindowedQuantile> delays_ ABSL_GUARDED_BY(mu_);  // by Delay

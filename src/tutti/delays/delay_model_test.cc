@@ -75,6 +75,34 @@ TEST(DelayModelTest, TheCapIsAShareOfTheSmallestObjective) {
   EXPECT_EQ(model.Refresh(Seconds(1)).network.resp, Millis(12.5) - Millis(1));
 }
 
+// The histograms count every sample in the bucket of its bound (a sample
+// at a bound is in its bucket, as Prometheus's `le`), with or without
+// `measure`; the plan's estimates only with it.
+TEST(DelayModelTest, HistogramsCountEverySampleByItsBoundEvenWithoutMeasuring) {
+  for (bool measure : {true, false}) {
+    DelayModel model(Spec(), Options(measure), Fixed());
+    const std::vector<Duration> samples = {Micros(3), Micros(20), Micros(21), Micros(20), Millis(150)};
+    for (Duration v : samples) model.Record(Delay::kDispatch, Millis(10), v);
+    model.Record(Delay::kResponse, Millis(10), Micros(7));
+    model.Refresh(Millis(100));
+    const std::array<DelayHistogram, kDelayKinds> h = model.histograms();
+    const DelayHistogram& dispatch = h[static_cast<int>(Delay::kDispatch)];
+    EXPECT_EQ(dispatch.count(), 5);
+    EXPECT_EQ(dispatch.sum, Micros(3 + 20 + 21 + 20) + Millis(150));
+    EXPECT_EQ(dispatch.counts[0], 1);  // ≤ 5 µs
+    EXPECT_EQ(dispatch.counts[2], 2);  // (10, 20] µs
+    EXPECT_EQ(dispatch.counts[3], 1);  // (20, 50] µs
+    EXPECT_EQ(dispatch.counts.back(), 1);  // over 100 ms
+    EXPECT_EQ(dispatch.Over(Micros(5)), 4);
+    EXPECT_EQ(dispatch.Over(Micros(20)), 2);
+    EXPECT_EQ(dispatch.Over(Millis(100)), 1);
+    EXPECT_EQ(h[static_cast<int>(Delay::kResponse)].count(), 1);
+    EXPECT_EQ(h[static_cast<int>(Delay::kResponse)].counts[1], 1);  // (5, 10] µs
+    EXPECT_EQ(h[static_cast<int>(Delay::kTimer)].count(), 0);
+    EXPECT_EQ(model.estimates()[Delay::kDispatch].samples, measure ? 5 : 0);
+  }
+}
+
 TEST(PlanDelaysTest, ComputePlansGoToTheirGpuAndModel) {
   DelayEstimates e;
   e.compute.push_back({1, 0, 10, 1.2, 1.2, 1.5, Millis(2)});

@@ -1,5 +1,7 @@
 #include "tutti/distributed/delay_report_proto.h"
 
+#include <algorithm>
+
 namespace tutti {
 
 namespace pb = ::tutti::internal;
@@ -34,6 +36,11 @@ void ToProto(const DelayReport& r, pb::DelayReport* out) {
     x->set_late_start(c.late_start);
   }
   for (const std::string& c : r.choices) out->add_choices(c);
+  for (const DelayHistogram& h : r.histograms) {
+    pb::DelayReport::Histogram* x = out->add_histograms();
+    x->mutable_counts()->Add(h.counts.begin(), h.counts.end());
+    x->set_sum(h.sum);
+  }
 }
 
 DelayReport FromProto(const pb::DelayReport& p) {
@@ -56,6 +63,13 @@ DelayReport FromProto(const pb::DelayReport& p) {
                                    c.late_start()});
   }
   r.choices.assign(p.choices().begin(), p.choices().end());
+  // A sender with other bounds (or none) leaves its histograms out.
+  for (int d = 0; d < kDelayKinds && d < p.histograms_size(); ++d) {
+    const pb::DelayReport::Histogram& h = p.histograms(d);
+    if (h.counts_size() != static_cast<int>(r.histograms[d].counts.size())) continue;
+    std::copy(h.counts().begin(), h.counts().end(), r.histograms[d].counts.begin());
+    r.histograms[d].sum = h.sum();
+  }
   return r;
 }
 

@@ -285,6 +285,16 @@ TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
   EXPECT_GE(*d.estimates[Delay::kDispatch].value, Micros(200));
   EXPECT_LE(*d.estimates[Delay::kDispatch].value, Micros(220));
   EXPECT_EQ(n.frontend().Delays().plan.network.ctrl, d.plan.network.ctrl) << "the frontend shows the leader's plan";
+  // Every batch's dispatch is counted, each in the bucket of its ~200 µs
+  // (at most 500 µs), and the histogram reaches the frontend too.
+  const DelayHistogram& h = d.histograms[static_cast<int>(Delay::kDispatch)];
+  EXPECT_EQ(h.count(), c.batches);
+  EXPECT_EQ(h.Over(Micros(500)), 0);
+  EXPECT_EQ(h.Over(Micros(100)), h.count());
+  const DelayHistogram& shown = n.frontend().Delays().histograms[static_cast<int>(Delay::kDispatch)];
+  EXPECT_GT(shown.count(), 0);
+  EXPECT_LE(shown.count(), h.count());
+  EXPECT_EQ(shown.Over(Micros(500)), 0);
 }
 
 // Under `adaptive`, the leader's choice per sub-cluster reaches the

@@ -387,7 +387,7 @@ DelayReport SchedulerNode::Delays() const {
 }
 
 DelayReport SchedulerNode::ReportLocked() const {
-  DelayReport report{delays_->options(), delays_->estimates(), delays_->plan()};
+  DelayReport report{delays_->options(), delays_->estimates(), delays_->plan(), delays_->histograms()};
   if (scheduler_ != nullptr) report.choices = scheduler_->Choices();
   return report;
 }

@@ -315,6 +315,7 @@ absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const 
     r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
     r.replication = stack.slot->stats();
     r.planned_dispatch_us = samples == 0 ? 0 : planned[i] / static_cast<double>(samples);
+    r.dispatch = stack.core->Delays().histograms[static_cast<int>(Delay::kDispatch)];
   }
   stacks.clear();
   SetInjectedNondeterminism(false);

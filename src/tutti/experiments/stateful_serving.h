@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/core/time.h"
 #include "tutti/datasets/fashion_mnist.h"
+#include "tutti/delays/delay_model.h"
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/server/server_config.h"
@@ -70,6 +71,10 @@ struct StatefulServingResult {
   // (measured, at a tail: delays/delay_model.h; or the setup's
   // planned_dispatch), its mean over the run.
   double planned_dispatch_us = 0;
+  // Every batch's dispatch delay over the run (the scheduler's decision to
+  // the batch at its executor, ready to run), the stateless steps' too: the
+  // tail the measured plan is taken from, counted whole.
+  DelayHistogram dispatch;
   ReplicationStats replication;
 };
 

@@ -46,6 +46,10 @@ TEST(StatefulServingTest, SideBySideStacksPlanWithTheFixedDelayAndAnswerEveryReq
     EXPECT_EQ(s.duplicates, 0);
     EXPECT_EQ(s.errors, 0) << s.first_error;
     EXPECT_DOUBLE_EQ(s.planned_dispatch_us, 250);
+    // Every batch's hand-off is counted, with the plan fixed too: at least
+    // one, at most one per request.
+    EXPECT_GT(s.dispatch.count(), 0);
+    EXPECT_LE(s.dispatch.count(), s.requests);
   }
   EXPECT_EQ((*r)[0].replication.messages, 0);  // none
   EXPECT_GT((*r)[1].replication.messages, 0);  // nspb: logs and states to its backup

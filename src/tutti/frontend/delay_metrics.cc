@@ -81,6 +81,25 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
     }
     absl::StrAppendFormat(&samples, "tutti_measured_delay_samples{delay=\"%s\"} %d\n", DelayName(d), m.samples);
   }
+  std::string histograms =
+      "# HELP tutti_delay_seconds Every measured delay since the engine started, however the plan covers it: "
+      "dispatch (the decision to the batch at its executor), response, timer lateness.\n"
+      "# TYPE tutti_delay_seconds histogram\n";
+  for (Delay d : kAllDelays) {
+    const DelayHistogram& h = r.histograms[static_cast<int>(d)];
+    int64_t at_or_below = 0;
+    for (size_t i = 0; i < h.counts.size(); ++i) {
+      at_or_below += h.counts[i];
+      const std::string le = i < DelayHistogram::kBounds.size()
+                                 ? absl::StrFormat("%g", ToSeconds(DelayHistogram::kBounds[i]))
+                                 : std::string("+Inf");
+      absl::StrAppendFormat(&histograms, "tutti_delay_seconds_bucket{delay=\"%s\",le=\"%s\"} %d\n", DelayName(d),
+                            le, at_or_below);
+    }
+    absl::StrAppendFormat(&histograms, "tutti_delay_seconds_sum{delay=\"%s\"} %.9f\n", DelayName(d),
+                          ToSeconds(h.sum));
+    absl::StrAppendFormat(&histograms, "tutti_delay_seconds_count{delay=\"%s\"} %d\n", DelayName(d), at_or_below);
+  }
   std::string ratio =
       "# HELP tutti_compute_ratio Real over profiled batch compute time, median over the window.\n"
       "# TYPE tutti_compute_ratio gauge\n";
@@ -112,7 +131,7 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
   for (size_t i = 0; i < r.choices.size(); ++i) {
     absl::StrAppendFormat(&choices, "tutti_scheduling_choice{sub_cluster=\"%d\",choice=\"%s\"} 1\n", i, r.choices[i]);
   }
-  return out + samples + ratio + scale + tail + late + choices;
+  return out + samples + histograms + ratio + scale + tail + late + choices;
 }
 
 }  // namespace tutti

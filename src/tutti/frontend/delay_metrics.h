@@ -20,7 +20,8 @@ inline constexpr ModelId kAnyModel = -1;
 std::string DelayStatsJson(const DelayReport& report, ModelId model);
 
 // Prometheus text: tutti_planned_delay_seconds, tutti_measured_delay_seconds,
-// tutti_measured_delay_samples, and per executor and model
+// tutti_measured_delay_samples, the histogram tutti_delay_seconds (every
+// sample so far, by delay), and per executor and model
 // tutti_compute_ratio, tutti_compute_scale, tutti_compute_tail_scale,
 // tutti_compute_late_start_seconds, and under `adaptive` per sub-cluster
 // tutti_scheduling_choice. `model_names[m]` labels model m.

@@ -354,7 +354,7 @@ void InferenceCore::OnAnswerWritten(const WrittenAnswer& answer) {
 }
 
 DelayReport InferenceCore::Delays() const {
-  DelayReport report{delays_->options(), delays_->estimates(), delays_->plan()};
+  DelayReport report{delays_->options(), delays_->estimates(), delays_->plan(), delays_->histograms()};
   std::lock_guard<std::mutex> lock(mu_);
   report.choices = scheduler_->Choices();
   return report;

@@ -6,6 +6,7 @@
 #ifndef TUTTI_SERVING_INFERENCE_ENGINE_H_
 #define TUTTI_SERVING_INFERENCE_ENGINE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -85,6 +86,7 @@ struct DelayReport {
   DelayModelOptions options;
   DelayEstimates estimates;  // over options.window, at options.quantile
   DelayPlan plan;            // what the scheduler plans with now
+  std::array<DelayHistogram, kDelayKinds> histograms;  // every sample so far, by Delay
   std::vector<std::string> choices;  // `adaptive`: each sub-cluster's way now (Scheduler::Choices)
 };
 
