@@ -325,27 +325,22 @@ int BenchStateful(const Args& args) {
     auto per_batch_us = [](Duration total, int64_t batches) {
       return batches == 0 ? 0.0 : ToMillis(total) * 1000 / static_cast<double>(batches);
     };
-    auto percent_of_stateful = [&st](int64_t batches) {
-      return st.stateful_batches == 0 ? 0.0
-                                      : 100.0 * static_cast<double>(batches) / static_cast<double>(st.stateful_batches);
+    auto percent = [](int64_t part, int64_t whole) {
+      return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
     };
     std::cout << absl::StrFormat(
         "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r.throughput, r.p50_ms, r.p99_ms,
         r.errors, r.accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
         per_batch_us(st.proxy_time, st.stateful_batches),
-        percent_of_stateful(st.held_batches),
+        percent(st.held_batches, st.stateful_batches),
         per_batch_us(st.held_time, st.held_batches), per_batch_us(st.release_time, st.stateful_batches));
     if (fault) {
       const bool once = r.duplicates == 0 && r.answers == r.requests;
       std::cout << absl::StrFormat(" %11.2f %6d %7d/%-6d %6s %12.1f", ToMillis(st.failover_time), st.rerun_batches,
                                    st.inconsistent, st.audited, once ? "yes" : "NO", ToMillis(st.detection_time));
     }
-    const int64_t handoffs = r.dispatch.count();
-    const double slow = handoffs == 0 ? 0.0
-                                      : 100.0 * static_cast<double>(r.dispatch.Over(kSlowHandOff)) /
-                                            static_cast<double>(handoffs);
-    std::cout << absl::StrFormat(" %8.3f %8.3f %8.1f\n", percent_of_stateful(st.queued_batches), slow,
-                                 r.planned_dispatch_us);
+    std::cout << absl::StrFormat(" %8.3f %8.3f %8.1f\n", percent(st.queued_batches, st.stateful_batches),
+                                 percent(r.dispatch.Over(kSlowHandOff), r.dispatch.count()), r.planned_dispatch_us);
     std::cout.flush();
     if (r.errors > 0) std::cerr << name << ": the first error: " << r.first_error << "\n";
   };
