@@ -10,7 +10,6 @@ EmulatedExecutor::EmulatedExecutor(Clock* clock, std::vector<Model> models)
     : clock_(clock), models_(std::move(models)) {}
 
 void EmulatedExecutor::Run(ExecBatch batch, DoneFn done) {
-  TakeUp(batch);
   const Model& m = models_[batch.model];
   if (batch.size < 1 || batch.size > m.profile.max_batch()) {
     ExecResult bad;

@@ -50,22 +50,6 @@ TEST(EmulatedExecutorTest, RunsOneBatchAtATimeAndHonoursStartTimes) {
   EXPECT_EQ(done.results[2].finished, Millis(27));
 }
 
-// Without a thread of its own, it takes a batch up in Run(), before `done`.
-TEST(EmulatedExecutorTest, TakesABatchUpInRun) {
-  ManualClock clock;
-  EmulatedExecutor gpu = Make(&clock);
-  Done done;
-  int taken = 0;
-  ExecBatch batch{0, 1, {}, Millis(20)};
-  batch.on_taken = [&] { ++taken; };
-  gpu.Run(std::move(batch), done.Fn());
-  EXPECT_EQ(taken, 1);
-  EXPECT_TRUE(done.results.empty());
-  clock.AdvanceTo(Seconds(1));
-  EXPECT_EQ(done.results.size(), 1u);
-  EXPECT_EQ(taken, 1);
-}
-
 TEST(EmulatedExecutorTest, BatchOutsideTheProfileIsAnError) {
   ManualClock clock;
   EmulatedExecutor gpu = Make(&clock);

@@ -9,7 +9,6 @@
 
 #include <functional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -34,19 +33,7 @@ struct ExecBatch {
   // that took over answers a request it already ran (before the failover)
   // with that run's output instead of running it again.
   std::vector<uint64_t> tags;
-  // Optional: called once, before `done`, by the executor on its own thread
-  // as it takes the batch up — before it waits for `start_at` — or, by an
-  // executor without a thread of its own, in Run() (TakeUp). For work that
-  // must be done before the batch ends but need not hold up its hand-off (a
-  // replicated slot's messages to its backup). Must not block.
-  std::function<void()> on_taken;
 };
-
-// Calls `batch`'s on_taken, if any, and clears it: an executor that hands
-// the batch on to another does not have it called twice.
-inline void TakeUp(ExecBatch& batch) {
-  if (batch.on_taken) std::exchange(batch.on_taken, nullptr)();
-}
 
 // Timings, for the delay model (delays/delay_model.h): `received` when
 // Run() was called, `ready` when the batch could have started (received, its

@@ -69,7 +69,6 @@ void TorchExecutor::Loop() {
       job = std::move(queue_.front());
       queue_.pop_front();
     }
-    TakeUp(job->batch);
     const ExecBatch& batch = job->batch;
     // Honour the scheduler's start time (the real clock's origin is steady_clock).
     for (Time now = clock_->Now(); now < batch.start_at; now = clock_->Now()) {

@@ -1,8 +1,6 @@
 #include "tutti/executors/torch_executor.h"
 
-#include <atomic>
 #include <future>
-#include <thread>
 
 #include "gtest/gtest.h"
 #include "tutti/core/real_clock.h"
@@ -30,28 +28,6 @@ TEST(TorchExecutorTest, RunsRealModelsOnItsWorker) {
   std::vector<float> expected = testing::FixtureExpectedOutputs();
   ASSERT_EQ(r.output.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(r.output[i], expected[i], 1e-5);
-}
-
-// ExecBatch::on_taken runs once, on the worker, before the batch starts.
-TEST(TorchExecutorTest, TakesEachBatchUpOnceOnItsWorkerBeforeItStarts) {
-  RealClock clock;
-  std::unique_ptr<TorchExecutor> cpu = MakeExecutor(&clock);
-  std::atomic<int> taken{0};
-  std::thread::id taker;
-  Time taken_at = 0;
-  ExecBatch batch{0, 2, testing::FixtureInputs(2), clock.Now() + kMillisecond};
-  batch.on_taken = [&] {
-    taker = std::this_thread::get_id();
-    taken_at = clock.Now();
-    ++taken;
-  };
-  std::promise<ExecResult> result;
-  cpu->Run(std::move(batch), [&](ExecResult r) { result.set_value(std::move(r)); });
-  ExecResult r = result.get_future().get();
-  ASSERT_TRUE(r.status.ok()) << r.status;
-  EXPECT_EQ(taken.load(), 1);
-  EXPECT_NE(taker, std::this_thread::get_id());
-  EXPECT_LE(taken_at, r.started);
 }
 
 TEST(TorchExecutorTest, ReportsModelErrorsAndFinishesQueuedWorkOnDestruction) {

@@ -476,7 +476,6 @@ class ReplicatedExecutor::Impl {
   // so the batches' work stays on Run's thread; one that stays (preempted
   // on a busy core) no longer holds up the dispatching thread.
   void Run(ExecBatch batch, DoneFn done) {
-    TakeUp(batch);  // no thread of its own
     {
       std::lock_guard<std::mutex> in(incoming_mu_);
       incoming_.push_back({std::move(batch), std::move(done), clock_->Now()});
@@ -1367,10 +1366,6 @@ class ReplicatedExecutor::Impl {
     p.dispatched = true;
     p.dispatched_at = clock_->Now();
     if (hung_) return;  // the injected hang: the primary never hears of it
-    // In one process the messages queued by now (its log among them) leave
-    // on the primary's thread as it takes the batch up (Deliver); to another
-    // process, at once: over a network, the log's head start counts.
-    if (replicating() && !options_.distributed) full.on_taken = [this] { SendQueued(); };
     outside_.dispatch.push_back({primary_.get(), generation_, n, std::move(full)});
   }
 
@@ -1422,23 +1417,15 @@ class ReplicatedExecutor::Impl {
   // Without mu_: hands the batches to the primary, gives the answers, then
   // sends the messages to the backup — the request manager's logs of the
   // batches now computing (their outputs wait for them: Advance), and the
-  // states of batches answered (QueueStates) — unless a batch handed to the
-  // primary sends them as the primary takes it up (Start). That is in the
-  // primary's wait for the batch's start_at, and off this thread, which may
-  // be handing off other executors' batches (InferenceCore::Flush): each µs
-  // of work here is one more in which a preemption on a busy core holds
-  // them all up, and the dispatch delay planned for every batch is a tail
-  // of those.
+  // states of batches answered (QueueStates).
   void Deliver(Outside o) {
-    const bool primary_sends = std::any_of(o.dispatch.begin(), o.dispatch.end(),
-                                           [](const Dispatch& d) { return d.batch.on_taken != nullptr; });
     for (Dispatch& d : o.dispatch) {
       d.exec->Run(std::move(d.batch), [this, gen = d.generation, n = d.n](ExecResult r) {
         OnPrimaryDone(gen, n, std::move(r));
       });
     }
     for (auto& [done, result] : o.answers) done(std::move(result));
-    if (!primary_sends) SendQueued();
+    SendQueued();
   }
 
   // Runs a prepared batch on `exec` and waits for it.

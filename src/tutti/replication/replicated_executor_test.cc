@@ -26,7 +26,6 @@ class SumExecutor final : public Executor {
  public:
   explicit SumExecutor(Clock* clock, bool noise = false) : clock_(clock), noise_(noise) {}
   void Run(ExecBatch batch, DoneFn done) override {
-    TakeUp(batch);
     ExecResult r;
     r.received = r.ready = r.started = r.finished = clock_->Now();
     ++runs;
@@ -330,7 +329,6 @@ class CounterExecutor final : public Executor {
  public:
   explicit CounterExecutor(int replica) : offset_(1e-4f * static_cast<float>(replica + 1)) {}
   void Run(ExecBatch batch, DoneFn done) override {
-    TakeUp(batch);
     ExecResult r;
     const float s = batch.state.empty() ? 0 : batch.state[0];
     float next = s;
@@ -436,7 +434,6 @@ class TimedExecutor final : public Executor {
   TimedExecutor(ManualClock* clock, Duration compute, std::unique_ptr<Executor> inner)
       : clock_(clock), compute_(compute), inner_(std::move(inner)) {}
   void Run(ExecBatch batch, DoneFn done) override {
-    TakeUp(batch);
     auto work = std::make_shared<std::pair<ExecBatch, DoneFn>>(std::move(batch), std::move(done));
     clock_->ScheduleAfter(compute_, [this, work] { inner_->Run(std::move(work->first), std::move(work->second)); });
   }
@@ -542,50 +539,6 @@ TEST(ReplicatedExecutorTest, NspbShipsABatchsStatesOnceItsAnswersHaveLeft) {
     }
     EXPECT_GT(run.slot->stats().state_bytes, before) << ReplicationModeName(mode);
     run.Steps(1, 4);  // reads it: 2, 3, 4
-  }
-}
-
-// The messages to the backup leave as the primary takes a batch up
-// (ExecBatch::on_taken), not on the thread that handed the batch to the
-// slot, which may have other executors' batches to hand off.
-TEST(ReplicatedExecutorTest, MessagesLeaveAsThePrimaryTakesABatchUp) {
-  // Takes its batches up, and runs them, when told.
-  class HeldExecutor final : public Executor {
-   public:
-    explicit HeldExecutor(Clock* clock) : sum_(clock) {}
-    void Run(ExecBatch batch, DoneFn done) override { held_.emplace_back(std::move(batch), std::move(done)); }
-    std::string kind() const override { return "held"; }
-    void TakeUpAll() {
-      for (auto& [batch, done] : held_) TakeUp(batch);
-    }
-    void RunAll() {
-      std::vector<std::pair<ExecBatch, DoneFn>> now;
-      now.swap(held_);
-      for (auto& [batch, done] : now) sum_.Run(std::move(batch), std::move(done));
-    }
-
-   private:
-    SumExecutor sum_;
-    std::vector<std::pair<ExecBatch, DoneFn>> held_;
-  };
-  for (ReplicationMode mode : {ReplicationMode::kNspb, ReplicationMode::kCheckpoint}) {
-    ManualClock clock;
-    auto held = std::make_unique<HeldExecutor>(&clock);
-    HeldExecutor* primary = held.get();
-    ReplicationOptions o{mode};
-    o.detect_after = 0;
-    ReplicatedExecutor slot(&clock, std::move(held), std::make_unique<SumExecutor>(&clock), {kSum}, o);
-    Answers a;
-    for (int step = 0; step < 2; ++step) {
-      const int64_t before = slot.stats().messages;
-      slot.Run(Step({1}, {1}, step == 0), a.Collect());
-      EXPECT_EQ(slot.stats().messages, before) << ReplicationModeName(mode) << " step " << step;
-      primary->TakeUpAll();
-      EXPECT_EQ(slot.stats().messages, before + 1) << ReplicationModeName(mode) << " step " << step;  // its log
-      primary->RunAll();
-      ASSERT_EQ(a.results.size(), static_cast<size_t>(step + 1));
-      EXPECT_EQ(a.results.back().output, (std::vector<float>{static_cast<float>(step + 1)}));
-    }
   }
 }
 

@@ -31,7 +31,6 @@ class LinearExecutor final : public Executor {
  public:
   LinearExecutor(Clock* clock, Duration latency, bool fails) : clock_(clock), latency_(latency), fails_(fails) {}
   void Run(ExecBatch batch, DoneFn done) override {
-    TakeUp(batch);
     ExecResult r;
     r.started = std::max({clock_->Now(), batch.start_at, busy_until_});
     r.finished = busy_until_ = r.started + latency_;
