@@ -1,8 +1,9 @@
 // TorchExecutor: a CPU execution slot running real models with libtorch
 // (through TorchModel) on its own worker thread. Batches run one at a time
-// in arrival order; a batch whose start_at lies in the future waits for it
-// on the injected clock, which must therefore advance by itself (a
-// RealClock: real computation cannot run in virtual time).
+// in arrival order, each as soon as the worker is free: start_at, the
+// scheduler's planned start, is not waited for (executor.h). The injected
+// clock only times them; it should be a RealClock (real computation does
+// not run in virtual time).
 //
 // The header is torch-free; libtorch stays inside TorchModel.
 #ifndef TUTTI_EXECUTORS_TORCH_EXECUTOR_H_

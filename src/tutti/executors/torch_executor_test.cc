@@ -30,6 +30,21 @@ TEST(TorchExecutorTest, RunsRealModelsOnItsWorker) {
   for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(r.output[i], expected[i], 1e-5);
 }
 
+// A torch executor does not wait for a batch's planned start (executor.h):
+// a batch planned an hour ahead runs now, and reads as ready at its receipt.
+TEST(TorchExecutorTest, StartsABatchWhenFreeNotAtItsPlannedStart) {
+  RealClock clock;
+  std::unique_ptr<TorchExecutor> cpu = MakeExecutor(&clock);
+  const Time planned = clock.Now() + 3600 * kSecond;
+  std::promise<ExecResult> result;
+  cpu->Run({0, 2, testing::FixtureInputs(2), planned}, [&](ExecResult r) { result.set_value(std::move(r)); });
+  ExecResult r = result.get_future().get();
+  ASSERT_TRUE(r.status.ok()) << r.status;
+  EXPECT_LT(r.finished, planned);
+  EXPECT_EQ(r.ready, r.received);  // nothing before it: ready on receipt
+  EXPECT_LE(r.ready, r.started);
+}
+
 TEST(TorchExecutorTest, ReportsModelErrorsAndFinishesQueuedWorkOnDestruction) {
   RealClock clock;
   std::vector<ExecResult> results;

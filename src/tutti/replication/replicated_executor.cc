@@ -1320,14 +1320,17 @@ class ReplicatedExecutor::Impl {
   // the states, the log) is then its executor's own start, which the delay
   // model reads as a late start (`ready` → `started`), not as dispatch delay
   // — a tail of which every later batch would wait for (Symphony plans the
-  // dispatch at a high quantile).
+  // dispatch at a high quantile). What the primary itself waited for (its
+  // `ready` after its receipt: the previous batch, or a start_at its kind
+  // waits for, executor.h) it keeps.
   void StampReceipt(Pending& p) {
     ExecResult& r = p.result;
     const Time previous = last_finished_;
     last_finished_ = std::max(last_finished_, r.finished);
     if (p.received > r.received) return;  // an executor that does not time its batches
+    const Time waited_for = r.ready > r.received ? r.ready : 0;
     r.received = p.received;
-    r.ready = std::min(r.started, std::max({p.received, p.served.start_at, std::min(previous, r.started)}));
+    r.ready = std::min(r.started, std::max({p.received, waited_for, std::min(previous, r.started)}));
   }
 
   // `seq`: a remote backup's acknowledgement; 0: a local link delivered.

@@ -1,5 +1,6 @@
 #include "tutti/replication/replicated_executor.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -140,7 +141,9 @@ TEST(ReplicatedExecutorTest, AnswersAreTimedFromTheSlotsReceipt) {
     slot.Run(std::move(first), a.Collect());
     a.WaitFor(1);
     EXPECT_EQ(a.results[0].received, t0) << ReplicationModeName(mode);
-    EXPECT_EQ(a.results[0].ready, t0 + 2 * kMillisecond);  // its start time
+    // The slot's receipt: its primary starts a batch without waiting for
+    // start_at (as a torch executor does), so start_at does not count.
+    EXPECT_EQ(a.results[0].ready, t0);
     EXPECT_EQ(a.results[0].started, t0 + kLate);
     // The next could start once the first finished, not when the primary had it.
     clock.AdvanceBy(kMillisecond);
@@ -150,6 +153,41 @@ TEST(ReplicatedExecutorTest, AnswersAreTimedFromTheSlotsReceipt) {
     EXPECT_EQ(a.results[1].ready, t0 + kLate);
     EXPECT_EQ(a.results[1].started, t0 + kMillisecond + kLate);
     EXPECT_EQ(a.results[1].output, (std::vector<float>{3}));
+  }
+}
+
+// A primary of a kind that waits for start_at (an emulated one) reports
+// the wait in its `ready`; the slot keeps it.
+TEST(ReplicatedExecutorTest, TheSlotKeepsTheStartItsPrimaryWaitedFor) {
+  class WaitingExecutor final : public Executor {
+   public:
+    explicit WaitingExecutor(Clock* clock) : inner_(clock), clock_(clock) {}
+    void Run(ExecBatch batch, DoneFn done) override {
+      const Time start = std::max(clock_->Now(), batch.start_at);
+      inner_.Run(std::move(batch), [start, done = std::move(done)](ExecResult r) {
+        r.ready = r.started = r.finished = start;
+        done(std::move(r));
+      });
+    }
+    std::string kind() const override { return "waiting"; }
+
+   private:
+    SumExecutor inner_;
+    Clock* const clock_;
+  };
+  for (ReplicationMode mode : {ReplicationMode::kNone, ReplicationMode::kNspb}) {
+    ManualClock clock;
+    ReplicatedExecutor slot(&clock, std::make_unique<WaitingExecutor>(&clock),
+                            std::make_unique<WaitingExecutor>(&clock), {kSum}, ReplicationOptions{mode});
+    Answers a;
+    const Time t0 = clock.Now();
+    ExecBatch first = Step({1}, {1}, true);
+    first.start_at = t0 + 2 * kMillisecond;
+    slot.Run(std::move(first), a.Collect());
+    a.WaitFor(1);
+    EXPECT_EQ(a.results[0].received, t0) << ReplicationModeName(mode);
+    EXPECT_EQ(a.results[0].ready, t0 + 2 * kMillisecond);
+    EXPECT_EQ(a.results[0].started, t0 + 2 * kMillisecond);
   }
 }
 
