@@ -17,8 +17,11 @@
 # and the same for the throughput and for the dispatch delay each stack's
 # scheduler planned with (µs; `plan us` of the bench). That plan is a p99.9
 # of measured delays, held for a second (delays/delay_model.h): two stacks'
-# estimates differ by tens of µs from run to run, and each µs of it moves
-# the graph's p50 by about a µs per step. What sets it is counted too: each
+# estimates differ by tens of µs from run to run. Until torch executors
+# started batches when free (executors/executor.h) every step waited for
+# it, so each µs of it moved the graph's p50 by about a µs per step; now it
+# moves an answer only through the scheduler's decisions (a batch's size, a
+# drop), and the fit below finds little slope. What sets it is counted too: each
 # stack's share of hand-offs over 100 µs (`>100us %` of the bench), as the
 # difference in percentage points and, over all rounds, as the ratio of
 # the mode's share to none's. PLANNED_US > 0 fixes the plan at

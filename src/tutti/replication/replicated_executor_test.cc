@@ -109,6 +109,16 @@ TEST(ReplicatedExecutorTest, StatesFollowTheirSequencesAndAnswersCarryNoState) {
   EXPECT_EQ(s.slot->stats().live_states, 1);  // sequence 2
 }
 
+// Hands `slot` a sequence's first step planned to start kPlannedAhead from
+// now, and waits for its answer (a.results[0]).
+constexpr Duration kPlannedAhead = 2 * kMillisecond;
+void RunFirstPlannedAhead(Clock& clock, ReplicatedExecutor& slot, Answers& a) {
+  ExecBatch first = Step({1}, {1}, true);
+  first.start_at = clock.Now() + kPlannedAhead;
+  slot.Run(std::move(first), a.Collect());
+  a.WaitFor(1);
+}
+
 // The slot is the executor its owner hands batches to: an answer is timed
 // from the slot's Run (ExecResult's contract), so what the slot does before
 // its primary has the batch reads as a late start (ready → started), not as
@@ -136,10 +146,7 @@ TEST(ReplicatedExecutorTest, AnswersAreTimedFromTheSlotsReceipt) {
                             {kSum}, ReplicationOptions{mode});
     Answers a;
     const Time t0 = clock.Now();
-    ExecBatch first = Step({1}, {1}, true);
-    first.start_at = t0 + 2 * kMillisecond;
-    slot.Run(std::move(first), a.Collect());
-    a.WaitFor(1);
+    RunFirstPlannedAhead(clock, slot, a);
     EXPECT_EQ(a.results[0].received, t0) << ReplicationModeName(mode);
     // The slot's receipt: its primary starts a batch without waiting for
     // start_at (as a torch executor does), so start_at does not count.
@@ -181,13 +188,10 @@ TEST(ReplicatedExecutorTest, TheSlotKeepsTheStartItsPrimaryWaitedFor) {
                             std::make_unique<WaitingExecutor>(&clock), {kSum}, ReplicationOptions{mode});
     Answers a;
     const Time t0 = clock.Now();
-    ExecBatch first = Step({1}, {1}, true);
-    first.start_at = t0 + 2 * kMillisecond;
-    slot.Run(std::move(first), a.Collect());
-    a.WaitFor(1);
+    RunFirstPlannedAhead(clock, slot, a);
     EXPECT_EQ(a.results[0].received, t0) << ReplicationModeName(mode);
-    EXPECT_EQ(a.results[0].ready, t0 + 2 * kMillisecond);
-    EXPECT_EQ(a.results[0].started, t0 + 2 * kMillisecond);
+    EXPECT_EQ(a.results[0].ready, t0 + kPlannedAhead);
+    EXPECT_EQ(a.results[0].started, t0 + kPlannedAhead);
   }
 }
 
