@@ -1,3 +1,5 @@
+#include <sys/prctl.h>
+
 #include <future>
 #include <string>
 #include <vector>
@@ -106,6 +108,16 @@ TEST(RealClockTest, IsMonotoneAndFiresDueTimersInOrderOnItsThread) {
   });
   done.get_future().wait();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3}));
+}
+
+// The kernel's default timer slack (50 µs) would let every timer fire that
+// late; the timer thread asks for none (read on that thread: the slack is
+// per thread).
+TEST(RealClockTest, ItsThreadWaitsWithoutTimerSlack) {
+  RealClock clock;
+  std::promise<int> slack;
+  clock.ScheduleAfter(0, [&] { slack.set_value(prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0)); });
+  EXPECT_EQ(slack.get_future().get(), 1);
 }
 
 TEST(RealClockTest, CancelledFarTimerNeverRunsAndDestructorDropsPendingOnes) {

@@ -2,8 +2,10 @@
 //
 // Now() reads std::chrono::steady_clock (nanoseconds since an arbitrary
 // origin). Timers run one at a time on a single internal thread, in
-// (time, insertion) order, as soon as they are due; a slow callback delays the
-// ones after it, so callbacks should be short and hand long work elsewhere.
+// (time, insertion) order, as soon as they are due (the thread asks the
+// kernel for no timer slack: a timer fires within a wake-up of its time, not
+// up to 50 µs late); a slow callback delays the ones after it, so callbacks
+// should be short and hand long work elsewhere.
 // The destructor stops the thread; timers still pending are destroyed without
 // running.
 //
