@@ -683,7 +683,8 @@ class ReplicatedExecutor::Impl {
   using Delivery = std::pair<DoneFn, ExecResult>;
   // A message to the backup (Ship): its bytes — or, for batch `states_of`'s
   // kStates message, the states it wrote (none: erased), encoded with
-  // `bytes` after them by the sender (EncodeStates).
+  // `bytes` after them by the sender (EncodeStates); or, for batch
+  // `log_of`'s kLog message, `log`, encoded by the sender (EncodeLog).
   struct Outgoing {
     std::shared_ptr<Channel> channel;
     uint64_t seq = 0;
@@ -691,6 +692,8 @@ class ReplicatedExecutor::Impl {
     std::string bytes;
     uint64_t states_of = 0;  // > 0: a kStates message
     std::vector<std::pair<Key, std::optional<State>>> states;
+    uint64_t log_of = 0;  // > 0: a kLog message
+    Logged log;
     size_t size = 0;  // encoded
   };
   // Work decided under mu_ and done outside it (Finish): batches for the
@@ -830,7 +833,7 @@ class ReplicatedExecutor::Impl {
     for (;;) {
       std::unique_lock<std::mutex> sending(send_mu_, std::try_to_lock);
       if (!sending.owns_lock()) return;  // the sender checks the queue again once done
-      std::vector<Outgoing> out;
+      std::vector<Outgoing>& out = sending_;  // its capacity kept: no allocation per batch
       {
         std::lock_guard<std::mutex> q(queue_mu_);
         out.swap(queued_);
@@ -839,7 +842,7 @@ class ReplicatedExecutor::Impl {
       if (out.empty()) return;
       const Duration began = ProxyClock();
       for (Outgoing& m : out) {
-        m.channel->Send(m.seq, m.states_of > 0 ? EncodeStates(m) : std::move(m.bytes));
+        m.channel->Send(m.seq, m.states_of > 0 ? EncodeStates(m) : m.log_of > 0 ? EncodeLog(m) : std::move(m.bytes));
         (m.state ? sent_.state_bytes : sent_.log_bytes).fetch_add(static_cast<int64_t>(m.size));
         sent_.messages.fetch_add(1);
       }
@@ -915,24 +918,47 @@ class ReplicatedExecutor::Impl {
     return options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kCheckpoint;
   }
 
-  // Under mu_: batch n's inputs, to the backup's log.
+  // Under mu_: batch n's inputs, to the backup's log — copied here, encoded
+  // by the sender (EncodeLog) once the primary has the batch.
   uint64_t ShipLog(uint64_t n, const Pending& p) {
-    Writer w;
-    w.Reserve(1 + sizeof(uint64_t) + 2 * sizeof(int) + p.served.size * (3 * sizeof(uint64_t) + 2) + sizeof(int64_t) +
-              p.served.input.size() * sizeof(float));
-    w.Put<uint8_t>(kLog);
-    w.Put(n);
-    w.Put(p.served.model);
-    w.Put(p.served.size);
-    for (int i = 0; i < p.served.size; ++i) {
-      w.Put(p.rows[i].key.second);
-      w.Put<uint8_t>(p.rows[i].start);
-      w.Put<uint8_t>(p.rows[i].end);
-      w.Put<uint64_t>(i < static_cast<int>(p.served.tags.size()) ? p.served.tags[i] : 0);
-      w.Put(p.rows[i].read_digest);
+    Outgoing m;
+    m.log_of = n;
+    Logged& l = m.log;
+    l.model = p.served.model;
+    l.size = p.served.size;
+    l.sequences.reserve(l.size);
+    l.tags.reserve(l.size);
+    l.reads.reserve(l.size);
+    for (int i = 0; i < l.size; ++i) {
+      const Row& row = p.rows[i];
+      l.sequences.push_back({row.key.second, row.start, row.end});
+      l.tags.push_back(i < static_cast<int>(p.served.tags.size()) ? p.served.tags[i] : 0);
+      l.reads.push_back(row.read_digest);
     }
-    w.PutFloats(p.served.input.data(), static_cast<int64_t>(p.served.input.size()));
-    return Ship(w.Take(), false);
+    l.input = p.served.input;
+    m.size = 1 + sizeof(uint64_t) + 2 * sizeof(int) + l.size * (3 * sizeof(uint64_t) + 2) + sizeof(int64_t) +
+             l.input.size() * sizeof(float);
+    return Ship(std::move(m), false);
+  }
+
+  // Without mu_: a kLog message (BackupState::Apply reads it).
+  static std::string EncodeLog(const Outgoing& m) {
+    const Logged& l = m.log;
+    Writer w;
+    w.Reserve(m.size);
+    w.Put<uint8_t>(kLog);
+    w.Put(m.log_of);
+    w.Put(l.model);
+    w.Put(l.size);
+    for (int i = 0; i < l.size; ++i) {
+      w.Put(l.sequences[i].id);
+      w.Put<uint8_t>(l.sequences[i].start);
+      w.Put<uint8_t>(l.sequences[i].end);
+      w.Put(l.tags[i]);
+      w.Put(l.reads[i]);
+    }
+    w.PutFloats(l.input.data(), static_cast<int64_t>(l.input.size()));
+    return w.Take();
   }
 
   // Under mu_: the batch with each item's state after its input, and the
@@ -1548,6 +1574,7 @@ class ReplicatedExecutor::Impl {
   // Messages numbered, not yet sent (Ship, SendQueued); one thread sends.
   std::mutex queue_mu_, send_mu_;
   std::vector<Outgoing> queued_;
+  std::vector<Outgoing> sending_;  // under send_mu_: the messages SendQueued took
   std::atomic<bool> queued_any_{false};
   std::atomic<bool> advance_after_send_{false};  // a batch waits for a message not yet sent
   mutable std::mutex backup_mu_;
