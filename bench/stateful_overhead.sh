@@ -4,13 +4,20 @@
 # few tenths of a percent — HAMS reports 0.5–3.7% (DSN'20).
 #
 # Each run is `tutti bench stateful --side-by-side`: no replication and the
-# mode under test served at the same time, each with executors, backup and
-# 16 clients of its own at one offered load (THINK_US mean pause), so both
-# share every moment of the machine's drift. A round runs each pair both
-# ways round (none first, then the mode first) and takes the mean of the
-# two differences in p50: which of the two ran first no longer counts. The
-# same estimator on none beside none, twice a round, is the null: what
-# this method reads when there is nothing to find.
+# mode under test served in one process, each with executors, backup and
+# 16 clients of its own at one offered load (THINK_US mean pause). By
+# default they take turns of TURN_MS (100 ms: `--turn-ms`), each stack's
+# clients starting images only in its own turns, so that each serves
+# nearly alone — its backup's work weighs on its own answers only — while
+# both sample every part of the run's drift; TURN_MS = 0 serves them at
+# the same time instead, sharing every moment (and each backup's work).
+# Served at once, two identical stacks' p50s differed by ±15–30% in a run
+# (which one the scheduler's and the kernel's luck favoured that run);
+# taking turns, by about ±3%. A round runs each pair both ways round (none
+# first, then the mode first) and takes the mean of the two differences in
+# p50: which of the two went first no longer counts. The same estimator on
+# none beside none, twice a round, is the null: what this method reads
+# when there is nothing to find.
 #
 # Prints each round's differences, then per mode the median of the rounds
 # with a distribution-free ~90% interval of that median (order statistics),
@@ -28,7 +35,8 @@
 # that delay in both stacks, so that their difference is the mode's own;
 # with measured plans the script also fits each round's p50 difference to
 # its plan difference, whose intercept is the difference at equal plans.
-#   bench/stateful_overhead.sh [ROUNDS] [MODEL] [LINK_US] [THINK_US] [SECONDS] [PLANNED_US]   (after scripts/build.sh)
+#   bench/stateful_overhead.sh [ROUNDS] [MODEL] [LINK_US] [THINK_US] [SECONDS] [PLANNED_US] [TURN_MS]
+#   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${1:-10}
@@ -37,6 +45,7 @@ LINK_US=${3:-25}
 THINK_US=${4:-2000}
 SECONDS_PER_RUN=${5:-3}
 PLANNED_US=${6:-0}
+TURN_MS=${7:-100}
 build/bin/tutti demo --repo demo_repository > /dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -44,7 +53,7 @@ trap 'rm -rf "$out"' EXIT
 # slow_first slow_second" (slow: the share of hand-offs over 100 µs, %).
 pair() {
   build/bin/tutti bench stateful --model "$MODEL" --modes "$1" --side-by-side --duration-s "$SECONDS_PER_RUN" \
-    --link-us "$LINK_US" --think-us "$THINK_US" --planned-dispatch-us "$PLANNED_US" 2> "$out/stderr" |
+    --link-us "$LINK_US" --think-us "$THINK_US" --planned-dispatch-us "$PLANNED_US" --turn-ms "$TURN_MS" 2> "$out/stderr" |
     awk 'NR == 2 {p = $3; r = $2; q = $NF; s = $(NF - 1)} NR == 3 {print p, $3, r, $2, q, $NF, s, $(NF - 1)}'
 }
 printf '%-6s %-6s %10s %10s %10s %10s %10s %10s\n' round mode 'p50 %' 'req/s %' 'plan us' 'slow pp' 'slow none' 'slow mode' >&2
@@ -69,7 +78,8 @@ done
 # hold the true median with probability about 0.9 (k = ⌊(n − 1.645√n)/2⌋).
 echo
 plan=measured; [ "$PLANNED_US" != 0 ] && plan="fixed at ${PLANNED_US} us"
-echo "p50, throughput, planned dispatch delay and share of hand-offs over 100 us of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan):"
+turns="turns of ${TURN_MS} ms"; [ "$TURN_MS" = 0 ] && turns="at the same time"
+echo "p50, throughput, planned dispatch delay and share of hand-offs over 100 us of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan, $turns):"
 for mode in nspb remus null; do
   for col in 3 4 5 6; do
     grep " $mode " "$out/rounds" | awk -v c="$col" '{print $c}' | sort -g | awk -v m="$mode" -v c="$col" '

@@ -238,7 +238,7 @@ constexpr Duration kSlowHandOff = 100 * kMicrosecond;
 int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
   double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0, think_us = 0,
-         planned_dispatch_us = 0;
+         planned_dispatch_us = 0, turn_ms = 0;
   int threads = 1;
   bool side_by_side = false;
   StatefulServingSetup setup;
@@ -267,7 +267,9 @@ int BenchStateful(const Args& args) {
                 "--side-by-side, the modes run at the same time instead of one after another, each\n"
                 "with executors, backup and clients of its own: they share the machine's every\n"
                 "moment, so their difference does not depend on when each ran (`--modes none,none`\n"
-                "shows what the method reads when there is nothing to find).");
+                "shows what the method reads when there is nothing to find). With --turn-ms too, they\n"
+                "take turns instead: each mode's clients start images only in its turns of that\n"
+                "length, so each serves nearly alone, yet all sample the whole run's drift.");
   flags.String("repo", &repo_dir, "model repository");
   flags.String("model", &setup.model, "the stateful model, or a graph with stateful steps (the demo's gru_pipeline)");
   flags.String("modes", &modes, "replication modes to compare");
@@ -288,6 +290,7 @@ int BenchStateful(const Args& args) {
             "an executor takes a new batch only while it holds fewer not done (0: no limit)");
   flags.Int("threads", &threads, "libtorch intra-op threads");
   flags.Bool("side-by-side", &side_by_side, "run the modes at the same time, each with clients of its own");
+  flags.Double("turn-ms", &turn_ms, "with --side-by-side: the modes take turns this long each (0: all at once)");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   SetTorchThreads(threads);
@@ -298,6 +301,7 @@ int BenchStateful(const Args& args) {
   setup.replication.link_rtt = static_cast<Duration>(link_us * kMicrosecond);
   setup.think = static_cast<Duration>(think_us * kMicrosecond);
   setup.planned_dispatch = static_cast<Duration>(planned_dispatch_us * kMicrosecond);
+  setup.turn = side_by_side ? Millis(turn_ms) : 0;
   const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
@@ -329,7 +333,7 @@ int BenchStateful(const Args& args) {
       return whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole);
     };
     std::cout << absl::StrFormat(
-        "%-10s %9.0f %8.3f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r.throughput, r.p50_ms, r.p99_ms,
+        "%-10s %9.0f %8.4f %8.3f %8d %7.4f %10.1f %11.2f %8.1f %8.1f %10.2f", name, r.throughput, r.p50_ms, r.p99_ms,
         r.errors, r.accuracy, (st.state_bytes + st.log_bytes) / 1024.0 / std::max(1e-9, seconds),
         per_batch_us(st.proxy_time, st.stateful_batches),
         percent(st.held_batches, st.stateful_batches),

@@ -38,13 +38,31 @@ class Clients {
     for (int c = 0; c < setup.sequences; ++c) clients_[c].image = c;
   }
 
-  void Start(Time until) {
+  // `on`: false starts no image until Resume (StatefulServingSetup::turn).
+  void Start(Time until, bool on) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       until_ = until;
       finished_ = clock_->Now();  // if none is sent
+      on_ = on;
     }
     for (int c = 0; c < static_cast<int>(clients_.size()); ++c) Send(c);
+  }
+  // A client that finishes an image starts no other until Resume; one in
+  // the middle of an image goes on to its end.
+  void Pause() {
+    std::lock_guard<std::mutex> lock(mu_);
+    on_ = false;
+  }
+  // The clients Pause held start their next images.
+  void Resume() {
+    std::vector<int> parked;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      on_ = true;
+      parked.swap(parked_);
+    }
+    for (int c : parked) Send(c);
   }
   // Returns when every request sent is answered and none will be sent:
   // the instant the last was answered.
@@ -89,6 +107,10 @@ class Clients {
       Client& cl = clients_[c];
       if (cl.step == 0) {
         if (clock_->Now() >= until_) return;  // no new image after the end
+        if (!on_) {
+          parked_.push_back(c);
+          return;
+        }
         cl.sequence = online_ ? 0 : ++next_sequence_;
       }
       ref = {cl.sequence, cl.step == 0, cl.step == steps_ - 1};
@@ -180,6 +202,8 @@ class Clients {
   std::mutex mu_;
   std::condition_variable idle_;
   std::vector<Client> clients_;
+  bool on_ = true;
+  std::vector<int> parked_;  // between images, until Resume
   std::vector<bool> answered_;
   std::vector<Duration> latency_;
   std::string first_error_;
@@ -283,19 +307,29 @@ absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const 
   for (size_t m = 0; m < modes.size(); ++m) {
     TUTTI_ASSIGN_OR_RETURN(stacks.emplace_back(), BuildStack(repo, setup, modes[m], 7 + m, images, &clock));
   }
+  const bool turns = setup.turn > 0 && stacks.size() > 1;
   const Time start = clock.Now();
-  for (auto& stack : stacks) stack->clients->Start(start + setup.duration);
+  for (size_t i = 0; i < stacks.size(); ++i) stacks[i]->clients->Start(start + setup.duration, !turns || i == 0);
   // Until `t`, each stack's planned dispatch delay, sampled every
-  // kPlanSampleEvery (StatefulServingResult::planned_dispatch_us).
+  // kPlanSampleEvery (StatefulServingResult::planned_dispatch_us); and
+  // with turns, the next stack's turn at each turn's end.
   std::vector<double> planned(stacks.size());
   int64_t samples = 0;
+  size_t on = 0;
+  Time turn_ends = turns ? start + setup.turn : kInfiniteFuture;
   auto sample_until = [&](Time t) {
     for (Time now = clock.Now(); now < t; now = clock.Now()) {
+      if (now >= turn_ends) {
+        stacks[on]->clients->Pause();
+        on = (on + 1) % stacks.size();
+        stacks[on]->clients->Resume();
+        turn_ends += setup.turn;
+      }
       for (size_t i = 0; i < stacks.size(); ++i) {
         planned[i] += ToMicros(stacks[i]->core->Delays().plan.network.Dispatch(1));
       }
       ++samples;
-      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(kPlanSampleEvery, t - now)));
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min({kPlanSampleEvery, t - now, turn_ends - now})));
     }
   };
   absl::Status killed;  // returned once the clients are done: they run until then
@@ -312,7 +346,7 @@ absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const 
     Stack& stack = *stacks[i];
     const Duration took = std::max<Duration>(1, stack.clients->Wait() - start);
     StatefulServingResult& r = results.emplace_back(stack.clients->Result());
-    r.throughput = static_cast<double>(r.answers) / ToSeconds(took);
+    r.throughput = static_cast<double>(r.answers) / ToSeconds(took) * (turns ? stacks.size() : 1);
     r.replication = stack.slot->stats();
     r.planned_dispatch_us = samples == 0 ? 0 : planned[i] / static_cast<double>(samples);
     r.dispatch = stack.core->Delays().histograms[static_cast<int>(Delay::kDispatch)];

@@ -54,6 +54,12 @@ struct StatefulServingSetup {
   // then plan alike, so their difference is not that of two estimates of a
   // p99.9, each held for a second (delays/delay_model.h).
   Duration planned_dispatch = 0;
+  // > 0, with several modes: they take turns instead of serving all at
+  // once — each mode's clients start new images only in its turns, which
+  // last this long each (a sequence begun in a turn runs to its end), so a
+  // mode serves nearly alone, yet every mode samples every part of the
+  // run's drift. Its throughput is then over its share of the run.
+  Duration turn = 0;
 };
 
 struct StatefulServingResult {
@@ -79,9 +85,9 @@ struct StatefulServingResult {
 };
 
 // Serves `setup.model` once for each of `modes` (setup.replication.mode
-// is not read), all at the same time: each mode its own executors, backup
-// and `setup.sequences` clients (their pauses seeded apart), on one clock
-// and one machine. One mode is a measurement of it alone. Several share
+// is not read), all at the same time (or taking turns: setup.turn): each
+// mode its own executors, backup and `setup.sequences` clients (their
+// pauses seeded apart), on one clock and one machine. One mode is a measurement of it alone. Several share
 // every moment of the machine's drift, so their difference is what the
 // modes do, not when each ran; and what a mode costs the machine off its
 // answers' path (a backup's applying thread) slows all of them alike — as
