@@ -1,6 +1,9 @@
 #include "tutti/experiments/stateful_serving.h"
 
+#include <optional>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "tutti/models/trainer.h"
@@ -24,35 +27,48 @@ absl::StatusOr<ModelRepository> SeededGruRepository(const testing::TempDir& dir,
   return ModelRepository::Open(dir.path());
 }
 
-StatefulServingSetup ShortSetup() {
-  StatefulServingSetup setup;
-  setup.model = "gru";
-  setup.policy = "eager";
-  setup.sequences = 4;
-  setup.duration = 300 * kMillisecond;
-  setup.think = 200 * kMicrosecond;
-  return setup;
-}
+// A short run of 4 clients on the seeded gru.
+class StatefulServingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    absl::StatusOr<ModelRepository> repo = SeededGruRepository(dir_, &images_);
+    ASSERT_TRUE(repo.ok()) << repo.status();
+    repo_.emplace(std::move(*repo));
+    setup_.model = "gru";
+    setup_.policy = "eager";
+    setup_.sequences = 4;
+    setup_.duration = 300 * kMillisecond;
+    setup_.think = 200 * kMicrosecond;
+  }
+  absl::StatusOr<std::vector<StatefulServingResult>> Measure(std::vector<ReplicationMode> modes) {
+    return MeasureStatefulServing(*repo_, setup_, modes, images_);
+  }
+  // Each stack sent something and answered every request exactly once.
+  static void ExpectEachRequestAnsweredOnce(const std::vector<StatefulServingResult>& results) {
+    for (const StatefulServingResult& s : results) {
+      EXPECT_GT(s.requests, 0);
+      EXPECT_EQ(s.answers, s.requests);
+      EXPECT_EQ(s.duplicates, 0);
+      EXPECT_EQ(s.errors, 0) << s.first_error;
+    }
+  }
+
+  testing::TempDir dir_;
+  ImageSet images_;
+  std::optional<ModelRepository> repo_;
+  StatefulServingSetup setup_;
+};
 
 // Stacks side by side with the plan fixed (StatefulServingSetup::
 // planned_dispatch): each plans with that delay all along, and each answers
 // every request of its clients exactly once.
-TEST(StatefulServingTest, SideBySideStacksPlanWithTheFixedDelayAndAnswerEveryRequestOnce) {
-  testing::TempDir dir;
-  ImageSet images;
-  absl::StatusOr<ModelRepository> repo = SeededGruRepository(dir, &images);
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  StatefulServingSetup setup = ShortSetup();
-  setup.planned_dispatch = 250 * kMicrosecond;
-  absl::StatusOr<std::vector<StatefulServingResult>> r =
-      MeasureStatefulServing(*repo, setup, {ReplicationMode::kNone, ReplicationMode::kNspb}, images);
+TEST_F(StatefulServingTest, SideBySideStacksPlanWithTheFixedDelayAndAnswerEveryRequestOnce) {
+  setup_.planned_dispatch = 250 * kMicrosecond;
+  absl::StatusOr<std::vector<StatefulServingResult>> r = Measure({ReplicationMode::kNone, ReplicationMode::kNspb});
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_EQ(r->size(), 2u);
+  ExpectEachRequestAnsweredOnce(*r);
   for (const StatefulServingResult& s : *r) {
-    EXPECT_GT(s.answers, 0);
-    EXPECT_EQ(s.answers, s.requests);
-    EXPECT_EQ(s.duplicates, 0);
-    EXPECT_EQ(s.errors, 0) << s.first_error;
     EXPECT_DOUBLE_EQ(s.planned_dispatch_us, 250);
     // Every batch's hand-off is counted, with the plan fixed too: at least
     // one, at most one per request.
@@ -67,28 +83,17 @@ TEST(StatefulServingTest, SideBySideStacksPlanWithTheFixedDelayAndAnswerEveryReq
 // images only in its turns — one whose turn never comes within the run
 // sends nothing — and with turns inside the run each stack serves, every
 // request answered once.
-TEST(StatefulServingTest, StacksTakingTurnsStartImagesOnlyInTheirTurns) {
-  testing::TempDir dir;
-  ImageSet images;
-  absl::StatusOr<ModelRepository> repo = SeededGruRepository(dir, &images);
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  StatefulServingSetup setup = ShortSetup();
-  setup.turn = 10 * kSecond;  // the first stack's turn outlasts the run
-  absl::StatusOr<std::vector<StatefulServingResult>> r =
-      MeasureStatefulServing(*repo, setup, {ReplicationMode::kNone, ReplicationMode::kNone}, images);
+TEST_F(StatefulServingTest, StacksTakingTurnsStartImagesOnlyInTheirTurns) {
+  setup_.turn = 10 * kSecond;  // the first stack's turn outlasts the run
+  absl::StatusOr<std::vector<StatefulServingResult>> r = Measure({ReplicationMode::kNone, ReplicationMode::kNone});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_GT((*r)[0].requests, 0);
   EXPECT_EQ((*r)[1].requests, 0);
 
-  setup.turn = 50 * kMillisecond;  // three turns each
-  r = MeasureStatefulServing(*repo, setup, {ReplicationMode::kNone, ReplicationMode::kNspb}, images);
+  setup_.turn = 50 * kMillisecond;  // three turns each
+  r = Measure({ReplicationMode::kNone, ReplicationMode::kNspb});
   ASSERT_TRUE(r.ok()) << r.status();
-  for (const StatefulServingResult& s : *r) {
-    EXPECT_GT(s.requests, 0);
-    EXPECT_EQ(s.answers, s.requests);
-    EXPECT_EQ(s.duplicates, 0);
-    EXPECT_EQ(s.errors, 0) << s.first_error;
-  }
+  ExpectEachRequestAnsweredOnce(*r);
 }
 
 }  // namespace
