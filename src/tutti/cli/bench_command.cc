@@ -301,7 +301,10 @@ int BenchStateful(const Args& args) {
   setup.replication.link_rtt = static_cast<Duration>(link_us * kMicrosecond);
   setup.think = static_cast<Duration>(think_us * kMicrosecond);
   setup.planned_dispatch = static_cast<Duration>(planned_dispatch_us * kMicrosecond);
-  setup.turn = side_by_side ? Millis(turn_ms) : 0;
+  if (turn_ms < 0 || (turn_ms > 0 && !side_by_side)) {
+    return Fail(absl::InvalidArgumentError("--turn-ms: a length > 0 with --side-by-side (0: all at once)"));
+  }
+  setup.turn = Millis(turn_ms);
   const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
