@@ -85,14 +85,16 @@ struct StatefulServingResult {
 };
 
 // Serves `setup.model` once for each of `modes` (setup.replication.mode
-// is not read), all at the same time (or taking turns: setup.turn): each
-// mode its own executors, backup and `setup.sequences` clients (their
-// pauses seeded apart), on one clock and one machine. One mode is a measurement of it alone. Several share
-// every moment of the machine's drift, so their difference is what the
-// modes do, not when each ran; and what a mode costs the machine off its
-// answers' path (a backup's applying thread) slows all of them alike — as
-// in HAMS, whose backups have machines of their own. Results in the order
-// of `modes`. Errors: the model's own (unknown, without a cpu profile,
+// is not read), each mode with its own executors, backup and
+// `setup.sequences` clients (their pauses seeded apart), on one clock and
+// one machine. One mode is a measurement of it alone. Several run all at
+// the same time, sharing every moment of the machine's drift, so that
+// their difference is what the modes do, not when each ran, and what a
+// mode costs the machine off its answers' path (a backup's applying
+// thread) slows all of them alike — as in HAMS, whose backups have
+// machines of their own; or they take turns (setup.turn), each serving
+// nearly alone, so that a mode's work off its answers' path weighs on its
+// own answers only. Results in the order of `modes`. Errors: the model's own (unknown, without a cpu profile,
 // weights that fail to load, not stateful); InvalidArgument if `modes` is
 // empty.
 absl::StatusOr<std::vector<StatefulServingResult>> MeasureStatefulServing(const ModelRepository& repo,
