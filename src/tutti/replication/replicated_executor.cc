@@ -29,7 +29,7 @@ using Key = std::pair<int, uint64_t>;  // the model's position, the sequence id
 
 struct State {
   // Shared with the messages that carry it: a commit makes a new one, so a
-  // message encoded later (SendQueued) reads the state as it was committed.
+  // message encoded later (by the link: Encode) reads the state as it was committed.
   std::shared_ptr<const std::vector<float>> value;
   uint64_t version = 0;  // requests of the sequence it has seen
   uint64_t digest = 0;   // of its bits
@@ -64,6 +64,8 @@ Duration ProxyClock() {
 // The bytes of messages to the backup: what would cross the network.
 class Writer {
  public:
+  // Writes into `into`'s buffer, emptied (its capacity kept).
+  explicit Writer(std::string into = {}) : out_(std::move(into)) { out_.clear(); }
   template <typename T>
   void Put(const T& v) {
     out_.append(reinterpret_cast<const char*>(&v), sizeof(T));
@@ -72,6 +74,7 @@ class Writer {
     Put(n);
     out_.append(reinterpret_cast<const char*>(p), n * sizeof(float));
   }
+  void PutBytes(const std::string& bytes) { out_ += bytes; }
   void Reserve(size_t bytes) { out_.reserve(bytes); }
   std::string Take() { return std::move(out_); }
 
@@ -220,55 +223,136 @@ struct BackupState {
   }
 };
 
+// A message to the backup as the slot posts it: a checkpoint's `bytes`; or
+// batch `states_of`'s kStates message — the states it wrote (none: erased;
+// each shares its committed value, which no later commit changes), then
+// `bytes` (its answers: PutAnswers); or batch `log_of`'s kLog message,
+// `log`. The link makes its bytes (Encode), off the slot's lock and off
+// every answer's path. Its buffers are used again, message after message
+// (Clear keeps their capacity), so that making one allocates nothing.
+struct Outgoing {
+  uint64_t seq = 0;
+  bool state = false;  // states or a checkpoint, not a log
+  std::string bytes;
+  uint64_t states_of = 0;
+  std::vector<std::pair<Key, std::optional<State>>> states;
+  uint64_t log_of = 0;
+  Logged log;
+  size_t size = 0;  // encoded
+
+  void Clear() {
+    seq = states_of = log_of = 0;
+    state = false;
+    size = 0;
+    bytes.clear();
+    states.clear();
+    log.sequences.clear();
+    log.tags.clear();
+    log.reads.clear();
+    log.input.clear();
+  }
+};
+
+// An Outgoing's bytes, as BackupState::Apply reads them, into `out` (its
+// capacity kept).
+void Encode(const Outgoing& m, std::string* out) {
+  Writer w(std::move(*out));
+  w.Reserve(m.size);
+  if (m.log_of > 0) {
+    const Logged& l = m.log;
+    w.Put<uint8_t>(kLog);
+    w.Put(m.log_of);
+    w.Put(l.model);
+    w.Put(l.size);
+    for (int i = 0; i < l.size; ++i) {
+      w.Put(l.sequences[i].id);
+      w.Put<uint8_t>(l.sequences[i].start);
+      w.Put<uint8_t>(l.sequences[i].end);
+      w.Put(l.tags[i]);
+      w.Put(l.reads[i]);
+    }
+    w.PutFloats(l.input.data(), static_cast<int64_t>(l.input.size()));
+  } else if (m.states_of > 0) {
+    w.Put<uint8_t>(kStates);
+    w.Put(m.states_of);
+    w.Put<int64_t>(static_cast<int64_t>(m.states.size()));
+    for (const auto& [key, st] : m.states) PutState(w, key, st ? &*st : nullptr);
+    w.PutBytes(m.bytes);
+  } else {
+    w.PutBytes(m.bytes);
+  }
+  *out = w.Take();
+}
+
 // The link to the backup: messages in order, numbered 1, 2, … The slot
-// numbers each message under its lock (`numbered`) and sends it without
-// (ReplicatedExecutor::Impl::SendQueued), in that order.
+// numbers and posts each under its lock (Post); what posting leaves to do
+// that may wait — a transport — the slot does once it lets go (Flush).
+// The slot never posts after Kill: it lets go of the link first.
 class Channel {
  public:
   virtual ~Channel() = default;
-  void Send(uint64_t seq, std::string bytes) {
-    Write(seq, std::move(bytes));
-    sent_.store(seq);
-  }
-  // The last message sent.
-  uint64_t sent() const { return sent_.load(); }
-  // The last message known delivered at `now`; `*next`: when the one after
-  // it will be (kInfiniteFuture: not known here — a remote backup
-  // acknowledges through ReplicatedExecutor::OnBackupApplied).
+  // Under the slot's mutex: `*m`, numbered one more than the last, leaves
+  // now; `m` is left holding a cleared message to make the next one in.
+  // True: its sending waits for Flush.
+  virtual bool Post(std::unique_ptr<Outgoing>& m) = 0;
+  // Without the slot's mutex: sends, in order, what Post left to send.
+  virtual void Flush() {}
+  // Under the slot's mutex: the last message known delivered at `now`;
+  // `*next`: when the one after it will be (kInfiniteFuture: not known
+  // here — a remote backup acknowledges through
+  // ReplicatedExecutor::OnBackupApplied).
   virtual uint64_t Delivered(Time now, Time* next) = 0;
-  // The primary died: messages not yet delivered are lost, and those sent
-  // from now on; returns once those delivered are applied.
+  // The primary died: messages not yet delivered are lost; returns once
+  // those delivered are applied.
   virtual void Kill() = 0;
 
   uint64_t numbered = 0;  // under the slot's mutex: the last number given to a message
-
- private:
-  virtual void Write(uint64_t seq, std::string bytes) = 0;
-  std::atomic<uint64_t> sent_{0};
 };
 
 // A backup in this process, behind a link (ReplicationOptions::link_rtt):
-// a message sent at t is in the backup's memory — where the primary's
+// a message posted at t is in the backup's memory — where the primary's
 // failure does not reach it — and known to the primary as delivered at
-// t + rtt, as a one-sided (RDMA) write would be; 0: at once, as shared
-// memory. Delivery takes no work of the backup's: its proxy applies what
-// was delivered, in order, on a thread of its own, many messages per
-// wake-up, and everything delivered before it takes over (Kill). A backup
-// that falls kMaxInbox behind holds the primary's next Send until it
-// catches up.
+// t + rtt, as a one-sided (RDMA) write would be: the primary posts the
+// message, which holds what it carries (committed states are shared, not
+// copied), and the link reads it; 0: at once, as shared memory. Posting
+// takes no lock and allocates nothing: the message goes into a ring of
+// kRing, whose slot's emptied message it takes back. The backup's proxy,
+// on a thread of its own, makes the bytes of what was delivered and
+// applies them, in order, many messages per wake-up, and everything
+// delivered before it takes over (Kill). A backup kRing messages behind
+// holds the primary's next Post until it catches up (on a manual clock,
+// until the clock moves on: messages still on the link wait for it).
 class LocalChannel final : public Channel {
  public:
   LocalChannel(Clock* clock, Duration rtt, BackupState* backup, std::mutex* backup_mu,
                std::atomic<int64_t>* apply_time)
-      : clock_(clock), rtt_(rtt), backup_(backup), backup_mu_(backup_mu), apply_time_(apply_time),
+      : clock_(clock), rtt_(rtt), backup_(backup), backup_mu_(backup_mu), apply_time_(apply_time), ring_(kRing),
         thread_([this] { Loop(); }) {}
   ~LocalChannel() override { Kill(); }
 
-  // Takes no lock the backup's thread takes: the slot asks under its own.
+  bool Post(std::unique_ptr<Outgoing>& m) override {
+    const uint64_t head = head_.load(std::memory_order_relaxed);  // written by this side only
+    if (head - tail_.load(std::memory_order_acquire) >= kRing && !AwaitRoom(head)) {
+      m->Clear();  // lost with the primary
+      return false;
+    }
+    Slot& slot = ring_[head % kRing];
+    const uint64_t seq = m->seq;
+    const Time at = clock_->Now() + rtt_;
+    slot.at = at;
+    slot.message.swap(m);
+    head_.store(head + 1, std::memory_order_release);
+    if (m == nullptr) m = std::make_unique<Outgoing>();  // a slot not used before
+    posted_ = seq;
+    if (rtt_ > 0) in_flight_.emplace_back(seq, at);
+    // Without the lock: a wake-up lost delays the applying by kApplyEvery at most.
+    if (head + 1 - tail_.load(std::memory_order_relaxed) >= kApplyBatch) wake_.notify_one();
+    return false;
+  }
+
   uint64_t Delivered(Time now, Time* next) override {
     *next = kInfiniteFuture;
-    if (rtt_ == 0) return sent();
-    std::lock_guard<std::mutex> lock(flight_mu_);
+    if (rtt_ == 0) return posted_;
     while (!in_flight_.empty() && in_flight_.front().second <= now) {
       delivered_ = in_flight_.front().first;
       in_flight_.pop_front();
@@ -276,84 +360,78 @@ class LocalChannel final : public Channel {
     *next = in_flight_.empty() ? kInfiniteFuture : in_flight_.front().second;
     return delivered_;
   }
+
   void Kill() override {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (dead_) return;
       dead_ = true;
-      const Time now = clock_->Now();
-      while (!inbox_.empty() && inbox_.back().at > now) {  // still on the link
-        inbox_bytes_ -= inbox_.back().bytes.size();
-        inbox_.pop_back();
-      }
+      killed_at_ = clock_->Now();  // messages delivered later are lost
     }
     wake_.notify_one();
-    caught_up_.notify_all();
+    room_.notify_all();
     thread_.join();
   }
 
  private:
-  // The backup's proxy wakes for this many messages or bytes, or after
-  // kApplyEvery (a pace of the applying thread only: what the primary may
-  // release depends on delivery, not on it).
-  static constexpr size_t kApplyBatch = 64;
-  static constexpr size_t kApplyBytes = 1 << 20;
-  static constexpr size_t kMaxInbox = 64 << 20;
+  // The backup's proxy wakes for this many messages, or after kApplyEvery
+  // (a pace of the applying thread only: what the primary may release
+  // depends on delivery, not on it).
+  static constexpr uint64_t kRing = 1024;
+  static constexpr uint64_t kApplyBatch = 64;
   static constexpr auto kApplyEvery = std::chrono::milliseconds(2);
-  struct Message {
-    uint64_t seq;
-    Time at;  // delivered
-    std::string bytes;
+  struct Slot {
+    Time at = 0;  // delivered
+    std::unique_ptr<Outgoing> message;
   };
 
-  void Write(uint64_t seq, std::string bytes) override {
+  // The ring is full: waits for the applying thread. False: killed.
+  bool AwaitRoom(uint64_t head) {
     std::unique_lock<std::mutex> lock(mu_);
-    caught_up_.wait(lock, [this] { return dead_ || inbox_bytes_ < kMaxInbox; });
-    if (dead_) return;  // lost with the primary
-    const Time at = clock_->Now() + rtt_;
-    inbox_bytes_ += bytes.size();
-    inbox_.push_back({seq, at, std::move(bytes)});
-    const bool wake = waiting_ && (inbox_.size() >= kApplyBatch || inbox_bytes_ >= kApplyBytes);
-    lock.unlock();
-    if (rtt_ > 0) {
-      std::lock_guard<std::mutex> flight(flight_mu_);
-      in_flight_.emplace_back(seq, at);
-    }
-    if (wake) wake_.notify_one();
+    room_wanted_.store(true);
+    wake_.notify_one();
+    while (!dead_ && head - tail_.load() >= kRing) room_.wait_for(lock, kApplyEvery);
+    room_wanted_.store(false);
+    return !dead_;
   }
 
   void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    std::vector<std::string> ready;
-    while (true) {
-      waiting_ = true;
-      wake_.wait_for(lock, kApplyEvery,
-                     [this] { return dead_ || inbox_.size() >= kApplyBatch || inbox_bytes_ >= kApplyBytes; });
-      waiting_ = false;
-      const bool dead = dead_;
-      const Time now = clock_->Now();
-      while (!inbox_.empty() && (dead || inbox_.front().at <= now)) {
-        ready.push_back(std::move(inbox_.front().bytes));
-        inbox_.pop_front();
+    std::string bytes;  // its capacity kept
+    uint64_t tail = 0;  // this side's: tail_ publishes it
+    bool on_link = false;  // the last wake-up found only messages still on the link: sleep
+    for (;;) {
+      bool dead;
+      Time until;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        wake_.wait_for(lock, kApplyEvery, [&] {
+          return dead_ ||
+                 (!on_link && (head_.load(std::memory_order_acquire) - tail >= kApplyBatch || room_wanted_.load()));
+        });
+        dead = dead_;
+        until = dead ? killed_at_ : clock_->Now();
       }
-      lock.unlock();
-      size_t applied = 0;
-      if (!ready.empty()) {
+      const uint64_t head = head_.load(std::memory_order_acquire);
+      on_link = tail < head && ring_[tail % kRing].at > until;
+      if (tail < head && !on_link) {
         const Duration began = ProxyClock();
         {
           std::lock_guard<std::mutex> b(*backup_mu_);
-          for (const std::string& bytes : ready) {
+          for (; tail < head && ring_[tail % kRing].at <= until; ++tail) {
+            Outgoing& m = *ring_[tail % kRing].message;
+            Encode(m, &bytes);
             backup_->Apply(bytes);
-            applied += bytes.size();
+            m.Clear();
           }
         }
+        tail_.store(tail);
         apply_time_->fetch_add(ProxyClock() - began, std::memory_order_relaxed);
-        ready.clear();
+        if (room_wanted_.load()) {
+          std::lock_guard<std::mutex> lock(mu_);
+          room_.notify_all();
+        }
       }
       if (dead) return;
-      lock.lock();
-      inbox_bytes_ -= applied;
-      if (applied > 0) caught_up_.notify_all();
     }
   }
 
@@ -362,24 +440,63 @@ class LocalChannel final : public Channel {
   BackupState* const backup_;
   std::mutex* const backup_mu_;
   std::atomic<int64_t>* const apply_time_;
-  std::mutex mu_;  // the inbox
-  std::condition_variable wake_, caught_up_;
-  std::deque<Message> inbox_;                          // delivered or on the link, not yet applied
-  size_t inbox_bytes_ = 0;
+  std::vector<Slot> ring_;  // [tail_, head_): posted, not yet applied
+  std::atomic<uint64_t> head_{0}, tail_{0};
+  std::mutex mu_;  // the applying thread's sleep and wake-ups, and room_'s
+  std::condition_variable wake_, room_;
+  std::atomic<bool> room_wanted_{false};
   bool dead_ = false;
-  std::mutex flight_mu_;
-  std::deque<std::pair<uint64_t, Time>> in_flight_;    // rtt > 0: sent, not yet known delivered
+  Time killed_at_ = 0;
+  // Under the slot's mutex (Post, Delivered).
+  uint64_t posted_ = 0;
+  std::deque<std::pair<uint64_t, Time>> in_flight_;  // rtt > 0: posted, not yet known delivered
   uint64_t delivered_ = 0;
-  bool waiting_ = false;
   std::thread thread_;
 };
 
 // A backup in another process (distributed mode): messages go through the
-// transport's send function; acknowledgements come back through
+// transport's send function, once the slot lets go of its lock, one
+// sending thread at a time, in order; acknowledgements come back through
 // ReplicatedExecutor::OnBackupApplied.
 class RemoteChannel final : public Channel {
  public:
-  explicit RemoteChannel(ReplicatedExecutor::SendFn send) : send_(std::move(send)) {}
+  RemoteChannel(ReplicatedExecutor::SendFn send, std::atomic<int64_t>* encode_time)
+      : send_(std::move(send)), encode_time_(encode_time) {}
+
+  bool Post(std::unique_ptr<Outgoing>& m) override {
+    {
+      std::lock_guard<std::mutex> q(queue_mu_);
+      queued_.push_back(std::move(*m));
+    }
+    m->Clear();
+    return true;
+  }
+
+  // A thread that finds another sending leaves its messages to it: the
+  // sender looks at the queue again once done.
+  void Flush() override {
+    for (;;) {
+      std::unique_lock<std::mutex> sending(send_mu_, std::try_to_lock);
+      if (!sending.owns_lock()) return;
+      {
+        std::lock_guard<std::mutex> q(queue_mu_);
+        sending_.swap(queued_);
+      }
+      if (sending_.empty()) return;
+      const Duration began = ProxyClock();
+      for (Outgoing& m : sending_) {
+        std::string bytes;
+        Encode(m, &bytes);
+        send_(m.seq, std::move(bytes));
+      }
+      encode_time_->fetch_add(ProxyClock() - began, std::memory_order_relaxed);
+      sending_.clear();  // its capacity kept
+      sending.unlock();
+      std::lock_guard<std::mutex> q(queue_mu_);
+      if (queued_.empty()) return;
+    }
+  }
+
   uint64_t Delivered(Time, Time* next) override {
     *next = kInfiniteFuture;
     return 0;
@@ -387,8 +504,11 @@ class RemoteChannel final : public Channel {
   void Kill() override {}
 
  private:
-  void Write(uint64_t seq, std::string bytes) override { send_(seq, std::move(bytes)); }
   const ReplicatedExecutor::SendFn send_;
+  std::atomic<int64_t>* const encode_time_;
+  std::mutex queue_mu_, send_mu_;
+  std::vector<Outgoing> queued_;   // posted, not yet sent
+  std::vector<Outgoing> sending_;  // under send_mu_
 };
 
 }  // namespace
@@ -455,10 +575,6 @@ class ReplicatedExecutor::Impl {
       channel = std::move(channel_);
     }
     if (channel) channel->Kill();  // joins its thread: no ack after this
-    {
-      std::lock_guard<std::mutex> q(queue_mu_);
-      queued_.clear();
-    }
     {
       std::lock_guard<std::mutex> in(incoming_mu_);
       incoming_.clear();
@@ -559,7 +675,7 @@ class ReplicatedExecutor::Impl {
     {
       std::lock_guard<std::mutex> lock(mu_);
       DetachLocked();
-      channel_ = std::make_shared<RemoteChannel>(std::move(send));
+      channel_ = std::make_shared<RemoteChannel>(std::move(send), &outside_time_);
       if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
       // The checkpoint holds committed states only: checkpoint-replay logs
       // the batches already under way after it, so that a takeover replays
@@ -647,10 +763,7 @@ class ReplicatedExecutor::Impl {
     OtherLock lock(this);
     ReplicationStats s = stats_;
     s.proxy_time += outside_time_.load(std::memory_order_relaxed);
-    s.messages = sent_.messages.load();
     s.queued_batches = queued_batches_.load(std::memory_order_relaxed);
-    s.state_bytes = sent_.state_bytes.load();
-    s.log_bytes = sent_.log_bytes.load();
     s.live_states = static_cast<int64_t>(states_.size());
     s.backup = backup_exec_ != nullptr || (options_.distributed && channel_ != nullptr);
     std::lock_guard<std::mutex> b(backup_mu_);
@@ -681,21 +794,6 @@ class ReplicatedExecutor::Impl {
     Time received = 0;         // by the slot (Run)
   };
   using Delivery = std::pair<DoneFn, ExecResult>;
-  // A message to the backup (Ship): its bytes — or, for batch `states_of`'s
-  // kStates message, the states it wrote (none: erased), encoded with
-  // `bytes` after them by the sender (EncodeStates); or, for batch
-  // `log_of`'s kLog message, `log`, encoded by the sender (EncodeLog).
-  struct Outgoing {
-    std::shared_ptr<Channel> channel;
-    uint64_t seq = 0;
-    bool state = false;  // states or a checkpoint, not a log
-    std::string bytes;
-    uint64_t states_of = 0;  // > 0: a kStates message
-    std::vector<std::pair<Key, std::optional<State>>> states;
-    uint64_t log_of = 0;  // > 0: a kLog message
-    Logged log;
-    size_t size = 0;  // encoded
-  };
   // Work decided under mu_ and done outside it (Finish): batches for the
   // primary, then answers.
   struct Dispatch {
@@ -707,12 +805,16 @@ class ReplicatedExecutor::Impl {
   struct Outside {
     std::vector<Dispatch> dispatch;
     std::vector<Delivery> answers;
+    std::shared_ptr<Channel> flush;  // its posted messages wait to be sent
+    bool states = false;             // states' messages to be made (ShipStatesLocked)
   };
 
   // Under mu_: what the primary held of its batches between their run and
   // their release (update stages to come, releases waiting for the backup,
   // a compute-then-update model's turn) — gone with its slot.
   void ForgetStagesLocked() {
+    unshipped_.clear();
+    unshipped_keys_.clear();
     computed_.clear();
     held_release_.clear();
     model_busy_.clear();
@@ -803,64 +905,23 @@ class ReplicatedExecutor::Impl {
   }
   bool replicating() const { return channel_ != nullptr && options_.mode != ReplicationMode::kNone; }
 
-  // Under mu_: numbers a message to the backup and queues it for
-  // SendQueued, which every holder of mu_ calls once it lets go (Finish):
-  // the link's own lock, its wake-ups and the transport stay off mu_, which
-  // the dispatching thread takes for every batch.
-  uint64_t Ship(Outgoing m, bool state) {
+  // Under mu_: numbers a message to the backup and posts it on the link
+  // (a remote backup's transport sends it once mu_ is let go: Deliver).
+  // The message is next_, made by the caller.
+  uint64_t Ship(bool state) {
+    Outgoing& m = *next_;
     m.state = state;
-    m.channel = channel_;
     m.seq = ++channel_->numbered;
+    ++stats_.messages;
+    (state ? stats_.state_bytes : stats_.log_bytes) += static_cast<int64_t>(m.size);
     const uint64_t seq = m.seq;
-    std::lock_guard<std::mutex> q(queue_mu_);
-    queued_.push_back(std::move(m));
-    queued_any_.store(true);
+    if (channel_->Post(next_)) outside_.flush = channel_;
     return seq;
   }
   uint64_t Ship(std::string bytes, bool state) {
-    Outgoing m;
-    m.size = bytes.size();
-    m.bytes = std::move(bytes);
-    return Ship(std::move(m), state);
-  }
-
-  // Without mu_: sends the queued messages in their order, one thread at a
-  // time (a thread that finds another sending leaves its own to it), the
-  // states of kStates messages encoded here; then, if a batch waits for a
-  // message not yet sent when it looked (Advance), advances again.
-  void SendQueued() {
-    if (!queued_any_.load()) return;  // this thread's own messages are seen: it set it
-    for (;;) {
-      std::unique_lock<std::mutex> sending(send_mu_, std::try_to_lock);
-      if (!sending.owns_lock()) return;  // the sender checks the queue again once done
-      std::vector<Outgoing>& out = sending_;  // its capacity kept: no allocation per batch
-      {
-        std::lock_guard<std::mutex> q(queue_mu_);
-        out.swap(queued_);
-        queued_any_.store(false);
-      }
-      if (out.empty()) return;
-      const Duration began = ProxyClock();
-      for (Outgoing& m : out) {
-        m.channel->Send(m.seq, m.states_of > 0 ? EncodeStates(m) : m.log_of > 0 ? EncodeLog(m) : std::move(m.bytes));
-        (m.state ? sent_.state_bytes : sent_.log_bytes).fetch_add(static_cast<int64_t>(m.size));
-        sent_.messages.fetch_add(1);
-      }
-      outside_time_.fetch_add(ProxyClock() - began, std::memory_order_relaxed);
-      out.clear();
-      sending.unlock();
-      if (advance_after_send_.exchange(false)) {
-        Outside o;
-        {
-          std::lock_guard<std::mutex> lock(mu_);
-          Advance();
-          o = TakeOutside();
-        }
-        Finish(std::move(o));
-      }
-      std::lock_guard<std::mutex> q(queue_mu_);
-      if (queued_.empty()) return;
-    }
+    next_->size = bytes.size();
+    next_->bytes = std::move(bytes);
+    return Ship(state);
   }
 
   // Under mu_: every committed state to the backup (a new backup, or
@@ -870,95 +931,78 @@ class ReplicatedExecutor::Impl {
     for (auto& [k, s] : states_) s.shipped = last_state_seq_;
   }
 
-  // Under mu_: batch n is committed; the states it wrote (or erased) go to
-  // the backup, with PutAnswers's part. The states are the committed ones
-  // themselves (State::value is shared, not copied), encoded by the sender
-  // after the answers have left (Finish), so that copying them is on no
-  // answer's path — HAMS's state manager shipping batch n's states while
-  // batch n+1 computes.
+  // Under mu_: batch n is committed; the states it wrote (or erased) are
+  // to go to the backup, with PutAnswers's part — HAMS's state manager
+  // shipping batch n's states while batch n+1 computes. Under NSPB their
+  // message is made once the batch's answers have left (Deliver), or
+  // before any state is read or written again (ShipStatesLocked), so that
+  // making it is on no answer's path; under Remus, whose answers wait for
+  // it, at once. The message holds the committed states themselves
+  // (State::value is shared, not copied); the link makes its bytes.
   void QueueStates(uint64_t n, const Pending& p) {
     const SlotModel& m = models_[p.served.model];
-    Outgoing out;
-    out.states_of = n;
-    size_t bytes = 1 + 2 * sizeof(uint64_t);
-    out.states.reserve(p.rows.size());
-    std::vector<State*> written;  // stable: nothing is inserted before they are marked
+    Unshipped& u = unshipped_.emplace_back();
+    u.n = n;
+    u.first = unshipped_keys_.size();
     for (const Row& row : p.rows) {
-      const bool erased = !m.model_state && (row.lost || row.end);
-      auto it = erased ? states_.end() : states_.find(row.key);
-      State* st = it == states_.end() ? nullptr : &it->second;
-      out.states.emplace_back(row.key, st == nullptr ? std::nullopt : std::optional<State>(*st));
-      bytes += StateBytes(st);
-      if (st != nullptr) written.push_back(st);
+      unshipped_keys_.emplace_back(row.key, !m.model_state && (row.lost || row.end));
       if (m.model_state) break;  // one state
     }
+    u.last = unshipped_keys_.size();
     Writer answers;
     PutAnswers(answers, n, p, m.model_state ? m.output_elements : m.output_elements + m.state_elements);
-    out.bytes = answers.Take();
-    bytes += out.bytes.size();
-    out.size = bytes;
-    last_state_seq_ = Ship(std::move(out), true);
-    for (State* st : written) st->shipped = last_state_seq_;
+    u.answers = answers.Take();
+    if (options_.mode != ReplicationMode::kNspb) ShipStatesLocked();
   }
 
-  // Without mu_: a kStates message — its states, then its answers.
-  static std::string EncodeStates(const Outgoing& m) {
-    Writer w;
-    w.Reserve(m.size);
-    w.Put<uint8_t>(kStates);
-    w.Put(m.states_of);
-    w.Put<int64_t>(static_cast<int64_t>(m.states.size()));
-    for (const auto& [key, st] : m.states) PutState(w, key, st ? &*st : nullptr);
-    std::string message = w.Take();
-    message += m.bytes;
-    return message;
+  // Under mu_: the messages of the states QueueStates left, in order.
+  void ShipStatesLocked() {
+    for (Unshipped& u : unshipped_) {
+      if (!replicating()) break;  // the backup went meanwhile
+      const Duration began = ProxyClock();
+      Outgoing& out = *next_;
+      out.states_of = u.n;
+      size_t bytes = 1 + 2 * sizeof(uint64_t);
+      const uint64_t seq = channel_->numbered + 1;  // the number Ship gives it
+      for (size_t i = u.first; i < u.last; ++i) {
+        const auto& [key, erased] = unshipped_keys_[i];
+        auto it = erased ? states_.end() : states_.find(key);
+        State* st = it == states_.end() ? nullptr : &it->second;
+        out.states.emplace_back(key, st == nullptr ? std::nullopt : std::optional<State>(*st));
+        bytes += StateBytes(st);
+        if (st != nullptr) st->shipped = seq;
+      }
+      out.bytes.assign(u.answers);
+      out.size = bytes + out.bytes.size();
+      last_state_seq_ = Ship(true);
+      stats_.proxy_time += ProxyClock() - began;
+    }
+    unshipped_.clear();
+    unshipped_keys_.clear();
   }
 
   bool logs() const {
     return options_.mode == ReplicationMode::kNspb || options_.mode == ReplicationMode::kCheckpoint;
   }
 
-  // Under mu_: batch n's inputs, to the backup's log — copied here, encoded
-  // by the sender (EncodeLog) once the primary has the batch.
+  // Under mu_: batch n's inputs, to the backup's log — copied here, their
+  // bytes made by the link (Encode).
   uint64_t ShipLog(uint64_t n, const Pending& p) {
-    Outgoing m;
+    Outgoing& m = *next_;
     m.log_of = n;
     Logged& l = m.log;
     l.model = p.served.model;
     l.size = p.served.size;
-    l.sequences.reserve(l.size);
-    l.tags.reserve(l.size);
-    l.reads.reserve(l.size);
     for (int i = 0; i < l.size; ++i) {
       const Row& row = p.rows[i];
       l.sequences.push_back({row.key.second, row.start, row.end});
       l.tags.push_back(i < static_cast<int>(p.served.tags.size()) ? p.served.tags[i] : 0);
       l.reads.push_back(row.read_digest);
     }
-    l.input = p.served.input;
+    l.input.assign(p.served.input.begin(), p.served.input.end());
     m.size = 1 + sizeof(uint64_t) + 2 * sizeof(int) + l.size * (3 * sizeof(uint64_t) + 2) + sizeof(int64_t) +
              l.input.size() * sizeof(float);
-    return Ship(std::move(m), false);
-  }
-
-  // Without mu_: a kLog message (BackupState::Apply reads it).
-  static std::string EncodeLog(const Outgoing& m) {
-    const Logged& l = m.log;
-    Writer w;
-    w.Reserve(m.size);
-    w.Put<uint8_t>(kLog);
-    w.Put(m.log_of);
-    w.Put(l.model);
-    w.Put(l.size);
-    for (int i = 0; i < l.size; ++i) {
-      w.Put(l.sequences[i].id);
-      w.Put<uint8_t>(l.sequences[i].start);
-      w.Put<uint8_t>(l.sequences[i].end);
-      w.Put(l.tags[i]);
-      w.Put(l.reads[i]);
-    }
-    w.PutFloats(l.input.data(), static_cast<int64_t>(l.input.size()));
-    return w.Take();
+    return Ship(false);
   }
 
   // Under mu_: the batch with each item's state after its input, and the
@@ -1212,15 +1256,7 @@ class ReplicatedExecutor::Impl {
     if (recovering_) return;
     Refresh();
     for (;;) {
-      const uint64_t awaited = MoveOn();
-      if (awaited == 0) return;
-      // It waits for message `awaited`. Not sent yet: its sender advances
-      // again once it is (SendQueued) — unless it was sent meanwhile (read
-      // after the flag is set), and is delivered or on the link.
-      if (awaited > channel_->sent()) {
-        advance_after_send_.store(true);
-        if (awaited > channel_->sent()) return;
-      }
+      if (MoveOn() == 0) return;
       const uint64_t before = watermark_;
       Refresh();
       if (watermark_ == before) break;
@@ -1254,6 +1290,7 @@ class ReplicatedExecutor::Impl {
       }
       computed_.pop_front();
       const int p_model = p.served.model;
+      if (!unshipped_.empty()) ShipStatesLocked();  // before its states change
       const Duration began = ProxyClock();
       Commit(n, p);
       ++stats_.stateful_batches;
@@ -1386,8 +1423,9 @@ class ReplicatedExecutor::Impl {
       }
       model_busy_[model] = true;
     }
+    if (!unshipped_.empty()) ShipStatesLocked();  // the states it reads, and which message carries them
     ExecBatch full = Prepare(n);
-    if (logs() && replicating() && p.stateful) {  // the request manager: sent while the batch computes (Finish)
+    if (logs() && replicating() && p.stateful) {  // the request manager: delivered while the batch computes
       const Duration began = ProxyClock();
       p.log_seq = ShipLog(n, p);
       stats_.proxy_time += ProxyClock() - began;
@@ -1433,6 +1471,7 @@ class ReplicatedExecutor::Impl {
   Outside TakeOutside() {
     Outside o;
     std::swap(o, outside_);
+    o.states = !unshipped_.empty();
     return o;
   }
 
@@ -1444,9 +1483,11 @@ class ReplicatedExecutor::Impl {
   }
 
   // Without mu_: hands the batches to the primary, gives the answers, then
-  // sends the messages to the backup — the request manager's logs of the
-  // batches now computing (their outputs wait for them: Advance), and the
-  // states of batches answered (QueueStates).
+  // makes the messages of the states of batches answered (NSPB's, which
+  // QueueStates left until the answers had left), and has a remote
+  // backup's transport send what was posted for it: those, and the request
+  // manager's logs of the batches now computing (their outputs wait for
+  // them: Advance). A local backup's link took them as they were posted.
   void Deliver(Outside o) {
     for (Dispatch& d : o.dispatch) {
       d.exec->Run(std::move(d.batch), [this, gen = d.generation, n = d.n](ExecResult r) {
@@ -1454,7 +1495,12 @@ class ReplicatedExecutor::Impl {
       });
     }
     for (auto& [done, result] : o.answers) done(std::move(result));
-    SendQueued();
+    if (o.states) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ShipStatesLocked();
+      if (outside_.flush) o.flush = std::move(outside_.flush);
+    }
+    if (o.flush) o.flush->Flush();
   }
 
   // Runs a prepared batch on `exec` and waits for it.
@@ -1538,6 +1584,16 @@ class ReplicatedExecutor::Impl {
   absl::flat_hash_map<int, std::vector<float>> zeros_;  // per stateful model: its start state
   absl::flat_hash_map<int, uint64_t> zero_digest_;
   std::map<uint64_t, Pending> pending_;          // by batch number: not yet answered
+  // Batches committed, their states' messages not yet made (QueueStates):
+  // each its keys in unshipped_keys_ [first, last) — erased or not — and
+  // its answers' part. Their capacity is kept.
+  struct Unshipped {
+    uint64_t n = 0;
+    size_t first = 0, last = 0;
+    std::string answers;
+  };
+  std::vector<Unshipped> unshipped_;
+  std::vector<std::pair<Key, bool>> unshipped_keys_;
   std::deque<uint64_t> computed_;                // stateful batches computed, before their update stage
   std::deque<uint64_t> held_release_;            // remus: updated, waiting for their states' ack
   std::vector<uint64_t> held_;                   // received while recovering
@@ -1552,12 +1608,9 @@ class ReplicatedExecutor::Impl {
   uint64_t watermark_ = 0, last_state_seq_ = 0;  // delivered (acknowledged); the last states shipped
   Time next_delivery_ = kInfiniteFuture;          // of a local link: its next message (Refresh)
   TimerId delivery_timer_ = kNoTimer;             // AwaitDelivery
-  // The proxies' time outside mu_: the local backup's applying thread,
-  // SendQueued's encoding and sending.
+  // The proxies' time outside mu_: the links' encoding, sending and (a
+  // local backup's thread) applying.
   std::atomic<int64_t> outside_time_{0};
-  struct {
-    std::atomic<int64_t> messages{0}, state_bytes{0}, log_bytes{0};
-  } sent_;  // by SendQueued (ReplicationStats)
   int since_checkpoint_ = 0;
   int generation_ = 0;
   bool recovering_ = false;
@@ -1571,12 +1624,8 @@ class ReplicatedExecutor::Impl {
   Time next_sweep_ = 0;
   ReplicationStats stats_;
   std::shared_ptr<Channel> channel_;
-  // Messages numbered, not yet sent (Ship, SendQueued); one thread sends.
-  std::mutex queue_mu_, send_mu_;
-  std::vector<Outgoing> queued_;
-  std::vector<Outgoing> sending_;  // under send_mu_: the messages SendQueued took
-  std::atomic<bool> queued_any_{false};
-  std::atomic<bool> advance_after_send_{false};  // a batch waits for a message not yet sent
+  // The message being made (Ship): one the link gave back, its buffers' capacity kept.
+  std::unique_ptr<Outgoing> next_ = std::make_unique<Outgoing>();
   mutable std::mutex backup_mu_;
   std::unique_ptr<BackupState> backup_;
   std::thread spare_thread_;
@@ -1768,7 +1817,6 @@ void ReplicatedExecutor::Impl::StartSpare() {
       // wait for them to be applied.
       if (options_.mode != ReplicationMode::kNone) ShipCheckpoint(last_committed_);
     }
-    SendQueued();
   });
 }
 

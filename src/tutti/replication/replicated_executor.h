@@ -79,9 +79,11 @@
 // — batches in the order Run had them — so that one batch's hand-off never
 // waits out a holder preempted under the lock
 // (ReplicationStats::queued_batches). Messages to the backup are numbered
-// under the slot's lock and sent, in order, once the thread that made them
-// has let it go, so that the link (its locks, the transport) is never
-// waited for under the lock either. An answer's timings (ExecResult) count
+// and posted under the slot's lock, holding what they carry (committed
+// states are shared, not copied); their bytes are made by the link — a
+// local backup's applying thread, or, for a remote backup, the thread that
+// made them once it has let go of the lock, so that the transport is never
+// waited for under it. An answer's timings (ExecResult) count
 // from the slot's Run: what the slot does before its primary has the batch
 // is the executor's own start, not dispatch delay.
 //

@@ -560,9 +560,9 @@ TEST(ReplicatedExecutorTest, NspbHoldsABatchForTheStatesItReadNotForOtherSequenc
   EXPECT_EQ(run.slot->stats().held_batches, 3);
 }
 
-// NSPB copies a batch's states into their message after its answers have
-// left, so that the copying is not on their path (Remus's answers wait for
-// the message anyway); the next step of the sequence still reads them.
+// NSPB makes a batch's states' message once its answers have left, so that
+// making it is not on their path (Remus's answers wait for the message
+// anyway); the next step of the sequence still reads them.
 TEST(ReplicatedExecutorTest, NspbShipsABatchsStatesOnceItsAnswersHaveLeft) {
   for (ReplicationMode mode : {ReplicationMode::kNspb, ReplicationMode::kRemus}) {
     LinkRun run(mode);
