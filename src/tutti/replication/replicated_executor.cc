@@ -232,7 +232,6 @@ struct BackupState {
 // (Clear keeps their capacity), so that making one allocates nothing.
 struct Outgoing {
   uint64_t seq = 0;
-  bool state = false;  // states or a checkpoint, not a log
   std::string bytes;
   uint64_t states_of = 0;
   std::vector<std::pair<Key, std::optional<State>>> states;
@@ -242,7 +241,6 @@ struct Outgoing {
 
   void Clear() {
     seq = states_of = log_of = 0;
-    state = false;
     size = 0;
     bytes.clear();
     states.clear();
@@ -910,10 +908,10 @@ class ReplicatedExecutor::Impl {
 
   // Under mu_: numbers a message to the backup and posts it on the link
   // (a remote backup's transport sends it once mu_ is let go: Deliver).
-  // The message is next_, made by the caller.
+  // The message is next_, made by the caller; `state`: states or a
+  // checkpoint, not a log (ReplicationStats).
   uint64_t Ship(bool state) {
     Outgoing& m = *next_;
-    m.state = state;
     m.seq = ++channel_->numbered;
     ++stats_.messages;
     (state ? stats_.state_bytes : stats_.log_bytes) += static_cast<int64_t>(m.size);
@@ -961,7 +959,7 @@ class ReplicatedExecutor::Impl {
   // Under mu_: the messages of the states QueueStates left, in order.
   void ShipStatesLocked() {
     for (Unshipped& u : unshipped_) {
-      if (!replicating()) break;  // the backup went meanwhile
+      if (!replicating()) break;  // the backup went since QueueStates: nothing to ship to
       const Duration began = ProxyClock();
       Outgoing& out = *next_;
       out.states_of = u.n;
