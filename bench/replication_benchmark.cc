@@ -8,7 +8,8 @@
 //
 // Counters: bytes to the backup per batch; the proxies' time per batch
 // (all threads: states into and out of the batch, their digests, encoding
-// and applying the messages); and the states both replicas hold.
+// and applying the messages); the states both replicas hold; and the most
+// the link held, posted and not yet applied (ReplicationStats::link_peak_bytes).
 #include <condition_variable>
 #include <mutex>
 
@@ -72,6 +73,7 @@ void BM_StatefulBatch(benchmark::State& st) {
   st.counters["bytes/batch"] = static_cast<double>(s.state_bytes + s.log_bytes) / batches;
   st.counters["proxy_us/batch"] = ToMillis(s.proxy_time) * 1000 / batches;
   st.counters["held_MB"] = static_cast<double>((s.live_states + s.backup_states) * state * 4) / (1 << 20);
+  st.counters["link_peak_MB"] = static_cast<double>(s.link_peak_bytes) / (1 << 20);
   st.SetLabel(std::string(ReplicationModeName(mode)));
 }
 

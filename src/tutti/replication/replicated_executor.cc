@@ -28,8 +28,8 @@ namespace {
 using Key = std::pair<int, uint64_t>;  // the model's position, the sequence id
 
 struct State {
-  // Shared with the messages that carry it: a commit makes a new one, so a
-  // message encoded later (by the link: Encode) reads the state as it was committed.
+  // A commit makes a new one; never changed in place (a states' message may
+  // share it: Outgoing).
   std::shared_ptr<const std::vector<float>> value;
   uint64_t version = 0;  // requests of the sequence it has seen
   uint64_t digest = 0;   // of its bits
@@ -106,7 +106,8 @@ class Reader {
 
 enum Kind : uint8_t { kLog = 1, kStates = 2, kCheckpoint = 3 };
 
-void PutState(Writer& w, const Key& k, const State* s) {
+// `value`: the n floats of s's value (s->value itself may be null).
+void PutState(Writer& w, const Key& k, const State* s, const float* value, int64_t n) {
   w.Put(k.first);
   w.Put(k.second);
   w.Put<uint8_t>(s == nullptr);  // erased
@@ -115,7 +116,7 @@ void PutState(Writer& w, const Key& k, const State* s) {
   w.Put(s->digest);
   w.Put(s->parent);
   w.Put(s->touched);
-  w.PutFloats(s->value ? s->value->data() : nullptr, s->value ? static_cast<int64_t>(s->value->size()) : 0);
+  w.PutFloats(value, n);
 }
 
 // PutState's bytes.
@@ -224,17 +225,26 @@ struct BackupState {
 };
 
 // A message to the backup as the slot posts it: a checkpoint's `bytes`; or
-// batch `states_of`'s kStates message — the states it wrote (none: erased;
-// each shares its committed value, which no later commit changes), then
-// `bytes` (its answers: PutAnswers); or batch `log_of`'s kLog message,
+// batch `states_of`'s kStates message — the states it wrote (none: erased),
+// then `bytes` (its answers: PutAnswers); or batch `log_of`'s kLog message,
 // `log`. The link makes its bytes (Encode), off the slot's lock and off
 // every answer's path. Its buffers are used again, message after message
-// (Clear keeps their capacity), so that making one allocates nothing.
+// (Clear keeps their capacity up to kKept floats), so that making one
+// allocates nothing. A state of up to kCopied floats is copied into
+// `values`; a larger one shares its committed value (which no later commit
+// changes). Small values shared, each value's count and memory went to the
+// link's thread, which freed it: 16 states of 64 floats a batch took 15 µs
+// against 5 µs copied; large ones copied, the copy costs more than that
+// (bench/replication_benchmark.cc).
 struct Outgoing {
+  static constexpr int64_t kCopied = 1024;
+  static constexpr size_t kKept = 16384;
   uint64_t seq = 0;
   std::string bytes;
   uint64_t states_of = 0;
-  std::vector<std::pair<Key, std::optional<State>>> states;
+  std::vector<std::pair<Key, std::optional<State>>> states;  // a copied one's `value` null
+  std::vector<float> values;    // the copied states' values, one after another
+  std::vector<int64_t> counts;  // per state: its floats in `values` (0: shared, or erased)
   uint64_t log_of = 0;
   Logged log;
   size_t size = 0;  // encoded
@@ -244,10 +254,21 @@ struct Outgoing {
     size = 0;
     bytes.clear();
     states.clear();
+    Empty(values);
+    counts.clear();
     log.sequences.clear();
     log.tags.clear();
     log.reads.clear();
-    log.input.clear();
+    Empty(log.input);
+  }
+
+ private:
+  static void Empty(std::vector<float>& v) {
+    if (v.capacity() > kKept) {
+      std::vector<float>().swap(v);  // a ring of messages keeps no large buffers
+    } else {
+      v.clear();
+    }
   }
 };
 
@@ -274,7 +295,16 @@ void Encode(const Outgoing& m, std::string* out) {
     w.Put<uint8_t>(kStates);
     w.Put(m.states_of);
     w.Put<int64_t>(static_cast<int64_t>(m.states.size()));
-    for (const auto& [key, st] : m.states) PutState(w, key, st ? &*st : nullptr);
+    const float* copied = m.values.data();
+    for (size_t i = 0; i < m.states.size(); ++i) {
+      const auto& [key, st] = m.states[i];
+      if (st && st->value) {
+        PutState(w, key, &*st, st->value->data(), static_cast<int64_t>(st->value->size()));
+      } else {
+        PutState(w, key, st ? &*st : nullptr, copied, m.counts[i]);
+        copied += m.counts[i];
+      }
+    }
     w.PutBytes(m.bytes);
   } else {
     w.PutBytes(m.bytes);
@@ -303,6 +333,9 @@ class Channel {
   // The primary died: messages not yet delivered are lost; returns once
   // those delivered are applied.
   virtual void Kill() = 0;
+  // Under the slot's mutex: the most bytes (encoded) posted and not yet
+  // applied at any Post so far.
+  virtual int64_t peak_bytes() const { return 0; }
 
   uint64_t numbered = 0;  // under the slot's mutex: the last number given to a message
 };
@@ -311,15 +344,17 @@ class Channel {
 // a message posted at t is in the backup's memory — where the primary's
 // failure does not reach it — and known to the primary as delivered at
 // t + rtt, as a one-sided (RDMA) write would be: the primary posts the
-// message, which holds what it carries (committed states are shared, not
-// copied), and the link reads it; 0: at once, as shared memory. Posting
+// message, which holds what it carries (Outgoing), and the link reads it;
+// 0: at once, as shared memory. Posting
 // takes no lock and allocates nothing: the message goes into a ring of
 // kRing, whose slot's emptied message it takes back. The backup's proxy,
 // on a thread of its own, makes the bytes of what was delivered and
 // applies them, in order, many messages per wake-up, and everything
-// delivered before it takes over (Kill). A backup kRing messages behind
-// holds the primary's next Post until it catches up (on a manual clock,
-// until the clock moves on: messages still on the link wait for it). The
+// delivered before it takes over (Kill). A backup kRing messages, or
+// kMaxBytes of them, behind holds the primary's next Post until it catches
+// up (on a manual clock, until the clock moves on: messages still on the
+// link wait for it): what the link holds — the messages, and the states
+// they alone still share — stays bounded whatever the states' size. The
 // ring is short, so that the message the slot takes back to make its next
 // one in, with its buffers, was used a few hundred messages before and is
 // likely still in a near cache.
@@ -333,10 +368,13 @@ class LocalChannel final : public Channel {
 
   bool Post(std::unique_ptr<Outgoing>& m) override {
     const uint64_t head = head_.load(std::memory_order_relaxed);  // written by this side only
-    if (head - tail_.load(std::memory_order_acquire) >= kRing && !AwaitRoom(head)) {
+    const int64_t size = static_cast<int64_t>(m->size);
+    if (!Room(head, size) && !AwaitRoom(head, size)) {
       m->Clear();  // lost with the primary
       return false;
     }
+    posted_bytes_ += size;
+    peak_bytes_ = std::max(peak_bytes_, posted_bytes_ - applied_.bytes.load(std::memory_order_relaxed));
     Slot& slot = ring_[head % kRing];
     const uint64_t seq = m->seq;
     const Time at = clock_->Now() + rtt_;
@@ -347,9 +385,11 @@ class LocalChannel final : public Channel {
     posted_ = seq;
     if (rtt_ > 0) in_flight_.emplace_back(seq, at);
     // Without the lock: a wake-up lost delays the applying by kApplyEvery at most.
-    if (head + 1 - tail_.load(std::memory_order_relaxed) >= kApplyBatch) wake_.notify_one();
+    if (head + 1 - applied_.tail.load(std::memory_order_relaxed) >= kApplyBatch) wake_.notify_one();
     return false;
   }
+
+  int64_t peak_bytes() const override { return peak_bytes_; }
 
   uint64_t Delivered(Time now, Time* next) override {
     *next = kInfiniteFuture;
@@ -379,6 +419,7 @@ class LocalChannel final : public Channel {
   // (a pace of the applying thread only: what the primary may release
   // depends on delivery, not on it).
   static constexpr uint64_t kRing = 256;
+  static constexpr int64_t kMaxBytes = 64 << 20;
   static constexpr uint64_t kApplyBatch = 64;
   static constexpr auto kApplyEvery = std::chrono::milliseconds(2);
   struct Slot {
@@ -386,19 +427,27 @@ class LocalChannel final : public Channel {
     std::unique_ptr<Outgoing> message;
   };
 
-  // The ring is full: waits for the applying thread. False: killed.
-  bool AwaitRoom(uint64_t head) {
+  // Whether a message of `size` bytes fits: the ring has a free slot, and
+  // it is empty or holds less than kMaxBytes with it.
+  bool Room(uint64_t head, int64_t size) const {
+    const uint64_t tail = applied_.tail.load(std::memory_order_acquire);
+    return head - tail < kRing &&
+           (head == tail || posted_bytes_ - applied_.bytes.load(std::memory_order_relaxed) + size <= kMaxBytes);
+  }
+
+  // No Room: waits for the applying thread. False: killed.
+  bool AwaitRoom(uint64_t head, int64_t size) {
     std::unique_lock<std::mutex> lock(mu_);
     room_wanted_.store(true);
     wake_.notify_one();
-    while (!dead_ && head - tail_.load() >= kRing) room_.wait_for(lock, kApplyEvery);
+    while (!dead_ && !Room(head, size)) room_.wait_for(lock, kApplyEvery);
     room_wanted_.store(false);
     return !dead_;
   }
 
   void Loop() {
     std::string bytes;  // its capacity kept
-    uint64_t tail = 0;  // this side's: tail_ publishes it
+    uint64_t tail = 0;  // this side's: applied_.tail publishes it
     bool on_link = false;  // the last wake-up found only messages still on the link: sleep
     for (;;) {
       bool dead;
@@ -416,16 +465,19 @@ class LocalChannel final : public Channel {
       on_link = tail < head && ring_[tail % kRing].at > until;
       if (tail < head && !on_link) {
         const Duration began = ProxyClock();
+        int64_t applied = 0;
         {
           std::lock_guard<std::mutex> b(*backup_mu_);
           for (; tail < head && ring_[tail % kRing].at <= until; ++tail) {
             Outgoing& m = *ring_[tail % kRing].message;
             Encode(m, &bytes);
             backup_->Apply(bytes);
+            applied += static_cast<int64_t>(m.size);
             m.Clear();
           }
         }
-        tail_.store(tail);
+        applied_.bytes.store(applied_.bytes.load(std::memory_order_relaxed) + applied, std::memory_order_relaxed);
+        applied_.tail.store(tail, std::memory_order_release);
         apply_time_->fetch_add(ProxyClock() - began, std::memory_order_relaxed);
         if (room_wanted_.load()) {
           std::lock_guard<std::mutex> lock(mu_);
@@ -441,8 +493,12 @@ class LocalChannel final : public Channel {
   BackupState* const backup_;
   std::mutex* const backup_mu_;
   std::atomic<int64_t>* const apply_time_;
-  std::vector<Slot> ring_;  // [tail_, head_): posted, not yet applied
-  std::atomic<uint64_t> head_{0}, tail_{0};
+  std::vector<Slot> ring_;  // [applied_.tail, head_): posted, not yet applied
+  std::atomic<uint64_t> head_{0};
+  struct {
+    std::atomic<uint64_t> tail{0};
+    std::atomic<int64_t> bytes{0};  // of the messages applied (Outgoing::size)
+  } applied_;  // written by the applying thread only
   std::mutex mu_;  // the applying thread's sleep and wake-ups, and room_'s
   std::condition_variable wake_, room_;
   std::atomic<bool> room_wanted_{false};
@@ -450,6 +506,7 @@ class LocalChannel final : public Channel {
   Time killed_at_ = 0;
   // Under the slot's mutex (Post, Delivered).
   uint64_t posted_ = 0;
+  int64_t posted_bytes_ = 0, peak_bytes_ = 0;
   std::deque<std::pair<uint64_t, Time>> in_flight_;  // rtt > 0: posted, not yet known delivered
   uint64_t delivered_ = 0;
   std::thread thread_;
@@ -769,6 +826,7 @@ class ReplicatedExecutor::Impl {
     s.backup = backup_exec_ != nullptr || (options_.distributed && channel_ != nullptr);
     std::lock_guard<std::mutex> b(backup_mu_);
     s.backup_states = backup_ ? static_cast<int64_t>(backup_->states.size()) : 0;
+    s.link_peak_bytes = channel_ != nullptr ? channel_->peak_bytes() : 0;
     return s;
   }
 
@@ -938,8 +996,9 @@ class ReplicatedExecutor::Impl {
   // message is made once the batch's answers have left (Deliver), or
   // before any state is read or written again (ShipStatesLocked), so that
   // making it is on no answer's path; under Remus, whose answers wait for
-  // it, at once. The message holds the committed states themselves
-  // (State::value is shared, not copied); the link makes its bytes.
+  // it, at once. The message holds the committed states (small ones copied
+  // into its own buffers, large ones shared: Outgoing); the link makes its
+  // bytes.
   void QueueStates(uint64_t n, const Pending& p) {
     const SlotModel& m = models_[p.served.model];
     Unshipped& u = unshipped_.emplace_back();
@@ -969,9 +1028,26 @@ class ReplicatedExecutor::Impl {
         const auto& [key, erased] = unshipped_keys_[i];
         auto it = erased ? states_.end() : states_.find(key);
         State* st = it == states_.end() ? nullptr : &it->second;
-        out.states.emplace_back(key, st == nullptr ? std::nullopt : std::optional<State>(*st));
+        if (st == nullptr) {
+          out.states.emplace_back(key, std::nullopt);
+          out.counts.push_back(0);
+        } else {
+          State& copy = out.states.emplace_back(key, State{}).second.value();
+          copy.version = st->version;
+          copy.digest = st->digest;
+          copy.parent = st->parent;
+          copy.touched = st->touched;
+          const int64_t n = st->value ? static_cast<int64_t>(st->value->size()) : 0;
+          if (n > Outgoing::kCopied) {
+            copy.value = st->value;
+            out.counts.push_back(0);
+          } else {
+            if (n > 0) out.values.insert(out.values.end(), st->value->begin(), st->value->end());
+            out.counts.push_back(n);
+          }
+          st->shipped = seq;
+        }
         bytes += StateBytes(st);
-        if (st != nullptr) st->shipped = seq;
       }
       out.bytes.assign(u.answers);
       out.size = bytes + out.bytes.size();
@@ -1350,7 +1426,9 @@ class ReplicatedExecutor::Impl {
     w.Put<uint8_t>(kCheckpoint);
     w.Put(n);
     w.Put<int64_t>(static_cast<int64_t>(states_.size()));
-    for (const auto& [k, s] : states_) PutState(w, k, &s);
+    for (const auto& [k, s] : states_) {
+      PutState(w, k, &s, s.value ? s.value->data() : nullptr, s.value ? static_cast<int64_t>(s.value->size()) : 0);
+    }
     return w.Take();
   }
 
@@ -1849,6 +1927,9 @@ std::string ReplicationPrometheusText(const std::vector<const ReplicatedExecutor
        [](const ReplicationStats& s) { return static_cast<double>(s.live_states); }},
       {"tutti_replication_backup_ready", "gauge", "1 while a backup stands by.",
        [](const ReplicationStats& s) { return s.backup ? 1.0 : 0.0; }},
+      {"tutti_replication_link_peak_bytes", "gauge",
+       "The most bytes posted to an in-process backup and not yet applied (bounded at 64 MiB).",
+       [](const ReplicationStats& s) { return static_cast<double>(s.link_peak_bytes); }},
   };
   std::vector<ReplicationStats> stats;
   for (const ReplicatedExecutor* slot : slots) stats.push_back(slot->stats());

@@ -79,8 +79,9 @@
 // — batches in the order Run had them — so that one batch's hand-off never
 // waits out a holder preempted under the lock
 // (ReplicationStats::queued_batches). Messages to the backup are numbered
-// and posted under the slot's lock, holding what they carry (committed
-// states are shared, not copied); their bytes are made by the link — a
+// and posted under the slot's lock, holding what they carry (small states
+// copied into the message's own buffers, large ones shared); their bytes
+// are made by the link — a
 // local backup's applying thread, or, for a remote backup, the thread that
 // made them once it has let go of the lock, so that the transport is never
 // waited for under it. An answer's timings (ExecResult) count
@@ -160,6 +161,9 @@ struct ReplicationStats {
   bool backup = false;          // a backup stands by (after a failover: once the spare is up)
   int64_t live_states = 0;     // at the primary
   int64_t backup_states = 0;
+  int64_t link_peak_bytes = 0; // a backup in this process: the most bytes (encoded) posted to it and
+                               // not yet applied, on its current link — at most 256 messages and
+                               // 64 MiB, or one message when a single one is larger
 };
 
 class ReplicatedExecutor final : public Executor {
