@@ -5,7 +5,9 @@
 #
 # Each run is `tutti bench stateful --side-by-side`: no replication and the
 # mode under test served in one process, each with executors, backup and
-# 16 clients of its own at one offered load (THINK_US mean pause). By
+# 16 clients of its own at one offered load (THINK_US mean pause; 0: each
+# client sends as soon as it is answered, so that the throughput columns
+# compare the modes at saturation, each serving alone in its turns). By
 # default they take turns of TURN_MS (100 ms: `--turn-ms`), each stack's
 # clients starting images only in its own turns, so that each serves
 # nearly alone — its backup's work weighs on its own answers only — while
@@ -35,7 +37,11 @@
 # that delay in both stacks, so that their difference is the mode's own;
 # with measured plans the script also fits each round's p50 difference to
 # its plan difference, whose intercept is the difference at equal plans.
-#   bench/stateful_overhead.sh [ROUNDS] [MODEL] [LINK_US] [THINK_US] [SECONDS] [PLANNED_US] [TURN_MS]
+# ACCEL_US > 0 has the stateful step's batches take at least that long, as
+# on an accelerator (`--accelerator-us`: emulated time over the real GRU's
+# outputs and states) — the scale of HAMS's GPU models. MODES (in the
+# environment; default "nspb remus null") picks what each round measures.
+#   bench/stateful_overhead.sh [ROUNDS] [MODEL] [LINK_US] [THINK_US] [SECONDS] [PLANNED_US] [TURN_MS] [ACCEL_US]
 #   (after scripts/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +52,8 @@ THINK_US=${4:-2000}
 SECONDS_PER_RUN=${5:-3}
 PLANNED_US=${6:-0}
 TURN_MS=${7:-100}
+ACCEL_US=${8:-0}
+MODES=${MODES:-nspb remus null}
 build/bin/tutti demo --repo demo_repository > /dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -53,12 +61,13 @@ trap 'rm -rf "$out"' EXIT
 # slow_first slow_second" (slow: the share of hand-offs over 100 µs, %).
 pair() {
   build/bin/tutti bench stateful --model "$MODEL" --modes "$1" --side-by-side --duration-s "$SECONDS_PER_RUN" \
-    --link-us "$LINK_US" --think-us "$THINK_US" --planned-dispatch-us "$PLANNED_US" --turn-ms "$TURN_MS" 2> "$out/stderr" |
+    --link-us "$LINK_US" --think-us "$THINK_US" --planned-dispatch-us "$PLANNED_US" --turn-ms "$TURN_MS" \
+    --accelerator-us "$ACCEL_US" 2> "$out/stderr" |
     awk 'NR == 2 {p = $3; r = $2; q = $NF; s = $(NF - 1)} NR == 3 {print p, $3, r, $2, q, $NF, s, $(NF - 1)}'
 }
 printf '%-6s %-6s %10s %10s %10s %10s %10s %10s\n' round mode 'p50 %' 'req/s %' 'plan us' 'slow pp' 'slow none' 'slow mode' >&2
 for i in $(seq 1 "$ROUNDS"); do
-  for mode in nspb remus null; do
+  for mode in $MODES; do
     if [ "$mode" = null ]; then first=none,none; second=none,none; else first=none,$mode; second=$mode,none; fi
     read -r a_none a_mode a_rnone a_rmode a_qnone a_qmode a_snone a_smode < <(pair "$first")
     read -r b_mode b_none b_rmode b_rnone b_qmode b_qnone b_smode b_snone < <(pair "$second")
@@ -79,8 +88,9 @@ done
 echo
 plan=measured; [ "$PLANNED_US" != 0 ] && plan="fixed at ${PLANNED_US} us"
 turns="turns of ${TURN_MS} ms"; [ "$TURN_MS" = 0 ] && turns="at the same time"
-echo "p50, throughput, planned dispatch delay and share of hand-offs over 100 us of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan, $turns):"
-for mode in nspb remus null; do
+accel=""; [ "$ACCEL_US" != 0 ] && accel=", the stateful step paced at ${ACCEL_US} us a batch"
+echo "p50, throughput, planned dispatch delay and share of hand-offs over 100 us of each mode against none beside it ($ROUNDS rounds, $MODEL, link ${LINK_US} us, think ${THINK_US} us, plan $plan, $turns$accel):"
+for mode in $MODES; do
   for col in 3 4 5 6; do
     grep " $mode " "$out/rounds" | awk -v c="$col" '{print $c}' | sort -g | awk -v m="$mode" -v c="$col" '
       {v[NR] = $1}
@@ -97,7 +107,7 @@ done
 # The slow hand-offs over all rounds: the mode's share over none's.
 echo
 echo "hand-offs over 100 us, the mode's share over none's beside it (each the mean over the rounds):"
-for mode in nspb remus null; do
+for mode in $MODES; do
   grep " $mode " "$out/rounds" | awk -v m="$mode" '{sn += $7; sm += $8}
     END {if (sn > 0) printf "%-6s %.3f%% / %.3f%% = %.2fx\n", m, sm / NR, sn / NR, sm / sn; else printf "%-6s none slow\n", m}'
 done
@@ -109,7 +119,7 @@ if [ "$PLANNED_US" = 0 ]; then
   echo
   echo "p50 difference against plan difference over the rounds (Theil–Sen):"
   median() { sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-  for mode in nspb remus null; do
+  for mode in $MODES; do
     grep " $mode " "$out/rounds" | awk '{print $5, $3}' > "$out/xy"
     slope=$(awk '{x[NR] = $1; y[NR] = $2} END {for (i = 1; i <= NR; i++) for (j = i + 1; j <= NR; j++)
       if (x[j] != x[i]) print (y[j] - y[i]) / (x[j] - x[i])}' "$out/xy" | median)

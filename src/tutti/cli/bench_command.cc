@@ -238,7 +238,7 @@ constexpr Duration kSlowHandOff = 100 * kMicrosecond;
 int BenchStateful(const Args& args) {
   std::string repo_dir = kDefaultRepo, data_dir = kDefaultFashionMnistDir, modes = "none,remus,nspb";
   double duration_s = 5, kill_at_s = 0, hang_at_s = 0, detect_ms = 500, objective_ms = 100, link_us = 0, think_us = 0,
-         planned_dispatch_us = 0, turn_ms = 0;
+         planned_dispatch_us = 0, turn_ms = 0, accelerator_us = 0;
   int threads = 1;
   bool side_by_side = false;
   StatefulServingSetup setup;
@@ -291,6 +291,9 @@ int BenchStateful(const Args& args) {
   flags.Int("threads", &threads, "libtorch intra-op threads");
   flags.Bool("side-by-side", &side_by_side, "run the modes at the same time, each with clients of its own");
   flags.Double("turn-ms", &turn_ms, "with --side-by-side: the modes take turns this long each (0: all at once)");
+  flags.Double("accelerator-us", &accelerator_us,
+               "the stateful steps' batches take at least this long, as on an accelerator (emulated time over the "
+               "real model's outputs; the scheduler plans with it; 0: the CPU's own time)");
   flags.String("data", &data_dir, "directory with the Fashion-MNIST IDX files");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
   SetTorchThreads(threads);
@@ -305,6 +308,8 @@ int BenchStateful(const Args& args) {
     return Fail(absl::InvalidArgumentError("--turn-ms: a length > 0 with --side-by-side (0: all at once)"));
   }
   setup.turn = Millis(turn_ms);
+  if (accelerator_us < 0) return Fail(absl::InvalidArgumentError("--accelerator-us: a time >= 0"));
+  setup.accelerator = static_cast<Duration>(accelerator_us * kMicrosecond);
   const bool fault = setup.kill_at > 0 || setup.hang_at > 0;
   setup.objective = Millis(objective_ms);
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);

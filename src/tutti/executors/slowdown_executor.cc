@@ -33,8 +33,8 @@ std::vector<std::vector<SlowdownEpisode>> PlanSlowdowns(int instances, const Slo
 }
 
 SlowdownExecutor::SlowdownExecutor(Clock* clock, std::unique_ptr<Executor> inner,
-                                   std::vector<SlowdownEpisode> episodes, uint64_t seed)
-    : clock_(clock), inner_(std::move(inner)), episodes_(std::move(episodes)), rng_(seed) {}
+                                   std::vector<SlowdownEpisode> episodes, uint64_t seed, Duration pace)
+    : clock_(clock), inner_(std::move(inner)), episodes_(std::move(episodes)), pace_(pace), rng_(seed) {}
 
 const SlowdownEpisode* SlowdownExecutor::EpisodeAt(Time t) const {
   const SlowdownEpisode* worst = nullptr;
@@ -80,7 +80,8 @@ void SlowdownExecutor::Finish(ExecResult result, DoneFn done) {
     }
   }
   const Duration extra =
-      static_cast<Duration>((multiplier - 1) * static_cast<double>(result.finished - result.started));
+      std::max(static_cast<Duration>((multiplier - 1) * static_cast<double>(result.finished - result.started)),
+               result.started + pace_ - result.finished);
   // Starts the next batch, then reports this one: after `done` returns the
   // owner may destroy this executor, so nothing touches it afterwards.
   auto deliver = [this](ExecResult r, DoneFn d) {

@@ -1,7 +1,9 @@
 // Injected slowdowns, for resilience experiments (ParM §6.1's background
 // shuffles): an instance inside a slowdown episode takes `factor` times as
 // long per batch. The plan is a pure function of its options and seed; the
-// decorator applies it to any executor, emulated or real.
+// decorator applies it to any executor, emulated or real. The decorator can
+// also pace a real executor as an accelerator: every batch then takes at
+// least a given time (emulated, and declared where it is used).
 #ifndef TUTTI_EXECUTORS_SLOWDOWN_EXECUTOR_H_
 #define TUTTI_EXECUTORS_SLOWDOWN_EXECUTOR_H_
 
@@ -49,13 +51,16 @@ std::vector<std::vector<SlowdownEpisode>> PlanSlowdowns(int instances, const Slo
 // Runs batches on `inner` one at a time; a batch that starts inside an
 // episode is held back for (multiplier − 1) × its run time before it is
 // reported finished, and the next batch waits for it. `seed` drives the
-// random multipliers.
+// random multipliers. With `pace` > 0, a batch is also held until `pace`
+// after it started: an accelerator whose batches take `pace` while the CPU
+// is free, over the inner executor's outputs (its own time, if longer,
+// stands).
 //
 // Thread-safety: as Executor. `clock` must outlive it.
 class SlowdownExecutor final : public Executor {
  public:
   SlowdownExecutor(Clock* clock, std::unique_ptr<Executor> inner, std::vector<SlowdownEpisode> episodes,
-                   uint64_t seed = 1);
+                   uint64_t seed = 1, Duration pace = 0);
 
   void Run(ExecBatch batch, DoneFn done) override;
   std::string kind() const override { return inner_->kind(); }
@@ -70,6 +75,7 @@ class SlowdownExecutor final : public Executor {
   Clock* const clock_;
   const std::unique_ptr<Executor> inner_;
   const std::vector<SlowdownEpisode> episodes_;  // sorted by start
+  const Duration pace_;
   std::mutex mu_;
   std::deque<std::pair<ExecBatch, DoneFn>> queue_ ABSL_GUARDED_BY(mu_);
   std::mt19937_64 rng_ ABSL_GUARDED_BY(mu_);

@@ -55,6 +55,27 @@ TEST(SlowdownExecutorTest, BatchesInsideAnEpisodeTakeFactorTimesLongerAndQueueBe
   EXPECT_EQ(done[2].finished, Millis(23));
 }
 
+TEST(SlowdownExecutorTest, APacedExecutorHoldsEachBatchUntilThePaceAfterItsStart) {
+  ManualClock clock;
+  const LatencyProfile profile = *LatencyProfile::Linear(Millis(3), 0, 4);  // 3 ms an item
+  auto inner = std::make_unique<EmulatedExecutor>(&clock, std::vector<EmulatedExecutor::Model>{{profile, 1}});
+  SlowdownExecutor paced(&clock, std::move(inner), {}, 1, Millis(5));
+  std::vector<ExecResult> done;
+  auto record = [&](ExecResult r) { done.push_back(std::move(r)); };
+  paced.Run({0, 1, {0}, 0}, record);           // 0 → 3 ms, held to 5
+  paced.Run({0, 1, {0}, Millis(1)}, record);   // waits: 5 → 8, held to 10
+  paced.Run({0, 2, {0, 0}, Millis(2)}, record);  // waits: 10 → 16, longer than the pace
+  clock.AdvanceBy(Millis(9));
+  ASSERT_EQ(done.size(), 1u);  // the second is not out before the pace
+  clock.AdvanceBy(Seconds(1));
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[0].finished, Millis(5));
+  EXPECT_EQ(done[1].started, Millis(5));
+  EXPECT_EQ(done[1].finished, Millis(10));
+  EXPECT_EQ(done[2].started, Millis(10));
+  EXPECT_EQ(done[2].finished, Millis(16));
+}
+
 TEST(SlowdownExecutorTest, RandomEpisodesStretchEachBatchByAnExponentialMultiplier) {
   auto run = [](uint64_t seed) {
     ManualClock clock;

@@ -260,10 +260,20 @@ absl::StatusOr<std::unique_ptr<Stack>> BuildStack(const ModelRepository& repo, c
         "model '", setup.model,
         "' is not stateful (neither sequence_batching nor model_state), nor a graph with a stateful step"));
   }
-  config.executors = {{"torch", 1, "cpu", stateful}};
+  config.executors = {{"torch", 1, "cpu", stateful, setup.accelerator}};
   if (!stateless.empty()) config.executors.push_back({"torch", 1, "cpu", stateless});
   TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(config, repo));
   TUTTI_ASSIGN_OR_RETURN(ClusterLayout layout, LayOutCluster(repo, config));
+  if (setup.accelerator > 0) {  // the scheduler plans the paced batches: ℓ(b) at least the pace
+    for (ModelId id : layout.spec.sub_clusters.at(0).models) {
+      LatencyProfile& profile = layout.spec.models[id].profile;
+      std::vector<ProfilePoint> points;
+      for (int b = 1; b <= profile.max_batch(); ++b) {
+        points.push_back({b, std::max(profile.Latency(b), setup.accelerator)});
+      }
+      TUTTI_ASSIGN_OR_RETURN(profile, LatencyProfile::FromPoints(std::move(points), Monotonicity::kEnforce));
+    }
+  }
   const ModelConfig& model = layout.served[0].config;  // the stateful one
   std::vector<std::unique_ptr<Executor>> executors;
   for (size_t g = 0; g < config.executors.size(); ++g) {

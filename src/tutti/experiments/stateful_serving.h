@@ -60,6 +60,11 @@ struct StatefulServingSetup {
   // mode serves nearly alone, yet every mode samples every part of the
   // run's drift. Its throughput is then over its share of the run.
   Duration turn = 0;
+  // > 0: the stateful steps' executors take at least this long a batch, as
+  // on an accelerator (emulated: ExecutorGroupConfig::pace, over the real
+  // model's outputs and states), and the scheduler plans with that — the
+  // scale of HAMS's GPU models, where the proxies' CPU work overlaps it.
+  Duration accelerator = 0;
 };
 
 struct StatefulServingResult {

@@ -96,5 +96,17 @@ TEST_F(StatefulServingTest, StacksTakingTurnsStartImagesOnlyInTheirTurns) {
   ExpectEachRequestAnsweredOnce(*r);
 }
 
+// StatefulServingSetup::accelerator: the stateful model's batches take at
+// least that long (the seeded gru's own take well under 1 ms here), and
+// every request is still answered once, its states replicated.
+TEST_F(StatefulServingTest, AStatefulStepPacedAsAnAcceleratorAnswersNoSoonerThanItsPace) {
+  setup_.accelerator = 4 * kMillisecond;
+  absl::StatusOr<std::vector<StatefulServingResult>> r = Measure({ReplicationMode::kNspb});
+  ASSERT_TRUE(r.ok()) << r.status();
+  ExpectEachRequestAnsweredOnce(*r);
+  EXPECT_GE((*r)[0].p50_ms, 4.0);
+  EXPECT_GT((*r)[0].replication.messages, 0);
+}
+
 }  // namespace
 }  // namespace tutti

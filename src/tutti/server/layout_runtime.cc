@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/emulated_executor.h"
+#include "tutti/executors/slowdown_executor.h"
 #include "tutti/executors/torch_executor.h"
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/stages/parm_stage.h"
@@ -55,7 +56,9 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& 
     absl::StrAppendFormat(description, "    each torch executor of the group holds %d parameters (%.2f MiB)\n", held,
                           held * 4.0 / (1 << 20));
   }
-  return std::make_unique<TorchExecutor>(clock, std::move(loaded));
+  auto torch = std::make_unique<TorchExecutor>(clock, std::move(loaded));
+  if (g.pace <= 0) return torch;
+  return std::make_unique<SlowdownExecutor>(clock, std::move(torch), std::vector<SlowdownEpisode>{}, 1, g.pace);
 }
 
 }  // namespace

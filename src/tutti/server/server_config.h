@@ -111,6 +111,11 @@ struct ExecutorGroupConfig {
   int count = 1;
   std::string profile;
   std::vector<std::string> models;
+  // torch, > 0: every batch takes at least this long, as on an accelerator
+  // whose batch time this is (SlowdownExecutor's pace: emulated time over
+  // real outputs) — set by `tutti bench stateful --accelerator-us`, read
+  // from no config file.
+  Duration pace = 0;
 };
 
 struct CodingConfig {
