@@ -119,6 +119,12 @@ void PutState(Writer& w, const Key& k, const State* s, const float* value, int64
   w.PutFloats(value, n);
 }
 
+// PutState with s's own value (s null: erased).
+void PutState(Writer& w, const Key& k, const State* s) {
+  const std::vector<float>* v = s != nullptr ? s->value.get() : nullptr;
+  PutState(w, k, s, v != nullptr ? v->data() : nullptr, v != nullptr ? static_cast<int64_t>(v->size()) : 0);
+}
+
 // PutState's bytes.
 size_t StateBytes(const State* s) {
   constexpr size_t kHead = sizeof(int) + sizeof(uint64_t) + 1, kMeta = 4 * sizeof(uint64_t) + sizeof(int64_t);
@@ -299,7 +305,7 @@ void Encode(const Outgoing& m, std::string* out) {
     for (size_t i = 0; i < m.states.size(); ++i) {
       const auto& [key, st] = m.states[i];
       if (st && st->value) {
-        PutState(w, key, &*st, st->value->data(), static_cast<int64_t>(st->value->size()));
+        PutState(w, key, &*st);  // shared
       } else {
         PutState(w, key, st ? &*st : nullptr, copied, m.counts[i]);
         copied += m.counts[i];
@@ -1429,9 +1435,7 @@ class ReplicatedExecutor::Impl {
     w.Put<uint8_t>(kCheckpoint);
     w.Put(n);
     w.Put<int64_t>(static_cast<int64_t>(states_.size()));
-    for (const auto& [k, s] : states_) {
-      PutState(w, k, &s, s.value ? s.value->data() : nullptr, s.value ? static_cast<int64_t>(s.value->size()) : 0);
-    }
+    for (const auto& [k, s] : states_) PutState(w, k, &s);
     return w.Take();
   }
 
