@@ -28,7 +28,7 @@ for protocol in http grpc; do
   out=$(build/bin/tutti load --models "$graph" --protocol "$protocol" --port "$port" --max-per-model 10000 \
     --concurrency "$CONCURRENCY" --warmup-s 0 --duration-s 600 --slo-ms 20 --csv /tmp/tutti_graph_accuracy.csv 2>&1)
   echo "$out" | grep -E "^(model|$graph|    )"
-  read -r labelled accuracy < <(awk -F, -v g="$graph" 'NR > 1 && $1 == g {print $(NF - 3), $(NF - 2); exit}' \
+  read -r labelled accuracy < <(awk -F, -v g="$graph" 'NR > 1 && $1 == g {print $(NF - 5), $(NF - 4); exit}' \
     /tmp/tutti_graph_accuracy.csv)
   verdict=$(awk -v a="$accuracy" -v o="$offline" -v n="$labelled" \
     'BEGIN {print (n == 10000 && sprintf("%.4f", a) == sprintf("%.4f", o)) ? "equal" : "DIFFERENT"}')

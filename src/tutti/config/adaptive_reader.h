@@ -4,18 +4,30 @@
 //   adaptive_window_s: 2    # the arrivals each choice replays
 //   adaptive_memory: 5      # the epochs whose replays a choice sums
 //   adaptive_stress: 1.25   # ties are broken by replays at this many times the load
+//   deferral: auto          # latency | consolidate; auto: consolidate when autoscaling
+//   gpu_ms_price: 100       # ms of one request's latency a GPU-ms saved by waiting is worth
 #ifndef TUTTI_CONFIG_ADAPTIVE_READER_H_
 #define TUTTI_CONFIG_ADAPTIVE_READER_H_
 
-#include "absl/status/status.h"
+#include <optional>
+
+#include "absl/status/statusor.h"
 #include "tutti/config/yaml_map_reader.h"
 #include "tutti/scheduler/scheduler.h"
 
 namespace tutti {
 
-// Sets the fields present into `options`. InvalidArgument naming the field
-// for a non-positive epoch or window, a memory below 1 or a stress below 1.
-absl::Status ReadAdaptiveOptions(MapReader& r, SchedulerOptions* options);
+// Sets the fields present into `options`, except `deferral`, which it
+// returns (nullopt: absent or auto; the caller resolves it with
+// DefaultDeferral). InvalidArgument naming the field for a non-positive
+// epoch or window, a memory below 1, a stress below 1, an unknown deferral
+// or a negative price.
+absl::StatusOr<std::optional<Deferral>> ReadAdaptiveOptions(MapReader& r, SchedulerOptions* options);
+
+// What `deferral: auto` means: consolidate when autoscaling, else latency.
+inline Deferral DefaultDeferral(bool autoscales) {
+  return autoscales ? Deferral::kConsolidate : Deferral::kLatency;
+}
 
 }  // namespace tutti
 

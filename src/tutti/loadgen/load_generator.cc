@@ -44,6 +44,7 @@ void LoadModelResult::Merge(const LoadModelResult& o) {
   server_late += o.server_late;
   client_late += o.client_late;
   outside.Merge(o.outside);
+  server.Merge(o.server);
   for (const auto& [variant, n] : o.served_by) served_by[variant] += n;
 }
 
@@ -148,6 +149,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
           if (r.server_time) {
             ++m.timed;
             m.outside.Record(latency - *r.server_time);
+            m.server.Record(*r.server_time);
             if (*r.server_time > spec.slo) {
               ++m.server_late;
             } else if (latency > spec.slo) {
@@ -278,14 +280,22 @@ std::string LoadReportJson(const LoadResult& r, Duration slo, const LoadGoodput*
 }
 
 void PrintLoadResult(const LoadResult& r, std::ostream& out) {
-  out << absl::StrFormat("%-14s %9s %9s %9s %7s %8s %8s %8s %9s %8s\n", "model", "sent/s", "ok/s", "goodput/s",
-                         "bad", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "accuracy");
+  // The client's latencies, then the server's own (receipt to answer, from
+  // the answers that carry it: tutti_server_us): the difference is the
+  // network and this client.
+  out << absl::StrFormat("%-14s %9s %9s %9s %7s %8s %8s %8s %9s %8s %10s %10s\n", "model", "sent/s", "ok/s",
+                         "goodput/s", "bad", "p50 ms", "p90 ms", "p99 ms", "p99.9 ms", "accuracy", "server p50",
+                         "server p99");
   const double w = ToSeconds(r.window);
-  auto row = [&](const ModelMetrics& m, const std::string& accuracy) {
-    out << absl::StrFormat("%-14s %9.1f %9.1f %9.1f %6.2f%% %8s %8s %8s %9s %8s\n", m.name, m.arrived / w,
+  auto server = [](const LoadModelResult& m, double q) {
+    return m.timed ? FormatMillis(m.server.Quantile(q)) : std::string("-");
+  };
+  auto row = [&](const LoadModelResult& x, const std::string& accuracy) {
+    const ModelMetrics& m = x.metrics;
+    out << absl::StrFormat("%-14s %9.1f %9.1f %9.1f %6.2f%% %8s %8s %8s %9s %8s %10s %10s\n", m.name, m.arrived / w,
                            (m.good + m.late) / w, m.good / w, 100 * m.BadRate(), FormatMillis(m.QuantileWithDrops(0.5)),
                            FormatMillis(m.QuantileWithDrops(0.9)), FormatMillis(m.QuantileWithDrops(0.99)),
-                           FormatMillis(m.QuantileWithDrops(0.999)), accuracy);
+                           FormatMillis(m.QuantileWithDrops(0.999)), accuracy, server(x, 0.5), server(x, 0.99));
   };
   // Who was late, for answers that say how long the server held them.
   auto who = [&](const LoadModelResult& m) {
@@ -299,7 +309,7 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
         FormatMillis(m.outside.Quantile(0.999)));
   };
   for (const LoadModelResult& m : r.models) {
-    row(m.metrics, m.labelled ? absl::StrFormat("%.4f", m.Accuracy()) : m.emulated ? "emulated" : "-");
+    row(m, m.labelled ? absl::StrFormat("%.4f", m.Accuracy()) : m.emulated ? "emulated" : "-");
     for (const auto& [what, n] : m.errors) out << absl::StrFormat("    %d × %s\n", n, what);
     if (!m.served_by.empty()) {  // a model-less target: who served it, and whether it got what it asked
       std::vector<std::string> shares;
@@ -316,7 +326,7 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
     }
     if (r.models.size() > 1) who(m);
   }
-  row(r.total.metrics, "");
+  row(r.total, "-");
   who(r.total);
   out << absl::StrFormat("SLO %s ms; measured %.1f s; sender lag p99 %s ms, max %s ms; latency to %s\n",
                          FormatMillis(r.total.metrics.slo), w, FormatMillis(r.p99_send_lag), FormatMillis(r.max_send_lag),
@@ -326,15 +336,16 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
 absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
   std::string csv =
       "model,offered_rate,sent,good,late,errors,throughput,goodput,bad_rate,p50_ms,p90_ms,p99_ms,p999_ms,"
-      "labelled,accuracy,server_late,client_late\n";
+      "labelled,accuracy,server_late,client_late,server_p50_ms,server_p99_ms\n";
   const double w = ToSeconds(r.window);
   auto row = [&](const LoadModelResult& x, double accuracy) {
     const ModelMetrics& m = x.metrics;
-    absl::StrAppendFormat(&csv, "%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f,%d,%d\n", m.name, r.rate,
+    auto server = [&](double q) { return x.timed ? FormatMillis(x.server.Quantile(q)) : std::string(); };
+    absl::StrAppendFormat(&csv, "%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f,%d,%d,%s,%s\n", m.name, r.rate,
                           m.arrived, m.good, m.late, m.dropped, (m.good + m.late) / w, m.good / w, m.BadRate(),
                           FormatMillis(m.QuantileWithDrops(0.5)), FormatMillis(m.QuantileWithDrops(0.9)),
                           FormatMillis(m.QuantileWithDrops(0.99)), FormatMillis(m.QuantileWithDrops(0.999)),
-                          x.labelled, accuracy, x.server_late, x.client_late);
+                          x.labelled, accuracy, x.server_late, x.client_late, server(0.5), server(0.99));
   };
   for (const LoadModelResult& m : r.models) row(m, m.Accuracy());
   row(r.total, 0);

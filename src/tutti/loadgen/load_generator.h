@@ -68,6 +68,7 @@ struct LoadModelResult {
   int64_t server_late = 0;               // of those: the server took longer than the SLO
   int64_t client_late = 0;               // late, though the server took no longer than the SLO
   Histogram outside;                     // latency − server time, timed answers
+  Histogram server;                      // the server's time (receipt to answer), timed answers
   // A model-less target (LoadTarget::task): the accuracy it asked for (< 0:
   // none) and how many answers each variant gave.
   double asked_accuracy = -1;

@@ -9,18 +9,23 @@
 
 namespace tutti {
 
-const std::vector<AdaptiveChoice>& AdaptiveChoices() {
-  static const std::vector<AdaptiveChoice>* choices = new std::vector<AdaptiveChoice>{
-      {"deferred", {BatchPolicyKind::kDeferred, /*scarce_take=*/false, /*drop_strong=*/true, /*drop_weak=*/true}},
-      {"scarce", {BatchPolicyKind::kDeferred, true, true, false}},
-      {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
-      {"eager", {BatchPolicyKind::kEager, false, false, false}},
+const std::vector<AdaptiveChoice>& AdaptiveChoices(Deferral deferral) {
+  auto make = [](bool scarce_prompt) {
+    return new std::vector<AdaptiveChoice>{
+        {"prompt", {BatchPolicyKind::kDeferred, /*scarce_take=*/false, /*drop_strong=*/true, /*drop_weak=*/true,
+                    /*prompt=*/true}},
+        {"scarce", {BatchPolicyKind::kDeferred, true, true, false, scarce_prompt}},
+        {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
+        {"eager", {BatchPolicyKind::kEager, false, false, false}},
+    };
   };
-  return *choices;
+  static const std::vector<AdaptiveChoice>* latency = make(false);
+  static const std::vector<AdaptiveChoice>* consolidate = make(true);
+  return deferral == Deferral::kConsolidate ? *consolidate : *latency;
 }
 
-const AdaptiveChoice* FindAdaptiveChoice(std::string_view name) {
-  for (const AdaptiveChoice& c : AdaptiveChoices()) {
+const AdaptiveChoice* FindAdaptiveChoice(std::string_view name, Deferral deferral) {
+  for (const AdaptiveChoice& c : AdaptiveChoices(deferral)) {
     if (c.name == name) return &c;
   }
   return nullptr;
@@ -37,7 +42,11 @@ class ReplayListener final : public SchedulerListener {
 
   void OnDispatch(Batch batch) override {
     const Time end = batch.exec_at + batch.latency;
-    for (const Request& r : batch.requests) ++(end + resp_ <= r.deadline ? count_->good : count_->bad)[r.model];
+    count_->busy += batch.latency;
+    for (const Request& r : batch.requests) {
+      ++(end + resp_ <= r.deadline ? count_->good : count_->bad)[r.model];
+      count_->latency += end + resp_ - r.arrival;
+    }
     clock_->ScheduleAt(end, [this, gpu = batch.gpu] { scheduler_->OnBatchDone(gpu); });
   }
   void OnDrop(const Request& r, DropReason) override { ++count_->bad[r.model]; }
@@ -75,6 +84,8 @@ ReplayScore Score(const ReplayCount& count) {
     score.excess += std::max(0.0, count.bad[m] - 0.01 * static_cast<double>(count.good[m] + count.bad[m]));
     score.bad += count.bad[m];
   }
+  score.busy = count.busy;
+  score.latency = count.latency;
   return score;
 }
 
@@ -88,8 +99,15 @@ std::vector<Request> Compress(const std::vector<Request>& arrivals, double facto
   return out;
 }
 
-int BestChoice(const std::vector<ReplayScore>& scores) {
-  auto key = [](const ReplayScore& s) { return std::tie(s.excess, s.bad, s.stressed_excess, s.stressed_bad); };
+int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral) {
+  // Consolidating, GPU time is weighed as soon as every model meets its
+  // objective at p99 (the bad within the 1% allowance, as the autoscaler
+  // reads it), before the headroom of the stressed replays: the autoscaler,
+  // not idle GPUs, answers a burst.
+  auto key = [deferral](const ReplayScore& s) {
+    const Duration busy = deferral == Deferral::kConsolidate ? s.busy : 0;
+    return std::make_tuple(s.excess, busy, s.bad, s.stressed_excess, s.stressed_bad, s.latency);
+  };
   int best = 0;
   for (int i = 1; i < static_cast<int>(scores.size()); ++i) {
     if (key(scores[i]) < key(scores[best])) best = i;
@@ -102,7 +120,7 @@ AdaptiveScheduler::AdaptiveScheduler(const ClusterSpec& spec, const SchedulerOpt
     : spec_(std::make_shared<const ClusterSpec>(spec)),
       options_(options),
       clock_(clock),
-      inner_(spec, options, clock, listener, AdaptiveChoices()[0].policy),
+      inner_(spec, options, clock, listener, AdaptiveChoices(options.deferral)[0].policy),
       ranks_(inner_.num_ranks()) {
   for (RankLog& r : ranks_) r.next_choice = clock_->Now() + options_.adaptive_epoch;
 }
@@ -140,7 +158,7 @@ void AdaptiveScheduler::Choose(int r) {
     std::vector<ReplayScore> scores;
     const std::vector<Request> stressed =
         arrivals.empty() || options.adaptive_stress <= 1 ? std::vector<Request>() : Compress(arrivals, options.adaptive_stress);
-    for (const AdaptiveChoice& c : AdaptiveChoices()) {
+    for (const AdaptiveChoice& c : AdaptiveChoices(options.deferral)) {
       ReplayScore score = Score(Replay(*spec, options, plan, down, c.policy, arrivals));
       if (!stressed.empty()) {
         const ReplayScore s = Score(Replay(*spec, options, plan, down, c.policy, stressed));
@@ -162,20 +180,22 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
   RankLog& log = ranks_[r];
   log.scores.push_back(std::move(scores));
   if (static_cast<int>(log.scores.size()) > options_.adaptive_memory) log.scores.pop_front();
-  std::vector<ReplayScore> sum(AdaptiveChoices().size());
+  std::vector<ReplayScore> sum(AdaptiveChoices(options_.deferral).size());
   for (const std::vector<ReplayScore>& epoch : log.scores) {
     for (size_t c = 0; c < sum.size(); ++c) {
       sum[c].excess += epoch[c].excess;
       sum[c].bad += epoch[c].bad;
       sum[c].stressed_excess += epoch[c].stressed_excess;
       sum[c].stressed_bad += epoch[c].stressed_bad;
+      sum[c].busy += epoch[c].busy;
+      sum[c].latency += epoch[c].latency;
     }
   }
-  const int choice = BestChoice(sum);
+  const int choice = BestChoice(sum, options_.deferral);
   if (choice == log.choice) return;
   log.choice = choice;
   ++switches_;
-  inner_.SetRankPolicy(r, AdaptiveChoices()[choice].policy);
+  inner_.SetRankPolicy(r, AdaptiveChoices(options_.deferral)[choice].policy);
 }
 
 std::vector<std::string> AdaptiveScheduler::Choices() const {

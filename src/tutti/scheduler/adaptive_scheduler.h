@@ -1,20 +1,23 @@
-// AdaptiveScheduler: the `adaptive` policy (issue 19) — each sub-cluster
-// makes its candidates whichever way would have served its own recent
-// arrivals best, of four (candidate_scheduler.h, RankPolicy):
-//   deferred     Symphony's deferred batching, the options' drop for every
-//                model (the way it starts: with GPUs to spare it keeps the
-//                highest-numbered idle, load-proportional GPU use)
+// AdaptiveScheduler: the `adaptive` policy — each sub-cluster makes its
+// candidates whichever way would have served its own recent arrivals best,
+// of four (candidate_scheduler.h, RankPolicy):
+//   prompt       Symphony's deferred batching, holding a batch only while
+//                that pays (candidate_scheduler.h, "Waiting only while it
+//                pays"; the way it starts)
 //   scarce       deferred, but free GPUs take waiting candidates while models
 //                with queued work outnumber them; early drop only where
-//                batching pays
+//                batching pays (with GPUs to spare: plain deferral, which
+//                holds every batch to its frontrun)
 //   eager+early  the largest feasible batch as soon as a GPU is free; early
 //                drop only where batching pays (without it, eager on strong
 //                batching models can collapse past its capacity into small
-//                batches of the oldest requests, 20% bad)
+//                batches of the oldest requests)
 //   eager        the same with lazy drop (a little better short of that)
-// No one of them wins everywhere: waiting for frontrun pays with GPUs to
-// spare and strong batching; it spends the slack when models outnumber GPUs
-// or arrivals come in bursts, where eager wins (bench/policy_suite.sh).
+// No one of them wins everywhere: waiting for frontrun pays near capacity
+// with strong batching; it spends the slack when models outnumber GPUs or
+// arrivals come in bursts, where eager wins; below capacity holding a batch
+// only delays answers, unless the GPU time it saves is wanted
+// (bench/policy_suite.sh).
 //
 // Every `adaptive_epoch`, at the first arrival for one of a sub-cluster's
 // models after it, the sub-cluster's arrivals of the last
@@ -24,17 +27,20 @@
 // its answers take the delay plan's response delay), with the delay plan
 // and the GPUs up as they are now — and once more with the arrivals
 // compressed in time by `adaptive_stress` (1.25: a quarter more load).
-// Summed over the last `adaptive_memory` epochs, the one with the fewest
-// bad requests beyond each model's 1% allowance (p99 within the SLO), then
-// the fewest bad, then the same two under stress, then the first in the
-// order above, makes the sub-cluster's candidates from then on. One window
-// alone is too short: near capacity, a way that fails one second in five
-// often has a clean window. The stressed replays break the ties of quiet
-// windows by headroom: with bursty arrivals, a quiet second in which every
-// way served all says nothing of the next burst (Gamma arrivals, CV 2: up
-// to 3% of goodput); at half load all tie under stress too, and deferral
-// keeps its consolidation. Switching recomputes the sub-cluster's
-// candidates at once; queued requests keep their places.
+// Summed over the last `adaptive_memory` epochs, the one that served best
+// (BestChoice) makes the sub-cluster's candidates from then on: the fewest
+// bad requests beyond each model's 1% allowance (p99 within the SLO); then,
+// when consolidating (Deferral::kConsolidate), the least GPU time; then the
+// fewest bad; then the same two under stress; then the soonest answers. One
+// window alone is too short: near capacity, a way that fails one second in
+// five often has a clean window. The stressed replays break the ties of
+// quiet windows by headroom: with bursty arrivals, a quiet second in which
+// every way served all says nothing of the next burst. Where even that
+// ties, in a fixed pool, the sooner answers win. Closed-loop clients do not
+// mislead the replays: the prompt way does not throttle them, so the
+// arrivals replayed are the ones they send when answered at once. Switching
+// recomputes the sub-cluster's candidates at once; queued requests keep
+// their places.
 //
 // Cost: the replays redo the scheduler's own work for the window eight
 // times an epoch (four ways, plain and stressed: 16× the scheduler's own
@@ -61,19 +67,25 @@
 namespace tutti {
 
 // The ways AdaptiveScheduler chooses between, in its order of preference.
+// Consolidating, `scarce` holds only while it pays too: GPU time ranks
+// before latency there, and a way that holds closed-loop clients' requests
+// for batch-mates would seem to save GPU time in replays that cannot see
+// it throttling them.
 struct AdaptiveChoice {
   std::string_view name;
   RankPolicy policy;
 };
-const std::vector<AdaptiveChoice>& AdaptiveChoices();
+const std::vector<AdaptiveChoice>& AdaptiveChoices(Deferral deferral = Deferral::kLatency);
 // The choice called `name`, or null.
-const AdaptiveChoice* FindAdaptiveChoice(std::string_view name);
+const AdaptiveChoice* FindAdaptiveChoice(std::string_view name, Deferral deferral = Deferral::kLatency);
 
 // Requests of each model of a spec, answered by their deadline or not
 // (late or dropped).
 struct ReplayCount {
   std::vector<int64_t> good;
   std::vector<int64_t> bad;
+  Duration busy = 0;     // GPU time its batches took
+  Duration latency = 0;  // summed over the requests that ran, to their answers
 };
 
 // Replays `arrivals` (in arrival order) from empty queues with every
@@ -92,6 +104,9 @@ struct ReplayScore {
   // adaptive_stress (more load: which choice has headroom).
   double stressed_excess = 0;
   int64_t stressed_bad = 0;
+  // The plain replay's GPU time and summed latency (ReplayCount).
+  Duration busy = 0;
+  Duration latency = 0;
 };
 ReplayScore Score(const ReplayCount& count);
 
@@ -99,9 +114,10 @@ ReplayScore Score(const ReplayCount& count);
 // `factor`, each keeping its time to deadline: `factor` times the load.
 std::vector<Request> Compress(const std::vector<Request>& arrivals, double factor);
 
-// The choice that served best: the least excess, then the fewest bad, then
-// the same under stress, then the first.
-int BestChoice(const std::vector<ReplayScore>& scores);
+// The choice that served best: the least excess, then (kConsolidate) the
+// least GPU time, then the fewest bad, then the same two under stress, then
+// the least latency, then the first.
+int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral);
 
 class AdaptiveScheduler final : public Scheduler {
  public:

@@ -123,10 +123,10 @@ TEST(AdaptiveReplayTest, BestChoiceCountsBadBeyondEachModelsOnePercentFirst) {
   EXPECT_DOUBLE_EQ(a.excess, 5);
   EXPECT_EQ(a.bad, 15);
   EXPECT_DOUBLE_EQ(b.excess, 0);
-  EXPECT_EQ(BestChoice({a, b, c}), 2);
-  EXPECT_EQ(BestChoice({a, b, b}), 1);  // a tie goes to the first
-  EXPECT_EQ(BestChoice({b, b, c}), 2);
-  EXPECT_EQ(BestChoice({c, b, c}), 0);
+  EXPECT_EQ(BestChoice({a, b, c}, Deferral::kLatency), 2);
+  EXPECT_EQ(BestChoice({a, b, b}, Deferral::kLatency), 1);  // a tie goes to the first
+  EXPECT_EQ(BestChoice({b, b, c}, Deferral::kLatency), 2);
+  EXPECT_EQ(BestChoice({c, b, c}, Deferral::kLatency), 0);
 }
 
 TEST(AdaptiveReplayTest, StressCompressesTheGapsAndKeepsEachTimeToDeadline) {
@@ -149,23 +149,49 @@ TEST(AdaptiveReplayTest, TiesGoToTheChoiceWithHeadroom) {
   strained.stressed_bad = 40;
   strained.stressed_excess = 12;
   roomy.stressed_bad = 3;
-  EXPECT_EQ(BestChoice({strained, roomy}), 1);
-  EXPECT_EQ(BestChoice({roomy, strained}), 0);
+  EXPECT_EQ(BestChoice({strained, roomy}, Deferral::kLatency), 1);
+  EXPECT_EQ(BestChoice({roomy, strained}, Deferral::kLatency), 0);
   ReplayScore worse = roomy;
   worse.bad = 1;  // plain outcomes come first
-  EXPECT_EQ(BestChoice({worse, strained}), 1);
+  EXPECT_EQ(BestChoice({worse, strained}, Deferral::kLatency), 1);
 }
 
-// At light load every way serves all, under stress too: adaptive stays
-// deferred and leaves the same high-numbered GPUs idle (releasable).
-TEST(AdaptiveSchedulerTest, AtLightLoadItKeepsDeferralsConsolidation) {
+// Equal in goodput, under stress too: a fixed pool takes the sooner
+// answers; an autoscaled one the less GPU time, then the sooner answers.
+TEST(AdaptiveReplayTest, TiesGoToLatencyInAFixedPoolAndToGpuTimeWhenAutoscaling) {
+  ReplayScore soon, frugal;
+  soon.busy = Millis(900);
+  soon.latency = Millis(500);
+  frugal.busy = Millis(300);
+  frugal.latency = Millis(1500);
+  EXPECT_EQ(BestChoice({frugal, soon}, Deferral::kLatency), 1);
+  EXPECT_EQ(BestChoice({frugal, soon}, Deferral::kConsolidate), 0);
+  ReplayScore frugal_and_soon = frugal;
+  frugal_and_soon.latency = Millis(1400);
+  EXPECT_EQ(BestChoice({frugal, frugal_and_soon}, Deferral::kConsolidate), 1);
+  ReplayScore bad_but_soon = soon;
+  bad_but_soon.bad = 1;
+  EXPECT_EQ(BestChoice({bad_but_soon, frugal}, Deferral::kLatency), 1) << "goodput first";
+}
+
+// Autoscaling, at light load every way serves all, under stress too:
+// adaptive holds batches as deferral does and, once it has seen the
+// arrivals for a second, leaves the same high-numbered GPUs idle
+// (releasable).
+TEST(AdaptiveSchedulerTest, AutoscalingAtLightLoadItKeepsDeferralsConsolidation) {
   const ClusterSpec spec = EightModels(16);
   const std::vector<Request> arrivals = Poisson(spec, 2000, Seconds(4));
+  SchedulerOptions options = kEarlyDrop;
+  options.deferral = Deferral::kConsolidate;
   auto gpus_used = [&](const std::string& policy, std::vector<std::string>* choices) {
     ManualClock clock;
     std::set<GpuId> used;
-    CallbackListener listener([&](Batch b) { used.insert(b.gpu); }, [](const Request&) {});
-    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, kEarlyDrop, &clock, &listener);
+    CallbackListener listener(
+        [&](Batch b) {
+          if (b.exec_at >= Seconds(1)) used.insert(b.gpu);
+        },
+        [](const Request&) {});
+    std::unique_ptr<Scheduler> s = *CreateScheduler(policy, spec, options, &clock, &listener);
     for (const Request& r : arrivals) {
       clock.AdvanceTo(r.arrival);
       s->Submit(r);
@@ -179,7 +205,7 @@ TEST(AdaptiveSchedulerTest, AtLightLoadItKeepsDeferralsConsolidation) {
   EXPECT_EQ(adaptive, gpus_used("deferred", nullptr));
   EXPECT_LT(adaptive.size(), 16u);
   EXPECT_LT(adaptive.size(), gpus_used("eager", nullptr).size());
-  EXPECT_THAT(choices, ::testing::Each("deferred"));
+  EXPECT_THAT(choices, ::testing::Each("prompt"));
 }
 
 // 8 models on 8 GPUs near capacity: eager serves best, and adaptive finds it.
@@ -188,13 +214,13 @@ TEST(AdaptiveSchedulerTest, ChoosesEagerWhereEagerServesBest) {
   const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(5));
   auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, Choice(c), arrivals).bad); };
   const int64_t eager = std::min(bad("eager"), bad("eager+early"));
-  ASSERT_LT(eager, bad("deferred"));
+  ASSERT_LT(eager, bad("prompt"));
   ASSERT_LT(eager, bad("scarce"));
   const AdaptiveRun run = RunAdaptive(spec, arrivals, kEarlyDrop);
-  // It starts deferred (then, with one second seen, scarce) and ends eager.
-  EXPECT_EQ(run.choices.front(), "deferred");
+  // It starts prompt and ends eager.
+  EXPECT_EQ(run.choices.front(), "prompt");
   EXPECT_THAT(run.choices.back(), ::testing::StartsWith("eager"));
-  EXPECT_LT(Sum(run.count.bad), bad("deferred") / 2);
+  EXPECT_LT(Sum(run.count.bad), bad("prompt") / 2);
 }
 
 // Two models on 8 GPUs near capacity: waiting for frontrun makes batches
@@ -203,7 +229,7 @@ TEST(AdaptiveSchedulerTest, KeepsWaitingWhereWaitingPays) {
   const ClusterSpec spec = Cluster(2, Millis(0.5), Millis(4), Millis(20), 8);
   const std::vector<Request> arrivals = Poisson(spec, 11000, Seconds(5));
   auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, Choice(c), arrivals).bad); };
-  const int64_t waiting = std::max(bad("deferred"), bad("scarce"));
+  const int64_t waiting = std::max(bad("prompt"), bad("scarce"));
   ASSERT_GT(bad("eager+early"), 5 * waiting);
   ASSERT_GT(bad("eager"), 5 * waiting);
   const AdaptiveRun run = RunAdaptive(spec, arrivals, kEarlyDrop);

@@ -1,6 +1,7 @@
 #include "tutti/scheduler/batch_policy.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tutti {
 
@@ -23,6 +24,12 @@ Batch TakeBatch(RequestQueue* queue, ModelId model, GpuId gpu, Time exec_at, Dur
   batch.requests.assign(queue->begin(), queue->begin() + size);
   queue->erase(queue->begin(), queue->begin() + size);
   return batch;
+}
+
+bool HoldPays(const HoldCase& c) {
+  if (c.arrivals <= 0 || c.price <= 0 || c.wait <= 0) return false;
+  const double saved = (1 - std::exp(-c.arrivals)) * static_cast<double>(c.extra_batch);
+  return c.price * saved > static_cast<double>(c.size) * static_cast<double>(c.wait);
 }
 
 int EarlyDropWindow(const BatchContext& ctx, Duration objective) {

@@ -97,6 +97,22 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,
                            const DropFn& on_drop);
 
+// Whether to hold a deferred candidate until its dispatch time rather than
+// send it now to a free GPU: holding pays when the arrivals expected before
+// then, joining it, save more GPU time, at `price` (ms of one request's
+// latency per ms of GPU time; 0: the GPU's time is free), than its `size`
+// requests lose by waiting. Arrivals save a batch of their own,
+// `extra_batch` = ℓ(size) + ℓ(k) − ℓ(size + k) for k of them, if at least
+// one comes (probability 1 − e^−arrivals, as for Poisson arrivals).
+struct HoldCase {
+  int size = 0;
+  Duration wait = 0;
+  double arrivals = 0;
+  Duration extra_batch = 0;
+  double price = 0;
+};
+bool HoldPays(const HoldCase& c);
+
 // Removes the first `size` requests of `queue` into a batch of `model` on
 // `gpu` starting at `exec_at`, planned to take `latency`.
 // REQUIRES: 1 <= size <= queue->size().

@@ -224,5 +224,30 @@ TEST(BatchPolicyTest, TakeBatchPopsTheHead) {
   EXPECT_EQ(q.size(), 1u);
 }
 
+
+// Holding pays only when batch-mates are expected and the batch they save
+// is worth, at the price, the wait of the requests held.
+TEST(HoldPaysTest, HoldingPaysOnlyForExpectedBatchMatesWorthTheWait) {
+  HoldCase c{.size = 1, .wait = Millis(10), .arrivals = 3, .extra_batch = Millis(5), .price = 10};
+  EXPECT_TRUE(HoldPays(c));  // 10 · 0.95 · 5 ms > 1 · 10 ms
+  HoldCase none = c;
+  none.arrivals = 0;
+  EXPECT_FALSE(HoldPays(none)) << "no batch-mate is coming";
+  HoldCase free = c;
+  free.price = 0;
+  EXPECT_FALSE(HoldPays(free)) << "GPU time that costs nothing is not worth a wait";
+  HoldCase many = c;
+  many.size = 20;
+  EXPECT_FALSE(HoldPays(many)) << "20 requests waiting 10 ms outweigh 5 GPU-ms";
+  HoldCase cheap = c;
+  cheap.price = 1;
+  EXPECT_FALSE(HoldPays(cheap));
+  HoldCase unlikely = c;
+  unlikely.arrivals = 0.1;  // P(one comes) ≈ 0.095
+  EXPECT_FALSE(HoldPays(unlikely));
+  unlikely.price = 100;
+  EXPECT_TRUE(HoldPays(unlikely));
+}
+
 }  // namespace
 }  // namespace tutti

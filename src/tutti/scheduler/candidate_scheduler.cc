@@ -1,6 +1,7 @@
 #include "tutti/scheduler/candidate_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -31,14 +32,27 @@ CandidateScheduler::CandidateScheduler(const ClusterSpec& spec, const SchedulerO
     }
   }
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) CountGpus(r);
+  if (policy.prompt) TrackArrivals();
+}
+
+void CandidateScheduler::TrackArrivals() {
+  // Beyond a few full batches outstanding, batches are full anyway.
+  static constexpr Duration kEpoch = kSecond;
+  for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
+    const int max_count = std::clamp(4 * spec_.models[m].EffectiveMaxBatch() + 1, 8, 1024);
+    if (!models_[m].outlook) models_[m].outlook.emplace(max_count, kEpoch, clock_->Now());
+  }
 }
 
 void CandidateScheduler::CountGpus(int rank) {
   int up = 0, models = 0;
   for (const GpuState& g : gpus_) up += g.rank == rank && !g.down;
   for (const ModelState& m : models_) models += m.rank == rank;
-  for (ModelState& m : models_) {
-    if (m.rank == rank) m.gpus = static_cast<double>(up) / std::max(1, models);
+  ranks_[rank].up = up;
+  for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
+    if (models_[m].rank != rank) continue;
+    models_[m].gpus = static_cast<double>(up) / std::max(1, models);
+    ComputeWork(m);
   }
 }
 
@@ -48,6 +62,10 @@ CandidateScheduler::~CandidateScheduler() {
 }
 
 void CandidateScheduler::Submit(const Request& request) {
+  if (ModelState& s = models_[request.model]; s.outlook) {
+    s.outlook->Arrive(clock_->Now());
+    AddDemand(s.rank, clock_->Now(), static_cast<double>(s.work));
+  }
   EnqueueByDeadline(&models_[request.model].queue, request);
   ++queued_;
   Refresh(request.model);
@@ -65,6 +83,7 @@ void CandidateScheduler::SetRankPolicy(int rank, const RankPolicy& policy) {
   RankState& r = ranks_[rank];
   if (r.policy == policy) return;
   r.policy = policy;
+  if (policy.prompt) TrackArrivals();
   if (policy.scarce_take) ArmDeferred(rank);  // scarce takes need every release
   for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
     if (models_[m].rank == rank && !models_[m].queue.empty()) Refresh(m);
@@ -86,8 +105,9 @@ Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
   ctx.head_guard_share = options_.head_guard_share;
   ctx.floor_delays = &spec_.delays;
   ctx.gpus = models_[m].gpus;
-  return ComputeCandidate(policy.kind, &models_[m].queue, ctx, [this](const Request& r, DropReason why) {
+  return ComputeCandidate(policy.kind, &models_[m].queue, ctx, [this, now](const Request& r, DropReason why) {
     --queued_;
+    if (ModelState& s = models_[r.model]; s.outlook) s.outlook->Drop(now);
     listener_->OnDrop(r, why);
   });
 }
@@ -103,11 +123,68 @@ void CandidateScheduler::Refresh(ModelId m) {
   s.candidate = Compute(m, now, now);
   if (s.candidate.size == 0) return;
   if (s.candidate.dispatch_at > now) {
+    RankState& rank = ranks_[s.rank];
+    if (rank.policy.prompt) {
+      CatchUpDeferred(s.rank, now);
+      if (rank.available.empty()) {
+        ArmDeferred(s.rank);  // a GPU coming free may take it before its time
+      } else if (const GpuId g = *rank.available.begin(); !Holds(m, g, now)) {
+        Grant(m, g);
+        return;
+      }
+      s.filed = ModelState::Filed::kWaiting;
+      s.key = {s.candidate.latest_dispatch, m};
+      rank.waiting.insert(s.key);
+    }
     s.timer = clock_->ScheduleAt(s.candidate.dispatch_at, [this, m] { Refresh(m); });
-    if (ranks_[s.rank].policy.scarce_take) OfferFreeGpus(s.rank);
+    if (rank.policy.scarce_take) OfferFreeGpus(s.rank);
     return;
   }
   MakeReady(m);
+}
+
+bool CandidateScheduler::Holds(ModelId m, GpuId g, Time now) {
+  ModelState& s = models_[m];
+  const ModelSpec& spec = spec_.models[m];
+  const Candidate& c = s.candidate;
+  const int room = spec.EffectiveMaxBatch() - c.size;
+  if (room <= 0 || !s.outlook) return false;
+  HoldCase hold{.size = c.size, .wait = c.dispatch_at - now};
+  hold.arrivals = s.outlook->Expected(now, hold.wait);
+  const int more = std::clamp(static_cast<int>(std::ceil(hold.arrivals)), 1, room);
+  const ComputePlan& compute = worst_[m];
+  auto occupancy = [&](int b) { return compute.Occupancy(spec.profile, b); };
+  hold.extra_batch = occupancy(c.size) + occupancy(more) - occupancy(c.size + more);
+  hold.price = options_.gpu_ms_price;
+  if (options_.deferral == Deferral::kLatency && Load(s.rank, now) < kFreeBelowLoad) {
+    const Time done = std::max(now + plan_.network.Dispatch(c.size), gpus_[g].free_at) + occupancy(c.size);
+    if (done <= c.exec_at) hold.price = 0;  // back before the held batch would start
+  }
+  return HoldPays(hold);
+}
+
+double CandidateScheduler::Load(int rank, Time now) const {
+  const RankState& r = ranks_[rank];
+  if (r.demand_since < 0) return 0;
+  const double memory = static_cast<double>(kLoadMemory);
+  const double decayed = r.demand * std::exp(-static_cast<double>(now - r.demand_at) / memory);
+  // The weight the decay has given the time since the first demand.
+  const double since = static_cast<double>(std::max<Duration>(now - r.demand_since, kMillisecond));
+  return decayed / (memory * -std::expm1(-since / memory)) / std::max(1, r.up);
+}
+
+void CandidateScheduler::AddDemand(int rank, Time now, double demand) {
+  RankState& r = ranks_[rank];
+  if (r.demand_since < 0) r.demand_since = now;
+  r.demand = r.demand * std::exp(-static_cast<double>(now - r.demand_at) / static_cast<double>(kLoadMemory)) + demand;
+  r.demand_at = now;
+}
+
+ModelId CandidateScheduler::PromptTake(int rank, GpuId g, Time now) {
+  for (const ReadyKey& key : ranks_[rank].waiting) {
+    if (!Holds(key.second, g, now)) return key.second;
+  }
+  return -1;
 }
 
 ModelId CandidateScheduler::ScarceTake(int rank, GpuId g, Time now) const {
@@ -116,7 +193,7 @@ ModelId CandidateScheduler::ScarceTake(int rank, GpuId g, Time now) const {
   Time first_dispatch = kInfiniteFuture;
   for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
     const ModelState& s = models_[m];
-    if (s.rank != rank || s.candidate.size == 0 || s.ready) continue;
+    if (s.rank != rank || s.candidate.size == 0 || s.filed == ModelState::Filed::kReady) continue;
     ++waiting;
     first_dispatch = std::min(first_dispatch, s.candidate.dispatch_at);
     if (best < 0 || s.candidate.latest_dispatch < models_[best].candidate.latest_dispatch) best = m;
@@ -149,9 +226,9 @@ void CandidateScheduler::MakeReady(ModelId m) {
     Grant(m, *rank.available.begin());
     return;
   }
-  s.ready = true;
-  s.ready_key = {s.candidate.priority, m};
-  rank.ready.insert(s.ready_key);
+  s.filed = ModelState::Filed::kReady;
+  s.key = {s.candidate.priority, m};
+  rank.ready.insert(s.key);
   ArmDeferred(s.rank);  // it waits for a GPU: their releases must grant it
   if (s.candidate.latest_dispatch != kInfiniteFuture) {
     // Past its latest moment the candidate must shrink (or its head drop).
@@ -161,9 +238,9 @@ void CandidateScheduler::MakeReady(ModelId m) {
 
 void CandidateScheduler::Unready(ModelId m) {
   ModelState& s = models_[m];
-  if (!s.ready) return;
-  ranks_[s.rank].ready.erase(s.ready_key);
-  s.ready = false;
+  if (s.filed == ModelState::Filed::kNone) return;
+  (s.filed == ModelState::Filed::kReady ? ranks_[s.rank].ready : ranks_[s.rank].waiting).erase(s.key);
+  s.filed = ModelState::Filed::kNone;
 }
 
 void CandidateScheduler::Grant(ModelId m, GpuId g) {
@@ -203,6 +280,9 @@ void CandidateScheduler::Release(GpuId g) {
   if (rank.policy.scarce_take) {
     if (const ModelId m = ScarceTake(gpus_[g].rank, g, now); m >= 0) return Grant(m, g);
   }
+  if (rank.policy.prompt) {
+    if (const ModelId m = PromptTake(gpus_[g].rank, g, now); m >= 0) return Grant(m, g);
+  }
   rank.available.insert(g);
 }
 
@@ -212,6 +292,10 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   const ComputePlan& compute = plan_.Compute(g, m, static_cast<int>(models_.size()));
   Batch batch = TakeBatch(&models_[m].queue, m, g, exec_at, compute.Occupancy(spec_.models[m].profile, size), size);
   queued_ -= size;
+  if (ModelState& s = models_[m]; s.outlook) {
+    s.outlook->Dispatch(now, size, batch.exec_at + batch.latency + plan_.network.resp);
+    AddDemand(s.rank, now, std::max(0.0, static_cast<double>(batch.latency - s.work * size)));
+  }
   gpu.free_at = batch.exec_at + batch.latency;
   ++gpu.running;
   ScheduleRelease(g);
@@ -222,7 +306,7 @@ void CandidateScheduler::ScheduleRelease(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.release_at = gpu.free_at - plan_.network.ctrl;
   RankState& rank = ranks_[gpu.rank];
-  if (!rank.policy.scarce_take && !Awaits(g) && rank.ready.empty()) {
+  if (!rank.policy.scarce_take && !Awaits(g) && rank.ready.empty() && rank.waiting.empty()) {
     rank.deferred.push_back(g);
     return;
   }
@@ -307,6 +391,13 @@ absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   return absl::OkStatus();
 }
 
+void CandidateScheduler::ComputeWork(ModelId m) {
+  ModelState& s = models_[m];
+  const ModelSpec& spec = spec_.models[m];
+  const int b = SustainedBatch(spec, s.gpus, spec.slo, worst_[m], plan_.network, plan_.frontrun_slack);
+  s.work = worst_[m].Occupancy(spec.profile, b) / b;
+}
+
 void CandidateScheduler::SetDelayPlan(const DelayPlan& plan) {
   plan_ = plan;
   const int models = static_cast<int>(models_.size());
@@ -318,6 +409,7 @@ void CandidateScheduler::SetDelayPlan(const DelayPlan& plan) {
       worst = worst ? ComputePlan::Worst(*worst, p) : p;
     }
     worst_[m] = worst.value_or(ComputePlan{});
+    ComputeWork(m);
   }
 }
 

@@ -25,7 +25,7 @@
 //
 // Each sub-cluster makes its candidates by a RankPolicy, which the
 // `adaptive` policy switches as it goes (adaptive_scheduler.h). With
-// scarce_take (issue 19), a deferred candidate waits for its dispatch time
+// scarce_take, a deferred candidate waits for its dispatch time
 // only while waiting costs no GPU time: when a GPU is free and no candidate
 // is sendable, it takes the waiting candidate with the earliest `latest` at
 // once if the rank's models with queued work outnumber the GPUs that are
@@ -36,6 +36,24 @@
 // (Symphony's strong batching, β/α > 2: ℓ(2) − ℓ(1) < ℓ(1)/3) and to the
 // others separately; where it does not, requests drop lazily — early drop
 // costs weak-batching models about 5% of goodput (bench/policy_suite.sh).
+//
+// Waiting only while it pays (RankPolicy::prompt). Deferral holds a batch
+// for batch-mates, which is worth it only if they come and the GPU time
+// they save matters. So a deferred candidate goes at once to a free GPU
+// (its own refresh finding one, or a GPU's release finding no sendable
+// candidate) unless holding pays (batch_policy.h's HoldPays): the arrivals
+// its model's ArrivalOutlook expects before its dispatch time, given the
+// requests outstanding now — none for closed-loop clients that all wait —
+// save more GPU time, at SchedulerOptions::gpu_ms_price, than its requests
+// lose by waiting. With Deferral::kLatency (a fixed pool) the GPU's time
+// is free when the batch would be done before the held one was to start;
+// with kConsolidate (autoscaling) GPU time always has its price. Near a
+// fixed pool's capacity an idle GPU is not idle for long, so its time is
+// free only while the rank's load — its arrivals at the batch its GPUs
+// sustain, plus what smaller batches cost beyond that — stays below
+// kFreeBelowLoad of its GPUs. Waiting
+// candidates of such a rank are kept by urgency; a free GPU considers them
+// in that order, and its release gets a timer while any waits.
 //
 // GPUs are modelled by prediction: a batch started at s frees its GPU at
 // s + scale·ℓ(b) (that GPU's occupancy in the delay plan); the GPU timer
@@ -49,10 +67,12 @@
 #ifndef TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 #define TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
+#include "tutti/scheduler/arrival_outlook.h"
 #include "tutti/scheduler/batch_policy.h"
 #include "tutti/scheduler/scheduler.h"
 
@@ -64,6 +84,7 @@ struct RankPolicy {
   bool scarce_take = false;  // free GPUs take waiting candidates while scarce
   bool drop_strong = true;   // the options' drop applies to strong-batching models
   bool drop_weak = true;     // … and to the others (else: lazy drop)
+  bool prompt = false;       // deferred: hold only while it pays (see above)
   bool operator==(const RankPolicy&) const = default;
 };
 
@@ -98,12 +119,16 @@ class CandidateScheduler final : public Scheduler {
   struct ModelState {
     int rank = 0;
     double gpus = 1;  // its rank's GPUs over the rank's models (BatchContext::gpus)
+    Duration work = 0;  // GPU time per request in batches its GPUs sustain (Load)
     bool strong = false;  // batching pays: ℓ(2) − ℓ(1) < ℓ(1)/3
     RequestQueue queue;
     Candidate candidate;
     TimerId timer = kNoTimer;
-    bool ready = false;  // in its rank's ready set under ready_key
-    ReadyKey ready_key;
+    // In its rank's ready set (sendable), or its waiting set (prompt
+    // ranks: deferred, its timer set), under `key`.
+    enum class Filed { kNone, kReady, kWaiting } filed = Filed::kNone;
+    ReadyKey key;
+    std::optional<ArrivalOutlook> outlook;  // kept while a rank policy may be prompt
   };
   struct GpuState {
     int rank = 0;
@@ -118,7 +143,14 @@ class CandidateScheduler final : public Scheduler {
     RankPolicy policy;
     std::set<GpuId> available;  // GPU timer fired, not granted yet
     std::set<ReadyKey> ready;   // sendable candidates by priority
+    std::set<ReadyKey> waiting;  // prompt: deferred candidates by latest dispatch
     std::vector<GpuId> deferred;  // released at free_at − d_ctrl without a timer (see above)
+    int up = 0;  // GPUs up (CountGpus)
+    // The GPU time its arrivals and batches ask for (Load), decaying with
+    // kLoadMemory since `demand_at`, counted from `demand_since`.
+    double demand = 0;
+    Time demand_at = 0;
+    Time demand_since = -1;
   };
 
   // ModelThread side.
@@ -126,7 +158,28 @@ class CandidateScheduler final : public Scheduler {
   void Refresh(ModelId m);
   // RankThread side.
   void MakeReady(ModelId m);
-  void Unready(ModelId m);
+  void Unready(ModelId m);  // out of the ready or the waiting set
+  // Prompt ranks: whether m's deferred candidate should wait for its
+  // dispatch time rather than go to free GPU g now (see above).
+  bool Holds(ModelId m, GpuId g, Time now);
+  // Prompt ranks: the first waiting candidate (most urgent first) that
+  // should not wait, given free GPU g; -1 if none.
+  ModelId PromptTake(int rank, GpuId g, Time now);
+  // Starts an ArrivalOutlook for every model that has none.
+  void TrackArrivals();
+  // The share of `rank`'s GPUs up that its recent demand needs: each
+  // arrival asks for its model's `work`, each batch for what it takes
+  // beyond its requests' work (a batch smaller than its GPUs sustain),
+  // each weighing e^(−age / kLoadMemory); corrected for the time since the
+  // first, so that a cluster that has just started does not look idle.
+  double Load(int rank, Time now) const;
+  void AddDemand(int rank, Time now, double demand);
+  void ComputeWork(ModelId m);  // ModelState::work, from its GPUs and plan
+  static constexpr Duration kLoadMemory = 20 * kMillisecond;
+  // Deferral::kLatency: an idle GPU's time is free while the rank's load is
+  // below this; beyond, it is kept for the bursts of a pool near its
+  // capacity, as an autoscaler's headroom would be.
+  static constexpr double kFreeBelowLoad = 0.8;
   void Grant(ModelId m, GpuId g);
   void Release(GpuId g);
   void Dispatch(ModelId m, GpuId g, int size, Time now);

@@ -73,6 +73,13 @@ enum class DropPolicy {
   kEarly,  // Nexus early drop: slide a window of the target batch size
 };
 
+// What a deferred batch's waiting is for, when holding it could still grow
+// it (candidate_scheduler.h, "Waiting only while it pays"):
+enum class Deferral {
+  kLatency,      // a fixed pool: a GPU's idle time costs nothing, so answer sooner with it
+  kConsolidate,  // autoscaling: GPU time is what is saved, at SchedulerOptions::gpu_ms_price
+};
+
 struct SchedulerOptions {
   DropPolicy drop = DropPolicy::kLazy;
   // `deferred` only: dispatch this much before frontrun. At frontrun a batch
@@ -128,6 +135,12 @@ struct SchedulerOptions {
   // scheduling never waits for it (the server); off, inline and
   // deterministic (the simulator, tests).
   bool adaptive_replay_thread = false;
+  // `adaptive`: what its deferred ways wait for (Deferral), and how many
+  // milliseconds of one request's latency a millisecond of GPU time that
+  // waiting saves is worth. Serve configs and experiments consolidate when
+  // they autoscale.
+  Deferral deferral = Deferral::kLatency;
+  double gpu_ms_price = 100;
   // `nexus` only: how often the planner re-packs sessions from observed rates.
   Duration nexus_epoch = 10 * kSecond;
   // `nexus` only: expected request rate per model (requests/s) for the first

@@ -141,7 +141,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   ServerConfig c;
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
   TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
-  TUTTI_RETURN_IF_ERROR(ReadAdaptiveOptions(r, &c.scheduler));
+  TUTTI_ASSIGN_OR_RETURN(std::optional<Deferral> deferral, ReadAdaptiveOptions(r, &c.scheduler));
   TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
@@ -226,6 +226,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     }
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  c.scheduler.deferral = deferral.value_or(DefaultDeferral(c.autoscale.has_value()));
   if (policy) {
     const auto& names = SchedulerPolicyNames();
     if (std::find(names.begin(), names.end(), *policy) == names.end()) {

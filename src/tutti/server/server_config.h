@@ -7,6 +7,11 @@
 //   adaptive_window_s: 2             # scarce or eager, from replays of this much of its
 //   adaptive_memory: 5               # arrivals, summed over this many epochs; ties broken at
 //   adaptive_stress: 1.25            # this many times the load (adaptive_scheduler.h)
+//   deferral: auto                   # `adaptive`: a batch waits for batch-mates only while it
+//                                    # pays: latency (a fixed pool: idle executors answer at
+//                                    # once) | consolidate (GPU time saved at gpu_ms_price);
+//                                    # auto: consolidate when `autoscale:` is set
+//   gpu_ms_price: 100                # ms of one request's latency worth a GPU-ms saved
 //   frontrun_slack_ms: 2             # timer margin for `deferred` (a floor: see delay_model)
 //   head_guard_share: 0.1            # `deferred`: a lone head ends this share of its objective
 //                                    # early (see SchedulerOptions)

@@ -147,7 +147,7 @@ executors:
       HttpTestClient(server->port()).Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
   ASSERT_EQ(r.status, 200) << r.body;
   const std::string metrics = HttpTestClient(server->port()).Request("GET", "/metrics").body;
-  EXPECT_THAT(metrics, HasSubstr(R"(tutti_scheduling_choice{sub_cluster="0",choice="deferred"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_scheduling_choice{sub_cluster="0",choice="prompt"} 1)"));
 }
 
 // Closed-loop autoscaling of the emulated executors: one of four serves at

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -77,6 +78,7 @@ struct Scenario {
   Duration duration = 3 * kSecond;
   DelayInjection inject;
   DelayModelOptions delays{.window = kSecond, .refresh = 100 * kMillisecond, .hold = 200 * kMillisecond};
+  std::string policy = "deferred";
   SchedulerOptions scheduler{.drop = DropPolicy::kEarly};
 };
 
@@ -113,6 +115,7 @@ Served Serve(const Scenario& s) {
     executors.push_back(std::make_unique<InjectingExecutor>(&base, &s.inject, g, std::move(emulated), &out.batches));
   }
   InferenceCore::Options options;
+  options.policy = s.policy;
   options.scheduler = s.scheduler;
   options.delays = s.delays;
   std::unique_ptr<InferenceCore> core =
@@ -142,6 +145,7 @@ SimResult Simulate(const Scenario& s) {
   SimConfig c;
   c.cluster = Spec(s);
   c.workload = Poisson(s.rate);
+  c.policy = s.policy;
   c.options = s.scheduler;
   c.duration = s.duration;
   c.inject = s.inject;

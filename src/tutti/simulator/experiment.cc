@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "tutti/config/adaptive_reader.h"
 #include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
@@ -165,7 +166,7 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
   TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
-  TUTTI_RETURN_IF_ERROR(ReadAdaptiveOptions(r, &c.options));
+  TUTTI_ASSIGN_OR_RETURN(std::optional<Deferral> deferral, ReadAdaptiveOptions(r, &c.options));
   TUTTI_ASSIGN_OR_RETURN(auto jitter, r.OptionalScalar<double>("jitter", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto epoch, r.OptionalScalar<double>("nexus_epoch_s", "a number"));
   c.seed = seed.value_or(1);
@@ -226,6 +227,10 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   if (YAML::Node autoscale = r.Get("autoscale"); autoscale.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.autoscale, ReadAutoscaleOptions(autoscale, "autoscale"));
   }
+  // A serve config's deferral stands unless this file autoscales or says otherwise.
+  if (deferral || cluster == nullptr || r.Get("autoscale").IsDefined()) {
+    c.options.deferral = deferral.value_or(DefaultDeferral(c.autoscale.has_value()));
+  }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(c.cluster));
   c.options.nexus_initial_rates = InitialModelRates(c.workload, static_cast<int>(c.cluster.models.size()));
@@ -253,10 +258,18 @@ absl::StatusOr<Experiment> LoadExperiment(const std::string& path, const SimConf
 
 SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry) {
   SimConfig c = base;
-  c.policy = entry;
-  if (absl::EndsWith(entry, "+early")) {
-    c.policy = entry.substr(0, entry.size() - 6);
-    c.options.drop = DropPolicy::kEarly;
+  const std::vector<std::string> parts = absl::StrSplit(entry, '+');
+  c.policy = parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i] == "early") {
+      c.options.drop = DropPolicy::kEarly;
+    } else if (parts[i] == "latency") {
+      c.options.deferral = Deferral::kLatency;
+    } else if (parts[i] == "consolidate") {
+      c.options.deferral = Deferral::kConsolidate;
+    } else {
+      c.policy = entry;  // unknown: CreateScheduler names it
+    }
   }
   return c;
 }
@@ -264,7 +277,7 @@ SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry) {
 std::vector<std::pair<std::string, SimConfig>> PolicyVariants(const Experiment& e,
                                                               const std::string& entry) {
   SimConfig c = ConfigForPolicy(e.config, entry);
-  const bool early = absl::EndsWith(entry, "+early");
+  const bool early = c.options.drop == DropPolicy::kEarly && absl::StrContains(entry, "+early");
   std::vector<std::pair<std::string, SimConfig>> out;
   if (c.policy == "timeout" && !e.timeout_delays.empty()) {
     for (Duration d : e.timeout_delays) {

@@ -5,8 +5,11 @@
 //   warmup_s: 1             # not measured
 //   gpus: 8
 //   policy: adaptive        # `tutti sim run`; `policies: [...]` for compare;
-//                           # a "+early" suffix (deferred+early) forces early drop
+//                           # suffixes: "+early" (deferred+early) forces early drop,
+//                           # "+latency" / "+consolidate" the deferral (adaptive+consolidate)
 //   drop: lazy              # lazy | early
+//   deferral: auto          # adaptive: latency | consolidate; auto: consolidate with autoscale:
+//   gpu_ms_price: 100       # adaptive: ms of latency a GPU-ms saved by waiting is worth
 //   jitter: 0.0             # relative execution-time jitter
 //   network_us: {ctrl: 0, data_per_request: 0, resp: 0}
 //   frontrun_slack_ms: 0    # `deferred`: dispatch this much before frontrun
@@ -72,8 +75,10 @@ absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const s
 // Reads and parses a file; errors are prefixed with its path.
 absl::StatusOr<Experiment> LoadExperiment(const std::string& path, const SimConfig* cluster = nullptr);
 
-// `base` for a policy entry: its name, and early drop for a "+early" suffix
-// ("deferred+early"), as `policies` and `--policy` take it.
+// `base` for a policy entry: its name, early drop for a "+early" suffix
+// ("deferred+early") and the deferral for "+latency" or "+consolidate", as
+// `policies` and `--policy` take it. An unknown suffix leaves the whole
+// entry as the policy name, which CreateScheduler refuses by name.
 SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry);
 
 // The configs a policy entry of `policies` stands for, with their labels:

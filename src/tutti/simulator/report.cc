@@ -1,5 +1,6 @@
 #include "tutti/simulator/report.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,8 +48,9 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
     split.push_back(absl::StrFormat("%s %.1f ms", m.name, ToMillis(m.slo)));
   }
   if (!split.empty()) out << "graph: the objective split as " << absl::StrJoin(split, ", ") << "\n";
-  out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%%, %d batch(es) waited for a busy GPU\n",
-                         r.gpus_used, r.gpu_busy.size(), 100 * r.MeanBusy(), r.delayed_starts);
+  out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%% (%.1f GPU-s running batches), %d batch(es) waited "
+                         "for a busy GPU\n",
+                         r.gpus_used, r.gpu_busy.size(), 100 * r.MeanBusy(), r.BusySeconds(), r.delayed_starts);
   if (r.scale_ups + r.scale_downs > 0 || r.peak_gpus_allocated > 0) {
     const double window_s = ToSeconds(r.window);
     out << absl::StrFormat(
@@ -74,15 +76,21 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
 }
 
 void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
-  out << absl::StrFormat("%-20s %12s %8s %9s %7s %5s %6s\n", "policy", "goodput/s", "bad", "p99 ms",
-                         "batch", "GPUs", "busy");
+  const bool autoscaled = std::any_of(runs.begin(), runs.end(), [](const PolicyRun& p) {
+    return p.result.peak_gpus_allocated > 0;
+  });
+  out << absl::StrFormat("%-20s %12s %8s %9s %9s %7s %5s %6s %9s%s\n", "policy", "goodput/s", "bad", "p50 ms",
+                         "p99 ms", "batch", "GPUs", "busy", "GPU-s", autoscaled ? absl::StrFormat(" %9s", "GPU-s up") : "");
   for (const PolicyRun& p : runs) {
     const ModelMetrics& t = p.result.total;
     // Busy: of the GPUs used (consolidation packs the load onto fewer, busier GPUs).
+    // GPU-s: running batches; GPU-s up: allocated by the autoscaler.
     const double busy = p.result.MeanBusy() * static_cast<double>(p.result.gpu_busy.size());
-    out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %7.2f %5d %5.1f%%\n", p.label, p.goodput,
-                           100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(),
-                           p.result.gpus_used, 100 * busy / std::max(1, p.result.gpus_used));
+    out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %9s %7.2f %5d %5.1f%% %9.2f%s\n", p.label, p.goodput,
+                           100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.5)),
+                           FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(), p.result.gpus_used,
+                           100 * busy / std::max(1, p.result.gpus_used), p.result.BusySeconds(),
+                           autoscaled ? absl::StrFormat(" %9.2f", p.result.gpu_seconds_allocated) : "");
   }
   if (runs.size() < 2) return;
   out << "\ngoodput ratios (row / column):\n" << absl::StrFormat("%-20s", "");

@@ -313,6 +313,12 @@ double SimResult::MeanBusy() const {
   return gpu_busy.empty() ? 0 : busy / gpu_busy.size();
 }
 
+double SimResult::BusySeconds() const {
+  Duration busy = 0;
+  for (Duration d : gpu_busy) busy += d;
+  return ToSeconds(busy);
+}
+
 double SimResult::IdleFraction() const { return gpu_busy.empty() ? 0 : 1 - MeanBusy(); }
 
 absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {

@@ -151,6 +151,7 @@ struct SimResult {
   double Throughput() const;   // completed (good + late) / window
   double BusyFraction(GpuId gpu) const;
   double MeanBusy() const;      // BusyFraction over every GPU, mean
+  double BusySeconds() const;   // GPU-seconds spent running batches, inside the window
   double IdleFraction() const;  // 1 − MeanBusy()
 };
 
