@@ -78,25 +78,32 @@ for zoo in a100 1080ti; do
     "$(cell "$csv" mixed 64 "{arrival: gamma, gamma_shape: 0.25, rate: 6400}")"
 done
 
-# Consolidation: at half of eager's goodput (mixed zoo, 64 GPUs), the GPUs
-# each policy runs batches on and how busy those are. Deferral keeps the
-# highest-numbered GPUs idle (releasable); eager spreads the load thin.
+# Latency and GPU time below capacity: at 10% and 50% of eager's goodput
+# (mixed zoos, 64 GPUs), each policy's p50 and p99, and the GPU-seconds its
+# batches ran — eager, deferred, and the default (adaptive) in a fixed pool
+# (latency: idle GPUs answer at once) and consolidating (as when
+# autoscaling: GPU time saved). Also the GPUs that ran batches and how
+# busy those were: deferral keeps the highest-numbered idle (releasable).
 for zoo in a100 1080ti; do
   [[ -f $work/half_$zoo ]] || continue
-  rate=$(cat "$work/half_$zoo")
-  printf "\n%s, mixed, 64 GPUs, Poisson at %s r/s (half of eager's goodput):\n" "$zoo" "$rate"
-  cat > "$work/x.yaml" <<EOF
+  for share in 0.2 1; do  # of half of eager's goodput: 10% and 50%
+    rate=$(awk -v h="$(cat "$work/half_$zoo")" -v s="$share" 'BEGIN {printf "%.0f", h * s}')
+    printf "\n%s, mixed, 64 GPUs, Poisson at %s r/s (%s%% of eager's goodput):\n" "$zoo" "$rate" \
+      "$(awk -v s="$share" 'BEGIN {print 50 * s}')"
+    cat > "$work/x.yaml" <<EOF
 seed: 1
 duration_s: $DURATION_S
 warmup_s: 1
 gpus: 64
-policies: [deferred+early, adaptive+early, eager, timeout, nexus]
-timeout_delays_ms: [1]
+policies: [eager, deferred+early, adaptive+early, adaptive+early+consolidate]
 models:
   - {zoo: $PWD/data/profiles/symphony_zoo_$zoo.csv}
 workload: {arrival: poisson, rate: $rate}
 EOF
-  build/bin/tutti sim compare "$work/x.yaml" 2> /dev/null |
-    awk '$1 == "policy" {printf "  %-16s %9s %6s %6s\n", "policy", "bad", "GPUs", "busy"} 
-         $1 ~ /^(deferred|adaptive|eager|timeout|nexus)/ && NF == 7 {printf "  %-16s %9s %6s %6s\n", $1, $3, $6, $7}'
+    build/bin/tutti sim compare "$work/x.yaml" 2> /dev/null |
+      awk '$1 == "policy" {printf "  %-28s %8s %8s %8s %9s %5s %6s\n", "policy", "bad", "p50 ms", "p99 ms", "GPU-s", "GPUs", "busy"}
+           $1 ~ /^(deferred|adaptive|eager)/ && NF == 9 {
+             name = $1; sub(/\+consolidate$/, " (consolidate)", name); sub(/^adaptive\+early$/, "adaptive+early (latency)", name)
+             printf "  %-28s %8s %8s %8s %9s %5s %6s\n", name, $3, $4, $5, $9, $7, $8}'
+  done
 done

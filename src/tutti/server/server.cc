@@ -83,7 +83,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   };
   TUTTI_ASSIGN_OR_RETURN(server->listeners_,
                          FrontendServer::Start(engine, std::move(layout.served), frontend, server->loop_.get()));
-  d = absl::StrCat("policy ", config.policy, ", ", server->core_->spec().num_gpus(), " executors\n", d);
+  const std::string deferral =
+      config.policy != "adaptive" ? ""
+      : config.scheduler.deferral == Deferral::kLatency
+          ? " (a fixed pool: idle executors answer at once)"
+          : absl::StrFormat(" (consolidating: a batch waits while the GPU time saved pays, at %g ms per GPU-ms)",
+                            config.scheduler.gpu_ms_price);
+  d = absl::StrCat("policy ", config.policy, deferral, ", ", server->core_->spec().num_gpus(), " executors\n", d);
   return server;
 }
 

@@ -79,14 +79,14 @@ void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
   const bool autoscaled = std::any_of(runs.begin(), runs.end(), [](const PolicyRun& p) {
     return p.result.peak_gpus_allocated > 0;
   });
-  out << absl::StrFormat("%-20s %12s %8s %9s %9s %7s %5s %6s %9s%s\n", "policy", "goodput/s", "bad", "p50 ms",
+  out << absl::StrFormat("%-28s %12s %8s %9s %9s %7s %5s %6s %9s%s\n", "policy", "goodput/s", "bad", "p50 ms",
                          "p99 ms", "batch", "GPUs", "busy", "GPU-s", autoscaled ? absl::StrFormat(" %9s", "GPU-s up") : "");
   for (const PolicyRun& p : runs) {
     const ModelMetrics& t = p.result.total;
     // Busy: of the GPUs used (consolidation packs the load onto fewer, busier GPUs).
     // GPU-s: running batches; GPU-s up: allocated by the autoscaler.
     const double busy = p.result.MeanBusy() * static_cast<double>(p.result.gpu_busy.size());
-    out << absl::StrFormat("%-20s %12.1f %7.2f%% %9s %9s %7.2f %5d %5.1f%% %9.2f%s\n", p.label, p.goodput,
+    out << absl::StrFormat("%-28s %12.1f %7.2f%% %9s %9s %7.2f %5d %5.1f%% %9.2f%s\n", p.label, p.goodput,
                            100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.5)),
                            FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(), p.result.gpus_used,
                            100 * busy / std::max(1, p.result.gpus_used), p.result.BusySeconds(),

@@ -78,6 +78,9 @@ async function consoleCheck(browser) {
   check(offered > 0, `the live offered rate is non-zero (${offered} r/s)`);
   const goodput = Number((await page.$eval("#goodput-total", (e) => e.textContent)).replace(/,/g, ""));
   check(goodput > 0, `the live goodput is non-zero (${goodput} r/s)`);
+  // (A zero-cost model's batches take no time: 0 is a reading too.)
+  const gpuSeconds = Number(await page.$eval("#gpu-seconds", (e) => e.textContent));
+  check(gpuSeconds >= 0, `the GPU time batches took is shown (${gpuSeconds} GPU-s per s)`);
   const charts = await drawnCharts(page);
   check(charts >= 4, `${charts} charts are drawn`);
   check(await drawn(page, "#timeline") === 1, "the executors' batch timeline is drawn");

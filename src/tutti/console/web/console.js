@@ -10,13 +10,16 @@
 
   const sum = (xs) => xs.reduce((a, b) => a + (b || 0), 0);
   const total = (s, key) => sum(s.models.map((m) => m[key]));
+  // GPU-seconds the executors spent running batches in the sample's second.
+  const busySeconds = (s) => sum(s.executors.map((e) => e.busy));
 
   function build(s) {
     const maxModels = 12;
     const cluster = TT.section(main, "Cluster", "cluster");
     const cards = TT.cards(cluster, [
       ["executors in use", "–", "in-use"], ["offered r/s", "–", "offered-total"], ["goodput r/s", "–", "goodput-total"],
-      ["bad rate", "–", "bad-rate"], ["idle fraction", "–", "idle"], ["autoscaling advice (GPUs)", "–", "advice"],
+      ["bad rate", "–", "bad-rate"], ["idle fraction", "–", "idle"], ["GPU-s per s", "–", "gpu-seconds"],
+      ["autoscaling advice (GPUs)", "–", "advice"],
     ]);
     const process = TT.el("div", {class: "note", id: "process"});
     cluster.appendChild(process);
@@ -31,11 +34,13 @@
       {label: "late", color: "#dc2626"}, {label: "dropped", color: "#ea580c"},
       {label: "rejected", color: "#9333ea"}, {label: "error", color: "#4b5563"}]);
     const shown = s.models.slice(0, maxModels);
-    const latency = TT.lineChart(charts, "p99 latency (ms; dashed: objective)", "ms", [
+    const latency = TT.lineChart(charts, "p50 and p99 latency (ms; thin: p50, dashed: objective)", "ms", [
       ...shown.map((m, i) => ({label: `${m.name} p99`, color: TT.color(i)})),
+      ...shown.map((m, i) => ({label: `${m.name} p50`, color: TT.color(i), width: 1})),
       ...shown.map((m, i) => ({label: `${m.name} objective`, color: TT.color(i), dash: [4, 4], width: 1}))]);
-    const gpus = TT.lineChart(charts, "Executors", "executors", [
-      {label: "in use"}, {label: "advice: add", color: "#dc2626"}, {label: "advice: remove", color: "#16a34a"}]);
+    const gpus = TT.lineChart(charts, "Executors (GPU-s per s: the time they ran batches)", "executors", [
+      {label: "in use"}, {label: "GPU-s per s", color: "#7c3aed"}, {label: "advice: add", color: "#dc2626"},
+      {label: "advice: remove", color: "#16a34a"}]);
     const models = TT.section(main, "Models (last second)", "models-section");
     const executors = TT.section(main, "Executors (last second)", "executors-section");
     const canvas = TT.el("canvas", {class: "timeline", id: "timeline"});
@@ -66,6 +71,7 @@
     document.getElementById("goodput-total").textContent = TT.fmt(total(s, "goodput_rps"));
     document.getElementById("bad-rate").textContent = `${TT.fmt(100 * c.bad_rate, 2)}%`;
     document.getElementById("idle").textContent = TT.fmt(c.idle_fraction, 2);
+    document.getElementById("gpu-seconds").textContent = TT.fmt(busySeconds(s), 2);
     document.getElementById("advice").textContent = c.advice ? `+${c.advice.add} / −${c.advice.remove}` : "–";
     ui.process.textContent = c.process ? Object.entries(c.process).map(([k, v]) =>
         Array.isArray(v) ? `${k}: ${v.length}` : `${k}: ${v}`).join(" · ") : "";
@@ -88,8 +94,10 @@
                       series((x) => total(x, "late_rps") + total(x, "dropped_rps") + total(x, "error_rps"))]);
     ui.causes.setData([t, ...["late_rps", "dropped_rps", "rejected_rps", "error_rps"].map((k) => series((x) => total(x, k)))]);
     ui.latency.setData([t, ...ui.shown.map((_, i) => series((x) => x.models[i].p99_ms)),
+                        ...ui.shown.map((_, i) => series((x) => x.models[i].p50_ms)),
                         ...ui.shown.map((_, i) => series((x) => x.models[i].objective_ms))]);
-    ui.gpus.setData([t, series((x) => x.cluster.in_use), series((x) => x.cluster.advice ? x.cluster.advice.add : null),
+    ui.gpus.setData([t, series((x) => x.cluster.in_use), series(busySeconds),
+                     series((x) => x.cluster.advice ? x.cluster.advice.add : null),
                      series((x) => x.cluster.advice ? x.cluster.advice.remove : null)]);
 
     replace(ui.models, TT.table(document.createElement("div"),
