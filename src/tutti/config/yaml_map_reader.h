@@ -6,6 +6,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
@@ -41,7 +43,18 @@ class MapReader {
   // The node at `key`, or an undefined node when absent.
   YAML::Node Get(absl::string_view key) {
     read_.insert(std::string(key));
-    return node_[std::string(key)];
+    YAML::Node n = node_[std::string(key)];
+    if (FieldLog* log = CurrentFieldLog()) log->push_back({FieldPath(key), n.IsDefined()});
+    return n;
+  }
+
+  // Every field the readers on this thread ask for while a log is set, and
+  // whether the document had it: how the documentation tests find keys
+  // that a reference leaves out.
+  using FieldLog = std::vector<std::pair<std::string, bool>>;
+  static FieldLog*& CurrentFieldLog() {
+    thread_local FieldLog* log = nullptr;
+    return log;
   }
 
   absl::StatusOr<YAML::Node> Require(absl::string_view key) {

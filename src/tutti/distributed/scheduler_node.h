@@ -29,7 +29,7 @@
 // says in its hello that it serves as a primary (a new leader's first
 // hellos) takes its group's free slot before the others.
 //
-// Autoscaling (Options::autoscale; Symphony §3.5 acted on, issue 19): the
+// Autoscaling (Options::autoscale; Symphony §3.5 acted on): the
 // leader runs an Autoscaler (autoscale/autoscaler.h) over the slots, fed by
 // what its batches did (answered by their deadlines or not, GPU time). A
 // slot it no longer wants takes no new batches; once the batches it holds

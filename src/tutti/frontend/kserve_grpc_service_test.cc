@@ -279,7 +279,7 @@ TEST_F(KserveGrpcServiceTest, AfterShutdownBeginsInferIsUnavailableSoClientsRetr
   EXPECT_THAT(s.error_message(), HasSubstr("shutting down"));
 }
 
-// Hostile input (issue 15): each a regression test.
+// Hostile input: each a regression test.
 
 TEST_F(KserveGrpcServiceTest, BytesThatAreNotAModelInferRequestAreInvalidArgument) {
   grpc::GenericStub generic(

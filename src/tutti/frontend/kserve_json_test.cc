@@ -234,7 +234,7 @@ TEST(KserveJsonTest, ResponseAndMetadataAreValidJson) {
   EXPECT_STREQ(d["name"].GetString(), "tutti");
 }
 
-// Hostile input (issue 15): each a regression test.
+// Hostile input: each a regression test.
 
 TEST(KserveJsonErrorTest, DeeplyNestedJsonIsRefusedNotRecursedInto) {
   const std::string deep = std::string(200000, '[') + std::string(200000, ']');

@@ -9,23 +9,20 @@
 
 namespace tutti {
 
-const std::vector<AdaptiveChoice>& AdaptiveChoices(Deferral deferral) {
-  auto make = [](bool scarce_prompt) {
-    return new std::vector<AdaptiveChoice>{
-        {"prompt", {BatchPolicyKind::kDeferred, /*scarce_take=*/false, /*drop_strong=*/true, /*drop_weak=*/true,
-                    /*prompt=*/true}},
-        {"scarce", {BatchPolicyKind::kDeferred, true, true, false, scarce_prompt}},
-        {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
-        {"eager", {BatchPolicyKind::kEager, false, false, false}},
-    };
+const std::vector<AdaptiveChoice>& AdaptiveChoices() {
+  using Hold = RankPolicy::Hold;
+  static const std::vector<AdaptiveChoice>* choices = new std::vector<AdaptiveChoice>{
+      {"prompt", {BatchPolicyKind::kDeferred, /*scarce_take=*/false, /*drop_strong=*/true, /*drop_weak=*/true,
+                  Hold::kWhileItPays}},
+      {"scarce", {BatchPolicyKind::kDeferred, true, true, false, Hold::kWhileBatchMatesCome}},
+      {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
+      {"eager", {BatchPolicyKind::kEager, false, false, false}},
   };
-  static const std::vector<AdaptiveChoice>* latency = make(false);
-  static const std::vector<AdaptiveChoice>* consolidate = make(true);
-  return deferral == Deferral::kConsolidate ? *consolidate : *latency;
+  return *choices;
 }
 
-const AdaptiveChoice* FindAdaptiveChoice(std::string_view name, Deferral deferral) {
-  for (const AdaptiveChoice& c : AdaptiveChoices(deferral)) {
+const AdaptiveChoice* FindAdaptiveChoice(std::string_view name) {
+  for (const AdaptiveChoice& c : AdaptiveChoices()) {
     if (c.name == name) return &c;
   }
   return nullptr;
@@ -120,7 +117,7 @@ AdaptiveScheduler::AdaptiveScheduler(const ClusterSpec& spec, const SchedulerOpt
     : spec_(std::make_shared<const ClusterSpec>(spec)),
       options_(options),
       clock_(clock),
-      inner_(spec, options, clock, listener, AdaptiveChoices(options.deferral)[0].policy),
+      inner_(spec, options, clock, listener, AdaptiveChoices()[0].policy),
       ranks_(inner_.num_ranks()) {
   for (RankLog& r : ranks_) r.next_choice = clock_->Now() + options_.adaptive_epoch;
 }
@@ -158,7 +155,7 @@ void AdaptiveScheduler::Choose(int r) {
     std::vector<ReplayScore> scores;
     const std::vector<Request> stressed =
         arrivals.empty() || options.adaptive_stress <= 1 ? std::vector<Request>() : Compress(arrivals, options.adaptive_stress);
-    for (const AdaptiveChoice& c : AdaptiveChoices(options.deferral)) {
+    for (const AdaptiveChoice& c : AdaptiveChoices()) {
       ReplayScore score = Score(Replay(*spec, options, plan, down, c.policy, arrivals));
       if (!stressed.empty()) {
         const ReplayScore s = Score(Replay(*spec, options, plan, down, c.policy, stressed));
@@ -180,7 +177,7 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
   RankLog& log = ranks_[r];
   log.scores.push_back(std::move(scores));
   if (static_cast<int>(log.scores.size()) > options_.adaptive_memory) log.scores.pop_front();
-  std::vector<ReplayScore> sum(AdaptiveChoices(options_.deferral).size());
+  std::vector<ReplayScore> sum(AdaptiveChoices().size());
   for (const std::vector<ReplayScore>& epoch : log.scores) {
     for (size_t c = 0; c < sum.size(); ++c) {
       sum[c].excess += epoch[c].excess;
@@ -195,7 +192,7 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
   if (choice == log.choice) return;
   log.choice = choice;
   ++switches_;
-  inner_.SetRankPolicy(r, AdaptiveChoices(options_.deferral)[choice].policy);
+  inner_.SetRankPolicy(r, AdaptiveChoices()[choice].policy);
 }
 
 std::vector<std::string> AdaptiveScheduler::Choices() const {

@@ -6,8 +6,8 @@
 //                pays"; the way it starts)
 //   scarce       deferred, but free GPUs take waiting candidates while models
 //                with queued work outnumber them; early drop only where
-//                batching pays (with GPUs to spare: plain deferral, which
-//                holds every batch to its frontrun)
+//                batching pays (with GPUs to spare: plain deferral, holding
+//                a batch while any batch-mate is expected)
 //   eager+early  the largest feasible batch as soon as a GPU is free; early
 //                drop only where batching pays (without it, eager on strong
 //                batching models can collapse past its capacity into small
@@ -37,8 +37,8 @@
 // quiet windows by headroom: with bursty arrivals, a quiet second in which
 // every way served all says nothing of the next burst. Where even that
 // ties, in a fixed pool, the sooner answers win. Closed-loop clients do not
-// mislead the replays: the prompt way does not throttle them, so the
-// arrivals replayed are the ones they send when answered at once. Switching
+// mislead the replays: no way holds them for batch-mates, so the arrivals
+// replayed are the ones they send when answered at once. Switching
 // recomputes the sub-cluster's candidates at once; queued requests keep
 // their places.
 //
@@ -67,17 +67,16 @@
 namespace tutti {
 
 // The ways AdaptiveScheduler chooses between, in its order of preference.
-// Consolidating, `scarce` holds only while it pays too: GPU time ranks
-// before latency there, and a way that holds closed-loop clients' requests
-// for batch-mates would seem to save GPU time in replays that cannot see
-// it throttling them.
+// Both deferred ways hold by the arrival outlook: a way that held
+// closed-loop clients for batch-mates would throttle them, and the replays,
+// which replay their arrivals as they came, could not see it.
 struct AdaptiveChoice {
   std::string_view name;
   RankPolicy policy;
 };
-const std::vector<AdaptiveChoice>& AdaptiveChoices(Deferral deferral = Deferral::kLatency);
+const std::vector<AdaptiveChoice>& AdaptiveChoices();
 // The choice called `name`, or null.
-const AdaptiveChoice* FindAdaptiveChoice(std::string_view name, Deferral deferral = Deferral::kLatency);
+const AdaptiveChoice* FindAdaptiveChoice(std::string_view name);
 
 // Requests of each model of a spec, answered by their deadline or not
 // (late or dropped).

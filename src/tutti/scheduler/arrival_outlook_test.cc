@@ -42,7 +42,7 @@ TEST(ArrivalOutlookTest, AnOpenLoopStreamIsSeenAtItsRateWhateverIsOutstanding) {
 
 // N clients that each send their next request when answered never send
 // while all N wait: once the outlook has watched them all waiting for as
-// long as the wait in question (90 ms here: 300 rounds), it expects nothing
+// long as the wait in question (90 ms here: 300 of them), it expects nothing
 // then, and something while fewer wait.
 TEST(ArrivalOutlookTest, ClosedLoopClientsAreExpectedToSendNothingWhileAllOfThemWait) {
   constexpr int kClients = 4;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -32,7 +33,7 @@ CandidateScheduler::CandidateScheduler(const ClusterSpec& spec, const SchedulerO
     }
   }
   for (int r = 0; r < static_cast<int>(ranks_.size()); ++r) CountGpus(r);
-  if (policy.prompt) TrackArrivals();
+  if (policy.hold != RankPolicy::Hold::kToFrontrun) TrackArrivals();
 }
 
 void CandidateScheduler::TrackArrivals() {
@@ -83,7 +84,7 @@ void CandidateScheduler::SetRankPolicy(int rank, const RankPolicy& policy) {
   RankState& r = ranks_[rank];
   if (r.policy == policy) return;
   r.policy = policy;
-  if (policy.prompt) TrackArrivals();
+  if (policy.hold != RankPolicy::Hold::kToFrontrun) TrackArrivals();
   if (policy.scarce_take) ArmDeferred(rank);  // scarce takes need every release
   for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
     if (models_[m].rank == rank && !models_[m].queue.empty()) Refresh(m);
@@ -124,7 +125,7 @@ void CandidateScheduler::Refresh(ModelId m) {
   if (s.candidate.size == 0) return;
   if (s.candidate.dispatch_at > now) {
     RankState& rank = ranks_[s.rank];
-    if (rank.policy.prompt) {
+    if (rank.policy.hold != RankPolicy::Hold::kToFrontrun) {
       CatchUpDeferred(s.rank, now);
       if (rank.available.empty()) {
         ArmDeferred(s.rank);  // a GPU coming free may take it before its time
@@ -155,6 +156,10 @@ bool CandidateScheduler::Holds(ModelId m, GpuId g, Time now) {
   const ComputePlan& compute = worst_[m];
   auto occupancy = [&](int b) { return compute.Occupancy(spec.profile, b); };
   hold.extra_batch = occupancy(c.size) + occupancy(more) - occupancy(c.size + more);
+  if (ranks_[s.rank].policy.hold == RankPolicy::Hold::kWhileBatchMatesCome) {
+    hold.price = std::numeric_limits<double>::infinity();  // any batch-mate is worth the wait
+    return HoldPays(hold);
+  }
   hold.price = options_.gpu_ms_price;
   if (options_.deferral == Deferral::kLatency && Load(s.rank, now) < kFreeBelowLoad) {
     const Time done = std::max(now + plan_.network.Dispatch(c.size), gpus_[g].free_at) + occupancy(c.size);
@@ -280,7 +285,7 @@ void CandidateScheduler::Release(GpuId g) {
   if (rank.policy.scarce_take) {
     if (const ModelId m = ScarceTake(gpus_[g].rank, g, now); m >= 0) return Grant(m, g);
   }
-  if (rank.policy.prompt) {
+  if (rank.policy.hold != RankPolicy::Hold::kToFrontrun) {
     if (const ModelId m = PromptTake(gpus_[g].rank, g, now); m >= 0) return Grant(m, g);
   }
   rank.available.insert(g);

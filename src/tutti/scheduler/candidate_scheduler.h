@@ -37,15 +37,18 @@
 // others separately; where it does not, requests drop lazily — early drop
 // costs weak-batching models about 5% of goodput (bench/policy_suite.sh).
 //
-// Waiting only while it pays (RankPolicy::prompt). Deferral holds a batch
+// Waiting only while it pays (RankPolicy::hold). Deferral holds a batch
 // for batch-mates, which is worth it only if they come and the GPU time
-// they save matters. So a deferred candidate goes at once to a free GPU
-// (its own refresh finding one, or a GPU's release finding no sendable
-// candidate) unless holding pays (batch_policy.h's HoldPays): the arrivals
-// its model's ArrivalOutlook expects before its dispatch time, given the
-// requests outstanding now — none for closed-loop clients that all wait —
-// save more GPU time, at SchedulerOptions::gpu_ms_price, than its requests
-// lose by waiting. With Deferral::kLatency (a fixed pool) the GPU's time
+// they save matters. With Hold::kWhileItPays a deferred candidate goes at
+// once to a free GPU (its own refresh finding one, or a GPU's release
+// finding no sendable candidate) unless holding pays (batch_policy.h's
+// HoldPays): the arrivals its model's ArrivalOutlook expects before its
+// dispatch time, given the requests outstanding now — none for closed-loop
+// clients that all wait — save more GPU time, at
+// SchedulerOptions::gpu_ms_price, than its requests lose by waiting;
+// Hold::kWhileBatchMatesCome holds whenever any arrival is expected (plain
+// deferral, except that closed-loop clients are not held). With
+// Deferral::kLatency (a fixed pool) the GPU's time
 // is free when the batch would be done before the held one was to start;
 // with kConsolidate (autoscaling) GPU time always has its price. Near a
 // fixed pool's capacity an idle GPU is not idle for long, so its time is
@@ -84,7 +87,13 @@ struct RankPolicy {
   bool scarce_take = false;  // free GPUs take waiting candidates while scarce
   bool drop_strong = true;   // the options' drop applies to strong-batching models
   bool drop_weak = true;     // … and to the others (else: lazy drop)
-  bool prompt = false;       // deferred: hold only while it pays (see above)
+  // Deferred: how long a batch is held for batch-mates (see above).
+  enum class Hold {
+    kToFrontrun,           // Symphony: to the frontrun, always
+    kWhileBatchMatesCome,  // while any arrival is expected before then
+    kWhileItPays,          // while the arrivals expected are worth the wait
+  };
+  Hold hold = Hold::kToFrontrun;
   bool operator==(const RankPolicy&) const = default;
 };
 
@@ -124,11 +133,11 @@ class CandidateScheduler final : public Scheduler {
     RequestQueue queue;
     Candidate candidate;
     TimerId timer = kNoTimer;
-    // In its rank's ready set (sendable), or its waiting set (prompt
+    // In its rank's ready set (sendable), or its waiting set (a hold
     // ranks: deferred, its timer set), under `key`.
     enum class Filed { kNone, kReady, kWaiting } filed = Filed::kNone;
     ReadyKey key;
-    std::optional<ArrivalOutlook> outlook;  // kept while a rank policy may be prompt
+    std::optional<ArrivalOutlook> outlook;  // kept once a rank's policy holds by it
   };
   struct GpuState {
     int rank = 0;
@@ -143,7 +152,7 @@ class CandidateScheduler final : public Scheduler {
     RankPolicy policy;
     std::set<GpuId> available;  // GPU timer fired, not granted yet
     std::set<ReadyKey> ready;   // sendable candidates by priority
-    std::set<ReadyKey> waiting;  // prompt: deferred candidates by latest dispatch
+    std::set<ReadyKey> waiting;  // a hold other than kToFrontrun: deferred candidates by latest dispatch
     std::vector<GpuId> deferred;  // released at free_at − d_ctrl without a timer (see above)
     int up = 0;  // GPUs up (CountGpus)
     // The GPU time its arrivals and batches ask for (Load), decaying with
@@ -159,10 +168,10 @@ class CandidateScheduler final : public Scheduler {
   // RankThread side.
   void MakeReady(ModelId m);
   void Unready(ModelId m);  // out of the ready or the waiting set
-  // Prompt ranks: whether m's deferred candidate should wait for its
-  // dispatch time rather than go to free GPU g now (see above).
+  // Ranks that hold by the outlook: whether m's deferred candidate should
+  // wait for its dispatch time rather than go to free GPU g now (above).
   bool Holds(ModelId m, GpuId g, Time now);
-  // Prompt ranks: the first waiting candidate (most urgent first) that
+  // The same ranks: the first waiting candidate (most urgent first) that
   // should not wait, given free GPU g; -1 if none.
   ModelId PromptTake(int rank, GpuId g, Time now);
   // Starts an ArrivalOutlook for every model that has none.

@@ -29,11 +29,15 @@ struct Recorder : SchedulerListener {
 };
 
 // A policy by name, or "scarce": deferred with scarce takes and early drop
-// only where batching pays (one of the `adaptive` policy's choices).
+// only where batching pays (one of the `adaptive` policy's choices), here
+// holding batches to their frontrun as plain deferral does, so that the
+// scarce takes are all that differs.
 std::unique_ptr<Scheduler> Make(const std::string& policy, const ClusterSpec& spec, const SchedulerOptions& options,
                                 Clock* clock, SchedulerListener* listener) {
   if (policy == "scarce") {
-    return std::make_unique<CandidateScheduler>(spec, options, clock, listener, FindAdaptiveChoice("scarce")->policy);
+    RankPolicy scarce = FindAdaptiveChoice("scarce")->policy;
+    scarce.hold = RankPolicy::Hold::kToFrontrun;
+    return std::make_unique<CandidateScheduler>(spec, options, clock, listener, scarce);
   }
   return *CreateScheduler(policy, spec, options, clock, listener);
 }

@@ -125,8 +125,8 @@ void NexusScheduler::Route(const Request& r) {
 // at most the session's planned batch b_k. A request then waits at most one
 // duty cycle (Σ ℓ(b_i), which the plan fits in its SLO) plus its batch —
 // and less when the other sessions have less to do: the GPU never idles
-// while one of its sessions has work (an earlier version waited for each
-// session's time slot, which left GPUs idle, issue 19). With nothing
+// while one of its sessions has work (waiting for each session's time slot
+// would leave GPUs idle). With nothing
 // queued it sleeps until a request comes (Route kicks it).
 void NexusScheduler::Kick(GpuId g) {
   Gpu& gpu = gpus_[g];

@@ -1,5 +1,5 @@
 // ShardedScheduler: one scheduling policy on several cores (Symphony §4.3,
-// Figure 13 left; issue 19 item 3).
+// Figure 13 left).
 //
 // Symphony splits its scheduler into ModelThreads (a model's queue and
 // candidate) and a RankThread (matchmaking candidates with GPUs). Its
