@@ -3,7 +3,7 @@
 # way most services call a model, and perf_analyzer's concurrency mode),
 # against `tutti serve --repo demo_repository`. The question: does a server
 # that can defer batches ever hold these clients for batch-mates that are
-# not coming? Three servers take turns each round:
+# not coming? Three servers take turns in each run:
 #   default      the default config (policy adaptive, deferral latency: a fixed pool)
 #   autoscaling  the same models with `autoscale:` on (deferral consolidate;
 #                bench/serve_demo_autoscale.yaml)
@@ -141,6 +141,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page closed_loop "Closed-loop clients are never held for batch-mates" \
     "Does the default scheduler hold closed-loop clients (perf_analyzer's concurrency mode, a service calling a model) for batch-mates that cannot come, where an idle server should answer at once?" \
     "bench/closed_loop.sh $ROUNDS $DURATION --write-docs" \
-    "Three servers over demo_repository take turns each round: the default config (a fixed pool), the same with autoscaling on (bench/serve_demo_autoscale.yaml), and --policy eager. Each serves tutti load --concurrency N (and perf_analyzer, when built) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 25%, 2 s windows) unpinned. Medians of $ROUNDS rounds, the worst round in brackets; ÷ eager is taken round by round. p50 ms is the client's; (server) is the server's own p50, receipt to answer." \
+    "Three servers over demo_repository take turns in each run: the default config (a fixed pool), the same with autoscaling on (bench/serve_demo_autoscale.yaml), and --policy eager. Each serves tutti load --concurrency N (and perf_analyzer, when built) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 25%, 2 s windows) unpinned. Medians of $ROUNDS runs, the worst run in brackets; ÷ eager is taken run by run (the three servers take turns within a run). p50 ms is the client's; (server) is the server's own p50, receipt to answer." \
     "$table"
 fi

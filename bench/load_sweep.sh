@@ -137,7 +137,7 @@ real_table > "$OUT/real.md"
   cat "$OUT/sim_autoscale.md"
   if [ -s "$OUT/real.md" ]; then
     echo
-    echo "**The real clock, a fixed pool of 8 emulated A100s** (medians of $ROUNDS rounds of $DURATION s, worst in brackets; p50 ÷ eager's round by round):"
+    echo "**The real clock, a fixed pool of 8 emulated A100s** (medians of $ROUNDS runs of $DURATION s per point, worst in brackets; p50 ÷ eager's run by run):"
     echo
     cat "$OUT/real.md"
   fi
@@ -148,6 +148,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page load_sweep "Latency and GPU time against load" \
     "Does the default scheduler answer about as fast as eager when the pool has room, keep deferral's goodput at the knee, and, when autoscaling, keep deferral's GPU-seconds?" \
     "bench/load_sweep.sh $ROUNDS $DURATION --write-docs" \
-    "Emulated ResNet50 on 8 A100s, objective 20 ms, Poisson arrivals at shares of deferred's simulated goodput and at each policy's own knee (goodput search). The simulator's runs are deterministic (30 s, 5 s warm-up). On the real clock the three policies take turns each round, each on a fresh \`tutti serve\` pinned to CPU 0 with \`tutti load\` on CPU 1; the 2-core machine's CPU, not the emulated GPUs, limits the real clock near the knee." \
+    "Emulated ResNet50 on 8 A100s, objective 20 ms, Poisson arrivals at shares of deferred's simulated goodput and at each policy's own knee (goodput search). The simulator's runs are deterministic (30 s, 5 s warm-up). On the real clock the three policies take turns within each run, each on a fresh \`tutti serve\` pinned to CPU 0 with \`tutti load\` on CPU 1; the 2-core machine's CPU, not the emulated GPUs, limits the real clock near the knee." \
     "$OUT/table.md"
 fi

@@ -30,7 +30,7 @@ write_results_page() {
   local name=$1 title=$2 question=$3 command=$4 method=$5 table=$6
   local page=docs/benchmarks/$name.md commit
   commit=$(git rev-parse --short HEAD 2> /dev/null || echo unknown)
-  git diff --quiet HEAD 2> /dev/null || commit="$commit (with uncommitted changes)"
+  git diff --quiet HEAD -- src bench scripts CMakeLists.txt 2> /dev/null || commit="$commit (with uncommitted changes to the code)"
   mkdir -p docs/benchmarks
   {
     echo "# $title"
