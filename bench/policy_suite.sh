@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Scheduling policies across workloads, in the simulator (the same scheduler
-# objects as the server): the goodput (p99 within every model's SLO) of
-# deferred with early drop (Symphony), of adaptive (Tutti's default: each
-# sub-cluster runs the way that would have served its recent arrivals best,
-# scheduler/adaptive_scheduler.h), of eager, of timeout (Triton's
-# dynamic batcher, the best of 1, 2 and 5 ms) and of nexus, and their ratios
-# to eager, plus adaptive's ratio to the better of deferred and eager (issue
-# 19's bar: 0.99), on
+# objects as the server): the goodput (p99 within every model's objective)
+# of deferred with early drop (Symphony), of adaptive (the default),
+# of eager, of timeout (Triton's dynamic batcher, the best of 1, 2 and 5
+# ms) and of nexus, their ratios to eager, and adaptive's ratio to the
+# better of deferred and eager (the bar: 0.99), on
 #   - the A100 and GTX 1080Ti zoos of Symphony's appendix C (Tables 4 and 3,
 #     data/profiles/symphony_zoo_*.csv): every model ("mixed"), the
 #     strong-batching ones (beta/alpha > 2: batching pays) and the weak ones;
 #   - 16, 32, 64 and 128 GPUs, Poisson arrivals, equal popularity;
 #   - at 64 GPUs also Zipf popularity (exponent 1) and bursty Gamma arrivals
 #     (shape 0.25: CV 2), mixed zoo.
-# A ratio below 1 is a workload where the policy loses to eager (issue 19:
-# fewer GPUs than models). Deterministic (fixed seed): one run per cell.
-# Then, at half of eager's goodput (mixed zoos, 64 GPUs), the GPUs each
-# policy uses and how busy they are (consolidation). About 10 minutes.
-#   bench/policy_suite.sh [GPU_COUNTS]   (after scripts/build.sh; default "16 32 64 128")
+# Then, at 10% and 50% of eager's goodput (mixed zoos, 64 GPUs), the p50,
+# p99 and GPU-seconds of eager, deferred and the default in a fixed pool
+# and consolidating. Deterministic (fixed seed): one run per cell. About 12
+# minutes.
+#   bench/policy_suite.sh [GPU_COUNTS] [--write-docs]
+# (after scripts/build.sh; default "16 32 64 128"). --write-docs writes
+# docs/benchmarks/policy_suite.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/lib/results_page.sh
+parse_write_docs "$@"
+set -- "${ARGS[@]+"${ARGS[@]}"}"
 GPU_COUNTS=${1:-16 32 64 128}
 DURATION_S=${DURATION_S:-10}
 # The goodput search's relative precision: finer than the 1% bar the suite
@@ -61,6 +64,7 @@ EOF
                      (e > 0 ? d / e : 0), (e > 0 ? a / e : 0), (e > 0 ? t / e : 0), (e > 0 ? n / e : 0), (m > 0 ? a / m : 0)}'
 }
 
+{
 printf "%-7s %-7s %5s %-26s %9s %9s %9s %9s %9s %7s %7s %7s %7s %8s\n" zoo models GPUs arrivals deferred adaptive eager \
   timeout nexus d/e a/e t/e n/e a/max
 for zoo in a100 1080ti; do
@@ -107,3 +111,22 @@ EOF
              printf "  %-28s %8s %8s %8s %9s %5s %6s\n", name, $3, $4, $5, $9, $7, $8}'
   done
 done
+} | tee "$work/out.txt"
+
+if [ "$WRITE_DOCS" = 1 ]; then
+  # The goodput table as markdown; the latency tables as they are.
+  awk '
+    NR == 1 {print "| zoo | models | GPUs | arrivals | deferred | adaptive | eager | timeout | nexus | d/e | a/e | t/e | n/e | a/max |"
+             print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"; next}
+    /^[a-z0-9]+ +(mixed|strong|weak) / {
+      n = split($0, f, /  +/)
+      line = "|"; for (i = 1; i <= n; i++) if (f[i] != "") line = line " " f[i] " |"
+      print line; next}
+    /^$/ {print ""; next}
+    {print}' "$work/out.txt" | sed 's/^\(a100\|1080ti\), mixed, 64 GPUs,/**&/; s/goodput):$/goodput):**/' > "$work/page.md"
+  write_results_page policy_suite "Policies across workloads" \
+    "Where does deferral win and lose against eager, timeout and nexus, does the default (adaptive) keep at least 0.99 of the better of deferred and eager in every workload, and what do the policies cost in latency and GPU time below capacity?" \
+    "bench/policy_suite.sh --write-docs" \
+    "The simulator, deterministic (seed 1, 10 s, 1 s warm-up). Goodput is the highest rate with every model's p99 within its objective, searched to 0.2% (finer than the 1% bar it checks). Below capacity, the rates are 10% and 50% of eager's goodput on the mixed zoos at 64 GPUs; GPU-s is the GPU time batches took; GPUs counts those that ran a batch, busy how busy those were." \
+    "$work/page.md"
+fi

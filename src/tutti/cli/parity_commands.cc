@@ -1,4 +1,4 @@
-// tutti train-parity | eval-parity: ParM parity models (papers/parm.txt).
+// tutti train-parity | eval-parity: ParM parity models (ParM, SOSP 2019).
 #include <algorithm>
 #include <iostream>
 #include <sstream>

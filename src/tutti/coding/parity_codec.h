@@ -1,5 +1,5 @@
 // ParityCodec: ParM's erasure code over queries and predictions (ParM §4.2,
-// papers/parm.txt). k queries X_1..X_k of a deployed model F are encoded
+// ParM, SOSP 2019). k queries X_1..X_k of a deployed model F are encoded
 // into one parity query P; a parity model F_P is trained so that
 // F_P(P) ≈ Σ F(X_i); when one prediction F(X_j) is unavailable the decoder
 // rebuilds it by subtraction:  F(X_j) ≈ F_P(P) − Σ_{i≠j} F(X_i).

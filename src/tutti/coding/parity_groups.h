@@ -1,5 +1,5 @@
 // ParityGroups: ParM's coding-group bookkeeping for one deployed model, kept
-// by the frontend (papers/parm.txt §3–4). It holds no clock and no threads:
+// by the frontend (ParM, SOSP 2019 §3–4). It holds no clock and no threads:
 // the owner (serving/inference_core) feeds it events and acts on its answers.
 //
 // Batches of the deployed model join coding groups of k in dispatch order.

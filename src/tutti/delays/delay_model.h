@@ -3,7 +3,7 @@
 // DESIGN.md's second rule: every delay the scheduler plans with is
 // measured. Symphony plans each batch with d_ctrl + d_data·b before it and
 // d_resp after it, and "always uses the high percentile bound of network
-// latency" (papers/symphony.txt §5.6, appendix D). Tutti measures each one
+// latency" (Symphony §5.6, appendix D). Tutti measures each one
 // where it happens and keeps a high quantile of it over a recent window:
 //
 //   dispatch   the scheduler's decision → the batch at its executor, ready

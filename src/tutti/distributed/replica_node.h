@@ -1,5 +1,5 @@
 // ReplicaNode: a stateful group's backend in distributed mode, as HAMS's
-// primary-backup pair sees it (hams-excerpt.txt §III): it carries the
+// primary-backup pair sees it (HAMS §III): it carries the
 // messages of its ReplicatedExecutor (replication/replicated_executor.h)
 // between two backend processes on the replica stream (distributed/
 // links.h), and follows the role the leading scheduler gives it.

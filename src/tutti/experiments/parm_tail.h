@@ -1,4 +1,4 @@
-// ParM's tail-latency experiment (papers/parm.txt §6): m instances of a
+// ParM's tail-latency experiment (ParM, SOSP 2019 §6): m instances of a
 // deployed model under injected slowdowns (§6.1's background shuffles),
 // served three ways through the same InferenceCore and scheduler:
 //   none             m instances, no redundancy;

@@ -1,4 +1,4 @@
-// ParM parity models (papers/parm.txt §4.4, §5): training them in C++ and
+// ParM parity models (ParM, SOSP 2019 §4.4, §5): training them in C++ and
 // measuring how well they rebuild unavailable predictions.
 //
 // Training: each sample is k random training images X_1..X_k encoded into a

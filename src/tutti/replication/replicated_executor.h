@@ -1,92 +1,16 @@
 // ReplicatedExecutor: an execution slot whose stateful models keep their
-// state with a primary and a backup — HAMS's proxies (hams-excerpt.txt
-// §III, Figure 4) for one executor and its replica.
-//
-// A stateful model (model_config.h SequenceBatching) runs on the base
-// executors in its stateless form: each item's input is followed by its
-// sequence's state, and its output by the new state. The primary's proxy
-// keeps the states by sequence (zeros at a sequence's start, forgotten at
-// its end or when idle beyond the model's limit), puts them into the
-// batch, takes the new ones out of the answer, and answers with the
-// outputs alone. Stateless models run on the primary as they are and are
-// not replicated. A compute-then-update model (SlotModel::model_state) has
-// one state, its own, passed with each batch (ExecBatch::state) and replaced
-// by the state the batch's update made (ExecResult::state); it is
-// replicated the same way, as one state every item of a batch reads.
-//
-// Modes (ReplicationMode), for stateful batches:
-//   none        no backup keeps state: after a failure, sequences whose
-//               state was lost are answered with an error.
-//   nspb        HAMS's non-stop primary-backup: the primary logs each
-//               batch's inputs to the backup as it runs (the request
-//               manager), ships the states made by batch n while batch n+1
-//               computes (the state manager; copied into their message
-//               once batch n's answers have left), and enters the update stage
-//               of a batch (storing its states) only once its inputs' log
-//               and the states it read are delivered to the backup: for a
-//               compute-then-update model, the previous batch's, as in
-//               HAMS; for sequences, only the states of its own sequences
-//               (a batch of other sequences does not wait for batch n's —
-//               a takeover would run it again from the same parents).
-//               Outputs leave with the update stage — at once when
-//               shipping keeps up with computing — never waiting for the
-//               states they made.
-//   remus       stop-and-buffer (Remus): batch n's outputs are held until
-//               the states it made are delivered to the backup; they
-//               travel with those states, so a backup that has them when
-//               the primary dies answers the batch with them rather than
-//               running it twice.
-//   checkpoint  checkpoint-replay: inputs are logged to the backup, the
-//               whole state is shipped every `checkpoint_every` stateful
-//               batches; a failover restores the checkpoint and replays
-//               the logged batches after it.
-//
-// Failover (KillPrimary, the fault injection, or the failure detector when a
-// batch is overdue by ReplicationOptions::detect_after; in distributed mode
-// a primary's lease would expire): what the primary held dies with it —
-// its states, and messages still on the link to the backup. The backup
-// applies what was delivered and becomes the primary: it reruns, in order, the logged batches whose
-// states it lacks (keeping the outputs of those already answered as they
-// were: each request is answered once) and every batch still unanswered,
-// then serves. With a spare (ExecutorFactory), a new backup is started and
-// given the new primary's states. The backup only ever adopts states the
-// primary made or it made itself from states it holds, so every output
-// after the failover reads a state descended from the one the sequence's
-// previous output read (HAMS's global consistency); checkpoint-replay
-// breaks that when the model is not deterministic (HAMS Figure 3), which
-// the consistency audit counts: for each answered item it checks that the
-// state it read descends from the state the sequence's previous answer
-// read.
-//
-// Distributed mode (ReplicationOptions::distributed): the primary and the
-// backup are this class in two backend processes (distributed/
-// replica_node.h carries their messages over Tutti's wire). A slot starts as
-// a standby: it applies what a primary sends it (ApplyFromPrimary). It
-// becomes the primary on Promote() — the scheduler gave it the slot, its
-// primary having died — or on its first Run(), which only a slot holder
-// gets: it takes over as above, rerunning the logged batches whose states
-// it lacks. Requests of the dead primary come again (the frontends re-send
-// what was not answered); a request it already ran (ExecBatch::tags: its
-// batch's states were applied, or it reran it) is answered with that run's
-// output, not run twice. As the primary it ships to the backup it is given
-// (AttachBackup), starting with a checkpoint of its states; without one it
-// serves unreplicated. The failure detector is the cluster's (etcd leases,
-// streams ending), not this class's.
-//
-// Run never waits long for the slot's lock (Executor::Run does not block):
-// it tries the lock for a bounded spin; a batch that finds it taken
-// throughout is queued, and the lock's holder takes it in once it lets go
-// — batches in the order Run had them — so that one batch's hand-off never
-// waits out a holder preempted under the lock
-// (ReplicationStats::queued_batches). Messages to the backup are numbered
-// and posted under the slot's lock, holding what they carry (small states
-// copied into the message's own buffers, large ones shared); their bytes
-// are made by the link — a
-// local backup's applying thread, or, for a remote backup, the thread that
-// made them once it has let go of the lock, so that the transport is never
-// waited for under it. An answer's timings (ExecResult) count
-// from the slot's Run: what the slot does before its primary has the batch
-// is the executor's own start, not dispatch delay.
+// state with a primary and a backup — HAMS's proxies for one executor and
+// its replica, in one of four modes (ReplicationMode: none, nspb, remus,
+// checkpoint). A stateful model runs on the base executors in its
+// stateless form (each item's input followed by its sequence's state, its
+// output by the new state); the slot keeps the states by sequence, ships
+// them to the backup as its mode says, and on a failover (KillPrimary, the
+// failure detector, or Promote() in distributed mode) the backup reruns
+// what it lacks and serves: every request is answered once, and every
+// output reads a state descended from the one its sequence's previous
+// output read (the consistency audit counts any that does not). The
+// design — modes, failover, distributed mode, the lock and the link — is
+// in docs/architecture/replication.md.
 //
 // Thread-safety: as Executor; every other method from any thread.
 #ifndef TUTTI_REPLICATION_REPLICATED_EXECUTOR_H_

@@ -20,7 +20,7 @@
 // Otherwise the release is deferred: the GPU joins the available set at the
 // rank's next MakeReady if its time has come by then — the same set the
 // timer would have made, without waking a real server's scheduler for it
-// (about one wake-up per batch at light load) — and its timer is armed as
+// (a wake-up per batch at light load) — and its timer is armed as
 // soon as a candidate has to wait for a GPU.
 //
 // Each sub-cluster makes its candidates by a RankPolicy, which the
@@ -35,7 +35,7 @@
 // keeps batches large) can apply to the models where batching pays
 // (Symphony's strong batching, β/α > 2: ℓ(2) − ℓ(1) < ℓ(1)/3) and to the
 // others separately; where it does not, requests drop lazily — early drop
-// costs weak-batching models about 5% of goodput (bench/policy_suite.sh).
+// costs weak-batching models goodput (docs/benchmarks/policy_suite.md).
 //
 // Waiting only while it pays (RankPolicy::hold). Deferral holds a batch
 // for batch-mates, which is worth it only if they come and the GPU time

@@ -106,9 +106,9 @@ struct SchedulerOptions {
   // per-call costs (a CPU model's batch of one) otherwise receives each
   // request as its own batch the moment it comes, and they queue inside
   // it, one at a time, where the scheduler cannot batch them. The server's
-  // default is 3 (ServerConfig): 2 measured 8–10% on the p50 of a graph
-  // of CPU executors at light load, where two batches in flight are
-  // common and a third then waited for a report instead of at the executor.
+  // default is 3 (ServerConfig): with 2, a graph of CPU executors at light
+  // load, where two batches in flight are common, made a third wait for a
+  // report instead of at the executor.
   int max_in_flight = 0;
   // By sub-cluster: its GPUs await completion whatever await_completion
   // says (missing: no). For an executor whose batches queue behind one

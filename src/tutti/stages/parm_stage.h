@@ -1,4 +1,4 @@
-// ParmStage: ParM coded serving (papers/parm.txt) for one deployed model, as
+// ParmStage: ParM coded serving (ParM, SOSP 2019) for one deployed model, as
 // a batch stage (serving/batch_stage.h) of any host that serves it.
 //
 // The deployed model's dispatched batches join coding groups of k
