@@ -1,6 +1,7 @@
 #include "tutti/scheduler/arrival_outlook.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace tutti {
 
@@ -65,15 +66,15 @@ void ArrivalOutlook::Drop(Time now) {
   outstanding_ = std::max<int64_t>(0, outstanding_ - 1);
 }
 
-double ArrivalOutlook::Expected(Time now, Duration wait) {
+ArrivalOutlook::Forecast ArrivalOutlook::Expected(Time now, Duration wait) {
   AdvanceTo(now);
-  if (wait <= 0) return 0;
+  if (wait <= 0) return {};
   auto arrivals = [&](int n) { return current_.arrivals.AtLeast(n) + previous_.arrivals.AtLeast(n); };
   auto time = [&](int n) { return current_.time.AtLeast(n) + previous_.time.AtLeast(n); };
   const double w = static_cast<double>(wait);
   const int n = Slot();
   const double watched = time(n);
-  if (watched >= w) return arrivals(n) * w / watched;
+  if (watched >= w) return {arrivals(n) * w / watched, kNever};
   // The highest count watched for w (time(·) does not grow with the count).
   int lo = -1, hi = n;  // time(lo) >= w (lo = -1: none), time(hi) < w
   while (hi - lo > 1) {
@@ -81,7 +82,16 @@ double ArrivalOutlook::Expected(Time now, Duration wait) {
     (time(mid) >= w ? lo : hi) = mid;
   }
   const double below = lo < 0 ? 0 : arrivals(lo) / time(lo);
-  return arrivals(n) + below * (w - watched);
+  if (below <= 0) return {arrivals(n), kNever};
+  // Arrivals seen at this count: not a ceiling. None yet: an open source
+  // would have sent below·watched by now, so the chance it is one (against
+  // a ceiling, even odds at first) falls with every one that did not come.
+  const double silent = arrivals(n) > 0 ? 0 : below * watched;
+  const double open = 1 / (1 + std::exp(silent));
+  const double expected = arrivals(n) + 2 * open * below * (w - watched);
+  // After three more arrivals' worth of silence the forecast has moved.
+  const Duration recheck = arrivals(n) > 0 ? kNever : static_cast<Duration>(std::ceil(3 / below));
+  return {expected, recheck};
 }
 
 }  // namespace tutti

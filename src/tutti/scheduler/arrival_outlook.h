@@ -15,11 +15,13 @@
 // current and the previous epoch. For a wait w at count n it expects
 // A(≥n)·w / T(≥n) arrivals once it has watched count n for at least w.
 // Before that it expects the A(≥n) it saw there, plus, for the rest of w,
-// the rate at the highest count it has watched that long: an open-loop
-// stream that reaches a count for the first time still comes at its rate,
-// while closed-loop clients soon show their ceiling, since time at it
-// grows with every round. With nothing watched that long: no evidence, no
-// wait.
+// the rate λ at the highest count it has watched that long — an open-loop
+// stream that reaches a count for the first time still comes at its rate —
+// weighted, while no arrival has come at count n, by the chance that the
+// source is open rather than at its ceiling: even at first, falling as
+// e^(−λ·T(≥n)) as the arrivals λ predicts fail to come. So closed-loop
+// clients show their ceiling within a few of their own round trips. With
+// nothing watched that long: no evidence, no wait.
 //
 // Requests leave at their answers' predicted time (Dispatch) or when
 // dropped. Times passed in must not decrease. Not thread-safe.
@@ -53,8 +55,15 @@ class ArrivalOutlook {
 
   // Requests outstanding at the last call.
   int64_t outstanding() const { return outstanding_; }
-  // Arrivals expected within `wait` from `now` at the current count.
-  double Expected(Time now, Duration wait);
+  // Arrivals expected within `wait` from `now` at the current count, and
+  // how long until that forecast would move without any event (another
+  // look then may find the source at its ceiling; kNever: it will not).
+  static constexpr Duration kNever = kInfiniteFuture;
+  struct Forecast {
+    double arrivals = 0;
+    Duration recheck = kNever;
+  };
+  Forecast Expected(Time now, Duration wait);
 
  private:
   // Sums over counts with suffix queries in O(log counts).

@@ -9,10 +9,10 @@ namespace {
 
 TEST(ArrivalOutlookTest, WithoutEvidenceItExpectsNothing) {
   ArrivalOutlook outlook(8, kSecond, 0);
-  EXPECT_EQ(outlook.Expected(0, Millis(90)), 0);
+  EXPECT_EQ(outlook.Expected(0, Millis(90)).arrivals, 0);
   outlook.Arrive(Millis(1));
   EXPECT_EQ(outlook.outstanding(), 1);
-  EXPECT_EQ(outlook.Expected(Millis(1), Millis(90)), 0);  // nothing seen with one outstanding
+  EXPECT_EQ(outlook.Expected(Millis(1), Millis(90)).arrivals, 0);  // nothing seen with one outstanding
 }
 
 // An open-loop source sends whatever is outstanding: at every count the
@@ -30,7 +30,7 @@ TEST(ArrivalOutlookTest, AnOpenLoopStreamIsSeenAtItsRateWhateverIsOutstanding) {
   }
   for (int i = 0; i < 200; ++i) {  // sample the estimate at several counts
     t += Micros(500);
-    const double expected = outlook.Expected(t, Millis(10));
+    const double expected = outlook.Expected(t, Millis(10)).arrivals;
     if (outlook.outstanding() <= 8) {
       EXPECT_GT(expected, 6) << "at " << outlook.outstanding() << " outstanding";
       EXPECT_LT(expected, 15) << "at " << outlook.outstanding() << " outstanding";
@@ -54,13 +54,13 @@ TEST(ArrivalOutlookTest, ClosedLoopClientsAreExpectedToSendNothingWhileAllOfThem
     for (int c = 0; c < kClients; ++c) {
       t += Micros(50);
       if (c == kClients - 1 && round >= 10) {
-        EXPECT_GT(outlook.Expected(t, Millis(90)), 1) << "round " << round;  // one more is coming
+        EXPECT_GT(outlook.Expected(t, Millis(90)).arrivals, 1) << "round " << round;  // one more is coming
       }
       outlook.Arrive(t);
     }
     ASSERT_EQ(outlook.outstanding(), kClients);
-    if (round >= 300) EXPECT_EQ(outlook.Expected(t, Millis(90)), 0) << "round " << round;
-    if (round >= 300) EXPECT_EQ(outlook.Expected(t, Millis(1)), 0) << "round " << round;
+    if (round >= 300) EXPECT_EQ(outlook.Expected(t, Millis(90)).arrivals, 0) << "round " << round;
+    if (round >= 300) EXPECT_EQ(outlook.Expected(t, Millis(1)).arrivals, 0) << "round " << round;
     outlook.Dispatch(t, kClients, t + Micros(300));
     t += Micros(300);
   }
@@ -84,7 +84,33 @@ TEST(ArrivalOutlookTest, ANewCountIsExpectedToSeeTheRateOfTheCountsBelow) {
   }
   t += Millis(1);
   outlook.Arrive(t);  // the sixth: a count never reached
-  EXPECT_NEAR(outlook.Expected(t, Millis(10)), 10, 1);
+  EXPECT_NEAR(outlook.Expected(t, Millis(10)).arrivals, 10, 1);
+}
+
+// At a count not watched long, silence is evidence: the arrivals the counts
+// below predict and that do not come make a ceiling (closed-loop clients
+// all waiting) likelier than an open source. One client, answered 50 µs
+// after it sends and sending 50 µs later, for 150 ms: count 0 is watched
+// for the 90 ms wait, count 1 not yet, but 75 ms of it without an arrival
+// say enough.
+TEST(ArrivalOutlookTest, SilenceAtACountNotWatchedLongReadsAsACeiling) {
+  ArrivalOutlook outlook(64, kSecond, 0);
+  Time t = 0;
+  while (t < Millis(150)) {
+    t += Micros(50);
+    outlook.Arrive(t);
+    outlook.Dispatch(t, 1, t + Micros(50));
+    t += Micros(50);
+  }
+  t += Micros(50);
+  outlook.Arrive(t);
+  const ArrivalOutlook::Forecast f = outlook.Expected(t, Millis(90));
+  EXPECT_LT(f.arrivals, 0.01);
+  // Just after the first request, with nothing watched for long, nothing is
+  // expected either: no evidence, no wait.
+  ArrivalOutlook fresh(64, kSecond, 0);
+  fresh.Arrive(Micros(50));
+  EXPECT_EQ(fresh.Expected(Micros(50), Millis(90)).arrivals, 0);
 }
 
 TEST(ArrivalOutlookTest, DropsLeaveAtOnceAndOldEpochsAreForgotten) {
@@ -98,11 +124,11 @@ TEST(ArrivalOutlookTest, DropsLeaveAtOnceAndOldEpochsAreForgotten) {
   }
   EXPECT_EQ(outlook.outstanding(), 0);
   outlook.Arrive(Millis(100));
-  EXPECT_GT(outlook.Expected(Millis(100), Millis(10)), 0);
+  EXPECT_GT(outlook.Expected(Millis(100), Millis(10)).arrivals, 0);
   outlook.Drop(Millis(100));
   // Two epochs later nothing recent is left to go by.
   outlook.Arrive(Seconds(3));
-  EXPECT_EQ(outlook.Expected(Seconds(3), Millis(10)), 0);
+  EXPECT_EQ(outlook.Expected(Seconds(3), Millis(10)).arrivals, 0);
 }
 
 }  // namespace

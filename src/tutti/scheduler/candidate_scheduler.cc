@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <optional>
 #include <utility>
 
@@ -121,6 +120,7 @@ void CandidateScheduler::Refresh(ModelId m) {
   clock_->Cancel(s.timer);
   s.timer = kNoTimer;
   const Time now = clock_->Now();  // one reading per event: a real clock moves
+  s.recheck_at = kInfiniteFuture;
   s.candidate = Compute(m, now, now);
   if (s.candidate.size == 0) return;
   if (s.candidate.dispatch_at > now) {
@@ -137,7 +137,8 @@ void CandidateScheduler::Refresh(ModelId m) {
       s.key = {s.candidate.latest_dispatch, m};
       rank.waiting.insert(s.key);
     }
-    s.timer = clock_->ScheduleAt(s.candidate.dispatch_at, [this, m] { Refresh(m); });
+    // A hold the outlook may soon think better of is looked at again then.
+    s.timer = clock_->ScheduleAt(std::min(s.candidate.dispatch_at, s.recheck_at), [this, m] { Refresh(m); });
     if (rank.policy.scarce_take) OfferFreeGpus(s.rank);
     return;
   }
@@ -151,14 +152,15 @@ bool CandidateScheduler::Holds(ModelId m, GpuId g, Time now) {
   const int room = spec.EffectiveMaxBatch() - c.size;
   if (room <= 0 || !s.outlook) return false;
   HoldCase hold{.size = c.size, .wait = c.dispatch_at - now};
-  hold.arrivals = s.outlook->Expected(now, hold.wait);
+  const ArrivalOutlook::Forecast forecast = s.outlook->Expected(now, hold.wait);
+  hold.arrivals = forecast.arrivals;
+  s.recheck_at = forecast.recheck == ArrivalOutlook::kNever ? kInfiniteFuture : now + forecast.recheck;
   const int more = std::clamp(static_cast<int>(std::ceil(hold.arrivals)), 1, room);
   const ComputePlan& compute = worst_[m];
   auto occupancy = [&](int b) { return compute.Occupancy(spec.profile, b); };
   hold.extra_batch = occupancy(c.size) + occupancy(more) - occupancy(c.size + more);
   if (ranks_[s.rank].policy.hold == RankPolicy::Hold::kWhileBatchMatesCome) {
-    hold.price = std::numeric_limits<double>::infinity();  // any batch-mate is worth the wait
-    return HoldPays(hold);
+    return hold.arrivals >= kLikelyArrivals;  // a likely batch-mate is worth the wait
   }
   hold.price = options_.gpu_ms_price;
   if (options_.deferral == Deferral::kLatency && Load(s.rank, now) < kFreeBelowLoad) {
@@ -298,7 +300,9 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   Batch batch = TakeBatch(&models_[m].queue, m, g, exec_at, compute.Occupancy(spec_.models[m].profile, size), size);
   queued_ -= size;
   if (ModelState& s = models_[m]; s.outlook) {
-    s.outlook->Dispatch(now, size, batch.exec_at + batch.latency + plan_.network.resp);
+    // Its answers leave no sooner than if it ran at once: a client answered
+    // early and sending again must not seem to send while it waits.
+    s.outlook->Dispatch(now, size, now + batch.latency);
     AddDemand(s.rank, now, std::max(0.0, static_cast<double>(batch.latency - s.work * size)));
   }
   gpu.free_at = batch.exec_at + batch.latency;

@@ -46,8 +46,8 @@
 // dispatch time, given the requests outstanding now — none for closed-loop
 // clients that all wait — save more GPU time, at
 // SchedulerOptions::gpu_ms_price, than its requests lose by waiting;
-// Hold::kWhileBatchMatesCome holds whenever any arrival is expected (plain
-// deferral, except that closed-loop clients are not held). With
+// Hold::kWhileBatchMatesCome holds while a batch-mate is likely to come
+// (plain deferral, except that closed-loop clients are not held). With
 // Deferral::kLatency (a fixed pool) the GPU's time
 // is free when the batch would be done before the held one was to start;
 // with kConsolidate (autoscaling) GPU time always has its price. Near a
@@ -90,7 +90,7 @@ struct RankPolicy {
   // Deferred: how long a batch is held for batch-mates (see above).
   enum class Hold {
     kToFrontrun,           // Symphony: to the frontrun, always
-    kWhileBatchMatesCome,  // while any arrival is expected before then
+    kWhileBatchMatesCome,  // while a batch-mate is likely to come before then
     kWhileItPays,          // while the arrivals expected are worth the wait
   };
   Hold hold = Hold::kToFrontrun;
@@ -138,6 +138,7 @@ class CandidateScheduler final : public Scheduler {
     enum class Filed { kNone, kReady, kWaiting } filed = Filed::kNone;
     ReadyKey key;
     std::optional<ArrivalOutlook> outlook;  // kept once a rank's policy holds by it
+    Time recheck_at = kInfiniteFuture;      // a hold's forecast moves then (Holds)
   };
   struct GpuState {
     int rank = 0;
@@ -189,6 +190,9 @@ class CandidateScheduler final : public Scheduler {
   // below this; beyond, it is kept for the bursts of a pool near its
   // capacity, as an autoscaler's headroom would be.
   static constexpr double kFreeBelowLoad = 0.8;
+  // Hold::kWhileBatchMatesCome holds while at least one arrival is more
+  // likely than not (1 − e^−k ≥ 1/2).
+  static constexpr double kLikelyArrivals = 0.6931471805599453;
   void Grant(ModelId m, GpuId g);
   void Release(GpuId g);
   void Dispatch(ModelId m, GpuId g, int size, Time now);
