@@ -3,11 +3,12 @@
 # way most services call a model, and perf_analyzer's concurrency mode),
 # against `tutti serve --repo demo_repository`. The question: does a server
 # that can defer batches ever hold these clients for batch-mates that are
-# not coming? Three servers take turns in each run:
-#   default      the default config (policy adaptive, deferral latency: a fixed pool)
-#   autoscaling  the same models with `autoscale:` on (deferral consolidate;
-#                bench/serve_demo_autoscale.yaml)
-#   eager        --policy eager, the reference: never waits
+# not coming? Four servers take turns in each run:
+#   default            the default config (policy adaptive, deferral latency: a fixed pool)
+#   eager              the same with --policy eager, the reference: never waits
+#   autoscaling        the demo's models on a pool of 2 executors with `autoscale:`
+#                      on (deferral consolidate; bench/serve_demo_autoscale.yaml)
+#   autoscaling-eager  the same with --policy eager
 # For lenet5 and the graph fashion_router at N = 1, 4, 16, 64, `tutti load
 # --concurrency N` reports throughput, the client's p50 and the server's own
 # p50 (receipt to answer, from tutti_server_us). With Triton's perf_analyzer
@@ -41,6 +42,7 @@ serve() {  # $1: mode
     default) ;;
     eager) args=(--policy eager) ;;
     autoscaling) args=(--config bench/serve_demo_autoscale.yaml) ;;
+    autoscaling-eager) args=(--config bench/serve_demo_autoscale.yaml --policy eager) ;;
   esac
   "${SERVER_CPUS[@]}" build/bin/tutti serve --repo demo_repository "${args[@]}" --port "$PORT" --grpc-port -1 \
     > "$OUT/server_$1.log" 2>&1 &
@@ -55,7 +57,7 @@ trap 'stop' EXIT
 
 # rows: round mode client model N throughput p50_ms server_p50_ms
 for round in $(seq 1 "$ROUNDS"); do
-  for mode in default autoscaling eager; do
+  for mode in default eager autoscaling autoscaling-eager; do
     serve "$mode"
     for entry in "${MODELS[@]}"; do
       model=${entry%%:*} slo=${entry##*:}
@@ -69,9 +71,9 @@ for round in $(seq 1 "$ROUNDS"); do
     if [ -x "$PA" ]; then
       for n in "${CONCURRENCY[@]}"; do
         # Unpinned: on one core its measuring thread starves behind its
-        # workers and it never finishes. Stable within 25%, at most 5 windows.
+        # workers and it never finishes. Stable within 50%, at most 10 windows.
         timeout 120 "$PA" -m lenet5 -u "127.0.0.1:$PORT" -i http --concurrency-range "$n:$n" \
-          --measurement-interval 2000 -s 25 -r 5 --percentile 50 > "$OUT/pa.txt" 2>&1 || true
+          --measurement-interval 1500 -s 50 -r 10 --percentile 50 > "$OUT/pa.txt" 2>&1 || true
         awk -v r="$round" -v m="$mode" -v n="$n" '
           /^Concurrency:/ {t = $4; p = $7; print r, m, "perf_analyzer", "lenet5", n, t, p / 1000, "-"}' \
           "$OUT/pa.txt" >> "$OUT/rows.txt"
@@ -87,49 +89,48 @@ l1=$(sed -n 's/.*lenet5 v1 (.*l(1) \([0-9.]*\) ms.*/\1/p' "$OUT/server_default.l
 
 table=$OUT/table.md
 {
-  echo "| client | model | N | default: req/s | ÷ eager | p50 ms (server) | autoscaling: req/s | ÷ eager | p50 ms (server) | eager: req/s | p50 ms |"
+  echo "| client | model | N | default req/s | ÷ eager | p50 ms (server's) | eager req/s | autoscaling req/s | ÷ its eager | p50 ms (server's) | its eager req/s |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   awk '
-    function median(key,   n, i, j, t, v) {
-      n = split(vals[key], v, " ")
+    function median(s,   n, i, j, t, v) {
+      n = split(s, v, " ")
       for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-      return v[int((n + 1) / 2)]
+      return n ? v[int((n + 1) / 2)] : "-"
     }
-    function worst(key, low,   n, i, v, w) {
-      n = split(vals[key], v, " "); w = v[1]
+    function worst(s, low,   n, i, v, w) {
+      n = split(s, v, " "); w = v[1]
       for (i = 2; i <= n; i++) if ((low && v[i] + 0 < w + 0) || (!low && v[i] + 0 > w + 0)) w = v[i]
-      return w
+      return n ? w : "-"
+    }
+    # Throughput over its reference, run by run (the servers took turns).
+    function ratios(k, mode, ref,   r, round) {
+      r = ""
+      for (round = 1; round <= runs; round++)
+        if ((k SUBSEP mode SUBSEP round) in t && t[k SUBSEP ref SUBSEP round] > 0)
+          r = r " " sprintf("%.3f", t[k SUBSEP mode SUBSEP round] / t[k SUBSEP ref SUBSEP round])
+      return r
+    }
+    function column(k, mode, ref, server) {
+      return sprintf(" | %.0f [%.0f] | %s [%s] | %s [%s]%s", median(tp[k SUBSEP mode]), worst(tp[k SUBSEP mode], 1),
+                     median(ratios(k, mode, ref)), worst(ratios(k, mode, ref), 1), median(p50[k SUBSEP mode]),
+                     worst(p50[k SUBSEP mode], 0),
+                     server ? sprintf(" (%s [%s])", median(s50[k SUBSEP mode]), worst(s50[k SUBSEP mode], 0)) : "")
     }
     {
       k = $3 SUBSEP $4 SUBSEP $5
       if (!(k in seen)) { seen[k] = 1; order[++rows] = k }
-      vals[k SUBSEP $2 SUBSEP "t"] = vals[k SUBSEP $2 SUBSEP "t"] " " $6
-      vals[k SUBSEP $2 SUBSEP "p"] = vals[k SUBSEP $2 SUBSEP "p"] " " $7
-      vals[k SUBSEP $2 SUBSEP "s"] = vals[k SUBSEP $2 SUBSEP "s"] " " $8
-      ratio[k SUBSEP $2 SUBSEP $1] = $6
+      if ($1 > runs) runs = $1
+      t[k SUBSEP $2 SUBSEP $1] = $6
+      tp[k SUBSEP $2] = tp[k SUBSEP $2] " " $6
+      p50[k SUBSEP $2] = p50[k SUBSEP $2] " " $7
+      if ($8 != "-") s50[k SUBSEP $2] = s50[k SUBSEP $2] " " $8
     }
     END {
       for (i = 1; i <= rows; i++) {
-        k = order[i]; split(k, f, SUBSEP)
-        # Throughput against eager, round by round (the servers took turns).
-        for (m = 1; m <= 2; m++) {
-          mode = m == 1 ? "default" : "autoscaling"; r = ""
-          for (round = 1; (k SUBSEP "eager" SUBSEP round) in ratio; round++)
-            if ((k SUBSEP mode SUBSEP round) in ratio && ratio[k SUBSEP "eager" SUBSEP round] > 0)
-              r = r " " ratio[k SUBSEP mode SUBSEP round] / ratio[k SUBSEP "eager" SUBSEP round]
-          vals[k SUBSEP mode SUBSEP "r"] = r
-        }
-        line = sprintf("| %s | %s | %s", f[1], f[2], f[3])
-        for (m = 1; m <= 2; m++) {
-          mode = m == 1 ? "default" : "autoscaling"
-          server = f[1] == "perf_analyzer" ? "" : sprintf(" (%s [%s])", median(k SUBSEP mode SUBSEP "s"), worst(k SUBSEP mode SUBSEP "s", 0))
-          line = line sprintf(" | %.0f [%.0f] | %.2f [%.2f] | %s [%s]%s", median(k SUBSEP mode SUBSEP "t"),
-                              worst(k SUBSEP mode SUBSEP "t", 1), median(k SUBSEP mode SUBSEP "r"),
-                              worst(k SUBSEP mode SUBSEP "r", 1), median(k SUBSEP mode SUBSEP "p"),
-                              worst(k SUBSEP mode SUBSEP "p", 0), server)
-        }
-        line = line sprintf(" | %.0f | %s |", median(k SUBSEP "eager" SUBSEP "t"), median(k SUBSEP "eager" SUBSEP "p"))
-        print line
+        k = order[i]; split(k, f, SUBSEP); server = f[1] != "perf_analyzer"
+        printf "| %s | %s | %s%s | %.0f%s | %.0f |\n", f[1], f[2], f[3], column(k, "default", "eager", server),
+               median(tp[k SUBSEP "eager"]), column(k, "autoscaling", "autoscaling-eager", server),
+               median(tp[k SUBSEP "autoscaling-eager"])
       }
     }' "$OUT/rows.txt"
   echo
@@ -141,6 +142,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page closed_loop "Closed-loop clients are never held for batch-mates" \
     "Does the default scheduler hold closed-loop clients (perf_analyzer's concurrency mode, a service calling a model) for batch-mates that cannot come, where an idle server should answer at once?" \
     "bench/closed_loop.sh $ROUNDS $DURATION --write-docs" \
-    "Three servers over demo_repository take turns in each run: the default config (a fixed pool), the same with autoscaling on (bench/serve_demo_autoscale.yaml), and --policy eager. Each serves tutti load --concurrency N (and perf_analyzer, when built) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 25%, 2 s windows) unpinned. Medians of $ROUNDS runs, the worst run in brackets; ÷ eager is taken run by run (the three servers take turns within a run). p50 ms is the client's; (server) is the server's own p50, receipt to answer." \
+    "Four servers over demo_repository take turns in each run: the default config (a fixed pool: one torch executor) and the same with --policy eager; the demo's models on a pool of 2 torch executors with autoscaling on (bench/serve_demo_autoscale.yaml, which makes the default consolidate) and the same with --policy eager. Each serves tutti load --concurrency N (and Triton's perf_analyzer, when built: bench/tools/build_perf_analyzer.sh) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 50%, 1.5 s windows) on either. Medians of $ROUNDS runs, the worst run in brackets; each ÷ is taken run by run against the eager server of the same config. p50 ms is the client's; the server's own p50 (receipt to answer, tutti_server_us) in brackets after it." \
     "$table"
 fi

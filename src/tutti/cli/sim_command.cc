@@ -194,6 +194,10 @@ int SimCommand(const Args& args) {
   const std::string source = has_file ? args[1] : f.config;
   absl::StatusOr<Experiment> e = has_file ? LoadExperiment(args[1], base) : ParseExperiment("{}", ".", base);
   if (!e.ok()) return Fail(e.status());
+  // A key the action does not read says something that will not happen.
+  for (const std::string& key : UnreadKeys(*e, action)) {
+    std::cerr << "warning: " << source << ": `tutti sim " << action << "` does not read " << key << "\n";
+  }
   f.series = action == "run" && (!f.html.empty() || !f.plot_dir.empty());
   Apply(f, &e->config);
   if (e->config.workload.rate <= 0 && e->config.workload.arrival != ArrivalKind::kTrace) {

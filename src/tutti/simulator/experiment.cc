@@ -180,6 +180,9 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   if (YAML::Node ps = r.Get("policies"); ps.IsSequence()) {
     for (const auto& p : ps) e.policies.push_back(p.as<std::string>());
   }
+  e.policy_given = policy.has_value();
+  e.policies_given = !e.policies.empty();
+  if (!policy && e.policies.size() == 1) c.policy = e.policies[0];  // one entry: the experiment's policy
   if (e.policies.empty()) e.policies = SchedulerPolicyNames();
   if (YAML::Node ds = r.Get("timeout_delays_ms"); ds.IsSequence()) {
     for (const auto& d : ds) e.timeout_delays.push_back(Millis(d.as<double>()));
@@ -254,6 +257,24 @@ absl::StatusOr<Experiment> LoadExperiment(const std::string& path, const SimConf
   absl::StatusOr<Experiment> e = ParseExperiment(text, std::filesystem::path(path).parent_path().string(), cluster);
   if (!e.ok()) return absl::Status(e.status().code(), absl::StrCat(path, ": ", e.status().message()));
   return e;
+}
+
+std::vector<std::string> UnreadKeys(const Experiment& e, const std::string& action) {
+  std::vector<std::string> unread;
+  if (action == "compare") {
+    if (e.policy_given) {
+      unread.push_back(absl::StrCat("policy (compare runs every entry of `policies`",
+                                    e.policies_given ? "" : ", here every policy", ")"));
+    }
+    return unread;
+  }
+  if (e.policies_given && e.policies.size() > 1) {
+    unread.push_back(absl::StrCat("policies (", e.policies.size(), " entries; ", action, " runs one policy, ",
+                                  e.config.policy, ": use compare, or --policy)"));
+  }
+  if (!e.timeout_delays.empty()) unread.push_back("timeout_delays_ms (read by compare)");
+  if (!e.early_drop_windows.empty()) unread.push_back("early_drop_windows (read by compare)");
+  return unread;
 }
 
 SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry) {

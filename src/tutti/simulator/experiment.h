@@ -52,8 +52,10 @@
 namespace tutti {
 
 struct Experiment {
-  SimConfig config;                      // config.policy: the `policy` key
+  SimConfig config;                      // config.policy: the `policy` key, else a one-entry `policies`
   std::vector<std::string> policies;     // the `policies` key, else every policy
+  bool policy_given = false;             // the file had `policy` …
+  bool policies_given = false;           // … and `policies`
   std::vector<Duration> timeout_delays;  // empty: each model's own delay
   std::vector<int> early_drop_windows;   // empty: each model's own window
   // Published goodputs to print beside Tutti's (`paper_goodput: {Symphony: 5264}`).
@@ -71,6 +73,11 @@ struct Experiment {
 // rate from `tutti sim --rate`).
 absl::StatusOr<Experiment> ParseExperiment(const std::string& yaml_text, const std::string& base_dir,
                                            const SimConfig* cluster = nullptr);
+
+// The keys of `e` that `tutti sim ACTION` (run, compare or goodput) would
+// not read, each with why: run and goodput run one policy (`policy`, or a
+// one-entry `policies`), compare runs every entry of `policies`.
+std::vector<std::string> UnreadKeys(const Experiment& e, const std::string& action);
 
 // Reads and parses a file; errors are prefixed with its path.
 absl::StatusOr<Experiment> LoadExperiment(const std::string& path, const SimConfig* cluster = nullptr);

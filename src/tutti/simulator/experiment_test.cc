@@ -159,6 +159,30 @@ TEST(ExperimentTest, PolicyVariantsExpandSweeps) {
   EXPECT_EQ(PolicyVariants(e, "eager").size(), 1u);
 }
 
+// An experiment says what runs: a one-entry `policies` is its policy, and a
+// key the command will not read is reported, not ignored.
+TEST(ExperimentTest, AOneEntryPoliciesIsThePolicyAndUnreadKeysAreReported) {
+  const std::string base = "gpus: 8\nmodels: [{name: m, alpha_ms: 1, beta_ms: 5, slo_ms: 25}]\nworkload: {rate: 100}\n";
+  Experiment one = *ParseExperiment(base + "policies: [deferred+early]", ".");
+  EXPECT_EQ(one.config.policy, "deferred+early");
+  EXPECT_TRUE(UnreadKeys(one, "goodput").empty());
+  EXPECT_TRUE(UnreadKeys(one, "compare").empty());
+  EXPECT_EQ(ConfigForPolicy(one.config, one.config.policy).options.drop, DropPolicy::kEarly);
+
+  Experiment both = *ParseExperiment(base + "policy: eager\npolicies: [deferred+early]", ".");
+  EXPECT_EQ(both.config.policy, "eager") << "`policy` stands when given";
+  ASSERT_EQ(UnreadKeys(both, "compare").size(), 1u);
+  EXPECT_THAT(UnreadKeys(both, "compare")[0], ::testing::StartsWith("policy "));
+
+  Experiment many = *ParseExperiment(base + "policies: [deferred, eager]\ntimeout_delays_ms: [1, 2]", ".");
+  EXPECT_EQ(many.config.policy, "adaptive") << "the default";
+  const std::vector<std::string> unread = UnreadKeys(many, "run");
+  ASSERT_EQ(unread.size(), 2u);
+  EXPECT_THAT(unread[0], ::testing::HasSubstr("policies (2 entries"));
+  EXPECT_THAT(unread[1], ::testing::StartsWith("timeout_delays_ms"));
+  EXPECT_TRUE(UnreadKeys(many, "compare").empty());
+}
+
 TEST(ExperimentTest, ScaleWorkloadScalesEveryPhase) {
   WorkloadSpec w{.rate = 10, .phases = {{Seconds(1), 20}}};
   WorkloadSpec s = ScaleWorkload(w, 3);
