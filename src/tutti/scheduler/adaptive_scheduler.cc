@@ -58,11 +58,13 @@ class ReplayListener final : public SchedulerListener {
 }  // namespace
 
 ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const DelayPlan& plan,
-                   const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals) {
+                   const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals,
+                   const std::vector<bool>& closed) {
   ReplayCount count{std::vector<int64_t>(spec.models.size()), std::vector<int64_t>(spec.models.size())};
   ManualClock clock(arrivals.empty() ? 0 : arrivals.front().arrival);
   ReplayListener listener(&count, plan.network.resp, &clock);
   CandidateScheduler scheduler(spec, options, &clock, &listener, policy);
+  scheduler.AssumeClosedLoops(closed);
   listener.set_scheduler(&scheduler);
   scheduler.SetDelayPlan(plan);
   for (GpuId g : down) scheduler.SetGpuUp(g, false, 0).IgnoreError();  // CandidateScheduler: always OK
@@ -100,9 +102,13 @@ int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral) {
   // Consolidating, GPU time is weighed as soon as every model meets its
   // objective at p99 (the bad within the 1% allowance, as the autoscaler
   // reads it), before the headroom of the stressed replays: the autoscaler,
-  // not idle GPUs, answers a burst.
-  auto key = [deferral](const ReplayScore& s) {
-    const Duration busy = deferral == Deferral::kConsolidate ? s.busy : 0;
+  // not idle GPUs, answers a burst. GPU time within 2% of the least counts
+  // as the least: so small a saving is not worth slower answers.
+  Duration least = kInfiniteFuture;
+  for (const ReplayScore& s : scores) least = std::min(least, s.busy);
+  auto key = [deferral, least](const ReplayScore& s) {
+    const bool frugal = static_cast<double>(s.busy) <= 1.02 * static_cast<double>(least);
+    const Duration busy = deferral == Deferral::kConsolidate && !frugal ? s.busy : 0;
     return std::make_tuple(s.excess, busy, s.bad, s.stressed_excess, s.stressed_bad, s.latency);
   };
   int best = 0;
@@ -151,14 +157,15 @@ void AdaptiveScheduler::AwaitReplays() {
 
 void AdaptiveScheduler::Choose(int r) {
   auto replays = [spec = spec_, options = options_, plan = inner_.plan(), down = inner_.DownGpus(),
+                  closed = inner_.ClosedLoops(),
                   arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {
     std::vector<ReplayScore> scores;
     const std::vector<Request> stressed =
         arrivals.empty() || options.adaptive_stress <= 1 ? std::vector<Request>() : Compress(arrivals, options.adaptive_stress);
     for (const AdaptiveChoice& c : AdaptiveChoices()) {
-      ReplayScore score = Score(Replay(*spec, options, plan, down, c.policy, arrivals));
+      ReplayScore score = Score(Replay(*spec, options, plan, down, c.policy, arrivals, closed));
       if (!stressed.empty()) {
-        const ReplayScore s = Score(Replay(*spec, options, plan, down, c.policy, stressed));
+        const ReplayScore s = Score(Replay(*spec, options, plan, down, c.policy, stressed, closed));
         score.stressed_excess = s.excess;
         score.stressed_bad = s.bad;
       }

@@ -90,9 +90,13 @@ struct ReplayCount {
 // Replays `arrivals` (in arrival order) from empty queues with every
 // sub-cluster making candidates by `policy`, on exact GPUs as described
 // above, planning with `plan` (as SetDelayPlan's); GPUs in `down` take no
-// work. REQUIRES: ValidateClusterSpec(spec).ok().
+// work; the models marked in `closed` come from closed-loop clients and
+// are never held for batch-mates (a replay sends the arrivals when they
+// came, whatever it does, so it cannot see holding throttle them).
+// REQUIRES: ValidateClusterSpec(spec).ok().
 ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const DelayPlan& plan,
-                   const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals);
+                   const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals,
+                   const std::vector<bool>& closed = {});
 
 // How a replay served: bad requests beyond each model's 1% allowance (its
 // p99 within the SLO), and bad requests.
@@ -114,8 +118,8 @@ ReplayScore Score(const ReplayCount& count);
 std::vector<Request> Compress(const std::vector<Request>& arrivals, double factor);
 
 // The choice that served best: the least excess, then (kConsolidate) the
-// least GPU time, then the fewest bad, then the same two under stress, then
-// the least latency, then the first.
+// least GPU time (within 2%), then the fewest bad, then the same two under
+// stress, then the least latency, then the first.
 int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral);
 
 class AdaptiveScheduler final : public Scheduler {

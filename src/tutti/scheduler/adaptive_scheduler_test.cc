@@ -169,6 +169,10 @@ TEST(AdaptiveReplayTest, TiesGoToLatencyInAFixedPoolAndToGpuTimeWhenAutoscaling)
   ReplayScore frugal_and_soon = frugal;
   frugal_and_soon.latency = Millis(1400);
   EXPECT_EQ(BestChoice({frugal, frugal_and_soon}, Deferral::kConsolidate), 1);
+  ReplayScore nearly_as_frugal = frugal;  // 1% more GPU time, answered much sooner
+  nearly_as_frugal.busy = Millis(303);
+  nearly_as_frugal.latency = Millis(700);
+  EXPECT_EQ(BestChoice({frugal, nearly_as_frugal}, Deferral::kConsolidate), 1);
   ReplayScore bad_but_soon = soon;
   bad_but_soon.bad = 1;
   EXPECT_EQ(BestChoice({bad_but_soon, frugal}, Deferral::kLatency), 1) << "goodput first";

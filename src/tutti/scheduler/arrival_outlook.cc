@@ -33,15 +33,20 @@ void ArrivalOutlook::Accumulate(Time until) {
 
 void ArrivalOutlook::AdvanceTo(Time now) {
   while (!departures_.empty() && departures_.top().first <= now) {
-    Accumulate(departures_.top().first);
-    outstanding_ = std::max<int64_t>(0, outstanding_ - departures_.top().second);
+    const auto [when, handle] = departures_.top();
     departures_.pop();
+    const auto it = pending_.find(handle);
+    if (it == pending_.end()) continue;  // answered before its time
+    Accumulate(when);
+    outstanding_ = std::max<int64_t>(0, outstanding_ - it->second);
+    pending_.erase(it);
   }
   Accumulate(now);
   if (now < epoch_end_) return;
   if (now >= epoch_end_ + epoch_) {  // idle for a whole epoch: nothing recent to go by
     previous_.arrivals.Clear();
     previous_.time.Clear();
+    ceiling_ = -1;
   } else {
     std::swap(previous_, current_);
   }
@@ -52,18 +57,52 @@ void ArrivalOutlook::AdvanceTo(Time now) {
 
 void ArrivalOutlook::Arrive(Time now) {
   AdvanceTo(now);
+  if (ceiling_ >= 0 && Slot() >= ceiling_) ceiling_ = -1;  // an arrival at the ceiling: none
   current_.arrivals.Add(Slot(), 1);
   ++outstanding_;
 }
 
-void ArrivalOutlook::Dispatch(Time now, int n, Time answered_at) {
+uint64_t ArrivalOutlook::Dispatch(Time now, int n, Time answered_at) {
   AdvanceTo(now);
-  departures_.emplace(std::max(now, answered_at), n);
+  const uint64_t handle = next_handle_++;
+  pending_.emplace(handle, n);
+  departures_.emplace(std::max(now, answered_at), handle);
+  return handle;
+}
+
+void ArrivalOutlook::Answered(Time now, uint64_t handle) {
+  AdvanceTo(now);
+  const auto it = pending_.find(handle);
+  if (it == pending_.end()) return;
+  outstanding_ = std::max<int64_t>(0, outstanding_ - it->second);
+  pending_.erase(it);
 }
 
 void ArrivalOutlook::Drop(Time now) {
   AdvanceTo(now);
   outstanding_ = std::max<int64_t>(0, outstanding_ - 1);
+}
+
+bool ArrivalOutlook::Closed(Time now) {
+  AdvanceTo(now);
+  if (ceiling_ >= 0) return true;
+  auto arrivals = [&](int n) { return current_.arrivals.AtLeast(n) + previous_.arrivals.AtLeast(n); };
+  auto time = [&](int n) { return current_.time.AtLeast(n) + previous_.time.AtLeast(n); };
+  if (arrivals(0) <= 0 || arrivals(max_count_) > 0) return false;
+  // The ceiling: the lowest count at which nothing arrived (arrivals(·)
+  // does not grow with the count).
+  int lo = 0, hi = max_count_;  // arrivals(lo) > 0, arrivals(hi) == 0
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (arrivals(mid) > 0 ? lo : hi) = mid;
+  }
+  // The rate while fewer were outstanding; ten of its arrivals not come make
+  // an open source's silence a 1-in-20,000 chance, ceilings picked as the
+  // highest counts reached included.
+  const double below = arrivals(0) / std::max(time(0) - time(hi), 1.0);
+  if (below * time(hi) < 10) return false;
+  ceiling_ = hi;
+  return true;
 }
 
 ArrivalOutlook::Forecast ArrivalOutlook::Expected(Time now, Duration wait) {

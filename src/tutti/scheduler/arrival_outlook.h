@@ -23,8 +23,9 @@
 // clients show their ceiling within a few of their own round trips. With
 // nothing watched that long: no evidence, no wait.
 //
-// Requests leave at their answers' predicted time (Dispatch) or when
-// dropped. Times passed in must not decrease. Not thread-safe.
+// Requests leave when their batch is reported done (Answered), else at
+// the time Dispatch predicted, or when dropped. Times passed in must not
+// decrease. Not thread-safe.
 #ifndef TUTTI_SCHEDULER_ARRIVAL_OUTLOOK_H_
 #define TUTTI_SCHEDULER_ARRIVAL_OUTLOOK_H_
 
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -48,8 +50,11 @@ class ArrivalOutlook {
   // A request arrived at `now`.
   void Arrive(Time now);
   // `n` requests were dispatched at `now`; their answers are due at
-  // `answered_at`, when they stop being outstanding.
-  void Dispatch(Time now, int n, Time answered_at);
+  // `answered_at`, when they stop being outstanding unless Answered says
+  // so sooner. Returns the batch's handle for Answered.
+  uint64_t Dispatch(Time now, int n, Time answered_at);
+  // The batch `handle` was answered at `now` (no-op if it already left).
+  void Answered(Time now, uint64_t handle);
   // A request was answered at `now` without running (dropped).
   void Drop(Time now);
 
@@ -64,6 +69,16 @@ class ArrivalOutlook {
     Duration recheck = kNever;
   };
   Forecast Expected(Time now, Duration wait);
+
+  // Whether the requests come from clients that each wait for their answer
+  // (a closed loop): there is a count at which nothing has arrived though
+  // the rate while fewer were outstanding predicted ten arrivals in the time
+  // spent there. Their batch-mates come only as answers free them, so
+  // holding a batch for them throttles the clients by as much as it holds.
+  // Once found, a ceiling stands until a request arrives at it (more
+  // clients, or an open source) or the model is idle for an epoch: not
+  // holding, the clients reach it less often than holding made them.
+  bool Closed(Time now);
 
  private:
   // Sums over counts with suffix queries in O(log counts).
@@ -99,8 +114,11 @@ class ArrivalOutlook {
   Time epoch_end_;
   Time last_ = 0;
   int64_t outstanding_ = 0;
-  using Departure = std::pair<Time, int>;
+  int ceiling_ = -1;  // Closed()'s ceiling while it stands, else −1
+  using Departure = std::pair<Time, uint64_t>;  // when, handle
   std::priority_queue<Departure, std::vector<Departure>, std::greater<>> departures_;
+  std::unordered_map<uint64_t, int> pending_;  // handle → requests, until they leave
+  uint64_t next_handle_ = 0;
 };
 
 }  // namespace tutti

@@ -38,6 +38,7 @@ TEST(ArrivalOutlookTest, AnOpenLoopStreamIsSeenAtItsRateWhateverIsOutstanding) {
     outlook.Arrive(t);
     outlook.Dispatch(t, 1, t + Millis(5));
   }
+  EXPECT_FALSE(outlook.Closed(t)) << "an open source has no ceiling";
 }
 
 // N clients that each send their next request when answered never send
@@ -59,6 +60,7 @@ TEST(ArrivalOutlookTest, ClosedLoopClientsAreExpectedToSendNothingWhileAllOfThem
       outlook.Arrive(t);
     }
     ASSERT_EQ(outlook.outstanding(), kClients);
+    if (round >= 20) EXPECT_TRUE(outlook.Closed(t)) << "round " << round;
     if (round >= 300) EXPECT_EQ(outlook.Expected(t, Millis(90)).arrivals, 0) << "round " << round;
     if (round >= 300) EXPECT_EQ(outlook.Expected(t, Millis(1)).arrivals, 0) << "round " << round;
     outlook.Dispatch(t, kClients, t + Micros(300));
@@ -111,6 +113,22 @@ TEST(ArrivalOutlookTest, SilenceAtACountNotWatchedLongReadsAsACeiling) {
   ArrivalOutlook fresh(64, kSecond, 0);
   fresh.Arrive(Micros(50));
   EXPECT_EQ(fresh.Expected(Micros(50), Millis(90)).arrivals, 0);
+}
+
+TEST(ArrivalOutlookTest, ABatchReportedDoneLeavesThenNotAtItsPredictedTime) {
+  ArrivalOutlook outlook(8, kSecond, 0);
+  outlook.Arrive(0);
+  outlook.Arrive(0);
+  const uint64_t first = outlook.Dispatch(0, 1, Millis(10));
+  const uint64_t second = outlook.Dispatch(0, 1, Millis(10));
+  outlook.Answered(Millis(2), first);
+  EXPECT_EQ(outlook.outstanding(), 1);
+  outlook.Answered(Millis(3), first);  // once only
+  EXPECT_EQ(outlook.outstanding(), 1);
+  outlook.Arrive(Millis(11));          // the second left at its predicted time
+  EXPECT_EQ(outlook.outstanding(), 1);
+  outlook.Answered(Millis(12), second);
+  EXPECT_EQ(outlook.outstanding(), 1);
 }
 
 TEST(ArrivalOutlookTest, DropsLeaveAtOnceAndOldEpochsAreForgotten) {

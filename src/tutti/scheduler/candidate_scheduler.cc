@@ -71,6 +71,14 @@ void CandidateScheduler::Submit(const Request& request) {
   Refresh(request.model);
 }
 
+std::vector<bool> CandidateScheduler::ClosedLoops() {
+  std::vector<bool> closed(models_.size());
+  for (ModelId m = 0; m < static_cast<ModelId>(models_.size()); ++m) {
+    closed[m] = models_[m].outlook && models_[m].outlook->Closed(clock_->Now());
+  }
+  return closed;
+}
+
 std::vector<GpuId> CandidateScheduler::DownGpus() const {
   std::vector<GpuId> down;
   for (GpuId g = 0; g < static_cast<GpuId>(gpus_.size()); ++g) {
@@ -150,7 +158,8 @@ bool CandidateScheduler::Holds(ModelId m, GpuId g, Time now) {
   const ModelSpec& spec = spec_.models[m];
   const Candidate& c = s.candidate;
   const int room = spec.EffectiveMaxBatch() - c.size;
-  if (room <= 0 || !s.outlook) return false;
+  const bool closed = m < static_cast<ModelId>(assumed_closed_.size()) && assumed_closed_[m];
+  if (room <= 0 || !s.outlook || closed || s.outlook->Closed(now)) return false;
   HoldCase hold{.size = c.size, .wait = c.dispatch_at - now};
   const ArrivalOutlook::Forecast forecast = s.outlook->Expected(now, hold.wait);
   hold.arrivals = forecast.arrivals;
@@ -300,9 +309,12 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   Batch batch = TakeBatch(&models_[m].queue, m, g, exec_at, compute.Occupancy(spec_.models[m].profile, size), size);
   queued_ -= size;
   if (ModelState& s = models_[m]; s.outlook) {
-    // Its answers leave no sooner than if it ran at once: a client answered
-    // early and sending again must not seem to send while it waits.
-    s.outlook->Dispatch(now, size, now + batch.latency);
+    // Reported done (as options holding GPUs oblige), its requests leave
+    // then — an executor runs its batches in order; else no sooner than if
+    // it ran at once: a client answered early and sending again must not
+    // seem to send while it waits.
+    const uint64_t handle = s.outlook->Dispatch(now, size, now + batch.latency);
+    if (options_.HoldsGpusUntilReported()) gpu.answering.emplace_back(m, handle);
     AddDemand(s.rank, now, std::max(0.0, static_cast<double>(batch.latency - s.work * size)));
   }
   gpu.free_at = batch.exec_at + batch.latency;
@@ -374,6 +386,11 @@ void CandidateScheduler::ArmDeferred(int r) {
 void CandidateScheduler::OnBatchDone(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.running = std::max(0, gpu.running - 1);
+  if (!gpu.answering.empty()) {
+    const auto [m, handle] = gpu.answering.front();
+    gpu.answering.pop_front();
+    models_[m].outlook->Answered(clock_->Now(), handle);
+  }
   if (Full(g) || !gpu.awaiting || gpu.down) return;
   gpu.awaiting = false;
   clock_->Cancel(gpu.timer);  // Await's
@@ -390,6 +407,7 @@ absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   clock_->Cancel(gpu.timer);
   gpu.timer = kNoTimer;
   gpu.running = 0;
+  gpu.answering.clear();  // their predicted departures stand
   gpu.awaiting = false;
   gpu.down = !up;
   CountGpus(gpu.rank);  // early drop's window follows the GPUs up

@@ -45,7 +45,9 @@
 // HoldPays): the arrivals its model's ArrivalOutlook expects before its
 // dispatch time, given the requests outstanding now — none for closed-loop
 // clients that all wait — save more GPU time, at
-// SchedulerOptions::gpu_ms_price, than its requests lose by waiting;
+// SchedulerOptions::gpu_ms_price, than its requests lose by waiting — and
+// never for clients the outlook finds in a closed loop, whose batch-mates
+// come only as answers free them;
 // Hold::kWhileBatchMatesCome holds while a batch-mate is likely to come
 // (plain deferral, except that closed-loop clients are not held). With
 // Deferral::kLatency (a fixed pool) the GPU's time
@@ -70,6 +72,7 @@
 #ifndef TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 #define TUTTI_SCHEDULER_CANDIDATE_SCHEDULER_H_
 
+#include <deque>
 #include <optional>
 #include <set>
 #include <utility>
@@ -115,6 +118,12 @@ class CandidateScheduler final : public Scheduler {
   // SetDelayPlan), and the GPUs down (SetGpuUp).
   const DelayPlan& plan() const { return plan_; }
   std::vector<GpuId> DownGpus() const;
+  // Per model: whether its arrival outlook finds its clients in a closed
+  // loop now (ArrivalOutlook::Closed); false for models without one.
+  std::vector<bool> ClosedLoops();
+  // Holds no batch of the models marked in `closed`, whatever their
+  // outlooks say (a replay of their arrivals; see adaptive_scheduler.h).
+  void AssumeClosedLoops(std::vector<bool> closed) { assumed_closed_ = std::move(closed); }
 
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
@@ -146,6 +155,9 @@ class CandidateScheduler final : public Scheduler {
     Time release_at = 0;  // free_at − d_ctrl, as planned at its last dispatch
     TimerId timer = kNoTimer;
     int running = 0;        // batches not reported done
+    // Those of models with an outlook, oldest first, while completions are
+    // reported (SchedulerOptions::HoldsGpusUntilReported): (model, handle).
+    std::deque<std::pair<ModelId, uint64_t>> answering;
     bool awaiting = false;  // predicted free, but Full: OnBatchDone releases it
     bool down = false;      // SetGpuUp(false): takes no work
   };
@@ -240,6 +252,7 @@ class CandidateScheduler final : public Scheduler {
   std::vector<GpuState> gpus_;
   std::vector<RankState> ranks_;
   int64_t queued_ = 0;
+  std::vector<bool> assumed_closed_;
 };
 
 }  // namespace tutti

@@ -188,9 +188,11 @@ TEST(PromptDispatchTest, ClosedLoopClientsAnsweredBeforeThePlanSaysAreNotHeldEit
       for (const std::string way : {"adaptive", "prompt", "scarce"}) {
         const std::string what = spec.models[0].name + ", " + way +
                                  (deferral == Deferral::kLatency ? ", latency" : ", consolidate");
-        for (int clients : {1, 4}) {
-          const Served s = Harness(way, spec, Options(deferral), /*early=*/true).ClosedLoop(clients, Micros(20), Seconds(3));
-          const Served eager = Harness("eager", spec, Options(deferral), true).ClosedLoop(clients, Micros(20), Seconds(3));
+        // Clients that take a while to send again: gathering all of them
+        // before each batch would cost a round trip a batch.
+        for (const auto [clients, think] : {std::pair{1, Micros(20)}, {4, Micros(20)}, {16, Micros(300)}}) {
+          const Served s = Harness(way, spec, Options(deferral), /*early=*/true).ClosedLoop(clients, think, Seconds(3));
+          const Served eager = Harness("eager", spec, Options(deferral), true).ClosedLoop(clients, think, Seconds(3));
           EXPECT_GE(s.waits.size(), 0.9 * static_cast<double>(eager.waits.size())) << what << ", " << clients << " clients";
           // Held for batch-mates, a request would wait most of the objective;
           // waiting for a busy GPU, at most about a batch of all clients.
