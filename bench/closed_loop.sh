@@ -87,7 +87,8 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 # ℓ(1) of lenet5 on this CPU, as the server prints it.
-l1=$(sed -n 's/.*lenet5 v1 (.*l(1) \([0-9.]*\) ms.*/\1/p' "$OUT/server_default.log" | head -1)
+# (lenet5 is served alone or in a prefix group: prefix[lenet5,lower,...].)
+l1=$(grep -m1 -E '(^ *|[[,])lenet5([],]| v1)' "$OUT/server_default.log" | sed -n 's/.*l(1) \([0-9.]*\) ms.*/\1/p')
 
 table=$OUT/table.md
 {
@@ -144,6 +145,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page closed_loop "Closed-loop clients are never held for batch-mates" \
     "Does the default scheduler hold closed-loop clients (perf_analyzer's concurrency mode, a service calling a model) for batch-mates that cannot come, where an idle server should answer at once?" \
     "bench/closed_loop.sh $ROUNDS $DURATION --write-docs" \
-    "Four servers over demo_repository take turns in each run: the default config (a fixed pool: one torch executor) and the same with --policy eager; the demo's models on a pool of 2 torch executors with autoscaling on (bench/serve_demo_autoscale.yaml, which makes the default consolidate) and the same with --policy eager. The order reverses from one run to the next. Each serves tutti load --concurrency N (and Triton's perf_analyzer, when built: bench/tools/build_perf_analyzer.sh) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 50%, 1.5 s windows) on either. Medians of $ROUNDS runs, the worst run in brackets; each ÷ is taken run by run against the eager server of the same config. p50 ms is the client's; the server's own p50 (receipt to answer, tutti_server_us) in brackets after it." \
+    "Four servers over demo_repository take turns in each run: the default config (a fixed pool: one torch executor) and the same with --policy eager; the demo's models on a pool of 2 torch executors with autoscaling on (bench/serve_demo_autoscale.yaml, which makes the default consolidate) and the same with --policy eager. The order reverses from one run to the next. Each serves tutti load --concurrency N (and Triton's perf_analyzer, when built: bench/tools/build_perf_analyzer.sh) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 50%, 1.5 s windows) on either. Medians of $ROUNDS runs, the worst run in brackets; each ÷ is taken run by run against the eager server of the same config. p50 ms is the client's; the server's own p50 (receipt to answer, tutti_server_us) in parentheses after it." \
     "$table"
 fi

@@ -40,6 +40,7 @@ std::string CsvRow(const ParmTailResult& r) {
 
 int BenchParm(const Args& args) {
   std::string executor = "emulated", ks = "2", repo_dir = "demo_repository", deployed = "mlp", csv;
+  std::string slow_shape = "exp";
   std::string data_dir = kDefaultFashionMnistDir;
   double latency_ms = 10, slow_min_ms = 500, slow_max_ms = 2000;
   int64_t seed = 1;
@@ -47,8 +48,9 @@ int BenchParm(const Args& args) {
   FlagSet flags("tutti bench parm [--executor emulated|torch] [--k 2,3,4] [flags]",
                 "ParM's tail-latency experiment (ParM section 6): m instances of a deployed model\n"
                 "under injected slowdowns (like the paper's background shuffles: `--slowdowns`\n"
-                "episodes under way at all times, each slowing 2 random instances by `--slow-factor`\n"
-                "for a uniform random 0.5-2 s), Poisson arrivals, batch size 1, one pull-based\n"
+                "episodes under way at all times, each slowing 2 random instances by `--slow-factor`,\n"
+                "shaped by `--slow-shape`, for a uniform random 0.5-2 s), Poisson arrivals, batch\n"
+                "size 1, one pull-based\n"
                 "queue. Three setups: no redundancy (m instances), Equal-Resources (m + m/k\n"
                 "deployed instances) and ParM (m deployed + m/k parity instances, coding groups of\n"
                 "k). Prints p50/p99/p99.9 and how many times smaller ParM's p99.9 - p50 gap is than\n"
@@ -62,7 +64,10 @@ int BenchParm(const Args& args) {
   flags.Int64("requests", &setup.requests, "requests per setup (default 100,000; torch: 20,000)");
   flags.Double("latency-ms", &latency_ms, "emulated: the query latency");
   flags.Int("slowdowns", &setup.slowdowns.concurrent, "slowdown episodes under way at any time (default 4; torch: 1)");
-  flags.Double("slow-factor", &setup.slowdowns.factor, "latency multiplier of a slowed instance");
+  flags.Double("slow-factor", &setup.slowdowns.factor, "latency multiplier of a slowed instance (its mean with exp)");
+  flags.String("slow-shape", &slow_shape,
+               "exp: a slowed batch takes 1 + (factor - 1)·Exp(1) times as long (most a little, a few a lot); "
+               "fixed: exactly factor times");
   flags.Double("slow-min-ms", &slow_min_ms, "shortest slowdown episode");
   flags.Double("slow-max-ms", &slow_max_ms, "longest slowdown episode");
   flags.Int64("seed", &seed, "random seed (arrivals and slowdowns)");
@@ -80,6 +85,10 @@ int BenchParm(const Args& args) {
   setup.slowdowns.min_duration = Millis(slow_min_ms);
   setup.slowdowns.max_duration = Millis(slow_max_ms);
   setup.slowdowns.seed = setup.seed = static_cast<uint64_t>(seed);
+  if (slow_shape != "exp" && slow_shape != "fixed") {
+    return Fail(absl::InvalidArgumentError(absl::StrCat("--slow-shape: exp or fixed, got '", slow_shape, "'")));
+  }
+  setup.slowdowns.random = slow_shape == "exp";
   std::vector<int> k_values;
   for (absl::string_view part : absl::StrSplit(ks, ',')) {
     int k = 0;
@@ -136,9 +145,9 @@ int BenchParm(const Args& args) {
 
   std::cout << absl::StrFormat(
       "ParM tail experiment: %s executors, m = %d, %.0f r/s Poisson, %d requests per setup, %d slowdown(s) under "
-      "way (x%.1f, %.0f-%.0f ms)\n",
+      "way (x%.1f %s, %.0f-%.0f ms), seed %d\n",
       executor, setup.instances, setup.rate, setup.requests, setup.slowdowns.concurrent, setup.slowdowns.factor,
-      slow_min_ms, slow_max_ms);
+      slow_shape, slow_min_ms, slow_max_ms, seed);
   std::cout << absl::StrFormat("%-22s %9s %9s %9s %9s %9s %11s %10s%s %7s\n", "setup", "instances", "requests",
                                "p50 ms", "p99 ms", "p99.9 ms", "p99.9-p50", "rebuilt", torch ? "  accuracy" : "",
                                "errors");

@@ -77,7 +77,6 @@ void Apply(const SimFlags& f, SimConfig* c) {
   if (f.rate > 0) {
     c->workload = c->workload.rate > 0 ? ScaleWorkload(c->workload, f.rate / c->workload.rate)
                                        : WorkloadSpec{.arrival = c->workload.arrival, .rate = f.rate};
-    c->options.nexus_initial_rates = InitialModelRates(c->workload, c->cluster.models.size());
   }
   if (f.duration_s > 0) c->duration = Seconds(f.duration_s);
   c->record_timeline = f.timeline;

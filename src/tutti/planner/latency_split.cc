@@ -140,12 +140,12 @@ absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const Lat
                                                      const std::vector<int>& parents,
                                                      const std::vector<double>& gammas, double rate,
                                                      Duration objective, Duration epsilon, bool even,
-                                                     Duration overhead) {
+                                                     Duration overhead, bool duty_cycle) {
   std::vector<SplitStage> stages;
   for (size_t v = 0; v < profiles.size(); ++v) {
     const LatencyProfile* profile = profiles[v];
-    stages.push_back({parents[v], gammas[v], [profile, overhead](Duration budget) {
-                        return ThroughputWithin(*profile, budget - overhead);
+    stages.push_back({parents[v], gammas[v], [profile, overhead, duty_cycle](Duration budget) {
+                        return ThroughputWithin(*profile, (budget - overhead) / (duty_cycle ? 2 : 1));
                       }});
   }
   return even ? EvenLatencySplit(stages, rate, objective) : SplitLatency(stages, rate, objective, epsilon);

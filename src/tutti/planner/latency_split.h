@@ -61,13 +61,15 @@ absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage
 // ThroughputWithin of the budget less `overhead`: what a stage costs beyond
 // its compute, on a real clock), reads `parents[v]` (-1: the query) and gets
 // `gammas[v]` items per item of its parent: SplitLatency in steps of
-// `epsilon`, or with `even`, EvenLatencySplit. The profiles must outlive
-// the call.
+// `epsilon`, or with `even`, EvenLatencySplit. With `duty_cycle`, a batch
+// must fit half of that (Nexus's runtime: a request may wait out one duty
+// cycle, as long as a batch, and then run in the next). The profiles must
+// outlive the call.
 absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const LatencyProfile*>& profiles,
                                                      const std::vector<int>& parents,
                                                      const std::vector<double>& gammas, double rate,
                                                      Duration objective, Duration epsilon, bool even,
-                                                     Duration overhead = 0);
+                                                     Duration overhead = 0, bool duty_cycle = false);
 
 // Each stage's share plus its ancestors': what the path from the root to
 // it takes of the objective. REQUIRES: parents come before children.

@@ -150,6 +150,20 @@ TEST(LatencySplitTest, ThroughputWithinTakesTheBestBatchThatFits) {
   EXPECT_NEAR(ThroughputWithin(p, kSecond), 16 / 0.018, 1e-6);  // the largest batch
 }
 
+// Under Nexus's duty cycles a stage's batch fits half its budget: the same
+// split, planned for the throughput of half the time.
+TEST(LatencySplitTest, DutyCyclesPlanABatchWithinHalfTheBudget) {
+  const LatencyProfile p = *LatencyProfile::Linear(Millis(1), Millis(2), 16);  // ℓ(b) = b + 2 ms
+  const std::vector<const LatencyProfile*> one = {&p};
+  absl::StatusOr<LatencySplitResult> whole = SplitOverProfiles(one, {-1}, {1}, 100, Millis(12), Millis(1), false);
+  absl::StatusOr<LatencySplitResult> half =
+      SplitOverProfiles(one, {-1}, {1}, 100, Millis(12), Millis(1), false, 0, /*duty_cycle=*/true);
+  ASSERT_TRUE(whole.ok() && half.ok());
+  EXPECT_DOUBLE_EQ(whole->gpus, 100 / ThroughputWithin(p, Millis(12)));  // b = 10 in 12 ms
+  EXPECT_DOUBLE_EQ(half->gpus, 100 / ThroughputWithin(p, Millis(6)));    // b = 4 in 6 ms
+  EXPECT_GT(half->gpus, whole->gpus);
+}
+
 TEST(LatencySplitTest, BadTreesAreClearErrors) {
   const SplitStage any = Table(-1, 1, {{1, 1}});
   SplitStage child = any;

@@ -144,9 +144,15 @@ void AdaptiveScheduler::Submit(const Request& request) {
   }
   if (now >= log.next_choice && !log.pending.valid()) {
     log.next_choice = now + options_.adaptive_epoch;
-    Choose(r);
+    if (!AllClosedLoops(log)) Choose(r);
   }
   inner_.Submit(request);
+}
+
+bool AdaptiveScheduler::AllClosedLoops(const RankLog& log) {
+  const std::vector<bool> closed = inner_.ClosedLoops();
+  return std::all_of(log.arrivals.begin(), log.arrivals.end(),
+                     [&closed](const Request& r) { return closed[r.model]; });
 }
 
 void AdaptiveScheduler::AwaitReplays() {
@@ -156,6 +162,7 @@ void AdaptiveScheduler::AwaitReplays() {
 }
 
 void AdaptiveScheduler::Choose(int r) {
+  ++replays_;
   auto replays = [spec = spec_, options = options_, plan = inner_.plan(), down = inner_.DownGpus(),
                   closed = inner_.ClosedLoops(),
                   arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {

@@ -1,6 +1,7 @@
 #include "tutti/scheduler/nexus_scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace tutti {
@@ -38,18 +39,31 @@ std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double
   return plan;
 }
 
+bool NexusRatesMoved(const std::vector<double>& planned, const std::vector<int64_t>& arrivals, Duration window) {
+  const double seconds = ToSeconds(window);
+  for (size_t m = 0; m < planned.size() && m < arrivals.size(); ++m) {
+    const double expected = planned[m] * seconds;
+    // Poisson counts spread by √expected: three of those, or a quarter of
+    // the plan, whichever is more, before a change is believed.
+    const double tolerance = std::max(0.25 * expected, 3 * std::sqrt(std::max(expected, 1.0)));
+    if (std::abs(static_cast<double>(arrivals[m]) - expected) > tolerance) return true;
+  }
+  return false;
+}
+
 NexusScheduler::NexusScheduler(const ClusterSpec& spec, const SchedulerOptions& options,
                                Clock* clock, SchedulerListener* listener)
     : spec_(spec), options_(options), clock_(clock), listener_(listener), delays_{spec.delays, 0, {}} {
   gpus_.resize(spec_.num_gpus());
   routes_.resize(spec_.models.size());
-  epoch_arrivals_.assign(spec_.models.size(), 0);
   std::vector<double> rates(spec_.models.size(), 1.0);
   for (size_t m = 0; m < rates.size() && m < options_.nexus_initial_rates.size(); ++m) {
     if (options_.nexus_initial_rates[m] > 0) rates[m] = options_.nexus_initial_rates[m];
   }
-  ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus(), options_.nexus_fill_cluster));
-  epoch_timer_ = clock_->ScheduleAfter(options_.nexus_epoch, [this] { OnEpoch(); });
+  // Checked about every second, so that a change of rates is followed well
+  // before the epoch ends; the epoch stays a whole number of checks.
+  check_every_ = options_.nexus_epoch / std::max<int64_t>(1, (options_.nexus_epoch + kSecond - 1) / kSecond);
+  Replan(rates);
 }
 
 NexusScheduler::~NexusScheduler() {
@@ -57,14 +71,23 @@ NexusScheduler::~NexusScheduler() {
   for (Gpu& g : gpus_) clock_->Cancel(g.timer);
 }
 
-void NexusScheduler::OnEpoch() {
-  std::vector<double> rates(spec_.models.size());
-  for (size_t m = 0; m < rates.size(); ++m) {
-    rates[m] = epoch_arrivals_[m] / ToSeconds(options_.nexus_epoch);
-    epoch_arrivals_[m] = 0;
-  }
+void NexusScheduler::Replan(const std::vector<double>& rates) {
+  planned_rates_ = rates;
+  planned_at_ = clock_->Now();
+  epoch_arrivals_.assign(spec_.models.size(), 0);
   ApplyPlan(PlanNexus(spec_, rates, spec_.num_gpus(), options_.nexus_fill_cluster));
-  epoch_timer_ = clock_->ScheduleAfter(options_.nexus_epoch, [this] { OnEpoch(); });
+  epoch_timer_ = clock_->ScheduleAfter(check_every_, [this] { OnCheck(); });
+}
+
+void NexusScheduler::OnCheck() {
+  const Duration window = clock_->Now() - planned_at_;
+  if (window < options_.nexus_epoch && !NexusRatesMoved(planned_rates_, epoch_arrivals_, window)) {
+    epoch_timer_ = clock_->ScheduleAfter(check_every_, [this] { OnCheck(); });
+    return;
+  }
+  std::vector<double> rates(spec_.models.size());
+  for (size_t m = 0; m < rates.size(); ++m) rates[m] = epoch_arrivals_[m] / ToSeconds(window);
+  Replan(rates);
 }
 
 void NexusScheduler::ApplyPlan(std::vector<GpuNode> plan) {

@@ -9,7 +9,9 @@
 //
 // Rates for the first epoch come from SchedulerOptions::nexus_initial_rates
 // (else 1 request/s per model); later epochs use the rates observed in the
-// epoch before. The cluster has a fixed number of GPUs, so by default
+// epoch before. An epoch ends early, at one of its checks about every
+// second, once the observed rates have moved from the planned ones
+// (NexusRatesMoved). The cluster has a fixed number of GPUs, so by default
 // (nexus_fill_cluster) the plan is made for the largest multiple of those
 // rates that fits them: headroom for bursts when there is room,
 // proportionally less for everyone when there is not. Requests of a model the plan could not place
@@ -33,6 +35,10 @@ namespace tutti {
 // they do not fit).
 std::vector<GpuNode> PlanNexus(const ClusterSpec& spec, const std::vector<double>& rates, int gpus,
                                bool fill_cluster = true);
+
+// Whether `arrivals` per model over `window` are too far from the `planned`
+// rates (requests/s) to be Poisson noise. Pure.
+bool NexusRatesMoved(const std::vector<double>& planned, const std::vector<int64_t>& arrivals, Duration window);
 
 class NexusScheduler final : public Scheduler {
  public:
@@ -71,7 +77,8 @@ class NexusScheduler final : public Scheduler {
   };
 
   void ApplyPlan(std::vector<GpuNode> plan);
-  void OnEpoch();
+  void Replan(const std::vector<double>& rates);
+  void OnCheck();
   void Route(const Request& r);
   void Kick(GpuId g);
 
@@ -83,7 +90,10 @@ class NexusScheduler final : public Scheduler {
   std::vector<GpuNode> plan_;
   std::vector<Gpu> gpus_;
   std::vector<std::vector<RouteEntry>> routes_;  // per model
-  std::vector<int64_t> epoch_arrivals_;
+  std::vector<int64_t> epoch_arrivals_;  // since planned_at_
+  std::vector<double> planned_rates_;
+  Time planned_at_ = 0;
+  Duration check_every_ = kSecond;
   TimerId epoch_timer_ = kNoTimer;
   int64_t queued_ = 0;
 };

@@ -141,5 +141,59 @@ TEST(NexusSchedulerTest, ReplansFromObservedRatesEachEpoch) {
   EXPECT_EQ(s.queued(), 0);
 }
 
+TEST(NexusSchedulerTest, RatesMoveWhenBeyondPoissonNoise) {
+  // Many arrivals: a quarter of the plan (1,000 r/s planned, 1 s seen).
+  EXPECT_FALSE(NexusRatesMoved({1000}, {1000}, Seconds(1)));
+  EXPECT_FALSE(NexusRatesMoved({1000}, {1240}, Seconds(1)));
+  EXPECT_TRUE(NexusRatesMoved({1000}, {1260}, Seconds(1)));
+  EXPECT_TRUE(NexusRatesMoved({1000}, {740}, Seconds(1)));
+  EXPECT_TRUE(NexusRatesMoved({100, 5}, {100, 500}, Seconds(1)));
+  EXPECT_FALSE(NexusRatesMoved({100}, {400}, Seconds(4)));  // over a longer window
+  // Fewer: three standard deviations (100 expected: ±30; 4 expected: ±6).
+  EXPECT_FALSE(NexusRatesMoved({100}, {129}, Seconds(1)));
+  EXPECT_TRUE(NexusRatesMoved({100}, {131}, Seconds(1)));
+  EXPECT_FALSE(NexusRatesMoved({4}, {9}, Seconds(1)));
+  EXPECT_TRUE(NexusRatesMoved({4}, {12}, Seconds(1)));
+  EXPECT_FALSE(NexusRatesMoved({1}, {0}, Seconds(1)));  // a model not seen yet
+}
+
+// A long epoch still follows a change of rates within about a second, and
+// keeps its plan while the rates hold.
+TEST(NexusSchedulerTest, AnEpochEndsEarlyWhenTheRatesMove) {
+  ClusterSpec spec = Section41(8);
+  SchedulerOptions options;
+  options.nexus_epoch = Seconds(30);
+  options.nexus_initial_rates = {64, 32, 32};
+  ManualClock clock;
+  Recorder rec;
+  NexusScheduler s(spec, options, &clock, &rec);
+  const std::vector<GpuNode> first = s.plan();
+  auto sessions_of = [&](ModelId m) {
+    int n = 0;
+    for (const GpuNode& node : s.plan()) {
+      for (const NodeSession& ns : node.sessions) n += ns.model == m;
+    }
+    return n;
+  };
+  const int a_at_first = sessions_of(0);
+  RequestId id = 0;
+  auto offer = [&](Time from, Time to, const std::vector<Duration>& gaps) {
+    std::vector<Time> next(gaps.size(), from);
+    for (Time t = from; t < to; t += Millis(1)) {
+      clock.AdvanceTo(t);
+      for (ModelId m = 0; m < static_cast<ModelId>(gaps.size()); ++m) {
+        if (t >= next[m]) {
+          s.Submit({id++, m, t, t + spec.models[m].slo});
+          next[m] += gaps[m];
+        }
+      }
+    }
+  };
+  offer(0, Seconds(3), {Millis(1000.0 / 64), Millis(1000.0 / 32), Millis(1000.0 / 32)});
+  EXPECT_EQ(sessions_of(0), a_at_first) << "the rates held: the plan too";
+  offer(Seconds(3), Seconds(5), {Millis(2), Millis(1000.0 / 32), Millis(1000.0 / 32)});  // A: 500 r/s
+  EXPECT_GT(sessions_of(0), a_at_first) << "replanned within two seconds, not thirty";
+}
+
 }  // namespace
 }  // namespace tutti

@@ -114,6 +114,7 @@ absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterS
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   TUTTI_ASSIGN_OR_RETURN(auto objective_ms, r.RequireScalar<double>("objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto split, r.OptionalScalar<std::string>("split", "dp or even"));
+  TUTTI_ASSIGN_OR_RETURN(auto duty_cycle, r.OptionalScalar<bool>("duty_cycle", "true or false"));
   TUTTI_ASSIGN_OR_RETURN(YAML::Node gammas, r.Require("gamma"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   const size_t n = cluster->models.size();
@@ -135,7 +136,7 @@ absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterS
   }
   absl::StatusOr<LatencySplitResult> shares =
       SplitOverProfiles(profiles, parents, graph.gamma, std::max(rate, 1.0), graph.objective, graph.objective / 200,
-                        split.value_or("dp") == "even");
+                        split.value_or("dp") == "even", /*overhead=*/0, duty_cycle.value_or(false));
   if (!shares.ok()) return Invalid("graph", shares.status().message());
   if (std::isinf(shares->gpus)) return Invalid("graph", "no split of the objective fits the models' profiles");
   Duration used = 0;
@@ -236,7 +237,6 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(c.cluster));
-  c.options.nexus_initial_rates = InitialModelRates(c.workload, static_cast<int>(c.cluster.models.size()));
   return e;
 }
 

@@ -25,7 +25,9 @@
 //   graph: {objective_ms: 400, gamma: [10], split: dp}
 //                           # queries through the models in order (SimGraph):
 //                           # gamma per step after the first; the objective
-//                           # split by Nexus's DP (dp, the default) or evenly
+//                           # split by Nexus's DP (dp, the default) or evenly;
+//                           # duty_cycle: true plans a stage's batch within half
+//                           # its share, as Nexus's runtime needs (policy nexus)
 //   models:
 //     - {name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25}
 //     - {zoo: data/profiles/symphony_zoo_a100.csv}   # every model of a table

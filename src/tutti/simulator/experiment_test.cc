@@ -57,8 +57,8 @@ TEST(ExperimentTest, ParsesEveryKey) {
   EXPECT_EQ(c.cluster.models[1].slo, Millis(42));  // 21 ms × 2
   EXPECT_EQ(c.workload.arrival, ArrivalKind::kGamma);
   EXPECT_EQ(c.workload.phases.size(), 1u);
-  ASSERT_EQ(c.options.nexus_initial_rates.size(), 3u);
-  EXPECT_NEAR(c.options.nexus_initial_rates[0], 4000 / (1 + 0.5 + 1.0 / 3), 1e-6);
+  ASSERT_EQ(OfferedModelRates(c).size(), 3u);
+  EXPECT_NEAR(OfferedModelRates(c)[0], 4000 / (1 + 0.5 + 1.0 / 3), 1e-6);
   ASSERT_TRUE(c.autoscale.has_value());
   EXPECT_EQ(c.autoscale->interval, Millis(500));
   EXPECT_EQ(c.autoscale->headroom, 0.3);

@@ -11,8 +11,6 @@ absl::StatusOr<GoodputResult> FindGoodput(const SimConfig& base, double rel_tole
   auto probe = [&](double rate) -> absl::StatusOr<bool> {
     SimConfig c = base;
     c.workload = ScaleWorkload(base.workload, rate / base.workload.rate);
-    c.options.nexus_initial_rates =
-        InitialModelRates(c.workload, static_cast<int>(c.cluster.models.size()));
     TUTTI_ASSIGN_OR_RETURN(SimResult r, RunSimulation(c));
     ++out.simulations;
     const bool ok = MeetsSlo(r);

@@ -321,6 +321,16 @@ double SimResult::BusySeconds() const {
 
 double SimResult::IdleFraction() const { return gpu_busy.empty() ? 0 : 1 - MeanBusy(); }
 
+std::vector<double> OfferedModelRates(const SimConfig& config) {
+  const int num_models = static_cast<int>(config.cluster.models.size());
+  if (!config.graph) return InitialModelRates(config.workload, num_models);
+  std::vector<double> rates(num_models, config.workload.rate);
+  for (int k = 1; k < num_models && k < static_cast<int>(config.graph->gamma.size()); ++k) {
+    rates[k] = rates[k - 1] * config.graph->gamma[k];
+  }
+  return rates;
+}
+
 absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   if (config.duration <= config.warmup) {
     return absl::InvalidArgumentError("simulation duration must exceed its warm-up");
@@ -359,6 +369,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   Cluster cluster(config, &result, scheduler_clock, &clock, &delays);
   SchedulerOptions options = config.options;
   options.adaptive_replay_thread = false;  // the same config and seed, the same decisions
+  options.nexus_initial_rates = OfferedModelRates(config);
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
                          CreateScheduler(config.policy, config.cluster, options, scheduler_clock, &cluster));
   cluster.submit = [&](const Request& r) {

@@ -158,6 +158,11 @@ struct SimResult {
 // Runs one simulation. Errors: invalid cluster, workload or policy.
 absl::StatusOr<SimResult> RunSimulation(const SimConfig& config);
 
+// Requests per second each model is offered at the workload's starting
+// rate: its share of the workload or, with a graph, the query rate times
+// the items each step gets per query. The `nexus` policy's first plan.
+std::vector<double> OfferedModelRates(const SimConfig& config);
+
 }  // namespace tutti
 
 #endif  // TUTTI_SIMULATOR_SIMULATOR_H_

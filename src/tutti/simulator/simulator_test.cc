@@ -4,7 +4,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tutti/core/manual_clock.h"
 #include "tutti/planner/latency_split.h"
+#include "tutti/scheduler/nexus_scheduler.h"
 #include "tutti/simulator/report.h"
 
 namespace tutti {
@@ -243,6 +245,43 @@ TEST(SimulatorGraphTest, EveryQueryGivesItsNextStepGammaItemsAndIsJudgedWhole) {
     }
     EXPECT_DOUBLE_EQ(r->Goodput(), static_cast<double>(q.good) / ToSeconds(r->window));
   }
+}
+
+struct NoListener : SchedulerListener {
+  void OnDispatch(Batch) override {}
+  void OnDrop(const Request&, DropReason) override {}
+};
+
+// `nexus` plans its first epoch for what each step is offered: a graph's
+// second step gets gamma items per query. Planned for equal rates, the
+// cheap second step would get a fraction of the GPUs it needs until the
+// first replan.
+TEST(SimulatorGraphTest, NexusPlansEachStepForItsFanOutFromTheStart) {
+  SimConfig c = GraphConfig(10);
+  std::swap(c.cluster.models[0], c.cluster.models[1]);  // the costly model first, then 10 cheap items
+  c.cluster.models[0].slo = Millis(80);  // the 0.4 / 0.6 shares of 200 ms
+  c.cluster.models[1].slo = Millis(120);
+  c.workload = {.arrival = ArrivalKind::kPoisson, .rate = 150};
+  c.policy = "nexus";
+  EXPECT_EQ(OfferedModelRates(c), (std::vector<double>{150, 1500}));
+
+  SchedulerOptions options;
+  options.nexus_initial_rates = OfferedModelRates(c);
+  ManualClock clock;
+  NoListener listener;
+  NexusScheduler first(c.cluster, options, &clock, &listener);
+  double planned[2] = {0, 0};
+  for (const GpuNode& node : first.plan()) {
+    for (const NodeSession& s : node.sessions) planned[s.model] += s.rate;
+  }
+  ASSERT_GT(planned[0], 150);  // headroom: the cluster is filled
+  EXPECT_NEAR(planned[1] / planned[0], 10, 0.5);
+
+  c.options.nexus_epoch = Seconds(10);  // no replan within the run
+  const SimResult r = *RunSimulation(c);
+  EXPECT_EQ(r.policy, "nexus");
+  EXPECT_GT(r.models[0].arrived, 250);
+  EXPECT_LT(r.models[0].BadRate(), 0.01);
 }
 
 TEST(SimulatorGraphTest, AQueryWhoseSecondStepCannotMakeItIsDropped) {
