@@ -21,7 +21,7 @@ table() {  # $1: experiment, $2: caption
   build/bin/tutti sim compare "$1" --goodput 2> /dev/null |
     awk '$1 ~ /^(deferred|adaptive|eager|timeout|nexus)/ && NF >= 9 && !seen[$1]++ {
            printf "| %s | %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $9}'
-  grep -h '^paper_goodput' "$1" | sed 's/^paper_goodput: /\nThe paper: /; s/[{}]//g'
+  { grep -h '^paper_goodput' "$1" || true; } | sed 's/^paper_goodput: /\nThe paper: /; s/[{}]//g'
   echo
 }
 
