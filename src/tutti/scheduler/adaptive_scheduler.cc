@@ -144,7 +144,14 @@ void AdaptiveScheduler::Submit(const Request& request) {
   }
   if (now >= log.next_choice && !log.pending.valid()) {
     log.next_choice = now + options_.adaptive_epoch;
-    if (!AllClosedLoops(log)) Choose(r);
+    // Closed loops only: no way would hold them, and plain eager spends the
+    // least work on each request.
+    static const int eager = static_cast<int>(FindAdaptiveChoice("eager") - AdaptiveChoices().data());
+    if (AllClosedLoops(log)) {
+      Use(r, eager);
+    } else {
+      Choose(r);
+    }
   }
   inner_.Submit(request);
 }
@@ -202,7 +209,11 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
       sum[c].latency += epoch[c].latency;
     }
   }
-  const int choice = BestChoice(sum, options_.deferral);
+  Use(r, BestChoice(sum, options_.deferral));
+}
+
+void AdaptiveScheduler::Use(int r, int choice) {
+  RankLog& log = ranks_[r];
   if (choice == log.choice) return;
   log.choice = choice;
   ++switches_;

@@ -39,8 +39,9 @@
 // ties, in a fixed pool, the sooner answers win. Closed-loop clients do not
 // mislead the replays: no way holds them for batch-mates, so the arrivals
 // replayed are the ones they send when answered at once; and where every
-// arrival of the window came from closed loops the replays are skipped,
-// since no way would hold any of them. Switching
+// arrival of the window came from closed loops the replays are skipped and
+// plain eager runs: no way would hold any of them, and eager does the
+// least work per request. Switching
 // recomputes the sub-cluster's candidates at once; queued requests keep
 // their places.
 //
@@ -167,6 +168,8 @@ class AdaptiveScheduler final : public Scheduler {
   // Records an epoch's scores; the choice with the best sum over the
   // remembered epochs makes r's candidates.
   void Apply(int r, std::vector<ReplayScore> scores);
+  // Makes r's candidates the `choice`th way from now on.
+  void Use(int r, int choice);
 
   const std::shared_ptr<const ClusterSpec> spec_;
   const SchedulerOptions options_;
