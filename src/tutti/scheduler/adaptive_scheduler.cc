@@ -144,22 +144,9 @@ void AdaptiveScheduler::Submit(const Request& request) {
   }
   if (now >= log.next_choice && !log.pending.valid()) {
     log.next_choice = now + options_.adaptive_epoch;
-    // Closed loops only: no way would hold them, and plain eager spends the
-    // least work on each request.
-    static const int eager = static_cast<int>(FindAdaptiveChoice("eager") - AdaptiveChoices().data());
-    if (AllClosedLoops(log)) {
-      Use(r, eager);
-    } else {
-      Choose(r);
-    }
+    Choose(r);
   }
   inner_.Submit(request);
-}
-
-bool AdaptiveScheduler::AllClosedLoops(const RankLog& log) {
-  const std::vector<bool> closed = inner_.ClosedLoops();
-  return std::all_of(log.arrivals.begin(), log.arrivals.end(),
-                     [&closed](const Request& r) { return closed[r.model]; });
 }
 
 void AdaptiveScheduler::AwaitReplays() {
@@ -169,7 +156,6 @@ void AdaptiveScheduler::AwaitReplays() {
 }
 
 void AdaptiveScheduler::Choose(int r) {
-  ++replays_;
   auto replays = [spec = spec_, options = options_, plan = inner_.plan(), down = inner_.DownGpus(),
                   closed = inner_.ClosedLoops(),
                   arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {
@@ -209,11 +195,7 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
       sum[c].latency += epoch[c].latency;
     }
   }
-  Use(r, BestChoice(sum, options_.deferral));
-}
-
-void AdaptiveScheduler::Use(int r, int choice) {
-  RankLog& log = ranks_[r];
+  const int choice = BestChoice(sum, options_.deferral);
   if (choice == log.choice) return;
   log.choice = choice;
   ++switches_;

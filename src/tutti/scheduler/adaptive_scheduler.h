@@ -38,10 +38,7 @@
 // every way served all says nothing of the next burst. Where even that
 // ties, in a fixed pool, the sooner answers win. Closed-loop clients do not
 // mislead the replays: no way holds them for batch-mates, so the arrivals
-// replayed are the ones they send when answered at once; and where every
-// arrival of the window came from closed loops the replays are skipped and
-// plain eager runs: no way would hold any of them, and eager does the
-// least work per request. Switching
+// replayed are the ones they send when answered at once. Switching
 // recomputes the sub-cluster's candidates at once; queued requests keep
 // their places.
 //
@@ -143,8 +140,6 @@ class AdaptiveScheduler final : public Scheduler {
   // many times any sub-cluster has switched.
   std::string_view choice(int rank) const { return AdaptiveChoices()[ranks_[rank].choice].name; }
   int64_t switches() const { return switches_; }
-  // Epochs whose windows were replayed, of all sub-clusters.
-  int64_t replays() const { return replays_; }
 
   // Waits for replays in progress and acts on their choices (for tests: an
   // owner on a real clock need not).
@@ -162,14 +157,9 @@ class AdaptiveScheduler final : public Scheduler {
   // Replays rank r's window (inline or on the replay thread) with the
   // inner scheduler's delay plan and GPUs down.
   void Choose(int r);
-  // Whether every arrival of the window came from a closed loop (replays then
-  // tell nothing: no way holds those).
-  bool AllClosedLoops(const RankLog& log);
   // Records an epoch's scores; the choice with the best sum over the
   // remembered epochs makes r's candidates.
   void Apply(int r, std::vector<ReplayScore> scores);
-  // Makes r's candidates the `choice`th way from now on.
-  void Use(int r, int choice);
 
   const std::shared_ptr<const ClusterSpec> spec_;
   const SchedulerOptions options_;
@@ -177,7 +167,6 @@ class AdaptiveScheduler final : public Scheduler {
   CandidateScheduler inner_;
   std::vector<RankLog> ranks_;
   int64_t switches_ = 0;
-  int64_t replays_ = 0;
 };
 
 }  // namespace tutti

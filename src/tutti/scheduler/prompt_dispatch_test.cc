@@ -177,18 +177,6 @@ TEST(PromptDispatchTest, AClosedLoopClientIsNeverHeldForBatchMates) {
   }
 }
 
-// Replays of closed-loop arrivals tell nothing (no way holds them): adaptive
-// skips them, and its replays' CPU time goes to serving. Open-loop arrivals
-// are replayed every epoch.
-TEST(PromptDispatchTest, AdaptiveReplaysNoWindowOfClosedLoopsOnly) {
-  Harness closed("adaptive", SmallCpuModel(), Options(Deferral::kLatency));
-  closed.ClosedLoop(4, Micros(20), Seconds(4));
-  EXPECT_LE(dynamic_cast<AdaptiveScheduler&>(closed.scheduler()).replays(), 1) << "of 4 epochs: at most the first";
-  Harness open("adaptive", SmallCpuModel(), Options(Deferral::kLatency));
-  open.OpenLoop(2000, Seconds(4));
-  EXPECT_GE(dynamic_cast<AdaptiveScheduler&>(open.scheduler()).replays(), 3);
-}
-
 // The same when answers come before the plan says (a torch executor starts
 // at once, while the plan allows a dispatch delay and a response delay):
 // a client answered early and sending again must not look like a client
