@@ -247,11 +247,6 @@ TEST(SimulatorGraphTest, EveryQueryGivesItsNextStepGammaItemsAndIsJudgedWhole) {
   }
 }
 
-struct NoListener : SchedulerListener {
-  void OnDispatch(Batch) override {}
-  void OnDrop(const Request&, DropReason) override {}
-};
-
 // `nexus` plans its first epoch for what each step is offered: a graph's
 // second step gets gamma items per query. Planned for equal rates, the
 // cheap second step would get a fraction of the GPUs it needs until the
@@ -268,7 +263,7 @@ TEST(SimulatorGraphTest, NexusPlansEachStepForItsFanOutFromTheStart) {
   SchedulerOptions options;
   options.nexus_initial_rates = OfferedModelRates(c);
   ManualClock clock;
-  NoListener listener;
+  CallbackListener listener([](Batch) {}, [](const Request&) {});
   NexusScheduler first(c.cluster, options, &clock, &listener);
   double planned[2] = {0, 0};
   for (const GpuNode& node : first.plan()) {
