@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "tutti/core/manual_clock.h"
+#include "tutti/core/thread_name.h"
 
 namespace tutti {
 
@@ -16,7 +17,6 @@ const std::vector<AdaptiveChoice>& AdaptiveChoices() {
                   Hold::kWhileItPays}},
       {"scarce", {BatchPolicyKind::kDeferred, true, true, false, Hold::kWhileBatchMatesCome}},
       {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
-      {"eager", {BatchPolicyKind::kEager, false, false, false}},
   };
   return *choices;
 }
@@ -174,7 +174,10 @@ void AdaptiveScheduler::Choose(int r) {
     return scores;
   };
   if (options_.adaptive_replay_thread) {
-    ranks_[r].pending = std::async(std::launch::async, std::move(replays));
+    ranks_[r].pending = std::async(std::launch::async, [replays = std::move(replays)] {
+      YieldCpuToOthers();  // a choice made late costs less than a request served late
+      return replays();
+    });
   } else {
     Apply(r, replays());
   }

@@ -1,6 +1,6 @@
 // AdaptiveScheduler: the `adaptive` policy — each sub-cluster makes its
 // candidates whichever way would have served its own recent arrivals best,
-// of four (candidate_scheduler.h, RankPolicy):
+// of three (candidate_scheduler.h, RankPolicy):
 //   prompt       Symphony's deferred batching, holding a batch only while
 //                that pays (candidate_scheduler.h, "Waiting only while it
 //                pays"; the way it starts)
@@ -9,10 +9,12 @@
 //                batching pays (with GPUs to spare: plain deferral, holding
 //                a batch while any batch-mate is expected)
 //   eager+early  the largest feasible batch as soon as a GPU is free; early
-//                drop only where batching pays (without it, eager on strong
-//                batching models can collapse past its capacity into small
-//                batches of the oldest requests)
-//   eager        the same with lazy drop (a little better short of that)
+//                drop only where batching pays
+// Eager with lazy drop is not among them, though it is a little better
+// short of capacity: on strong batching models a stall (a CPU busy
+// elsewhere, a slow executor) can tip it into a collapse it does not leave
+// — small batches of the oldest requests, all late — and replays from
+// empty queues cannot see that state.
 // No one of them wins everywhere: waiting for frontrun pays near capacity
 // with strong batching; it spends the slack when models outnumber GPUs or
 // arrivals come in bursts, where eager wins; below capacity holding a batch
@@ -21,7 +23,7 @@
 //
 // Every `adaptive_epoch`, at the first arrival for one of a sub-cluster's
 // models after it, the sub-cluster's arrivals of the last
-// `adaptive_window` are replayed under each of the four — the same
+// `adaptive_window` are replayed under each of the three — the same
 // CandidateScheduler on a ManualClock, from empty queues, against exact
 // GPUs (each batch runs its planned occupancy from its planned start, and
 // its answers take the delay plan's response delay), with the delay plan
@@ -42,14 +44,15 @@
 // recomputes the sub-cluster's candidates at once; queued requests keep
 // their places.
 //
-// Cost: the replays redo the scheduler's own work for the window eight
-// times an epoch (four ways, plain and stressed: 16× the scheduler's own
+// Cost: the replays redo the scheduler's own work for the window six
+// times an epoch (three ways, plain and stressed: 12× the scheduler's own
 // work with the defaults, a window of 2 s every 1 s). Inline
 // (the default) the choice is made within the arrival's call, so the same
 // events give the same decisions (the simulator, tests, and each shard of a
 // ShardedScheduler); with `adaptive_replay_thread` (the server) the replays
-// run on a thread of their own and the choice takes effect at the first
-// arrival after they finish, so they never hold up scheduling.
+// run on a thread of their own, on CPU time nothing else wants, and the
+// choice takes effect at the first arrival after they finish, so they never
+// hold up scheduling or serving.
 //
 // Thread-safety: as Scheduler (the replay thread touches only its copies).
 #ifndef TUTTI_SCHEDULER_ADAPTIVE_SCHEDULER_H_
