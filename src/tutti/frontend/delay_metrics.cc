@@ -125,7 +125,7 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
   if (!r.choices.empty()) {
     choices =
         "# HELP tutti_scheduling_choice How each sub-cluster makes its batches now under the adaptive policy "
-        "(prompt, scarce or eager+early): 1 for its choice.\n"
+        "(prompt, scarce, eager+early or eager): 1 for its choice.\n"
         "# TYPE tutti_scheduling_choice gauge\n";
   }
   for (size_t i = 0; i < r.choices.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <tuple>
 #include <utility>
 
@@ -17,6 +18,7 @@ const std::vector<AdaptiveChoice>& AdaptiveChoices() {
                   Hold::kWhileItPays}},
       {"scarce", {BatchPolicyKind::kDeferred, true, true, false, Hold::kWhileBatchMatesCome}},
       {"eager+early", {BatchPolicyKind::kEager, false, true, false}},
+      {"eager", {BatchPolicyKind::kEager, false, false, false}},
   };
   return *choices;
 }
@@ -56,6 +58,17 @@ class ReplayListener final : public SchedulerListener {
 };
 
 }  // namespace
+
+void AdaptiveScheduler::LiveCount::OnDispatch(Batch batch) {
+  const Duration resp = plan_ != nullptr ? plan_->network.resp : 0;
+  for (const Request& r : batch.requests) bad_[r.model] += batch.exec_at + batch.latency + resp > r.deadline;
+  owner_->OnDispatch(std::move(batch));
+}
+
+void AdaptiveScheduler::LiveCount::OnDrop(const Request& request, DropReason reason) {
+  ++bad_[request.model];
+  owner_->OnDrop(request, reason);
+}
 
 ReplayCount Replay(const ClusterSpec& spec, const SchedulerOptions& options, const DelayPlan& plan,
                    const std::vector<GpuId>& down, const RankPolicy& policy, const std::vector<Request>& arrivals,
@@ -98,6 +111,12 @@ std::vector<Request> Compress(const std::vector<Request>& arrivals, double facto
   return out;
 }
 
+bool Stuck(int64_t live_bad, int64_t live_arrivals, int64_t replayed_bad, int64_t window) {
+  if (live_arrivals < 100 || window <= 0) return false;
+  const double live = static_cast<double>(live_bad) / static_cast<double>(live_arrivals);
+  return live > static_cast<double>(replayed_bad) / static_cast<double>(window) + 0.05;
+}
+
 int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral) {
   // Consolidating, GPU time is weighed as soon as every model meets its
   // objective at p99 (the bad within the 1% allowance, as the autoscaler
@@ -123,8 +142,10 @@ AdaptiveScheduler::AdaptiveScheduler(const ClusterSpec& spec, const SchedulerOpt
     : spec_(std::make_shared<const ClusterSpec>(spec)),
       options_(options),
       clock_(clock),
-      inner_(spec, options, clock, listener, AdaptiveChoices()[0].policy),
+      live_(listener, spec.models.size()),
+      inner_(spec, options, clock, &live_, AdaptiveChoices()[0].policy),
       ranks_(inner_.num_ranks()) {
+  live_.set_plan(&inner_.plan());
   for (RankLog& r : ranks_) r.next_choice = clock_->Now() + options_.adaptive_epoch;
 }
 
@@ -138,6 +159,7 @@ void AdaptiveScheduler::Submit(const Request& request) {
     Apply(r, log.pending.get());
   }
   log.arrivals.push_back(request);
+  ++log.live_arrivals;
   // (A request can arrive stamped long ago: re-submitted after a failover.)
   while (!log.arrivals.empty() && log.arrivals.front().arrival < now - options_.adaptive_window) {
     log.arrivals.pop_front();
@@ -156,6 +178,18 @@ void AdaptiveScheduler::AwaitReplays() {
 }
 
 void AdaptiveScheduler::Choose(int r) {
+  // What the current way did live since the last choice, beside what its
+  // replay will say of the window.
+  RankLog& log = ranks_[r];
+  int64_t bad = 0;
+  for (ModelId m = 0; m < static_cast<ModelId>(spec_->models.size()); ++m) {
+    if (inner_.rank_of(m) == r) bad += live_.bad(m);
+  }
+  log.live_bad = bad - log.live_bad_before;
+  log.live_window = log.live_arrivals;
+  log.live_bad_before = bad;
+  log.live_arrivals = 0;
+  log.window_size = static_cast<int64_t>(log.arrivals.size());
   auto replays = [spec = spec_, options = options_, plan = inner_.plan(), down = inner_.DownGpus(),
                   closed = inner_.ClosedLoops(),
                   arrivals = std::vector<Request>(ranks_[r].arrivals.begin(), ranks_[r].arrivals.end())] {
@@ -197,6 +231,17 @@ void AdaptiveScheduler::Apply(int r, std::vector<ReplayScore> scores) {
       sum[c].busy += epoch[c].busy;
       sum[c].latency += epoch[c].latency;
     }
+  }
+  // A way stuck in a state of its own making sits out kStuckEpochs epochs,
+  // twice as many each time again, lest the replays bring it back into the
+  // state that tipped it.
+  const Time now = clock_->Now();
+  if (Stuck(log.live_bad, log.live_window, log.scores.back()[log.choice].bad, log.window_size)) {
+    const int strikes = std::min(log.strikes[log.choice]++, 10);
+    log.benched_until[log.choice] = now + (options_.adaptive_epoch * kStuckEpochs << strikes);
+  }
+  for (size_t c = 0; c < sum.size(); ++c) {
+    if (now < log.benched_until[c]) sum[c].excess = std::numeric_limits<double>::infinity();
   }
   const int choice = BestChoice(sum, options_.deferral);
   if (choice == log.choice) return;

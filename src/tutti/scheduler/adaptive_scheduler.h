@@ -1,6 +1,6 @@
 // AdaptiveScheduler: the `adaptive` policy — each sub-cluster makes its
 // candidates whichever way would have served its own recent arrivals best,
-// of three (candidate_scheduler.h, RankPolicy):
+// of four (candidate_scheduler.h, RankPolicy):
 //   prompt       Symphony's deferred batching, holding a batch only while
 //                that pays (candidate_scheduler.h, "Waiting only while it
 //                pays"; the way it starts)
@@ -9,12 +9,10 @@
 //                batching pays (with GPUs to spare: plain deferral, holding
 //                a batch while any batch-mate is expected)
 //   eager+early  the largest feasible batch as soon as a GPU is free; early
-//                drop only where batching pays
-// Eager with lazy drop is not among them, though it is a little better
-// short of capacity: on strong batching models a stall (a CPU busy
-// elsewhere, a slow executor) can tip it into a collapse it does not leave
-// — small batches of the oldest requests, all late — and replays from
-// empty queues cannot see that state.
+//                drop only where batching pays (without it, eager on strong
+//                batching models can collapse past its capacity into small
+//                batches of the oldest requests)
+//   eager        the same with lazy drop (a little better short of that)
 // No one of them wins everywhere: waiting for frontrun pays near capacity
 // with strong batching; it spends the slack when models outnumber GPUs or
 // arrivals come in bursts, where eager wins; below capacity holding a batch
@@ -23,7 +21,7 @@
 //
 // Every `adaptive_epoch`, at the first arrival for one of a sub-cluster's
 // models after it, the sub-cluster's arrivals of the last
-// `adaptive_window` are replayed under each of the three — the same
+// `adaptive_window` are replayed under each of the four — the same
 // CandidateScheduler on a ManualClock, from empty queues, against exact
 // GPUs (each batch runs its planned occupancy from its planned start, and
 // its answers take the delay plan's response delay), with the delay plan
@@ -38,14 +36,21 @@
 // five often has a clean window. The stressed replays break the ties of
 // quiet windows by headroom: with bursty arrivals, a quiet second in which
 // every way served all says nothing of the next burst. Where even that
-// ties, in a fixed pool, the sooner answers win. Closed-loop clients do not
+// ties, in a fixed pool, the sooner answers win. Replays start from empty
+// queues, so they cannot see a way stuck in a state of its own making: a
+// stall (a busy CPU, a slow executor) can tip eager with lazy drop into a
+// collapse it does not leave at half its capacity. So the requests each
+// way leaves bad live are counted too; where the current way left a larger
+// share bad since the last choice than its replay of the window says
+// (Stuck), that way sits out kStuckEpochs epochs (twice as many each time
+// it is found stuck again). Closed-loop clients do not
 // mislead the replays: no way holds them for batch-mates, so the arrivals
 // replayed are the ones they send when answered at once. Switching
 // recomputes the sub-cluster's candidates at once; queued requests keep
 // their places.
 //
-// Cost: the replays redo the scheduler's own work for the window six
-// times an epoch (three ways, plain and stressed: 12× the scheduler's own
+// Cost: the replays redo the scheduler's own work for the window eight
+// times an epoch (four ways, plain and stressed: 16× the scheduler's own
 // work with the defaults, a window of 2 s every 1 s). Inline
 // (the default) the choice is made within the arrival's call, so the same
 // events give the same decisions (the simulator, tests, and each shard of a
@@ -120,6 +125,12 @@ ReplayScore Score(const ReplayCount& count);
 // `factor`, each keeping its time to deadline: `factor` times the load.
 std::vector<Request> Compress(const std::vector<Request>& arrivals, double factor);
 
+// Whether a way is stuck: live, it left `live_bad` of `live_arrivals` bad
+// since the last choice, a larger share than its replay of the window did
+// (`replayed_bad` of `window`) by more than 5 points, over at least 100
+// arrivals — a state of the queues that replays from empty ones cannot see.
+bool Stuck(int64_t live_bad, int64_t live_arrivals, int64_t replayed_bad, int64_t window);
+
 // The choice that served best: the least excess, then (kConsolidate) the
 // least GPU time (within 2%), then the fewest bad, then the same two under
 // stress, then the least latency, then the first.
@@ -149,8 +160,32 @@ class AdaptiveScheduler final : public Scheduler {
   void AwaitReplays();
 
  private:
+  // Forwards to the owner's listener, counting each model's requests
+  // dropped or planned to be answered past their deadlines.
+  class LiveCount final : public SchedulerListener {
+   public:
+    LiveCount(SchedulerListener* owner, size_t models) : owner_(owner), bad_(models) {}
+    void set_plan(const DelayPlan* plan) { plan_ = plan; }
+    void OnDispatch(Batch batch) override;
+    void OnDrop(const Request& request, DropReason reason) override;
+    int64_t bad(ModelId m) const { return bad_[m]; }
+
+   private:
+    SchedulerListener* const owner_;
+    const DelayPlan* plan_ = nullptr;
+    std::vector<int64_t> bad_;
+  };
+  static constexpr int kStuckEpochs = 30;
+
   struct RankLog {
     std::deque<Request> arrivals;  // the last window's, in arrival order
+    int64_t window_size = 0;       // of the window replayed last
+    int64_t live_arrivals = 0;     // since the last choice
+    int64_t live_bad_before = 0;   // LiveCount's bad of the rank's models at the last choice
+    int64_t live_bad = 0, live_window = 0;  // of the epoch before the last choice: bad, arrivals
+    // Per choice: the times it was found stuck, and until when it sits out.
+    std::vector<int> strikes = std::vector<int>(AdaptiveChoices().size());
+    std::vector<Time> benched_until = std::vector<Time>(AdaptiveChoices().size());
     Time next_choice = 0;
     int choice = 0;
     std::deque<std::vector<ReplayScore>> scores;  // the last adaptive_memory epochs', per choice
@@ -167,6 +202,7 @@ class AdaptiveScheduler final : public Scheduler {
   const std::shared_ptr<const ClusterSpec> spec_;
   const SchedulerOptions options_;
   Clock* const clock_;
+  LiveCount live_;
   CandidateScheduler inner_;
   std::vector<RankLog> ranks_;
   int64_t switches_ = 0;

@@ -5,8 +5,8 @@
 // Policies, chosen by name (see CreateScheduler):
 //   deferred  Symphony's deferred batch scheduling (Algorithm 1, appendix D)
 //   adaptive  per sub-cluster, whichever of prompt (deferred while waiting
-//             pays), scarce and eager+early would have served its recent
-//             arrivals best
+//             pays), scarce, eager+early and eager would have served its
+//             recent arrivals best
 //             (adaptive_scheduler.h)
 //   eager     dispatch the largest feasible batch as soon as a GPU is idle
 //   timeout   the Triton / TF-Serving dynamic batcher (max batch or delay)
