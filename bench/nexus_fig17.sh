@@ -41,6 +41,11 @@ gain() {
 }
 num() { if [ -n "$1" ]; then printf "%.1f" "$1"; else printf "–"; fi; }
 
+# Every key of both files is read by the commands below (stderr is hidden there).
+for f in bench/nexus_fig17_base.yaml bench/nexus_fig17_nexus.yaml; do
+  build/bin/tutti sim goodput "$f" --check > /dev/null || exit 1
+done
+
 base=bench/nexus_fig17_base.yaml
 echo "1. Symphony's SSDMobilenet, deferred runtime ($base)"
 printf "%-10s %5s %10s %10s %8s   %s\n" objective gamma "DP q/s" "even q/s" gain "DP split (SSD / Inception)"

@@ -8,7 +8,10 @@
 #   - docs/reference/cli.md is what scripts/write_cli_reference.sh writes
 #     from the binary's --help;
 #   - every `tutti` command in docs/getting_started/ uses flags its --help
-#     lists, and every script it runs exists.
+#     lists, and every script it runs exists;
+#   - every `tutti sim ACTION FILE.yaml` in README.md, docs/ and bench/*.sh
+#     reads every key of its file (`tutti sim ... --check`, which also
+#     names the policies it runs).
 # (The config references are checked against their parsers by
 # DocsTest.* in C++.)
 #   scripts/check_docs.sh [TUTTI]   (default build/bin/tutti)
@@ -69,6 +72,14 @@ if [ -x "$TUTTI" ]; then
       esac
     done < <(awk '/^```(sh|bash)/ {on = 1; next} /^```/ {on = 0} on' "$page")
   done
+
+  # Experiment files under the commands that run them (with their --policy).
+  while read -r action file policy; do
+    out=$("$TUTTI" sim "$action" "$file" ${policy:+--policy "$policy"} --check 2>&1) || fail "$out"
+  done < <(grep -rhoE --include='*.md' --include='*.sh' \
+             'tutti sim (run|compare|goodput) [A-Za-z0-9_./-]+\.yaml( --[a-z-]+ [A-Za-z0-9_.+-]+)*' README.md docs bench |
+             awk '{p = ""; for (i = 5; i < NF; i++) if ($i == "--policy") p = $(i + 1); print $3, $4, p}' | sort -u |
+             while read -r a f p; do [ -e "$f" ] && echo "$a $f $p"; done)
 else
   fail "no tutti binary at $TUTTI to check the CLI reference against"
 fi

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tutti/cli/command_util.h"
 #include "tutti/console/console_assets.h"
 #include "tutti/core/status_macros.h"
@@ -33,7 +34,7 @@ struct SimFlags {
   std::string policy, csv, plot_dir, repo, config, html;
   int64_t seed = 0;
   double rate = 0, duration_s = 0, tolerance = 0.01, html_interval_s = 0;
-  bool goodput = false, timeline = false;
+  bool goodput = false, timeline = false, check = false;
   bool series = false;  // keep SimResult::series (run with --html or --plot-dir)
 };
 
@@ -55,6 +56,8 @@ FlagSet MakeFlags(const std::string& action, SimFlags* f) {
   flags.Double("rate", &f->rate, "total offered rate in requests/s (0: the experiment's)");
   flags.Double("duration-s", &f->duration_s, "virtual seconds of arrivals (0: the experiment's)");
   if (action == "compare") flags.Bool("goodput", &f->goodput, "compare goodput searched per policy");
+  flags.Bool("check", &f->check,
+             "simulate nothing: name the policies it would run and the keys it would not read (exit 1 if any)");
   if (action != "run") flags.Double("tolerance", &f->tolerance, "relative precision of goodput search");
   if (action == "run") {
     flags.Bool("timeline", &f->timeline, "record every batch (plot a GPU timeline)");
@@ -194,8 +197,24 @@ int SimCommand(const Args& args) {
   absl::StatusOr<Experiment> e = has_file ? LoadExperiment(args[1], base) : ParseExperiment("{}", ".", base);
   if (!e.ok()) return Fail(e.status());
   // A key the action does not read says something that will not happen.
-  for (const std::string& key : UnreadKeys(*e, action)) {
-    std::cerr << "warning: " << source << ": `tutti sim " << action << "` does not read " << key << "\n";
+  // (With --policy, the keys that say which policies run, and their
+  // variants, are overridden, not unread.)
+  std::vector<std::string> unread = UnreadKeys(*e, action);
+  if (!f.policy.empty()) {
+    std::erase_if(unread, [](const std::string& key) {
+      return key.rfind("polic", 0) == 0 || key.rfind("timeout_delays_ms", 0) == 0 ||
+             key.rfind("early_drop_windows", 0) == 0;
+    });
+  }
+  for (const std::string& key : unread) {
+    std::cerr << (f.check ? "error: " : "warning: ") << source << ": `tutti sim " << action << "` does not read " << key
+              << "\n";
+  }
+  if (f.check) {
+    const std::string policy = f.policy.empty() ? e->config.policy : f.policy;
+    std::cout << source << ": `tutti sim " << action << "` runs "
+              << (action == "compare" ? absl::StrJoin(e->policies, ", ") : policy) << "\n";
+    return unread.empty() ? 0 : 1;
   }
   f.series = action == "run" && (!f.html.empty() || !f.plot_dir.empty());
   Apply(f, &e->config);
