@@ -48,15 +48,15 @@ int BenchParm(const Args& args) {
   FlagSet flags("tutti bench parm [--executor emulated|torch] [--k 2,3,4] [flags]",
                 "ParM's tail-latency experiment (ParM section 6): m instances of a deployed model\n"
                 "under injected slowdowns (like the paper's background shuffles: `--slowdowns`\n"
-                "episodes under way at all times, each slowing 2 random instances by `--slow-factor`,\n"
-                "shaped by `--slow-shape`, for a uniform random 0.5-2 s), Poisson arrivals, batch\n"
-                "size 1, one pull-based\n"
-                "queue. Three setups: no redundancy (m instances), Equal-Resources (m + m/k\n"
-                "deployed instances) and ParM (m deployed + m/k parity instances, coding groups of\n"
-                "k). Prints p50/p99/p99.9 and how many times smaller ParM's p99.9 - p50 gap is than\n"
-                "Equal-Resources'. `emulated` instances run in virtual time with a fixed query\n"
-                "latency; `torch` runs the repository's real model and its parity model\n"
-                "(`tutti train-parity --encoder sum`) on this CPU and scores the answers.");
+                "episodes under way at all times, each slowing 2 random instances by\n"
+                "`--slow-factor`, shaped by `--slow-shape`, for a uniform random 0.5-2 s), Poisson\n"
+                "arrivals, batch size 1, one pull-based queue. Three setups: no redundancy (m\n"
+                "instances), Equal-Resources (m + m/k deployed instances) and ParM (m deployed +\n"
+                "m/k parity instances, coding groups of k). Prints p50/p99/p99.9 and how many\n"
+                "times smaller ParM's p99.9 - p50 gap is than Equal-Resources'. `emulated`\n"
+                "instances run in virtual time with a fixed query latency; `torch` runs the\n"
+                "repository's real model and its parity model (`tutti train-parity --encoder\n"
+                "sum`) on this CPU and scores the answers.");
   flags.String("executor", &executor, "emulated | torch");
   flags.String("k", &ks, "coding group sizes to compare, e.g. 2,3,4");
   flags.Int("instances", &setup.instances, "m: instances of the deployed model (default 12; torch: 4)");
