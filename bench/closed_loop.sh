@@ -3,17 +3,19 @@
 # way most services call a model, and perf_analyzer's concurrency mode),
 # against `tutti serve --repo demo_repository`. The question: does a server
 # that can defer batches ever hold these clients for batch-mates that are
-# not coming? Four servers take turns in each run:
+# not coming? Five servers run side by side, taking turns point by point:
 #   default            the default config (policy adaptive, deferral latency: a fixed pool)
 #   eager              the same with --policy eager, the reference: never waits
 #   autoscaling        the demo's models on a pool of 2 executors with `autoscale:`
 #                      on (deferral consolidate; bench/serve_demo_autoscale.yaml)
 #   autoscaling-eager  the same with --policy eager
+#   eager-twin         a second eager server: eager ÷ its twin is what this
+#                      machine's noise alone makes of a ratio
 # For lenet5 and the graph fashion_router at N = 1, 4, 16, 64, `tutti load
 # --concurrency N` reports throughput, the client's p50 and the server's own
 # p50 (receipt to answer, from tutti_server_us). With Triton's perf_analyzer
 # built (bench/tools/build_perf_analyzer.sh), it measures lenet5 too, as a
-# Triton user would. The server runs on CPU 0; tutti load on CPU 1,
+# Triton user would. The servers run on CPU 0; tutti load on CPU 1,
 # perf_analyzer on either (pinned to one core it starves its own measuring thread).
 #   bench/closed_loop.sh [ROUNDS] [DURATION_S] [--write-docs]
 # (defaults 5 and 5; after scripts/build.sh and `tutti demo`). Figures are
@@ -36,64 +38,74 @@ SERVER_CPUS=() CLIENT_CPUS=()
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPUS=(taskset -c 0) CLIENT_CPUS=(taskset -c 1); fi
 [ -d demo_repository/lenet5 ] || build/bin/tutti demo --repo demo_repository > /dev/null
 
-serve() {  # $1: mode
+MODES=(default eager autoscaling autoscaling-eager eager-twin)
+declare -A PORTS SERVERS
+for i in "${!MODES[@]}"; do PORTS[${MODES[$i]}]=$((PORT + i)); done
+
+serve() {  # $1: mode; all four run at once, idle but for the one a client loads
   local args=()
   case $1 in
     default) ;;
-    eager) args=(--policy eager) ;;
+    eager | eager-twin) args=(--policy eager) ;;
     autoscaling) args=(--config bench/serve_demo_autoscale.yaml) ;;
     autoscaling-eager) args=(--config bench/serve_demo_autoscale.yaml --policy eager) ;;
   esac
-  "${SERVER_CPUS[@]}" build/bin/tutti serve --repo demo_repository "${args[@]}" --port "$PORT" --grpc-port -1 \
-    > "$OUT/server_$1.log" 2>&1 &
-  SERVER=$!
-  until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do
-    kill -0 $SERVER 2> /dev/null || { cat "$OUT/server_$1.log" >&2; exit 1; }
+  "${SERVER_CPUS[@]}" build/bin/tutti serve --repo demo_repository "${args[@]}" --port "${PORTS[$1]}" \
+    --grpc-port -1 > "$OUT/server_$1.log" 2>&1 &
+  SERVERS[$1]=$!
+}
+await_ready() {  # $1: mode
+  until curl -sf "127.0.0.1:${PORTS[$1]}/v2/health/ready" > /dev/null; do
+    kill -0 "${SERVERS[$1]}" 2> /dev/null || { cat "$OUT/server_$1.log" >&2; exit 1; }
     sleep 0.2
   done
 }
-stop() { kill -TERM "$SERVER" 2> /dev/null; wait "$SERVER" 2> /dev/null || true; }
+stop() {
+  local pid
+  for pid in "${SERVERS[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done
+  for pid in "${SERVERS[@]}"; do wait "$pid" 2> /dev/null || true; done
+  SERVERS=()
+}
 trap 'stop' EXIT
 
-# rows: round mode client model N throughput p50_ms server_p50_ms
 for round in $(seq 1 "$ROUNDS"); do
-  modes=(default eager autoscaling autoscaling-eager)
-  ((round % 2)) || modes=(autoscaling-eager autoscaling eager default)  # drift falls on both sides
-  for mode in "${modes[@]}"; do
-    serve "$mode"
-    for entry in "${MODELS[@]}"; do
-      model=${entry%%:*} slo=${entry##*:}
-      for n in "${CONCURRENCY[@]}"; do
+  for mode in "${MODES[@]}"; do serve "$mode"; done
+  for mode in "${MODES[@]}"; do await_ready "$mode"; done
+  modes=("${MODES[@]}")
+  ((round % 2)) || modes=(eager-twin autoscaling-eager autoscaling eager default)  # drift falls on both sides
+  for entry in "${MODELS[@]}"; do
+    model=${entry%%:*} slo=${entry##*:}
+    for n in "${CONCURRENCY[@]}"; do
+      for mode in "${modes[@]}"; do
         "${CLIENT_CPUS[@]}" build/bin/tutti load --models "$model" --concurrency "$n" --slo-ms "$slo" \
-          --duration-s "$DURATION" --warmup-s 1 --port "$PORT" > "$OUT/load.txt" 2>&1 || true
+          --duration-s "$DURATION" --warmup-s 1 --port "${PORTS[$mode]}" > "$OUT/load.txt" 2>&1 || true
         awk -v r="$round" -v m="$mode" -v model="$model" -v n="$n" \
           '$1 == "total" {print r, m, "tutti-load", model, n, $3, $6, $11}' "$OUT/load.txt" >> "$OUT/rows.txt"
       done
     done
-    if [ -x "$PA" ]; then
-      for n in "${CONCURRENCY[@]}"; do
-        # Unpinned: on one core its measuring thread starves behind its
-        # workers and it never finishes. Stable within 50%, at most 10 windows.
-        timeout 120 "$PA" -m lenet5 -u "127.0.0.1:$PORT" -i http --concurrency-range "$n:$n" \
-          --measurement-interval 1500 -s 50 -r 10 --percentile 50 > "$OUT/pa.txt" 2>&1 || true
+  done
+  if [ -x "$PA" ]; then
+    for n in "${CONCURRENCY[@]}"; do
+      for mode in "${modes[@]}"; do
+        timeout 120 "$PA" -m lenet5 -u "127.0.0.1:${PORTS[$mode]}" -i http \
+          --concurrency-range "$n:$n" --measurement-interval 1500 -s 50 -r 10 --percentile 50 \
+          > "$OUT/pa.txt" 2>&1 || true
         awk -v r="$round" -v m="$mode" -v n="$n" '
           /^Concurrency:/ {t = $4; p = $7; print r, m, "perf_analyzer", "lenet5", n, t, p / 1000, "-"}' \
           "$OUT/pa.txt" >> "$OUT/rows.txt"
       done
-    fi
-    stop
-  done
+    done
+  fi
+  stop
   echo "round $round of $ROUNDS done" >&2
 done
 
-# ℓ(1) of lenet5 on this CPU, as the server prints it.
-# (lenet5 is served alone or in a prefix group: prefix[lenet5,lower,...].)
 l1=$(grep -m1 -E '(^ *|[[,])lenet5([],]| v1)' "$OUT/server_default.log" | sed -n 's/.*l(1) \([0-9.]*\) ms.*/\1/p')
 
 table=$OUT/table.md
 {
-  echo "| client | model | N | default req/s | ÷ eager | p50 ms (server's) | eager req/s | autoscaling req/s | ÷ its eager | p50 ms (server's) | its eager req/s |"
-  echo "|---|---|---|---|---|---|---|---|---|---|---|"
+  echo "| client | model | N | default req/s | ÷ eager | p50 ms (server's) | eager req/s | autoscaling req/s | ÷ its eager | p50 ms (server's) | its eager req/s | eager ÷ its twin |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk '
     function median(s,   n, i, j, t, v) {
       n = split(s, v, " ")
@@ -131,9 +143,10 @@ table=$OUT/table.md
     END {
       for (i = 1; i <= rows; i++) {
         k = order[i]; split(k, f, SUBSEP); server = f[1] != "perf_analyzer"
-        printf "| %s | %s | %s%s | %.0f%s | %.0f |\n", f[1], f[2], f[3], column(k, "default", "eager", server),
+        printf "| %s | %s | %s%s | %.0f%s | %.0f | %s [%s] |\n", f[1], f[2], f[3], column(k, "default", "eager", server),
                median(tp[k SUBSEP "eager"]), column(k, "autoscaling", "autoscaling-eager", server),
-               median(tp[k SUBSEP "autoscaling-eager"])
+               median(tp[k SUBSEP "autoscaling-eager"]), median(ratios(k, "eager", "eager-twin")),
+               worst(ratios(k, "eager", "eager-twin"), 1)
       }
     }' "$OUT/rows.txt"
   echo
@@ -145,6 +158,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page closed_loop "Closed-loop clients are never held for batch-mates" \
     "Does the default scheduler hold closed-loop clients (perf_analyzer's concurrency mode, a service calling a model) for batch-mates that cannot come, where an idle server should answer at once?" \
     "bench/closed_loop.sh $ROUNDS $DURATION --write-docs" \
-    "Four servers over demo_repository take turns in each run: the default config (a fixed pool: one torch executor) and the same with --policy eager; the demo's models on a pool of 2 torch executors with autoscaling on (bench/serve_demo_autoscale.yaml, which makes the default consolidate) and the same with --policy eager. The order reverses from one run to the next. Each serves tutti load --concurrency N (and Triton's perf_analyzer, when built: bench/tools/build_perf_analyzer.sh) for $DURATION s per point, 1 s of warm-up. The server runs on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 50%, 1.5 s windows) on either. Medians of $ROUNDS runs, the worst run in brackets; each ÷ is taken run by run against the eager server of the same config. p50 ms is the client's; the server's own p50 (receipt to answer, tutti_server_us) in parentheses after it." \
+    "Five servers over demo_repository run side by side on CPU 0, started afresh in each run, and take turns point by point (the others idle): the default config (a fixed pool: one torch executor) and the same with --policy eager; the demo's models on a pool of 2 torch executors with autoscaling on (bench/serve_demo_autoscale.yaml, which makes the default consolidate) and the same with --policy eager; and a second eager server, whose ratio to the first (the last column) is what noise alone makes of a ratio on this machine. Within each point the order reverses from one run to the next, so that drift in the machine's load falls on each ratio's both sides. Each serves tutti load --concurrency N (and Triton's perf_analyzer, when built: bench/tools/build_perf_analyzer.sh) for $DURATION s per point, 1 s of warm-up. The servers run on CPU 0, tutti load on CPU 1, perf_analyzer (stable within 50%, 1.5 s windows) on either. Medians of $ROUNDS runs, the worst run in brackets; each ÷ is taken run by run against the eager server of the same config. p50 ms is the client's; the server's own p50 (receipt to answer, tutti_server_us) in parentheses after it." \
     "$table"
 fi
