@@ -5,7 +5,7 @@
 #include <string>
 
 #include "tutti/repository/model_config.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 #include "tutti/simulator/experiment.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;

@@ -13,8 +13,8 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tutti/repository/model_repository.h"
-#include "tutti/server/cluster_layout.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/cluster_layout.h"
+#include "tutti/deployment/server_config.h"
 #include "yaml-cpp/yaml.h"
 
 namespace tutti {

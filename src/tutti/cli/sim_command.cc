@@ -7,7 +7,7 @@
 #include "tutti/cli/command_util.h"
 #include "tutti/console/console_assets.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/server/cluster_layout.h"
+#include "tutti/cli/simulated_cluster.h"
 #include "tutti/simulator/experiment.h"
 #include "tutti/simulator/goodput.h"
 #include "tutti/simulator/report.h"
@@ -148,7 +148,7 @@ int Finish(const std::vector<PolicyRun>& runs, const SimFlags& f, const std::str
 }
 
 // The cluster `tutti serve --repo --config` would run, as the simulator
-// sees it (server/cluster_layout.h).
+// sees it (deployment/cluster_layout.h).
 absl::StatusOr<SimConfig> ServeCluster(const SimFlags& f) {
   TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(f.repo));
   TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(f.config));

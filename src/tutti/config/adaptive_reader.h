@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "absl/status/statusor.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/scheduler/scheduler.h"
 
 namespace tutti {

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/planner/scaling.h"
 
 namespace tutti {

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
 

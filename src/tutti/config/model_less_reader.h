@@ -21,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/autoscale/task_autoscaler.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 
 namespace tutti {
 

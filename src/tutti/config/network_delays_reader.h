@@ -12,7 +12,7 @@
 #define TUTTI_CONFIG_NETWORK_DELAYS_READER_H_
 
 #include "absl/status/statusor.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/scheduler/cluster_spec.h"
 
 namespace tutti {

@@ -12,11 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/distributed/etcd_client.h"
+#include "tutti/etcd/etcd_client.h"
 #include "tutti/distributed/processes.h"
 #include "tutti/repository/model_repository.h"
-#include "tutti/server/cluster_layout.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/cluster_layout.h"
+#include "tutti/deployment/server_config.h"
 
 namespace tutti {
 namespace {

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tutti/distributed/child_process.h"
-#include "tutti/distributed/local_etcd.h"
+#include "tutti/core/child_process.h"
+#include "tutti/etcd/local_etcd.h"
 #include "tutti/net/tls.h"
 
 namespace tutti {

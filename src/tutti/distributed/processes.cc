@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "tutti/core/prometheus.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -291,12 +292,13 @@ std::string FrontendProcess::AutoscaleMetrics() const {
   }
   absl::StatusOr<SchedulerNode::AutoscaleState> state = ParseAutoscale(value);
   if (!state.ok()) return "";  // not autoscaling, or no leader
-  return absl::StrFormat(
-      "# HELP tutti_autoscale_backends Backends the leading scheduler's autoscaler wants (up or coming), slots "
-      "up, and spares (holding none: the ones to stop).\n# TYPE tutti_autoscale_backends gauge\n"
-      "tutti_autoscale_backends{state=\"wanted\"} %d\ntutti_autoscale_backends{state=\"up\"} %d\n"
-      "tutti_autoscale_backends{state=\"spare\"} %d\n",
-      state->wanted, state->up, state->spares.size());
+  return PromFamily("tutti_autoscale_backends", "gauge",
+                    "Backends the leading scheduler's autoscaler wants (up or coming), slots up, and spares "
+                    "(holding none: the ones to stop).") +
+         absl::StrFormat(
+             "tutti_autoscale_backends{state=\"wanted\"} %d\ntutti_autoscale_backends{state=\"up\"} %d\n"
+             "tutti_autoscale_backends{state=\"spare\"} %d\n",
+             state->wanted, state->up, state->spares.size());
 }
 
 FrontendProcess::~FrontendProcess() {
@@ -408,10 +410,8 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
 }
 
 std::string BackendProcess::MetricsText() const {
-  std::string out = absl::StrFormat(
-      "# HELP tutti_backend_info This backend: its id and executor group.\n# TYPE tutti_backend_info gauge\n"
-      "tutti_backend_info{id=\"%s\",group=\"%d\"} 1\n",
-      id_, group_);
+  std::string out = PromFamily("tutti_backend_info", "gauge", "This backend: its id and executor group.") +
+                    absl::StrFormat("tutti_backend_info{id=\"%s\",group=\"%d\"} 1\n", id_, group_);
   if (slot_ != nullptr) out += ReplicationPrometheusText({slot_});
   return out;
 }

@@ -30,7 +30,7 @@
 #include "tutti/core/clock.h"
 #include "tutti/distributed/backend_node.h"
 #include "tutti/distributed/replica_node.h"
-#include "tutti/distributed/etcd_client.h"
+#include "tutti/etcd/etcd_client.h"
 #include "tutti/distributed/links.h"
 #include "tutti/distributed/remote_engine.h"
 #include "tutti/distributed/scheduler_node.h"
@@ -39,7 +39,7 @@
 #include "tutti/net/tls.h"
 #include "tutti/net/wire.h"
 #include "tutti/server/layout_runtime.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 
 namespace tutti {
 

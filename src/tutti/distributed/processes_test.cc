@@ -8,7 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/distributed/local_etcd.h"
+#include "tutti/etcd/local_etcd.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
 #include "tutti/testing/test_certs.h"
@@ -65,7 +65,7 @@ TEST(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCe
   // Until the scheduler leads and the backend has joined it.
   for (int attempt = 0; attempt < 200 && status != 200; ++attempt) {
     status = client.Request("POST", "/v2/models/zero_cost/infer", body).status;
-    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(50));  // other processes: polled
   }
   EXPECT_EQ(status, 200) << "a request served across the processes under mutual TLS";
 

@@ -29,10 +29,9 @@ SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
   // Batch ids: a random high half per node, so that a new leader's never
   // collide with a previous leader's still held by backends.
   next_batch_ = static_cast<uint64_t>(std::random_device{}()) << 32;
-  local_index_.resize(spec_.models.size());
+  local_index_ = spec_.LocalIndex();
   const std::vector<SubCluster> subs = spec_.EffectiveSubClusters();
   for (int g = 0; g < static_cast<int>(subs.size()); ++g) {
-    for (size_t i = 0; i < subs[g].models.size(); ++i) local_index_[subs[g].models[i]] = static_cast<int>(i);
     for (int i = 0; i < subs[g].num_gpus; ++i) slots_.push_back(Slot{g, ""});
   }
 }

@@ -157,6 +157,7 @@ executors:
         reference_[p].push_back(r.probs);
       }
     }
+    // Polls the backends (other processes: no event reaches this one).
     for (int i = 0; i < 100 && primary_ < 0; ++i) {
       primary_ = Primary(*cluster_);
       if (primary_ < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -165,6 +166,7 @@ executors:
     // Replicated: the backup attached (before it, a kill loses the states).
     if (std::string(GetParam().mode) == "none") return;
     ChildProcess& primary = *cluster_->backends()[primary_].process;
+    // Polls the primary's output (another process), bounded.
     for (int i = 0; i < 100 && primary.output().rfind("; backup ") == std::string::npos; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -223,14 +225,14 @@ executors:
         }
       });
     }
-    std::this_thread::sleep_for(before);
+    std::this_thread::sleep_for(before);  // the streams' phase before the fault, not a wait
     {
       std::lock_guard<std::mutex> lock(mu);
       o.before_fault = o.ok;
     }
     fault_at = SteadyClock::now().time_since_epoch().count();
     fault();
-    std::this_thread::sleep_for(after);
+    std::this_thread::sleep_for(after);  // and after it
     stop = true;
     for (std::thread& t : streams) t.join();
     for (const std::string& e : o.error_bodies) std::cout << "  error: " << e << "\n";
@@ -240,7 +242,7 @@ executors:
   // The backend that took the place of the primary (within 2 s), or -1.
   int NewPrimary() {
     int now = -1;
-    for (int i = 0; i < 100 && now < 0; ++i) {
+    for (int i = 0; i < 100 && now < 0; ++i) {  // polls other processes, bounded
       now = Primary(*cluster_, primary_);
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -333,11 +335,11 @@ TEST_P(StatefulClusterNspbTest, AHungPrimaryIsReplacedAndAnswersNothingWhenItWak
       std::chrono::milliseconds(1500),
       [&] {
         hung.Signal(SIGSTOP);
-        for (int i = 0; i < 400 && replaced_by < 0; ++i) {
+        for (int i = 0; i < 400 && replaced_by < 0; ++i) {  // polls other processes, bounded
           replaced_by = Primary(*cluster_, primary_);
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the scenario: hung a while longer
         hung.Signal(SIGCONT);
       },
       std::chrono::milliseconds(1500));

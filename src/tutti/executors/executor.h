@@ -22,7 +22,7 @@
 
 #include "absl/status/status.h"
 #include "tutti/core/time.h"
-#include "tutti/scheduler/request.h"
+#include "tutti/core/ids.h"
 
 namespace tutti {
 

@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 
 namespace tutti {
 namespace {

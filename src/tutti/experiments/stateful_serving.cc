@@ -14,7 +14,7 @@
 #include "tutti/core/real_clock.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/models/torch_model.h"
-#include "tutti/server/cluster_layout.h"
+#include "tutti/deployment/cluster_layout.h"
 #include "tutti/server/layout_runtime.h"
 #include "tutti/serving/inference_core.h"
 

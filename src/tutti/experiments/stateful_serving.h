@@ -28,7 +28,7 @@
 #include "tutti/delays/delay_model.h"
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/repository/model_repository.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 
 namespace tutti {
 

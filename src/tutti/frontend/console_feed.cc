@@ -10,7 +10,7 @@
 #include "rapidjson/writer.h"
 #include "tutti/core/thread_name.h"
 #include "tutti/frontend/delay_metrics.h"
-#include "tutti/frontend/prometheus.h"
+#include "tutti/core/prometheus.h"
 #include "tutti/planner/scaling.h"
 
 namespace tutti {

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "tutti/console/console_assets.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 
 namespace tutti {
 

@@ -9,7 +9,7 @@
 #include "tutti/frontend/console_feed.h"
 #include "tutti/frontend/frontend_server.h"
 #include "tutti/frontend/frontend_test_util.h"
-#include "tutti/frontend/prometheus.h"
+#include "tutti/core/prometheus.h"
 #include "tutti/testing/http_test_client.h"
 
 namespace tutti {

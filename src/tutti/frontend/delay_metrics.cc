@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tutti/core/prometheus.h"
 
 namespace tutti {
 namespace {
@@ -51,24 +52,20 @@ std::string DelayStatsJson(const DelayReport& r, ModelId model) {
 
 std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::string>& model_names) {
   std::string out =
-      "# HELP tutti_planned_delay_seconds Delays the scheduler plans with now: dispatch (d_ctrl), data_per_request "
-      "(d_data), response (d_resp), frontrun_slack, head_guard; measured, or their configured floors.\n"
-      "# TYPE tutti_planned_delay_seconds gauge\n";
+      PromFamily("tutti_planned_delay_seconds", "gauge",
+                 "Delays the scheduler plans with now: dispatch (d_ctrl), data_per_request (d_data), response "
+                 "(d_resp), frontrun_slack, head_guard; measured, or their configured floors.");
   for (const auto& [name, d] : Planned(r.plan)) {
     absl::StrAppendFormat(&out, "tutti_planned_delay_seconds{delay=\"%s\"} %.9f\n", name, ToSeconds(d));
   }
-  absl::StrAppendFormat(&out,
-                        "# HELP tutti_planned_delay_quantile The quantile of the measured dispatch and response "
-                        "delays the plan covers: the configured one, or a lower one under overload.\n"
-                        "# TYPE tutti_planned_delay_quantile gauge\ntutti_planned_delay_quantile %g\n",
-                        PlannedQuantile(r));
-  absl::StrAppend(&out,
-                  "# HELP tutti_measured_delay_seconds Measured delays at the planning quantile over the window "
-                  "(absent before any sample).\n"
-                  "# TYPE tutti_measured_delay_seconds gauge\n");
+  out += PromFamily("tutti_planned_delay_quantile", "gauge",
+                    "The quantile of the measured dispatch and response delays the plan covers: the configured "
+                    "one, or a lower one under overload.");
+  absl::StrAppendFormat(&out, "tutti_planned_delay_quantile %g\n", PlannedQuantile(r));
+  out += PromFamily("tutti_measured_delay_seconds", "gauge",
+                    "Measured delays at the planning quantile over the window (absent before any sample).");
   std::string samples =
-      "# HELP tutti_measured_delay_samples Samples of each measured delay in the window.\n"
-      "# TYPE tutti_measured_delay_samples gauge\n";
+      PromFamily("tutti_measured_delay_samples", "gauge", "Samples of each measured delay in the window.");
   for (Delay d : kAllDelays) {
     const DelayEstimates::Measured& m = r.estimates[d];
     if (m.value) {
@@ -82,9 +79,9 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
     absl::StrAppendFormat(&samples, "tutti_measured_delay_samples{delay=\"%s\"} %d\n", DelayName(d), m.samples);
   }
   std::string histograms =
-      "# HELP tutti_delay_seconds Every measured delay since the engine started, however the plan covers it: "
-      "dispatch (the decision to the batch at its executor), response, timer lateness.\n"
-      "# TYPE tutti_delay_seconds histogram\n";
+      PromFamily("tutti_delay_seconds", "histogram",
+                 "Every measured delay since the engine started, however the plan covers it: dispatch (the decision "
+                 "to the batch at its executor), response, timer lateness.");
   for (Delay d : kAllDelays) {
     const DelayHistogram& h = r.histograms[static_cast<int>(d)];
     int64_t at_or_below = 0;
@@ -101,17 +98,16 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
     absl::StrAppendFormat(&histograms, "tutti_delay_seconds_count{delay=\"%s\"} %d\n", DelayName(d), at_or_below);
   }
   std::string ratio =
-      "# HELP tutti_compute_ratio Real over profiled batch compute time, median over the window.\n"
-      "# TYPE tutti_compute_ratio gauge\n";
+      PromFamily("tutti_compute_ratio", "gauge", "Real over profiled batch compute time, median over the window.");
   std::string scale =
-      "# HELP tutti_compute_scale The profile scale the scheduler plans with (1 within 5% of the ratio).\n"
-      "# TYPE tutti_compute_scale gauge\n";
+      PromFamily("tutti_compute_scale", "gauge",
+                 "The profile scale the scheduler plans with (1 within 5% of the ratio).");
   std::string tail =
-      "# HELP tutti_compute_tail_scale The profile scale deadlines are planned with (the ratio at the planning "
-      "quantile).\n# TYPE tutti_compute_tail_scale gauge\n";
+      PromFamily("tutti_compute_tail_scale", "gauge",
+                 "The profile scale deadlines are planned with (the ratio at the planning quantile).");
   std::string late =
-      "# HELP tutti_compute_late_start_seconds How late batches start after they could, at the planning quantile.\n"
-      "# TYPE tutti_compute_late_start_seconds gauge\n";
+      PromFamily("tutti_compute_late_start_seconds", "gauge",
+                 "How late batches start after they could, at the planning quantile.");
   for (const DelayEstimates::Compute& c : r.estimates.compute) {
     const std::string labels = absl::StrFormat(R"(executor="%d",model="%s")", c.gpu,
                                                c.model < static_cast<ModelId>(model_names.size()) ? model_names[c.model]
@@ -124,9 +120,9 @@ std::string DelayPrometheusText(const DelayReport& r, const std::vector<std::str
   std::string choices;
   if (!r.choices.empty()) {
     choices =
-        "# HELP tutti_scheduling_choice How each sub-cluster makes its batches now under the adaptive policy "
-        "(prompt, scarce, eager+early or eager): 1 for its choice.\n"
-        "# TYPE tutti_scheduling_choice gauge\n";
+        PromFamily("tutti_scheduling_choice", "gauge",
+                   "How each sub-cluster makes its batches now under the adaptive policy (prompt, scarce, eager+early "
+                   "or eager): 1 for its choice.");
   }
   for (size_t i = 0; i < r.choices.size(); ++i) {
     absl::StrAppendFormat(&choices, "tutti_scheduling_choice{sub_cluster=\"%d\",choice=\"%s\"} 1\n", i, r.choices[i]);

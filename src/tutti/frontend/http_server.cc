@@ -20,7 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/core/thread_name.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 #include "tutti/net/tls.h"
 
 namespace tutti {

@@ -30,7 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tutti/frontend/access.h"
-#include "tutti/frontend/infer_request.h"
+#include "tutti/codec/infer_request.h"
 #include "tutti/planner/variant_selection.h"
 #include "tutti/repository/model_config.h"
 #include "tutti/serving/inference_engine.h"

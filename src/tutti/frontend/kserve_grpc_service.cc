@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 #include "tutti/grpc/grpc_util.h"
 
 namespace tutti {

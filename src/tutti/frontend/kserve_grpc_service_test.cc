@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "tutti/frontend/frontend_test_util.h"
 #include "tutti/frontend/grpc_server.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 
 namespace tutti {
 namespace {

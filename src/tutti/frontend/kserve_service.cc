@@ -8,7 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "tutti/core/user_text.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 
 namespace tutti {
 namespace {

@@ -283,7 +283,7 @@ TEST_F(SecurityTest, ConnectionsBeyondTheLimitGet503AndTheOthersKeepWorking) {
       HttpTestClient c(server_->port());
       status = c.Request("GET", "/v2/health/live").status;
     } catch (const std::exception&) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the close reaches the server unseen: retried
     }
   }
   EXPECT_EQ(status, 200);

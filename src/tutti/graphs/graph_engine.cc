@@ -92,7 +92,7 @@ struct GraphEngine::Run {
 
 GraphEngine::GraphEngine(InferenceEngine* inner, ClusterSpec inner_spec, std::vector<GraphSpec> graphs,
                          GraphOptions options)
-    : inner_(inner),
+    : LayeredEngine(inner),
       inner_spec_(std::move(inner_spec)),
       inner_models_(static_cast<int>(inner_spec_.models.size())),
       options_(options),

@@ -44,7 +44,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "tutti/scheduler/cluster_spec.h"
-#include "tutti/serving/inference_engine.h"
+#include "tutti/serving/layered_engine.h"
 
 namespace tutti {
 
@@ -100,7 +100,7 @@ struct GraphOptions {
   double gamma_drift = 0.1;      // re-split when a measured γ differs by more than this
 };
 
-class GraphEngine final : public InferenceEngine {
+class GraphEngine final : public LayeredEngine {
  public:
   // `inner` serves `inner_spec`'s models and must outlive the engine.
   // Errors: a graph whose steps name unknown models, read a later step, or
@@ -122,12 +122,6 @@ class GraphEngine final : public InferenceEngine {
   void WaitIdle() override;
   int64_t in_flight() const override;  // the inner engine's, plus graphs between steps
   std::vector<ModelCounters> Counters() const override;
-  std::vector<double> BusyFractions() const override { return inner_->BusyFractions(); }
-  std::vector<Duration> BusyTimes() const override { return inner_->BusyTimes(); }
-  std::vector<BatchTrace> RecentBatches(Time since) const override { return inner_->RecentBatches(since); }
-  Time Now() const override { return inner_->Now(); }
-  void OnAnswerWritten(const WrittenAnswer& answer) override { inner_->OnAnswerWritten(answer); }
-  DelayReport Delays() const override { return inner_->Delays(); }
 
   // The graphs as they are split now (shares, and the γ they assume).
   std::vector<GraphSpec> graphs() const;
@@ -156,7 +150,6 @@ class GraphEngine final : public InferenceEngine {
   // Every options_.resplit_every requests of graph `g`: re-split on drift.
   void MaybeResplit(int g) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  InferenceEngine* const inner_;
   const ClusterSpec inner_spec_;
   const int inner_models_;
   const GraphOptions options_;

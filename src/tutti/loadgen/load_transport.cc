@@ -19,7 +19,7 @@
 #include "absl/strings/str_split.h"
 #include "rapidjson/document.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 #include "tutti/loadgen/http_client_pool.h"
 #include "tutti/proto/grpc_predict_v2.grpc.pb.h"
 

@@ -50,7 +50,7 @@ class TorchModel {
   virtual absl::Status RunAndUpdate(absl::Span<const float> input, int batch, absl::Span<const float> state,
                                     std::vector<float>* output, std::vector<float>* next_state);
 
-  // A prefix group (Nexus §6.3; server/cluster_layout.h PrefixGroup):
+  // A prefix group (Nexus §6.3; deployment/cluster_layout.h PrefixGroup):
   // builtin `members` of one architecture whose first `shared_stages`
   // stages are identical, run as one model with `config` (its input: the
   // member's index, its head, then the member's input). A batch runs the

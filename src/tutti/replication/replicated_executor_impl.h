@@ -46,6 +46,7 @@ class ReplicatedExecutor::Impl {
   using Channel = replication::Channel;
   using Writer = replication::Writer;
   using Logged = replication::Logged;
+
   // A batch as Run had it, since `received`: queued for mu_ (incoming_), or
   // for a takeover (deferred_).
   struct Received {
@@ -97,6 +98,7 @@ class ReplicatedExecutor::Impl {
   ReplicationMode mode() const { return options_.mode; }
 
   absl::Status KillPrimary();
+  void HangPrimary();
   ReplicationStats stats() const;
 
  private:
@@ -322,10 +324,6 @@ class ReplicatedExecutor::Impl {
   // Under mu_: a standby takes over, on a thread of its own.
   void StartPromotionLocked();
 
- public:
-  void HangPrimary();
-
- private:
   // Under mu_: the failure detector's next look (ReplicationOptions::
   // detect_after): a batch the primary has not answered that long after it
   // could start means the primary is dead; the failover runs on a thread of
@@ -366,10 +364,10 @@ class ReplicatedExecutor::Impl {
   };
   std::vector<Unshipped> unshipped_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<Key, bool>> unshipped_keys_ ABSL_GUARDED_BY(mu_);
-  std::deque<uint64_t> computed_
-      ABSL_GUARDED_BY(mu_);  // stateful batches computed, before their update stage
-  std::deque<uint64_t> held_release_
-      ABSL_GUARDED_BY(mu_);  // remus: updated, waiting for their states' ack
+  // Stateful batches computed, before their update stage; those updated
+  // whose answers wait for their states' acknowledgement.
+  std::deque<uint64_t> computed_ ABSL_GUARDED_BY(mu_);
+  std::deque<uint64_t> held_release_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> held_ ABSL_GUARDED_BY(mu_);  // received while recovering
   Outside outside_ ABSL_GUARDED_BY(mu_);             // for Finish()
   // Compute-then-update models: a batch is between its start and its update
@@ -381,8 +379,8 @@ class ReplicatedExecutor::Impl {
   Time last_finished_ ABSL_GUARDED_BY(mu_) = 0;       // the primary's last batch (StampReceipt)
   uint64_t watermark_ ABSL_GUARDED_BY(mu_) = 0;       // delivered (acknowledged)
   uint64_t last_state_seq_ ABSL_GUARDED_BY(mu_) = 0;  // the last states shipped
-  Time next_delivery_ ABSL_GUARDED_BY(mu_) =
-      kInfiniteFuture;  // of a local link: its next message (Refresh)
+  // A local link's next message is delivered then (Refresh).
+  Time next_delivery_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;
   TimerId delivery_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;  // AwaitDelivery
   // The proxies' time outside mu_: the links' encoding, sending and (a
   // local backup's thread) applying.
@@ -390,8 +388,8 @@ class ReplicatedExecutor::Impl {
   int since_checkpoint_ ABSL_GUARDED_BY(mu_) = 0;
   int generation_ ABSL_GUARDED_BY(mu_) = 0;
   bool recovering_ ABSL_GUARDED_BY(mu_) = false;
-  bool hung_ ABSL_GUARDED_BY(mu_) =
-      false;  // HangPrimary(): the primary hears nothing and says nothing
+  // HangPrimary(): the primary hears nothing and says nothing.
+  bool hung_ ABSL_GUARDED_BY(mu_) = false;
   Time hung_at_ ABSL_GUARDED_BY(mu_) = 0;
   TimerId check_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   // The detector's timers reach the slot through this, closed before the slot goes.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/core/prometheus.h"
 #include "tutti/replication/replicated_executor.h"
 
 namespace tutti {
@@ -51,7 +52,7 @@ std::string ReplicationPrometheusText(const std::vector<const ReplicatedExecutor
   for (const ReplicatedExecutor* slot : slots) stats.push_back(slot->stats());
   std::string out;
   for (const Metric& m : metrics) {
-    absl::StrAppend(&out, "# HELP ", m.name, " ", m.help, "\n# TYPE ", m.name, " ", m.type, "\n");
+    out += PromFamily(m.name, m.type, m.help);
     for (size_t i = 0; i < slots.size(); ++i) {
       absl::StrAppend(&out, m.name, "{slot=\"", i, "\",mode=\"",
                       ReplicationModeName(slots[i]->mode()), "\"} ",

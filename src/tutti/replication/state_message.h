@@ -15,7 +15,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "tutti/core/time.h"
-#include "tutti/scheduler/request.h"
+#include "tutti/core/ids.h"
 
 namespace tutti::replication {
 

@@ -15,6 +15,7 @@
 #include "tutti/replication/replicated_executor.h"
 #include "tutti/sequences/sequence_engine.h"
 #include "tutti/serving/inference_core.h"
+#include "tutti/testing/wait.h"
 
 namespace tutti {
 namespace {
@@ -110,7 +111,7 @@ Outcome RunGraph(ReplicationMode mode, int rounds, int kill_after) {
       EXPECT_TRUE(s.ok()) << s;
     }
     std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return answered == 8 * (round + 1); });
+    AwaitOrFail(cv, lock, [&] { return answered == 8 * (round + 1); }, "the round's answers");
   }
   engine->StopAccepting();
   engine->WaitIdle();

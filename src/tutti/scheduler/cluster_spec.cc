@@ -29,6 +29,14 @@ std::vector<SubCluster> ClusterSpec::EffectiveSubClusters() const {
   return {all};
 }
 
+std::vector<int> ClusterSpec::LocalIndex() const {
+  std::vector<int> index(models.size());
+  for (const SubCluster& sub : EffectiveSubClusters()) {
+    for (size_t i = 0; i < sub.models.size(); ++i) index[sub.models[i]] = static_cast<int>(i);
+  }
+  return index;
+}
+
 absl::Status ValidateClusterSpec(const ClusterSpec& spec) {
   if (spec.models.empty()) return absl::InvalidArgumentError("cluster has no models");
   if (spec.num_gpus() < 1) return absl::InvalidArgumentError("cluster has no GPUs");

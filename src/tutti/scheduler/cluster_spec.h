@@ -52,6 +52,9 @@ struct ClusterSpec {
   int num_gpus() const;
   // The sub-clusters, with the implicit single one made explicit.
   std::vector<SubCluster> EffectiveSubClusters() const;
+  // Per model, its position in its sub-cluster's `models`: the index its
+  // executors know it by (ExecBatch::model).
+  std::vector<int> LocalIndex() const;
 };
 
 // InvalidArgument naming the problem: no models or GPUs, a model in no or

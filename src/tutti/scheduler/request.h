@@ -9,13 +9,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "tutti/core/ids.h"
 #include "tutti/core/time.h"
 
 namespace tutti {
-
-using RequestId = uint64_t;
-using ModelId = int32_t;  // index into ClusterSpec::models
-using GpuId = int32_t;    // 0 … ClusterSpec::num_gpus() − 1
 
 // Only metadata travels to the scheduler (Symphony §4.1): the inputs stay
 // with the frontend.
@@ -24,16 +21,6 @@ struct Request {
   ModelId model = 0;
   Time arrival = 0;
   Time deadline = 0;  // the response must reach the client by then
-};
-
-// A request's place in a sequence of a stateful model (Triton's sequence
-// batcher; model_config.h SequenceBatching): `id` 0 means none. The state
-// a sequence carries from request to request is kept beside the executor
-// that runs the model (replication/replicated_executor.h).
-struct SequenceRef {
-  uint64_t id = 0;
-  bool start = false;  // the state starts from zeros
-  bool end = false;    // the state is forgotten after this request
 };
 
 // A batch the scheduler dispatched: `gpu` runs `requests` of `model`

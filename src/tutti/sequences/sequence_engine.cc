@@ -19,7 +19,7 @@ absl::Status SequenceError(const ClusterSpec& spec, ModelId model, uint64_t id, 
 
 SequenceEngine::SequenceEngine(InferenceEngine* inner, ClusterSpec spec,
                                std::vector<std::optional<SequenceBatching>> batching, Clock* clock)
-    : inner_(inner), spec_(std::move(spec)), batching_(std::move(batching)), clock_(clock) {
+    : LayeredEngine(inner), spec_(std::move(spec)), batching_(std::move(batching)), clock_(clock) {
   for (const auto& b : batching_) {
     if (!b) continue;
     const Duration limit = b->max_sequence_idle_us * kMicrosecond;

@@ -38,11 +38,11 @@
 #include "tutti/core/timer_gate.h"
 #include "tutti/repository/model_config.h"
 #include "tutti/scheduler/cluster_spec.h"
-#include "tutti/serving/inference_engine.h"
+#include "tutti/serving/layered_engine.h"
 
 namespace tutti {
 
-class SequenceEngine final : public InferenceEngine {
+class SequenceEngine final : public LayeredEngine {
  public:
   // `inner` serves `spec`'s models; `batching[m]` is set for each stateful
   // model m (size: the spec's models). `inner` and `clock` must outlive
@@ -55,16 +55,8 @@ class SequenceEngine final : public InferenceEngine {
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
   absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
                                 InferenceCallback done) override;
-  void StopAccepting() override { inner_->StopAccepting(); }
   void WaitIdle() override;
   int64_t in_flight() const override;  // the inner engine's, plus requests waiting for their sequence
-  std::vector<ModelCounters> Counters() const override { return inner_->Counters(); }
-  std::vector<double> BusyFractions() const override { return inner_->BusyFractions(); }
-  std::vector<Duration> BusyTimes() const override { return inner_->BusyTimes(); }
-  std::vector<BatchTrace> RecentBatches(Time since) const override { return inner_->RecentBatches(since); }
-  Time Now() const override { return inner_->Now(); }
-  void OnAnswerWritten(const WrittenAnswer& answer) override { inner_->OnAnswerWritten(answer); }
-  DelayReport Delays() const override { return inner_->Delays(); }
 
   // Sequences in progress, over all models.
   int64_t live_sequences() const;
@@ -100,7 +92,6 @@ class SequenceEngine final : public InferenceEngine {
   void ExpireIdle(Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ScheduleSweep();
 
-  InferenceEngine* const inner_;
   const ClusterSpec spec_;
   const std::vector<std::optional<SequenceBatching>> batching_;
   Clock* const clock_;

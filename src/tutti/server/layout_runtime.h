@@ -1,5 +1,5 @@
 // The runtime parts a process builds over a ClusterLayout
-// (server/cluster_layout.h): the executors of an executor group (emulated,
+// (deployment/cluster_layout.h): the executors of an executor group (emulated,
 // or libtorch's) and the batch stages of the config's `coding:` entries.
 #ifndef TUTTI_SERVER_LAYOUT_RUNTIME_H_
 #define TUTTI_SERVER_LAYOUT_RUNTIME_H_
@@ -13,7 +13,7 @@
 #include "tutti/core/clock.h"
 #include "tutti/executors/executor.h"
 #include "tutti/sequences/sequence_engine.h"
-#include "tutti/server/cluster_layout.h"
+#include "tutti/deployment/cluster_layout.h"
 #include "tutti/serving/batch_stage.h"
 
 namespace tutti {

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "tutti/core/prometheus.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/torch_executor.h"
 #include "tutti/server/layout_runtime.h"
@@ -55,13 +56,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
                                      task = server->task_scaler_.get(), clock] {
     std::string text = replicated.empty() ? "" : ReplicationPrometheusText(replicated);
     if (task != nullptr) {
-      absl::StrAppendFormat(&text,
-                            "# HELP tutti_model_less_cost_total The generated variants' instance-seconds times their "
-                            "cost, since the start.\n# TYPE tutti_model_less_cost_total counter\n"
-                            "tutti_model_less_cost_total %.3f\n",
-                            task->Cost(0, clock->Now()));
-      text += "# HELP tutti_variant_instances Instances of a generated variant up (serving) and paid for (up or "
-              "loading), under model-less autoscaling.\n# TYPE tutti_variant_instances gauge\n";
+      text += PromFamily("tutti_model_less_cost_total", "counter",
+                         "The generated variants' instance-seconds times their cost, since the start.");
+      absl::StrAppendFormat(&text, "tutti_model_less_cost_total %.3f\n", task->Cost(0, clock->Now()));
+      text += PromFamily("tutti_variant_instances", "gauge",
+                         "Instances of a generated variant up (serving) and paid for (up or loading), under "
+                         "model-less autoscaling.");
       for (size_t j = 0; j < task->variants().size(); ++j) {
         const std::string& name = task->variants()[j].name;
         absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"up\"} %d\n", name, task->up(j));
@@ -70,9 +70,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
       }
     }
     if (scaler != nullptr) {
+      text += PromFamily("tutti_autoscale_executors", "gauge",
+                         "Executors serving (up) and requested (up or coming), under closed-loop autoscaling.");
       absl::StrAppendFormat(&text,
-                            "# HELP tutti_autoscale_executors Executors serving (up) and requested (up or coming), "
-                            "under closed-loop autoscaling.\n# TYPE tutti_autoscale_executors gauge\n"
                             "tutti_autoscale_executors{state=\"up\"} %d\ntutti_autoscale_executors{state=\"requested\"} %d\n",
                             scaler->up(), scaler->requested());
     }

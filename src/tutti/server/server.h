@@ -17,7 +17,7 @@
 #include "tutti/graphs/graph_engine.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/sequences/sequence_engine.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 #include "tutti/serving/inference_core.h"
 
 namespace tutti {

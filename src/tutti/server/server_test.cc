@@ -32,7 +32,7 @@ using ::tutti::testing::TempDir;
 bool WaitUntil(const std::function<bool()>& done) {
   for (int i = 0; i < 10000; ++i) {
     if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polls what the server exposes, bounded
   }
   return done();
 }

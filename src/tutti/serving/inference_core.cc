@@ -66,10 +66,7 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
       table_(&spec_, &shapes_),
       busy_(executors_.size(), 0),
       created_(clock->Now()) {
-  local_index_.resize(spec_.models.size());
-  for (const SubCluster& sub : spec_.EffectiveSubClusters()) {
-    for (size_t i = 0; i < sub.models.size(); ++i) local_index_[sub.models[i]] = static_cast<int>(i);
-  }
+  local_index_ = spec_.LocalIndex();
   listener_ = std::make_unique<CallbackListener>([this](Batch b) { OnDispatch(std::move(b)); },
                                                  [this](const Request& r) { OnDrop(r); });
   host_ = std::make_unique<Host>(this);

@@ -9,9 +9,9 @@
 #include "tutti/config/adaptive_reader.h"
 #include "tutti/config/autoscale_reader.h"
 #include "tutti/config/delay_model_reader.h"
-#include "tutti/config/drop_policy_reader.h"
+#include "tutti/config/scheduler_reader.h"
 #include "tutti/config/network_delays_reader.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/zoo_profiles.h"
@@ -165,9 +165,9 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
       if (r.Get(key).IsDefined()) return Invalid(key, "comes from the serve config (--config); leave it out");
     }
   }
-  TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
-  TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
-  TUTTI_ASSIGN_OR_RETURN(std::optional<Deferral> deferral, ReadAdaptiveOptions(r, &c.options));
+  TUTTI_ASSIGN_OR_RETURN(SchedulerFields scheduler, ReadSchedulerFields(r, &c.options, /*variants=*/true));
+  const std::optional<std::string>& policy = scheduler.policy;
+  const std::optional<Deferral>& deferral = scheduler.deferral;
   TUTTI_ASSIGN_OR_RETURN(auto jitter, r.OptionalScalar<double>("jitter", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto epoch, r.OptionalScalar<double>("nexus_epoch_s", "a number"));
   c.seed = seed.value_or(1);
@@ -177,7 +177,6 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   if (policy) c.policy = *policy;
   c.jitter = jitter.value_or(0);
   if (epoch) c.options.nexus_epoch = Seconds(*epoch);
-  if (drop) c.options.drop = *drop;
   if (YAML::Node ps = r.Get("policies"); ps.IsSequence()) {
     for (const auto& p : ps) e.policies.push_back(p.as<std::string>());
   }
@@ -197,12 +196,6 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.cluster.delays, ReadNetworkDelays(net, "network_us"));
   }
-  TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
-  if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
-  if (slack) c.options.frontrun_slack = Millis(*slack);
-  TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
-  if (guard_share && !(*guard_share >= 0 && *guard_share < 1)) return Invalid("head_guard_share", "must be in [0, 1)");
-  if (guard_share) c.options.head_guard_share = *guard_share;
   if (YAML::Node d = r.Get("delay_model"); d.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.delay_model, ReadDelayModelOptions(d, "delay_model"));
   }

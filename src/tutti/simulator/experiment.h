@@ -68,7 +68,7 @@ struct Experiment {
 // the field.
 //
 // With `cluster` (`tutti sim --repo --config`: SimulatedCluster of the
-// serve config, server/cluster_layout.h), the cluster, policy, scheduler
+// serve config, deployment/cluster_layout.h), the cluster, policy, scheduler
 // options and delay model come from it: the YAML must not name `gpus` or
 // `models`, and its other keys override the cluster's where given. Its
 // `workload` may then be left out (Poisson arrivals, equal shares; the

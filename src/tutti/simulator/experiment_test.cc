@@ -84,6 +84,10 @@ TEST(ExperimentTest, ErrorsNameTheField) {
   EXPECT_THAT(error("{at_s: 2, rate: 6000}", "{at: 2}"), HasSubstr("workload.phases[0]"));
   EXPECT_THAT(error("headroom: 0.3", "headroom: 1.3"), HasSubstr("'autoscale.headroom': must be in [0, 1)"));
   EXPECT_THAT(error("min_gpus: 2", "min_gpu: 2"), HasSubstr("unknown field 'autoscale.min_gpu'"));
+  // The policy is checked as a serve config's is, its variants allowed.
+  EXPECT_THAT(error("drop: early", "drop: early\npolicy: fifo"), HasSubstr("'policy': unknown policy 'fifo'"));
+  EXPECT_THAT(error("drop: early", "drop: early\npolicy: eager+late"), HasSubstr("+early, +latency or +consolidate"));
+  EXPECT_TRUE(Parse(absl::StrReplaceAll(kExperiment, {{"drop: early", "drop: early\npolicy: deferred+early"}})).ok());
 }
 
 TEST(ExperimentTest, ACustomClusterGivesModelsGpusAndDefaultsTheRestOverrides) {

@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/testing/source_dir.h"
 
 namespace tutti::testing {

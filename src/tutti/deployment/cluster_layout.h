@@ -4,12 +4,13 @@
 // served version, and the model versions each group's executors hold. The
 // one road from a repository and a serve config to a ClusterSpec: the
 // embedded server, the distributed processes (scheduler, frontend, backend)
-// and the simulator (`tutti sim --repo --config`) all derive their view of
-// the cluster from it, so they agree on model ids and GPU ids. Torch-free:
+// and the simulator (`tutti sim --repo --config`: cli/simulated_cluster.h)
+// all derive their view of the cluster from it, so they agree on model ids
+// and GPU ids. Torch-free:
 // the executors and stages a process runs over a layout are made by
 // server/layout_runtime.h.
-#ifndef TUTTI_SERVER_CLUSTER_LAYOUT_H_
-#define TUTTI_SERVER_CLUSTER_LAYOUT_H_
+#ifndef TUTTI_DEPLOYMENT_CLUSTER_LAYOUT_H_
+#define TUTTI_DEPLOYMENT_CLUSTER_LAYOUT_H_
 
 #include <memory>
 #include <string>
@@ -19,9 +20,8 @@
 #include "absl/status/statusor.h"
 #include "tutti/graphs/graph_engine.h"
 #include "tutti/repository/model_repository.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 #include "tutti/serving/inference_engine.h"
-#include "tutti/simulator/simulator.h"
 
 namespace tutti {
 
@@ -63,11 +63,6 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
 // Per executor group: whether it holds a stateful model (ModelConfig::stateful()).
 std::vector<bool> StatefulGroups(const ClusterLayout& layout);
 
-// The simulator's view of the same cluster: the layout's spec, with the
-// config's policy, scheduler options and delay model; a run of 10 s after
-// a warm-up of 1 s, to which an experiment adds its workload.
-SimConfig SimulatedCluster(const ClusterLayout& layout, const ServerConfig& config);
-
 }  // namespace tutti
 
-#endif  // TUTTI_SERVER_CLUSTER_LAYOUT_H_
+#endif  // TUTTI_DEPLOYMENT_CLUSTER_LAYOUT_H_

@@ -1,4 +1,4 @@
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 
 #include <algorithm>
 #include <map>
@@ -13,9 +13,9 @@
 #include "tutti/planner/latency_split.h"
 #include "tutti/repository/variants.h"
 #include "tutti/config/delay_model_reader.h"
-#include "tutti/config/drop_policy_reader.h"
+#include "tutti/config/scheduler_reader.h"
 #include "tutti/config/network_delays_reader.h"
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
 
@@ -139,11 +139,8 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   MapReader r(root, "");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   ServerConfig c;
-  TUTTI_ASSIGN_OR_RETURN(auto policy, r.OptionalScalar<std::string>("policy", "a string"));
-  TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
-  TUTTI_ASSIGN_OR_RETURN(std::optional<Deferral> deferral, ReadAdaptiveOptions(r, &c.scheduler));
-  TUTTI_ASSIGN_OR_RETURN(auto slack, r.OptionalScalar<double>("frontrun_slack_ms", "a number"));
-  TUTTI_ASSIGN_OR_RETURN(auto guard_share, r.OptionalScalar<double>("head_guard_share", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(SchedulerFields scheduler, ReadSchedulerFields(r, &c.scheduler));
+  if (scheduler.policy) c.policy = *scheduler.policy;
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
@@ -226,20 +223,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     }
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
-  c.scheduler.deferral = deferral.value_or(DefaultDeferral(c.autoscale.has_value()));
-  if (policy) {
-    const auto& names = SchedulerPolicyNames();
-    if (std::find(names.begin(), names.end(), *policy) == names.end()) {
-      return Invalid("policy", absl::StrCat("unknown policy '", *policy, "' (expected one of ",
-                                            absl::StrJoin(names, ", "), ")"));
-    }
-    c.policy = *policy;
-  }
-  if (drop) c.scheduler.drop = *drop;
-  if (slack && *slack < 0) return Invalid("frontrun_slack_ms", "must not be negative");
-  if (slack) c.scheduler.frontrun_slack = Millis(*slack);
-  if (guard_share && !(*guard_share >= 0 && *guard_share < 1)) return Invalid("head_guard_share", "must be in [0, 1)");
-  if (guard_share) c.scheduler.head_guard_share = *guard_share;
+  c.scheduler.deferral = scheduler.deferral.value_or(DefaultDeferral(c.autoscale.has_value()));
   if (objective && !(*objective > 0)) return Invalid("default_objective_ms", "must be positive");
   if (objective) c.default_objective = Millis(*objective);
   if (threads && *threads < 1) return Invalid("torch_threads", "must be at least 1");

@@ -8,8 +8,8 @@
 // they should.
 //
 // Thread-safety: every method may be called from any thread.
-#ifndef TUTTI_DISTRIBUTED_CHILD_PROCESS_H_
-#define TUTTI_DISTRIBUTED_CHILD_PROCESS_H_
+#ifndef TUTTI_CORE_CHILD_PROCESS_H_
+#define TUTTI_CORE_CHILD_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -82,4 +82,4 @@ absl::StatusOr<int> PickFreePort();
 
 }  // namespace tutti
 
-#endif  // TUTTI_DISTRIBUTED_CHILD_PROCESS_H_
+#endif  // TUTTI_CORE_CHILD_PROCESS_H_

@@ -1,4 +1,4 @@
-#include "tutti/config/yaml_map_reader.h"
+#include "tutti/core/yaml_map_reader.h"
 
 #include "absl/strings/str_format.h"
 

@@ -2,14 +2,14 @@
 // loopback with a temporary data directory, for tests, benchmarks and
 // `tutti cluster`. Its heartbeat and election timeouts are short (50 ms /
 // 500 ms), so that etcd honours leases of one second.
-#ifndef TUTTI_DISTRIBUTED_LOCAL_ETCD_H_
-#define TUTTI_DISTRIBUTED_LOCAL_ETCD_H_
+#ifndef TUTTI_ETCD_LOCAL_ETCD_H_
+#define TUTTI_ETCD_LOCAL_ETCD_H_
 
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "tutti/distributed/child_process.h"
+#include "tutti/core/child_process.h"
 #include "tutti/net/tls.h"
 
 namespace tutti {
@@ -38,4 +38,4 @@ class LocalEtcd {
 
 }  // namespace tutti
 
-#endif  // TUTTI_DISTRIBUTED_LOCAL_ETCD_H_
+#endif  // TUTTI_ETCD_LOCAL_ETCD_H_

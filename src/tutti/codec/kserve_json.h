@@ -19,8 +19,8 @@
 // Output values that are NaN or ±Inf are written NaN, Infinity and
 // -Infinity, as Triton writes them; requests may use them too. Text from
 // the request (its id) goes back as valid UTF-8 (core/user_text.h).
-#ifndef TUTTI_FRONTEND_KSERVE_JSON_H_
-#define TUTTI_FRONTEND_KSERVE_JSON_H_
+#ifndef TUTTI_CODEC_KSERVE_JSON_H_
+#define TUTTI_CODEC_KSERVE_JSON_H_
 
 #include <optional>
 #include <string>
@@ -31,7 +31,7 @@
 #include "absl/types/span.h"
 #include "absl/strings/string_view.h"
 #include "tutti/core/time.h"
-#include "tutti/frontend/infer_request.h"
+#include "tutti/codec/infer_request.h"
 #include "tutti/repository/model_config.h"
 
 namespace tutti {
@@ -148,4 +148,4 @@ std::string WriteError(absl::string_view message);
 
 }  // namespace tutti
 
-#endif  // TUTTI_FRONTEND_KSERVE_JSON_H_
+#endif  // TUTTI_CODEC_KSERVE_JSON_H_

@@ -6,8 +6,8 @@
 //
 // Tutti serves models with one FP32 input and one output. A request's input
 // shape includes the batch dimension: [N, dims…], 1 <= N <= max_batch_size.
-#ifndef TUTTI_FRONTEND_INFER_REQUEST_H_
-#define TUTTI_FRONTEND_INFER_REQUEST_H_
+#ifndef TUTTI_CODEC_INFER_REQUEST_H_
+#define TUTTI_CODEC_INFER_REQUEST_H_
 
 #include <string>
 #include <vector>
@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "tutti/repository/model_config.h"
-#include "tutti/scheduler/request.h"
+#include "tutti/core/ids.h"
 
 namespace tutti {
 
@@ -63,4 +63,4 @@ absl::string_view KservePlatformName(const ModelConfig& config);
 
 }  // namespace tutti
 
-#endif  // TUTTI_FRONTEND_INFER_REQUEST_H_
+#endif  // TUTTI_CODEC_INFER_REQUEST_H_

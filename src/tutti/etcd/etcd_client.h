@@ -6,8 +6,8 @@
 //
 // Thread-safety: every method may be called from any thread. Watch and
 // keep-alive callbacks run on their own threads.
-#ifndef TUTTI_DISTRIBUTED_ETCD_CLIENT_H_
-#define TUTTI_DISTRIBUTED_ETCD_CLIENT_H_
+#ifndef TUTTI_ETCD_ETCD_CLIENT_H_
+#define TUTTI_ETCD_ETCD_CLIENT_H_
 
 #include <atomic>
 #include <cstdint>
@@ -84,8 +84,11 @@ class EtcdClient {
   // Leader election on `key`: blocks until this caller holds it — `key`
   // created with `value` under `lease`, so it disappears with the lease — or
   // `*stop` turns true (Cancelled). The holder leads until its lease is lost.
+  // `on_wait`, if set, hears each time the caller finds `holder` leading
+  // and starts waiting for it to go.
   absl::Status Campaign(const std::string& key, const std::string& value, int64_t lease,
-                        const std::atomic<bool>* stop);
+                        const std::atomic<bool>* stop,
+                        const std::function<void(const KeyValue& holder)>& on_wait = nullptr);
 
  private:
   struct Stubs;
@@ -100,4 +103,4 @@ std::string PrefixRangeEnd(const std::string& prefix);
 
 }  // namespace tutti
 
-#endif  // TUTTI_DISTRIBUTED_ETCD_CLIENT_H_
+#endif  // TUTTI_ETCD_ETCD_CLIENT_H_

@@ -1,7 +1,8 @@
-// PromHistogram: a Prometheus histogram with fixed bucket bounds, safe to
-// observe from many threads, rendered in the text exposition format.
-#ifndef TUTTI_FRONTEND_PROMETHEUS_H_
-#define TUTTI_FRONTEND_PROMETHEUS_H_
+// Prometheus's text exposition format: every metric family's header, and
+// PromHistogram, a histogram with fixed bucket bounds, safe to observe from
+// many threads.
+#ifndef TUTTI_CORE_PROMETHEUS_H_
+#define TUTTI_CORE_PROMETHEUS_H_
 
 #include <atomic>
 #include <memory>
@@ -11,6 +12,10 @@
 #include "absl/strings/string_view.h"
 
 namespace tutti {
+
+// A metric family's header: "# HELP <name> <help>\n# TYPE <name> <type>\n"
+// (`type`: counter, gauge or histogram); its samples follow.
+std::string PromFamily(absl::string_view name, absl::string_view type, absl::string_view help);
 
 class PromHistogram {
  public:
@@ -44,4 +49,4 @@ class PromHistogram {
 
 }  // namespace tutti
 
-#endif  // TUTTI_FRONTEND_PROMETHEUS_H_
+#endif  // TUTTI_CORE_PROMETHEUS_H_

@@ -1,4 +1,4 @@
-#include "tutti/distributed/etcd_client.h"
+#include "tutti/etcd/etcd_client.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -258,7 +258,8 @@ std::unique_ptr<EtcdClient::Background> EtcdClient::Watch(
 }
 
 absl::Status EtcdClient::Campaign(const std::string& key, const std::string& value, int64_t lease,
-                                  const std::atomic<bool>* stop) {
+                                  const std::atomic<bool>* stop,
+                                  const std::function<void(const KeyValue& holder)>& on_wait) {
   while (!stop->load()) {
     absl::StatusOr<bool> won = PutIfAbsent(key, value, lease);
     if (!won.ok()) return won.status();
@@ -278,6 +279,7 @@ absl::Status EtcdClient::Campaign(const std::string& key, const std::string& val
         cv.notify_all();
       }
     });
+    if (on_wait) on_wait(**holder);
     std::unique_lock<std::mutex> lock(mu);
     while (!gone && !stop->load()) cv.wait_for(lock, std::chrono::milliseconds(50));
   }

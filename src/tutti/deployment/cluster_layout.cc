@@ -1,4 +1,4 @@
-#include "tutti/server/cluster_layout.h"
+#include "tutti/deployment/cluster_layout.h"
 
 #include <algorithm>
 #include <cmath>
@@ -275,18 +275,6 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
     layout.graph_served[g].peak_rps = std::isinf(peak) ? 0 : peak;
   }
   return layout;
-}
-
-SimConfig SimulatedCluster(const ClusterLayout& layout, const ServerConfig& config) {
-  SimConfig sim;
-  sim.cluster = layout.spec;
-  sim.policy = config.policy;
-  sim.options = config.scheduler;
-  sim.delay_model = config.delays;
-  sim.autoscale = config.autoscale;
-  sim.duration = 10 * kSecond;
-  sim.warmup = kSecond;
-  return sim;
 }
 
 std::vector<bool> StatefulGroups(const ClusterLayout& layout) {

@@ -1,4 +1,4 @@
-#include "tutti/frontend/kserve_json.h"
+#include "tutti/codec/kserve_json.h"
 
 #include <cstring>
 

@@ -1,4 +1,4 @@
-#include "tutti/distributed/local_etcd.h"
+#include "tutti/etcd/local_etcd.h"
 
 #include <stdlib.h>
 
@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
-#include "tutti/distributed/etcd_client.h"
+#include "tutti/etcd/etcd_client.h"
 
 namespace tutti {
 

@@ -91,8 +91,8 @@
 // it, served in its own executor group: m/k instances for m of the model),
 // and a slow prediction is answered with a reconstruction — at once, or
 // after `reconstruct_delay_ms` if the original has not come by then.
-#ifndef TUTTI_SERVER_SERVER_CONFIG_H_
-#define TUTTI_SERVER_SERVER_CONFIG_H_
+#ifndef TUTTI_DEPLOYMENT_SERVER_CONFIG_H_
+#define TUTTI_DEPLOYMENT_SERVER_CONFIG_H_
 
 #include <optional>
 #include <string>
@@ -206,4 +206,4 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
 
 }  // namespace tutti
 
-#endif  // TUTTI_SERVER_SERVER_CONFIG_H_
+#endif  // TUTTI_DEPLOYMENT_SERVER_CONFIG_H_

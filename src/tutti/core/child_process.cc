@@ -1,4 +1,4 @@
-#include "tutti/distributed/child_process.h"
+#include "tutti/core/child_process.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>

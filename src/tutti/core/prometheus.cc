@@ -1,10 +1,15 @@
-#include "tutti/frontend/prometheus.h"
+#include "tutti/core/prometheus.h"
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
 namespace tutti {
+
+std::string PromFamily(absl::string_view name, absl::string_view type, absl::string_view help) {
+  return absl::StrCat("# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n");
+}
 
 PromHistogram::PromHistogram(std::vector<double> bounds)
     : bounds_(std::move(bounds)), buckets_(new std::atomic<int64_t>[bounds_.size() + 1]) {

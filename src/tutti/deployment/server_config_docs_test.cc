@@ -2,7 +2,7 @@
 // its every-key block parses, and holds every key the parser reads.
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
-#include "tutti/server/server_config.h"
+#include "tutti/deployment/server_config.h"
 #include "tutti/testing/doc_blocks.h"
 
 namespace tutti {

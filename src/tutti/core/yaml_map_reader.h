@@ -1,8 +1,8 @@
 // MapReader: reads the fields of one YAML mapping with exact, field-naming
 // errors, and reports fields nobody read as unknown (typos). Shared by every
 // YAML file Tutti reads: model configs, simulator experiments, serve configs.
-#ifndef TUTTI_CONFIG_YAML_MAP_READER_H_
-#define TUTTI_CONFIG_YAML_MAP_READER_H_
+#ifndef TUTTI_CORE_YAML_MAP_READER_H_
+#define TUTTI_CORE_YAML_MAP_READER_H_
 
 #include <optional>
 #include <string>
@@ -115,4 +115,4 @@ absl::StatusOr<YAML::Node> LoadYaml(const std::string& text);
 
 }  // namespace tutti
 
-#endif  // TUTTI_CONFIG_YAML_MAP_READER_H_
+#endif  // TUTTI_CORE_YAML_MAP_READER_H_

@@ -1,4 +1,4 @@
-#include "tutti/frontend/infer_request.h"
+#include "tutti/codec/infer_request.h"
 
 #include "tutti/core/fnv_hash.h"
 

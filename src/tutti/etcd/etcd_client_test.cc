@@ -1,6 +1,6 @@
 // EtcdClient against a real etcd (LocalEtcd: Debian's etcd-server on
 // loopback with a temporary data directory).
-#include "tutti/distributed/etcd_client.h"
+#include "tutti/etcd/etcd_client.h"
 
 #include <atomic>
 #include <chrono>
@@ -10,9 +10,10 @@
 #include <thread>
 
 #include "gtest/gtest.h"
-#include "tutti/distributed/local_etcd.h"
+#include "tutti/etcd/local_etcd.h"
 #include "tutti/testing/temp_dir.h"
 #include "tutti/testing/test_certs.h"
+#include "tutti/testing/wait.h"
 
 namespace tutti {
 namespace {
@@ -106,23 +107,37 @@ TEST_F(EtcdClientTest, CampaignWaitsForTheLeaderToGo) {
   std::atomic<bool> stop{false};
   ASSERT_TRUE(client_->Campaign("/e/leader", "first", *first, &stop).ok());
   std::atomic<bool> second_leads{false};
-  std::thread spare([&] { second_leads = client_->Campaign("/e/leader", "second", *second, &stop).ok(); });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_FALSE(second_leads);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string seen_leading;  // by the spare, as it starts waiting
+  std::thread spare([&] {
+    second_leads = client_
+                       ->Campaign("/e/leader", "second", *second, &stop,
+                                  [&](const EtcdClient::KeyValue& holder) {
+                                    std::lock_guard<std::mutex> lock(mu);
+                                    seen_leading = holder.value;
+                                    cv.notify_all();
+                                  })
+                       .ok();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    AwaitOrFail(cv, lock, [&] { return !seen_leading.empty(); }, "the spare's campaign to wait");
+    EXPECT_EQ(seen_leading, "first");
+  }
+  EXPECT_FALSE(second_leads);  // it waits: the leader lives
   EXPECT_EQ((*client_->Get("/e/leader"))->value, "first");
   ASSERT_TRUE(client_->RevokeLease(*first).ok());  // the leader dies
   spare.join();
   EXPECT_TRUE(second_leads);
   EXPECT_EQ((*client_->Get("/e/leader"))->value, "second");
 
-  // A campaign that never wins ends when told to stop.
+  // A campaign that never wins ends when told to stop, here as it starts
+  // waiting for the leader.
   absl::StatusOr<int64_t> third = client_->GrantLease(10);
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    stop = true;
-  });
-  EXPECT_EQ(client_->Campaign("/e/leader", "third", *third, &stop).code(), absl::StatusCode::kCancelled);
-  stopper.join();
+  EXPECT_EQ(client_->Campaign("/e/leader", "third", *third, &stop, [&](const EtcdClient::KeyValue&) { stop = true; })
+                .code(),
+            absl::StatusCode::kCancelled);
 }
 
 TEST(EtcdConnectTest, UnreachableEtcdIsAClearError) {
