@@ -62,13 +62,12 @@ void Autoscaler::Tick() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
-    const double bad_rate =
-        w.good + w.bad > 0 ? static_cast<double>(w.bad) / static_cast<double>(w.good + w.bad) : 0;
+    const double bad_rate = w.outcomes.rate();
     const double idle =
         1 - std::min(1.0, static_cast<double>(w.busy) / (static_cast<double>(o_.interval) * std::max(1, up_)));
     // GPUs that came during the interval make it half one size, half
     // another (and what queued before them is dropped after): it waits.
-    const double rate = static_cast<double>(w.good + w.bad) / ToSeconds(o_.interval);
+    const double rate = static_cast<double>(w.outcomes.ended()) / ToSeconds(o_.interval);
     const int change = arrived_ ? 0 : AutoscaleStep(o_, up_, requested_ - up_, bad_rate, idle, rate, &memory_);
     arrived_ = false;
     if (change > 0) {

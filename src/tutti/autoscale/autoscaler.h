@@ -20,16 +20,17 @@
 
 #include "absl/status/status.h"
 #include "tutti/core/clock.h"
+#include "tutti/core/outcome_counts.h"
 #include "tutti/planner/scaling.h"
 
 namespace tutti {
 
 class Autoscaler {
  public:
-  // What the GPUs up did in an interval: requests answered on time, the
-  // rest (late, dropped, failed), and the GPU time spent running batches.
+  // What the GPUs up did in an interval: how the requests that ended in it
+  // ended, and the GPU time spent running batches.
   struct Window {
-    int64_t good = 0, bad = 0;
+    OutcomeCounts outcomes;
     Duration busy = 0;
   };
   using ReadFn = std::function<Window()>;                // since its last call

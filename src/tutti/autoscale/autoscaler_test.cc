@@ -20,7 +20,8 @@ struct Pool {
     scaler = std::make_unique<Autoscaler>(
         o, 8, &clock,
         [this, interval = o.interval] {
-          return Autoscaler::Window{1000 - bad, bad, static_cast<Duration>(busy_gpus * static_cast<double>(interval))};
+          return Autoscaler::Window{{.good = 1000 - bad, .late = bad},
+                                    static_cast<Duration>(busy_gpus * static_cast<double>(interval))};
         },
         [this](int gpu, bool up) {
           if (up) {

@@ -86,7 +86,7 @@ int BenchModelLess(const Args& args) {
       if (r.instance_seconds[j] > 0) used.push_back(absl::StrFormat("%s %.0f", r.models[j].name, r.instance_seconds[j]));
     }
     std::cout << absl::StrFormat("%-26s %10.0f %7.2fx %10d %8.3f %8.2f %9.4f %3d/%-2d  %s\n", run.label, r.cost,
-                                 tutti > 0 ? r.cost / tutti : 0, r.total.arrived, 100 * r.total.BadRate(),
+                                 tutti > 0 ? r.cost / tutti : 0, r.total.arrived, 100 * r.total.rate(),
                                  ToMillis(r.total.latency.Quantile(0.99)), r.accuracy, r.scale_ups, r.scale_downs,
                                  absl::StrJoin(used, ", "));
   }

@@ -141,7 +141,7 @@ int FrontendCommand(const Args& args) {
   for (size_t m = 0; m < counters.size(); ++m) {
     const ModelCounters& c = counters[m];
     std::cerr << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n",
-                                 names[m], c.success, c.late, c.dropped, c.error);
+                                 names[m], c.good, c.late, c.dropped, c.error);
   }
   p->reset();
   return 0;

@@ -131,7 +131,7 @@ int ServeCommand(const Args& args) {
   for (size_t m = 0; m < counters.size(); ++m) {
     const ModelCounters& c = counters[m];
     std::cerr << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n",
-                                 (*server)->core().spec().models[m].name, c.success, c.late, c.dropped, c.error);
+                                 (*server)->core().spec().models[m].name, c.good, c.late, c.dropped, c.error);
   }
   std::cerr << "stopped.\n";
   return 0;

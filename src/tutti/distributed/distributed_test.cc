@@ -167,7 +167,7 @@ TEST_F(DistributedTest, TwoFrontendsThreeBackendsMatchEmbeddedMode) {
   std::cout << absl::StrFormat(
       "requests: distributed %d, embedded %d; good %d vs %d (ratio %.3f); bad rate %.2f%% vs %.2f%%\n",
       distributed.arrived, embedded.arrived, distributed.good, embedded.good, goodput_ratio,
-      100 * distributed.BadRate(), 100 * embedded.BadRate());
+      100 * distributed.rate(), 100 * embedded.rate());
   EXPECT_EQ(distributed.arrived, embedded.arrived) << "same arrivals (same seeds)";
   EXPECT_GT(distributed.arrived, 5000);
   EXPECT_GT(distributed.good, 0);
@@ -195,7 +195,7 @@ TEST_F(DistributedTest, KilledBackendIsRemovedAndNoRequestIsLeftUnanswered) {
   std::vector<LoadResult> r = load.get();
   ASSERT_EQ(r.size(), 1u);
   std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.metrics.arrived,
-                               100 * r[0].total.metrics.BadRate(), Errors(r[0]));
+                               100 * r[0].total.metrics.rate(), Errors(r[0]));
   // The two remaining backends serve on: a load after the fault is served,
   // failing nothing.
   std::vector<LoadResult> after =
@@ -241,7 +241,7 @@ TEST_F(DistributedTest, HotSpareTakesOverFromAKilledLeader) {
   std::vector<LoadResult> r = load.get();
   ASSERT_EQ(r.size(), 1u);
   std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.metrics.arrived,
-                               100 * r[0].total.metrics.BadRate(), Errors(r[0]));
+                               100 * r[0].total.metrics.rate(), Errors(r[0]));
   int64_t unavailable = 0;
   for (const auto& [what, n] : r[0].models[0].errors) {
     EXPECT_TRUE(what == "gRPC UNAVAILABLE" || what == "gRPC DEADLINE_EXCEEDED") << what << " x" << n;
@@ -293,7 +293,7 @@ executors:
   watch.join();
   ASSERT_EQ(r.size(), 1u);
   std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s; at most %d backends\n",
-                               r[0].total.metrics.arrived, 100 * r[0].total.metrics.BadRate(), Errors(r[0]),
+                               r[0].total.metrics.arrived, 100 * r[0].total.metrics.rate(), Errors(r[0]),
                                most.load());
   EXPECT_GE(most, 3) << "1,100 r/s needs more backends";
   EXPECT_GE(cluster->autoscale_starts(), 1);

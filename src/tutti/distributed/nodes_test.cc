@@ -497,7 +497,7 @@ TEST(DistributedNodesTest, ParmOnTheFrontendRebuildsWhatASlowBackendHoldsUp) {
   }
   EXPECT_GT(groups, 0);
   const ModelCounters& parity = counters[1];
-  EXPECT_GE(parity.success + parity.late + parity.dropped + parity.error, groups);
+  EXPECT_GE(parity.good + parity.late + parity.dropped + parity.error, groups);
   EXPECT_EQ(plain.reconstructed, 0);
 }
 
@@ -526,10 +526,10 @@ TEST(DistributedNodesTest, AGraphOnTheFrontendRunsItsStepsThroughTheLeader) {
   EXPECT_EQ(on_time, 200);
   const std::vector<ModelCounters> c = graphs->Counters();
   ASSERT_EQ(c.size(), 3u);
-  EXPECT_EQ(c[0].success, 200);  // resnet50, the first step
-  EXPECT_EQ(c[1].success, 200);  // head
-  EXPECT_EQ(c[2].success, 200);  // the graph
-  EXPECT_EQ(c[2].steps[0].success, 200) << "every first step within its 20 ms";
+  EXPECT_EQ(c[0].good, 200);  // resnet50, the first step
+  EXPECT_EQ(c[1].good, 200);  // head
+  EXPECT_EQ(c[2].good, 200);  // the graph
+  EXPECT_EQ(c[2].steps[0].good, 200) << "every first step within its 20 ms";
 }
 
 TEST(DistributedNodesTest, ASpareRefusesStreamsUntilItLeads) {

@@ -141,7 +141,7 @@ void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendP
 }
 
 void SchedulerNode::OnDrop(const Request& r) {
-  ++window_.bad;
+  ++window_.outcomes.dropped;
   auto it = origins_.find(r.id);
   if (it == origins_.end()) return;
   const Origin o = it->second;
@@ -368,7 +368,11 @@ void SchedulerNode::DoneLocked(const pb::Done& done) {
   }
   for (const Request& r : f.requests) {
     origins_.erase(r.id);
-    ++(done.ok() && done.finished() > 0 && done.finished() <= r.deadline ? window_.good : window_.bad);
+    if (!done.ok() || done.finished() <= 0) {
+      ++window_.outcomes.error;
+    } else {
+      ++(done.finished() <= r.deadline ? window_.outcomes.good : window_.outcomes.late);
+    }
   }
   if (done.finished() > 0 && done.started() > 0) window_.busy += done.finished() - done.started();
   const GpuId gpu = f.gpu;

@@ -84,22 +84,21 @@ std::string ConsoleSampleJson(const ConsoleContext& context, const ConsoleReadin
     const InferenceFrontend::ModelSample b = m < before.models.size() ? before.models[m] : InferenceFrontend::ModelSample{};
     const ModelCounters& c = a.counters;
     const ModelCounters& p = b.counters;
-    const int64_t success = c.success - p.success, late = c.late - p.late, dropped = c.dropped - p.dropped,
-                  error = c.error - p.error;
+    const OutcomeCounts o = c.Since(p);
     const int64_t rejected = a.rejected - b.rejected + a.overloaded - b.overloaded;
-    ended += success + late + dropped + error;
-    bad += late + dropped + error;
+    ended += o.ended();
+    bad += o.bad();
     w.StartObject();
     w.Key("name");
     const std::string name = m < context.model_names.size() ? context.model_names[m] : absl::StrCat("model ", m);
     w.String(name.c_str());
     Number(w, "objective_ms", m < context.objectives.size() ? ToMillis(context.objectives[m]) : 0);
-    Number(w, "offered_rps", (success + late + dropped + error + rejected) / period);
-    Number(w, "goodput_rps", success / period);
-    Number(w, "late_rps", late / period);
-    Number(w, "dropped_rps", dropped / period);
+    Number(w, "offered_rps", static_cast<double>(o.ended() + rejected) / period);
+    Number(w, "goodput_rps", o.good / period);
+    Number(w, "late_rps", o.late / period);
+    Number(w, "dropped_rps", o.dropped / period);
     Number(w, "rejected_rps", rejected / period);
-    Number(w, "error_rps", error / period);
+    Number(w, "error_rps", o.error / period);
     const std::vector<int64_t> latency = Minus(a.latency_buckets, b.latency_buckets);
     OptionalMillis(w, "p50_ms", BucketQuantile(latency_bounds, latency, 0.5));
     OptionalMillis(w, "p99_ms", BucketQuantile(latency_bounds, latency, 0.99));
@@ -128,8 +127,9 @@ std::string ConsoleSampleJson(const ConsoleContext& context, const ConsoleReadin
       w.Key("model");
       w.String(s.model.c_str());
       Number(w, "deadline_share", s.deadline_share);
-      Number(w, "goodput_rps", (s.success - q.success) / period);
-      Number(w, "bad_rps", (s.late - q.late + s.dropped - q.dropped + s.error - q.error) / period);
+      const OutcomeCounts o = s.Since(q);
+      Number(w, "goodput_rps", o.good / period);
+      Number(w, "bad_rps", o.bad() / period);
       w.EndObject();
     }
     w.EndArray();

@@ -40,14 +40,14 @@ TEST(ConsoleSampleTest, RatesQuantilesBusyAndAdviceOverTheInterval) {
   ConsoleReading before;
   before.at = 10 * kSecond;
   before.models.resize(1);
-  before.models[0].counters.success = 1000;  // before the interval: not counted
+  before.models[0].counters.good = 1000;  // before the interval: not counted
   before.models[0].latency_buckets.assign(latency_bounds.size() + 1, 0);
   before.models[0].batch_buckets.assign(batch_bounds.size() + 1, 0);
   before.models[0].latency_buckets[0] = 1000;
   before.busy = {Millis(100), Millis(300)};
   ConsoleReading now = before;
   now.at = 11 * kSecond;
-  now.models[0].counters.success += 85;
+  now.models[0].counters.good += 85;
   now.models[0].counters.late = 10;
   now.models[0].counters.dropped = 5;
   now.models[0].rejected = 2;

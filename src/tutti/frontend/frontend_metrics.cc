@@ -20,7 +20,7 @@ std::string StepsJson(const ModelCounters& c) {
   for (const ModelCounters::Step& s : c.steps) {
     steps.push_back(absl::StrFormat(
         R"({"model_name":"%s","deadline_share":%.4f,"success":%d,"late":%d,"dropped":%d,"error":%d})", s.model,
-        s.deadline_share, s.success, s.late, s.dropped, s.error));
+        s.deadline_share, s.good, s.late, s.dropped, s.error));
   }
   return absl::StrCat(R"(,"steps":[)", absl::StrJoin(steps, ","), "]");
 }
@@ -49,7 +49,7 @@ std::string InferenceFrontend::StatsJson(int model) const {
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
       R"("rejected":%d,"overloaded":%d,"queued":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
       R"("mean_compute_us":%.1f,"peak_rps":%.1f,"delays":%s%s})",
-      s.served.config.name, s.served.version, c.success, c.late, c.dropped, c.error, s.rejected.load(), s.overloaded.load(),
+      s.served.config.name, s.served.version, c.good, c.late, c.dropped, c.error, s.rejected.load(), s.overloaded.load(),
       s.queued.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6, s.served.peak_rps,
@@ -82,15 +82,13 @@ std::string InferenceFrontend::PrometheusText() const {
     const ModelCounters& c = counters[m];
     const ModelState& s = *models_[m];
     const std::string label = absl::StrFormat("model=\"%s\"", s.served.config.name);
-    for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.success}, {"late", c.late},
+    for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.good}, {"late", c.late},
                                      {"dropped", c.dropped}, {"error", c.error},
                                      {"rejected", s.rejected.load()}, {"overloaded", s.overloaded.load()}}) {
       absl::StrAppendFormat(&out, "tutti_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
     }
     absl::StrAppendFormat(&batches, "tutti_batches_total{%s} %d\n", label, c.batches);
-    const int64_t ended = c.success + c.late + c.dropped + c.error;
-    absl::StrAppendFormat(&attainment, "tutti_slo_attainment{%s} %.6f\n", label,
-                          ended ? static_cast<double>(c.success) / ended : 1.0);
+    absl::StrAppendFormat(&attainment, "tutti_slo_attainment{%s} %.6f\n", label, 1 - c.rate());
     s.queue_seconds.AppendTo(&queue, "tutti_queue_duration_seconds", label);
     s.compute_seconds.AppendTo(&compute, "tutti_compute_duration_seconds", label);
     s.latency_seconds.AppendTo(&latency, "tutti_request_duration_seconds", label);
@@ -113,7 +111,7 @@ std::string InferenceFrontend::PrometheusText() const {
       const ModelCounters::Step& st = counters[m].steps[i];
       const std::string label = absl::StrFormat("model=\"%s\",step=\"%d\",step_model=\"%s\"",
                                                 models_[m]->served.config.name, i, st.model);
-      for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", st.success}, {"late", st.late},
+      for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", st.good}, {"late", st.late},
                                        {"dropped", st.dropped}, {"error", st.error}}) {
         absl::StrAppendFormat(&steps, "tutti_graph_step_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
       }

@@ -133,7 +133,7 @@ class SecurityTest : public testing::FakeEngineFrontendTest {
     options_.http.tls = TlsOptions{pki_.server_cert, pki_.server_key, mutual ? pki_.ca_cert : ""};
     options_.grpc.tls = options_.http.tls;
   }
-  int64_t Answered() const { return engine_->Counters()[0].success + engine_->Counters()[0].late; }
+  int64_t Answered() const { return engine_->Counters()[0].good + engine_->Counters()[0].late; }
 
   testing::TempDir dir_;
   testing::TestPki pki_;

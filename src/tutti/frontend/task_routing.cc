@@ -37,7 +37,7 @@ void InferenceFrontend::ObserveVariants() const {
   for (size_t m = 0; m < models_.size(); ++m) {
     const ModelState& s = *models_[m];
     const ModelCounters& c = counters[m];
-    const int64_t given = c.success + c.late + c.dropped + s.overloaded.load();
+    const int64_t given = c.good + c.late + c.dropped + s.overloaded.load();
     VariantObservation seen;
     seen.loaded = s.control.load() == ModelState::kReady;
     seen.served_qps = seconds > 0 ? static_cast<double>(given - mon.given[m]) / seconds : 0;

@@ -113,7 +113,9 @@ GraphEngine::GraphEngine(InferenceEngine* inner, ClusterSpec inner_spec, std::ve
     if (graph.exit_from >= 0) decides[graph.exit_from] = 1;
     auto due = std::make_shared<const std::vector<double>>(DueShares(parents_[g], graph.shares));
     for (size_t i = 0; i < graph.steps.size(); ++i) {
-      counters_[g].steps.push_back({inner_spec_.models[graph.steps[i].model].name, (*due)[i]});
+      ModelCounters::Step& step = counters_[g].steps.emplace_back();
+      step.model = inner_spec_.models[graph.steps[i].model].name;
+      step.deadline_share = (*due)[i];
     }
     due_.push_back(std::move(due));
     windows_[g].reached.assign(graph.steps.size(), 0);

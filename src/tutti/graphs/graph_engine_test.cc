@@ -84,9 +84,9 @@ TEST_F(GraphEngineTest, RunsTheStepsInTurnOnEachOthersOutputs) {
   EXPECT_FALSE(answer_->late);
   const std::vector<ModelCounters> c = engine_->Counters();
   ASSERT_EQ(c.size(), 3u);  // a, b, then the graph
-  EXPECT_EQ(c[0].success, 1);
-  EXPECT_EQ(c[1].success, 1);
-  EXPECT_EQ(c[2].success, 1);
+  EXPECT_EQ(c[0].good, 1);
+  EXPECT_EQ(c[1].good, 1);
+  EXPECT_EQ(c[2].good, 1);
   EXPECT_EQ(engine_->in_flight(), 0);
 }
 
@@ -123,7 +123,7 @@ TEST_F(GraphEngineTest, AMiddleStepDroppedIsOneClearError) {
   EXPECT_THAT(answer_->status.message(), HasSubstr("step 1 ('b'): its share of the latency objective had run out"));
   const ModelCounters graph = engine_->Counters()[2];
   EXPECT_EQ(graph.dropped, 3);
-  EXPECT_EQ(graph.success, 0);
+  EXPECT_EQ(graph.good, 0);
   // Per step, against the step's own deadline.
   ASSERT_EQ(graph.steps.size(), 2u);
   EXPECT_EQ(graph.steps[0].model, "a");
@@ -149,7 +149,7 @@ TEST_F(GraphEngineTest, TheInnerModelsAreServedAsBefore) {
   std::optional<InferenceOutcome> direct;
   ASSERT_TRUE(engine_->Submit(1, {1, 1, 1}, 0, [&](InferenceOutcome o) { direct = std::move(o); }).ok());
   EXPECT_THAT(direct->output, ElementsAre(3, 6));
-  EXPECT_EQ(engine_->Counters()[2].success, 0);
+  EXPECT_EQ(engine_->Counters()[2].good, 0);
 }
 
 TEST(GraphSharesTest, TheSplitFollowsTheProfilesAndTheEvenSplitTheLength) {
@@ -263,9 +263,9 @@ TEST(GraphRoutingTest, ARouteChoosesTheNextStepAndAClassCanExitEarly) {
   for (const auto& [model, input] : inner.submitted) ran.push_back(model);
   EXPECT_THAT(ran, ElementsAre(0, 1, 0, 2, 0));  // a step that is not routed to never runs
   const ModelCounters graph = engine->Counters()[5];
-  EXPECT_EQ(graph.success, 3);
-  EXPECT_EQ(graph.steps[1].success, 1);
-  EXPECT_EQ(graph.steps[2].success, 1);
+  EXPECT_EQ(graph.good, 3);
+  EXPECT_EQ(graph.steps[1].good, 1);
+  EXPECT_EQ(graph.steps[2].good, 1);
 }
 
 TEST(GraphRoutingTest, ARequestNoRouteTakesGetsOneClearError) {
@@ -289,7 +289,7 @@ TEST(GraphRoutingTest, AFailingBranchAnswersOnceAndItsSiblingIsNotHeard) {
   EXPECT_EQ(o.status.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(o.status.message(), HasSubstr("graph 'fork', step 0 ('broken'): broken on purpose"));
   EXPECT_EQ(engine->Counters()[5].error, 1);
-  EXPECT_EQ(engine->Counters()[5].steps[1].success, 1);  // ran, counted, not answered
+  EXPECT_EQ(engine->Counters()[5].steps[1].good, 1);  // ran, counted, not answered
   // Each reader got the input: copied for the first, moved to the last.
   ASSERT_EQ(inner.submitted.size(), 2u);
   EXPECT_THAT(inner.submitted[1].second, ElementsAre(2));
@@ -322,7 +322,7 @@ TEST(GraphRoutingTest, MeasuredFanOutThatDriftsReSplitsTheObjective) {
   EXPECT_DOUBLE_EQ(now.steps[2].gamma, 0.5);  // never reached: nothing learnt
   for (int i = 0; i < 11; ++i) Call(*engine, 5, {3});  // no drift now
   EXPECT_EQ(engine->resplits(0), 1);
-  EXPECT_EQ(engine->Counters()[5].success, 22);
+  EXPECT_EQ(engine->Counters()[5].good, 22);
 }
 
 TEST(GraphRoutingTest, SideBySideStepsMergeTheirOutputs) {
@@ -346,7 +346,7 @@ TEST(GraphRoutingTest, SideBySideStepsMergeTheirOutputs) {
   EXPECT_THAT(Call(*engine, 6, {2}).output, ElementsAre(60, 0));
   EXPECT_THAT(Call(*engine, 7, {3}).output, ElementsAre(45, 0));  // class 0: (30 + 60) / 2
   EXPECT_THAT(Call(*engine, 7, {4}).output, ElementsAre(80, 0));  // class 1: y alone
-  EXPECT_EQ(engine->Counters()[7].success, 2);
+  EXPECT_EQ(engine->Counters()[7].good, 2);
 }
 
 TEST(GraphEngineCreateTest, BadGraphsAreRefused) {

@@ -141,7 +141,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
         LoadModelResult& m = result.models[model];
         ++m.metrics.arrived;
         if (!r.error.empty()) {
-          ++m.metrics.dropped;
+          ++m.metrics.error;
           ++m.errors[r.error];
         } else {
           ++(latency <= spec.slo ? m.metrics.good : m.metrics.late);
@@ -236,11 +236,11 @@ absl::StatusOr<LoadGoodput> FindLoadGoodput(const LoadSpec& spec, double rel_tol
     const bool ok = MeetsSlo(metrics);
     ++out.probes;
     out.probed.push_back({r.OfferedRate(), r.Goodput(), r.total.metrics.QuantileWithDrops(0.99),
-                          r.total.metrics.BadRate(), ok});
+                          r.total.metrics.rate(), ok});
     if (progress) {
       *progress << absl::StrFormat("  probe %2d: %9.1f r/s offered → goodput %9.1f r/s, p99 %s ms, bad %.2f%%: %s\n",
                                    out.probes, r.OfferedRate(), r.Goodput(),
-                                   FormatMillis(r.total.metrics.QuantileWithDrops(0.99)), 100 * r.total.metrics.BadRate(),
+                                   FormatMillis(r.total.metrics.QuantileWithDrops(0.99)), 100 * r.total.metrics.rate(),
                                    ok ? "meets the SLO" : "misses");
     }
     if (ok && rate > out.rate) {
@@ -271,7 +271,7 @@ std::string LoadReportJson(const LoadResult& r, Duration slo, const LoadGoodput*
     models.push_back(absl::StrFormat(
         R"({"name":%s,"sent_rps":%.3f,"ok_rps":%.3f,"goodput_rps":%.3f,"bad_rate":%.6f,"p50_ms":%s,"p90_ms":%s,)"
         R"("p99_ms":%s,"p999_ms":%s})",
-        JsonQuote(m.name), m.arrived / w, (m.good + m.late) / w, m.good / w, m.BadRate(), ms(m.QuantileWithDrops(0.5)),
+        JsonQuote(m.name), m.arrived / w, (m.good + m.late) / w, m.good / w, m.rate(), ms(m.QuantileWithDrops(0.5)),
         ms(m.QuantileWithDrops(0.9)), ms(m.QuantileWithDrops(0.99)), ms(m.QuantileWithDrops(0.999))));
   }
   return absl::StrFormat(R"({"slo_ms":%.3f,"goodput_rps":%s,"probes":[%s],"result":{"models":[%s]}})", ToMillis(slo),
@@ -293,7 +293,7 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
   auto row = [&](const LoadModelResult& x, const std::string& accuracy) {
     const ModelMetrics& m = x.metrics;
     out << absl::StrFormat("%-14s %9.1f %9.1f %9.1f %6.2f%% %8s %8s %8s %9s %8s %10s %10s\n", m.name, m.arrived / w,
-                           (m.good + m.late) / w, m.good / w, 100 * m.BadRate(), FormatMillis(m.QuantileWithDrops(0.5)),
+                           (m.good + m.late) / w, m.good / w, 100 * m.rate(), FormatMillis(m.QuantileWithDrops(0.5)),
                            FormatMillis(m.QuantileWithDrops(0.9)), FormatMillis(m.QuantileWithDrops(0.99)),
                            FormatMillis(m.QuantileWithDrops(0.999)), accuracy, server(x, 0.5), server(x, 0.99));
   };
@@ -342,7 +342,7 @@ absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
     const ModelMetrics& m = x.metrics;
     auto server = [&](double q) { return x.timed ? FormatMillis(x.server.Quantile(q)) : std::string(); };
     absl::StrAppendFormat(&csv, "%s,%.3f,%d,%d,%d,%d,%.3f,%.3f,%.6f,%s,%s,%s,%s,%d,%.6f,%d,%d,%s,%s\n", m.name, r.rate,
-                          m.arrived, m.good, m.late, m.dropped, (m.good + m.late) / w, m.good / w, m.BadRate(),
+                          m.arrived, m.good, m.late, m.error, (m.good + m.late) / w, m.good / w, m.rate(),
                           FormatMillis(m.QuantileWithDrops(0.5)), FormatMillis(m.QuantileWithDrops(0.9)),
                           FormatMillis(m.QuantileWithDrops(0.99)), FormatMillis(m.QuantileWithDrops(0.999)),
                           x.labelled, accuracy, x.server_late, x.client_late, server(0.5), server(0.99));

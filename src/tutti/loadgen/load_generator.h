@@ -59,7 +59,7 @@ struct LoadSpec {
 // request (tutti_server_us) was late by the server when that alone passed
 // the SLO, else by what lies outside it — the network and this client.
 struct LoadModelResult {
-  ModelMetrics metrics;                  // good / late / dropped (= error or no answer), latency
+  ModelMetrics metrics;                  // good / late / error (failed, refused or no answer), latency
   std::map<std::string, int64_t> errors; // "HTTP 503", "no answer", … → count
   int64_t emulated = 0;                  // answers marked emulated
   int64_t labelled = 0;                  // real answers checked against a label

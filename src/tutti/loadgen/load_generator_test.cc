@@ -118,7 +118,7 @@ TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
     ASSERT_EQ(r->models.size(), 2u);
     for (const LoadModelResult& m : r->models) {
       EXPECT_GT(m.metrics.arrived, 100) << m.metrics.name;  // ~200 per model in the 1 s window
-      EXPECT_EQ(m.metrics.good + m.metrics.late + m.metrics.dropped, m.metrics.arrived);
+      EXPECT_EQ(m.metrics.ended(), m.metrics.arrived);
       EXPECT_EQ(m.metrics.latency.count(), m.metrics.good + m.metrics.late);
       EXPECT_EQ(m.emulated, m.metrics.good + m.metrics.late);
       EXPECT_EQ(m.labelled, 0);  // emulated answers are never scored
@@ -183,7 +183,7 @@ TEST_F(LoadGeneratorTest, AClosedLoopRunsLongerThanTheDrainTimeout) {
   for (const LoadModelResult& m : r->models) {
     // 2 at a time for 0.8 s; deferred answers a lone request near its 50 ms objective.
     EXPECT_GT(m.metrics.arrived, 20) << m.metrics.name;
-    EXPECT_EQ(m.metrics.good + m.metrics.late + m.metrics.dropped, m.metrics.arrived);
+    EXPECT_EQ(m.metrics.ended(), m.metrics.arrived);
   }
 }
 
@@ -192,7 +192,7 @@ TEST_F(LoadGeneratorTest, ImpossibleObjectivesAreCountedAsErrors) {
   absl::StatusOr<LoadResult> r = RunLoad(spec_);
   ASSERT_TRUE(r.ok()) << r.status();
   for (const LoadModelResult& m : r->models) {
-    EXPECT_EQ(m.metrics.dropped, m.metrics.arrived);
+    EXPECT_EQ(m.metrics.error, m.metrics.arrived);
     EXPECT_EQ(m.errors.at("HTTP 503"), m.metrics.arrived);
   }
   EXPECT_EQ(r->Goodput(), 0);

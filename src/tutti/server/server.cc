@@ -99,9 +99,9 @@ void Server::StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Serv
   auto last = std::make_shared<Autoscaler::Window>();
   auto read = [core, last] {
     Autoscaler::Window now;
-    for (const ModelCounters& c : core->Counters()) now.good += c.success, now.bad += c.late + c.dropped + c.error;
+    for (const ModelCounters& c : core->Counters()) now.outcomes += c;
     for (Duration b : core->BusyTimes()) now.busy += b;
-    const Autoscaler::Window delta{now.good - last->good, now.bad - last->bad, now.busy - last->busy};
+    const Autoscaler::Window delta{now.outcomes.Since(last->outcomes), now.busy - last->busy};
     *last = now;
     return delta;
   };

@@ -52,7 +52,7 @@ TEST(InferenceCoreTest, EveryAcceptedRequestIsAnsweredOnceWithMarkedEmulatedOutp
     ASSERT_EQ(answers.got.size(), 200u) << policy;
     EXPECT_EQ(core->in_flight(), 0);
     const ModelCounters c = core->Counters()[0];
-    EXPECT_EQ(c.success + c.late + c.dropped + c.error, 200) << policy;
+    EXPECT_EQ(c.good + c.late + c.dropped + c.error, 200) << policy;
     for (const InferenceOutcome& o : answers.got) {
       if (!o.status.ok()) {
         EXPECT_EQ(o.status.code(), absl::StatusCode::kDeadlineExceeded);
@@ -64,7 +64,7 @@ TEST(InferenceCoreTest, EveryAcceptedRequestIsAnsweredOnceWithMarkedEmulatedOutp
       EXPECT_GE(o.started, o.arrival);
     }
     if (policy == "deferred") {
-      EXPECT_EQ(c.success, 200);  // 2 kr/s: the staggered bound on 4 GPUs is 2.75 kr/s
+      EXPECT_EQ(c.good, 200);  // 2 kr/s: the staggered bound on 4 GPUs is 2.75 kr/s
       EXPECT_GT(static_cast<double>(c.batched_requests) / c.batches, 1.5);
     }
   }
@@ -142,7 +142,7 @@ TEST(InferenceCoreTest, RealClockAndTorchExecutorServeExactModelOutputs) {
     for (int k = 0; k < 10; ++k) EXPECT_NEAR(o.output[k], expected[(i % 2) * 10 + k], 1e-5);
   }
   core->WaitIdle();
-  EXPECT_EQ(core->Counters()[0].success + core->Counters()[0].late, 64);
+  EXPECT_EQ(core->Counters()[0].good + core->Counters()[0].late, 64);
 }
 
 // A batch stage that keeps the odd items of every batch of its model and
@@ -231,11 +231,11 @@ TEST(InferenceCoreTest, AStageAnswersTheItemsItKeepsAndItsInternalRequestsReachO
   EXPECT_GT(rebuilt, 0);
   EXPECT_GT(original, 0);
   EXPECT_EQ(staged.reconstructed, rebuilt);
-  EXPECT_EQ(staged.success + staged.late + staged.dropped + staged.error, 300);
+  EXPECT_EQ(staged.good + staged.late + staged.dropped + staged.error, 300);
   // One internal request per batch, answered to the stage alone.
   EXPECT_EQ(stage->dispatched_, staged.batches);
   EXPECT_EQ(stage->internal_answers_, staged.batches);
-  EXPECT_EQ(internal.success + internal.late + internal.dropped + internal.error, staged.batches);
+  EXPECT_EQ(internal.good + internal.late + internal.dropped + internal.error, staged.batches);
   EXPECT_EQ(staged.stage_events, (std::vector<std::pair<std::string, int64_t>>{{"dispatched", staged.batches}}));
   EXPECT_TRUE(internal.stage_events.empty());
 }

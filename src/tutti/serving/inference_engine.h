@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tutti/core/outcome_counts.h"
 #include "tutti/core/time.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/delays/response_tracker.h"
@@ -59,23 +60,19 @@ struct BatchTrace {
   bool ok = true;          // the executor did not fail it
 };
 
-// Per-model counts of how accepted requests ended.
-struct ModelCounters {
-  int64_t success = 0;  // on time
-  int64_t late = 0;     // answered, after the deadline
-  int64_t dropped = 0;  // objective could not be met
-  int64_t error = 0;    // executor failure
+// Per-model counts of how accepted requests ended (OutcomeCounts; an
+// error: the executor failed).
+struct ModelCounters : OutcomeCounts {
   int64_t batches = 0;
   int64_t batched_requests = 0;
-  int64_t reconstructed = 0;  // of success + late: answered by a ParM reconstruction
+  int64_t reconstructed = 0;  // of good + late: answered by a ParM reconstruction
   // The model's batch stage's own events (serving/batch_stage.h), by name;
   // empty without a stage.
   std::vector<std::pair<std::string, int64_t>> stage_events;
   // A graph's steps (graphs/graph_engine.h), in run order; empty for a model.
-  struct Step {
+  struct Step : OutcomeCounts {  // against its own deadline
     std::string model;
     double deadline_share = 0;  // the step is due at arrival + this × the objective
-    int64_t success = 0, late = 0, dropped = 0, error = 0;  // against its own deadline
   };
   std::vector<Step> steps;
 };
@@ -96,12 +93,11 @@ struct ModelShape {
   int64_t output_elements = 0;
 };
 
-// Counts an ended request in `c` (ModelCounters, or a graph step's): OK is
-// `late` or success, DeadlineExceeded dropped, anything else an error.
-template <typename Counts>
-void CountOutcome(const absl::Status& status, bool late, Counts* c) {
+// Counts an ended request in `c`: OK is `late` or good, DeadlineExceeded
+// dropped, anything else an error.
+inline void CountOutcome(const absl::Status& status, bool late, OutcomeCounts* c) {
   if (status.ok()) {
-    ++(late ? c->late : c->success);
+    ++(late ? c->late : c->good);
   } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     ++c->dropped;
   } else {

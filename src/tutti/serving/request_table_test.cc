@@ -57,7 +57,7 @@ TEST_F(RequestTableTest, CountsEachAnswerByItsOutcome) {
   table_.Answer(ids[4], RequestTable<Mark>::ErrorOutcome(*table_.Find(ids[4]), absl::InternalError("gpu"), 0),
                 &answers);
   const ModelCounters counters = table_.Counters({})[0];
-  EXPECT_EQ(counters.success, 2);
+  EXPECT_EQ(counters.good, 2);
   EXPECT_EQ(counters.late, 1);
   EXPECT_EQ(counters.reconstructed, 1);
   EXPECT_EQ(counters.dropped, 1);

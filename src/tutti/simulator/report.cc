@@ -18,7 +18,7 @@ namespace {
 void Row(const ModelMetrics& m, double window_s, std::ostream& out) {
   out << absl::StrFormat("%-22s %9d %10.1f %10.1f %6.2f%% %8s %8s %8s %7.2f %8.2f\n",
                          m.name.substr(0, 22), m.arrived, m.arrived / window_s, m.good / window_s,
-                         100 * m.BadRate(), FormatMillis(m.QuantileWithDrops(0.5)),
+                         100 * m.rate(), FormatMillis(m.QuantileWithDrops(0.5)),
                          FormatMillis(m.QuantileWithDrops(0.99)), FormatMillis(m.QuantileWithDrops(0.999)),
                          m.MeanBatch(), ToMillis(static_cast<Duration>(m.queueing.mean())));
 }
@@ -61,7 +61,7 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
   }
   if (r.advice.add > 0) {
     out << absl::StrFormat("autoscaling advice: add %d GPU(s) (bad rate %.2f%%)\n", r.advice.add,
-                           100 * r.total.BadRate());
+                           100 * r.total.rate());
   } else {
     out << absl::StrFormat("autoscaling advice: %d GPU(s) could be released (idle %.1f%%)\n",
                            r.advice.remove, 100 * r.IdleFraction());
@@ -87,7 +87,7 @@ void PrintComparison(const std::vector<PolicyRun>& runs, std::ostream& out) {
     // GPU-s: running batches; GPU-s up: allocated by the autoscaler.
     const double busy = p.result.MeanBusy() * static_cast<double>(p.result.gpu_busy.size());
     out << absl::StrFormat("%-28s %12.1f %7.2f%% %9s %9s %7.2f %5d %5.1f%% %9.2f%s\n", p.label, p.goodput,
-                           100 * t.BadRate(), FormatMillis(t.QuantileWithDrops(0.5)),
+                           100 * t.rate(), FormatMillis(t.QuantileWithDrops(0.5)),
                            FormatMillis(t.QuantileWithDrops(0.99)), t.MeanBatch(), p.result.gpus_used,
                            100 * busy / std::max(1, p.result.gpus_used), p.result.BusySeconds(),
                            autoscaled ? absl::StrFormat(" %9.2f", p.result.gpu_seconds_allocated) : "");
@@ -118,7 +118,7 @@ absl::Status WriteCsv(const std::vector<PolicyRun>& runs, const std::string& pat
     for (const ModelMetrics* m : rows) {
       absl::StrAppendFormat(&csv, "%s,%s,%d,%d,%d,%d,%.3f,%.6f,%s,%s,%s,%.3f,%.3f\n", p.label,
                             m->name, m->arrived, m->good, m->late, m->dropped, m->good / w,
-                            m->BadRate(), FormatMillis(m->QuantileWithDrops(0.5)),
+                            m->rate(), FormatMillis(m->QuantileWithDrops(0.5)),
                             FormatMillis(m->QuantileWithDrops(0.99)),
                             FormatMillis(m->QuantileWithDrops(0.999)), m->MeanBatch(),
                             ToMillis(static_cast<Duration>(m->queueing.mean())));
@@ -241,7 +241,7 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
       R"("gpus_used":%s,"gpus_allocated":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
       R"("summary":{"offered_rps":%.6g,"goodput_rps":%.6g,"bad_rate":%.6g,"gpus_used":%d}})",
       JsonQuote(policy), gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used),
-      list(allocated), list(add), list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.BadRate(),
+      list(allocated), list(add), list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.rate(),
       r.gpus_used);
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <utility>
 
 #include "tutti/autoscale/autoscaler.h"
 #include "tutti/core/emulated_gpu.h"
@@ -160,7 +161,7 @@ class Cluster final : public SchedulerListener {
     }
     if (series_) series_->Ran(batch.gpu, start, end);
     if (batch_done) events_->ScheduleAt(end, [this, g = batch.gpu] { batch_done(g); });
-    window_busy_ += end - start;
+    window_.busy += end - start;
     ModelMetrics& mm = result_->models[batch.model];
     bool measured_batch = false;
     Time batch_deadline = kInfiniteFuture;
@@ -176,7 +177,7 @@ class Cluster final : public SchedulerListener {
       sample.delay = std::max(sample.delay, response - end - (r.deadline - batch_deadline));
       if (config_.graph) ItemAnswered(r, response);
       if (series_) series_->Count(r.model, r.arrival, response <= r.deadline);
-      ++(response <= r.deadline ? window_good_ : window_bad_);
+      ++(response <= r.deadline ? window_.outcomes.good : window_.outcomes.late);
       if (!Measured(r)) continue;
       measured_batch = true;
       mm.latency.Record(response - r.arrival);
@@ -189,7 +190,7 @@ class Cluster final : public SchedulerListener {
 
   void OnDrop(const Request& r, DropReason) override {
     if (series_) series_->Count(r.model, r.arrival, /*good=*/false);
-    ++window_bad_;
+    ++window_.outcomes.dropped;
     if (Measured(r)) ++result_->models[r.model].dropped;
     if (!config_.graph) return;
     const auto [q, step] = items_.at(r.id);
@@ -204,14 +205,8 @@ class Cluster final : public SchedulerListener {
   }
 
   // What the scheduler decided since the last call, as the autoscaler reads
-  // it: requests answered on time and not (late or dropped), and the GPU
-  // time booked by the batches dispatched.
-  Autoscaler::Window TakeWindow() {
-    const Autoscaler::Window w{window_good_, window_bad_, window_busy_};
-    window_good_ = window_bad_ = 0;
-    window_busy_ = 0;
-    return w;
-  }
+  // it: how requests ended, and the GPU time booked by the batches dispatched.
+  Autoscaler::Window TakeWindow() { return std::exchange(window_, {}); }
 
  private:
   struct Query {
@@ -279,8 +274,7 @@ class Cluster final : public SchedulerListener {
   absl::flat_hash_map<RequestId, std::pair<int, int>> items_;  // request → (query, step)
   int64_t open_queries_ = 0;
   ModelMetrics query_metrics_;
-  int64_t window_good_ = 0, window_bad_ = 0;
-  Duration window_busy_ = 0;
+  Autoscaler::Window window_;
   std::vector<double> due_;  // per step: when its items are due, a share of the objective (the last: 1)
 };
 
@@ -469,7 +463,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     result.accuracy = answered > 0 ? correct / answered : 0;
   }
   cluster.FinishSeries(autoscaler ? autoscaler->allocation() : std::vector<std::pair<Time, int>>{});
-  result.advice = AdviseScaling(config.cluster.num_gpus(), result.total.BadRate(), result.IdleFraction());
+  result.advice = AdviseScaling(config.cluster.num_gpus(), result.total.rate(), result.IdleFraction());
   return result;
 }
 

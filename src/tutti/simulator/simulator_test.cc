@@ -87,7 +87,7 @@ TEST(SimulatorTest, EveryRequestEndsExactlyOnceUnderEveryPolicy) {
 TEST(SimulatorTest, DeferredKeepsSpareGpusIdleAtLowLoad) {
   // Symphony: below peak, the idle GPUs are the highest-numbered ones.
   SimResult r = *RunSimulation(Config("deferred", 300));
-  EXPECT_EQ(r.total.BadRate(), 0);
+  EXPECT_EQ(r.total.rate(), 0);
   EXPECT_LE(r.gpus_used, 4);
   for (GpuId g = 5; g < 8; ++g) EXPECT_EQ(r.BusyFraction(g), 0) << g;
   EXPECT_GT(r.BusyFraction(0), r.BusyFraction(2));  // load concentrates on low ids
@@ -100,7 +100,7 @@ TEST(SimulatorTest, DeferredKeepsSpareGpusIdleAtLowLoad) {
 
 TEST(SimulatorTest, OverloadIsReportedAndScalingAdviceAddsGpus) {
   SimResult r = *RunSimulation(Config("deferred", 20000));
-  EXPECT_GT(r.total.BadRate(), 0.3);
+  EXPECT_GT(r.total.rate(), 0.3);
   EXPECT_GT(r.advice.add, 0);
   EXPECT_EQ(r.total.QuantileWithDrops(0.99), kInfiniteFuture);
 }
@@ -276,7 +276,7 @@ TEST(SimulatorGraphTest, NexusPlansEachStepForItsFanOutFromTheStart) {
   const SimResult r = *RunSimulation(c);
   EXPECT_EQ(r.policy, "nexus");
   EXPECT_GT(r.models[0].arrived, 250);
-  EXPECT_LT(r.models[0].BadRate(), 0.01);
+  EXPECT_LT(r.models[0].rate(), 0.01);
 }
 
 TEST(SimulatorGraphTest, AQueryWhoseSecondStepCannotMakeItIsDropped) {
@@ -331,8 +331,8 @@ TEST(SimulatorModelLessTest, VariantsFollowTheLoadAndCostLessThanAFixedVariant) 
   const SimResult fixed = *RunSimulation(ModelLessConfig({1}));
   EXPECT_EQ(tutti.total.arrived, fixed.total.arrived);  // the same queries
   EXPECT_EQ(tutti.total.good + tutti.total.late + tutti.total.dropped, tutti.total.arrived);
-  EXPECT_LT(tutti.total.BadRate(), 0.001);
-  EXPECT_LT(fixed.total.BadRate(), 0.001);
+  EXPECT_LT(tutti.total.rate(), 0.001);
+  EXPECT_LT(fixed.total.rate(), 0.001);
   // Both variants served; the dear one only around the peak.
   EXPECT_GT(tutti.models[0].good, 0);
   EXPECT_GT(tutti.models[1].good, 0);

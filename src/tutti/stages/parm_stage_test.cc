@@ -137,14 +137,14 @@ TEST(ParmStageTest, SlowInstanceIsMaskedByExactReconstructionsForEveryK) {
     }
     EXPECT_GT(rebuilt, 0) << "k " << k;
     EXPECT_EQ(run.deployed.reconstructed, rebuilt);
-    EXPECT_EQ(run.deployed.success + run.deployed.late, 120);
+    EXPECT_EQ(run.deployed.good + run.deployed.late, 120);
     EXPECT_EQ(run.deployed.batches, 120);
     EXPECT_EQ(run.deployed.reconstructed, rebuilt);
     // Every slow original came back after its reconstruction and was discarded.
     EXPECT_EQ(Event(run.deployed, "discarded_original"), rebuilt);
     EXPECT_EQ(Event(run.deployed, "group"), run.deployed.batches / k);
     // Parity queries are internal: counted for the parity model, answered to nobody.
-    EXPECT_EQ(run.parity.success + run.parity.late + run.parity.dropped, Event(run.deployed, "group"));
+    EXPECT_EQ(run.parity.good + run.parity.late + run.parity.dropped, Event(run.deployed, "group"));
   }
 }
 

@@ -64,7 +64,7 @@ class FakeEngine final : public InferenceEngine {
         out.batch_deadline = out.deadline;
         const float sum = std::accumulate(input.begin(), input.end(), 0.0f);
         for (int64_t j = 0; j < shapes_[model].output_elements; ++j) out.output.push_back((j + 1) * sum);
-        ++c.success;
+        ++c.good;
         ++c.batches;
         ++c.batched_requests;
       }

@@ -15,9 +15,7 @@ void ModelMetrics::RecordBatch(int size) {
 
 void ModelMetrics::Merge(const ModelMetrics& o) {
   arrived += o.arrived;
-  good += o.good;
-  late += o.late;
-  dropped += o.dropped;
+  OutcomeCounts::operator+=(o);
   batches += o.batches;
   latency.Merge(o.latency);
   queueing.Merge(o.queueing);
@@ -25,11 +23,6 @@ void ModelMetrics::Merge(const ModelMetrics& o) {
     batch_size_counts.resize(o.batch_size_counts.size());
   }
   for (size_t b = 0; b < o.batch_size_counts.size(); ++b) batch_size_counts[b] += o.batch_size_counts[b];
-}
-
-double ModelMetrics::BadRate() const {
-  const int64_t ended = good + late + dropped;
-  return ended ? static_cast<double>(late + dropped) / static_cast<double>(ended) : 0;
 }
 
 double ModelMetrics::MeanBatch() const {
@@ -40,7 +33,7 @@ double ModelMetrics::MeanBatch() const {
 
 Duration ModelMetrics::QuantileWithDrops(double q) const {
   const int64_t completed = latency.count();
-  const int64_t total = completed + dropped;
+  const int64_t total = completed + dropped + error;
   if (total == 0) return 0;
   const int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q * total)));
   if (rank > completed) return kInfiniteFuture;

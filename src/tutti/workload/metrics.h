@@ -7,17 +7,18 @@
 #include <vector>
 
 #include "tutti/core/histogram.h"
+#include "tutti/core/outcome_counts.h"
 #include "tutti/core/time.h"
 
 namespace tutti {
 
-struct ModelMetrics {
+// How the requests that arrived ended (OutcomeCounts: good and late are
+// completed within and after the deadline; dropped, by the scheduler; an
+// error, a failed or refused request, or one never answered).
+struct ModelMetrics : OutcomeCounts {
   std::string name;
   Duration slo = 0;
   int64_t arrived = 0;
-  int64_t good = 0;     // completed within the deadline
-  int64_t late = 0;     // completed after the deadline
-  int64_t dropped = 0;  // dropped by the scheduler
   int64_t batches = 0;
   Histogram latency;    // arrival → response, completed requests
   Histogram queueing;   // arrival → batch start
@@ -25,9 +26,8 @@ struct ModelMetrics {
 
   void RecordBatch(int size);
   void Merge(const ModelMetrics& other);
-  double BadRate() const;
   double MeanBatch() const;
-  // Latency quantile counting dropped requests as infinitely late
+  // Latency quantile counting dropped and failed requests as infinitely late
   // (kInfiniteFuture when the quantile falls among the drops).
   Duration QuantileWithDrops(double q) const;
 };

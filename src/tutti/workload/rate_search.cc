@@ -6,8 +6,7 @@ namespace tutti {
 
 bool MeetsSlo(const std::vector<ModelMetrics>& models, double quantile) {
   for (const ModelMetrics& m : models) {
-    const int64_t ended = m.good + m.late + m.dropped;
-    if (ended > 0 && static_cast<double>(m.late + m.dropped) > (1 - quantile) * ended) return false;
+    if (m.ended() > 0 && static_cast<double>(m.bad()) > (1 - quantile) * m.ended()) return false;
   }
   return true;
 }
