@@ -77,10 +77,10 @@ const std::vector<std::vector<std::string>>& Layers() {
       {"scheduler", "autoscale", "models", "codec", "etcd"},
       {"delays", "executors"},
       {"config", "replication", "serving", "loadgen"},
-      {"simulator", "graphs", "sequences", "stages", "frontend", "testing"},
+      {"simulator", "graphs", "sequences", "stages", "frontend", "testing", "distributed"},
       {"deployment"},
       {"server"},
-      {"distributed", "experiments"},
+      {"experiments"},
       {"cli"},
   };
   return *layers;

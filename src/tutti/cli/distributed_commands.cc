@@ -13,8 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "tutti/cli/command_util.h"
 #include "tutti/cli/stop_signals.h"
-#include "tutti/distributed/local_cluster.h"
-#include "tutti/distributed/processes.h"
+#include "tutti/cli/local_cluster.h"
+#include "tutti/server/processes.h"
 #include "tutti/executors/torch_executor.h"
 
 namespace tutti::cli {

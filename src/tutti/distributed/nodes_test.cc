@@ -14,7 +14,6 @@
 #include "tutti/core/manual_clock.h"
 #include "tutti/distributed/backend_node.h"
 #include "tutti/distributed/memory_links.h"
-#include "tutti/distributed/processes.h"
 #include "tutti/distributed/remote_engine.h"
 #include "tutti/distributed/scheduler_node.h"
 #include "tutti/executors/emulated_executor.h"
@@ -434,19 +433,6 @@ TEST(DistributedNodesTest, AutoscalingWantsSlotsUnderLoadAndReleasesThemToSpares
   EXPECT_LT(later.late + later.dropped, later.total / 100) << later.late << " late, " << later.dropped << " dropped";
 }
 
-// The autoscale key's text (processes.h), as a provider reads it.
-TEST(AutoscaleKeyTest, TheStateGoesThroughItsTextAndBadTextIsAnError) {
-  using State = SchedulerNode::AutoscaleState;
-  for (const State& s : {State{3, 2, {"b1", "b4"}}, State{1, 1, {}}}) {
-    absl::StatusOr<State> back = ParseAutoscale(FormatAutoscale(s));
-    ASSERT_TRUE(back.ok()) << back.status();
-    EXPECT_EQ(*back, s);
-  }
-  EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\n").ok()) << "no spares line";
-  EXPECT_FALSE(ParseAutoscale("wanted three\nup 2\nspares\n").ok());
-  EXPECT_FALSE(ParseAutoscale("wanted -1\nup 2\nspares\n").ok());
-  EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\nspares\nmore 1\n").ok());
-}
 
 TEST(DistributedNodesTest, ALeaderChangeAnswersWhatTheOldLeaderHadNotPlannedAsRetryable) {
   Nodes n({.schedulers = 2});

@@ -4,8 +4,8 @@
 // the `tutti` binary with one repository and serve config. `tutti cluster`
 // runs one; the distributed tests and benchmark start one and kill its
 // processes to inject faults.
-#ifndef TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
-#define TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
+#ifndef TUTTI_CLI_LOCAL_CLUSTER_H_
+#define TUTTI_CLI_LOCAL_CLUSTER_H_
 
 #include <atomic>
 #include <memory>
@@ -116,4 +116,4 @@ class LocalCluster {
 
 }  // namespace tutti
 
-#endif  // TUTTI_DISTRIBUTED_LOCAL_CLUSTER_H_
+#endif  // TUTTI_CLI_LOCAL_CLUSTER_H_

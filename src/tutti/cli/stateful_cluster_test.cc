@@ -28,7 +28,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
-#include "tutti/distributed/local_cluster.h"
+#include "tutti/cli/local_cluster.h"
 #include "tutti/experiments/stateful_pipeline.h"
 #include "tutti/models/trainer.h"
 #include "tutti/repository/model_repository.h"

@@ -1,4 +1,4 @@
-#include "tutti/distributed/local_cluster.h"
+#include "tutti/cli/local_cluster.h"
 
 #include <stdlib.h>
 
@@ -13,7 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/etcd/etcd_client.h"
-#include "tutti/distributed/processes.h"
+#include "tutti/server/processes.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/deployment/cluster_layout.h"
 #include "tutti/deployment/server_config.h"

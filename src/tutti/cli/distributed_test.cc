@@ -20,7 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/child_process.h"
-#include "tutti/distributed/local_cluster.h"
+#include "tutti/cli/local_cluster.h"
 #include "tutti/loadgen/load_generator.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/source_dir.h"

@@ -17,8 +17,8 @@
 //
 // A process whose etcd lease is lost exits (status 3): it can no longer
 // be sure it is a member, and a supervisor restarts it.
-#ifndef TUTTI_DISTRIBUTED_PROCESSES_H_
-#define TUTTI_DISTRIBUTED_PROCESSES_H_
+#ifndef TUTTI_SERVER_PROCESSES_H_
+#define TUTTI_SERVER_PROCESSES_H_
 
 #include <atomic>
 #include <functional>
@@ -199,4 +199,4 @@ class BackendProcess {
 
 }  // namespace tutti
 
-#endif  // TUTTI_DISTRIBUTED_PROCESSES_H_
+#endif  // TUTTI_SERVER_PROCESSES_H_

@@ -1,4 +1,4 @@
-#include "tutti/distributed/processes.h"
+#include "tutti/server/processes.h"
 
 #include <unistd.h>
 

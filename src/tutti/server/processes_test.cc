@@ -1,7 +1,7 @@
 // A scheduler, a backend and a frontend process (in this test's process)
 // under the cluster's mutual TLS, with an etcd that takes only client
 // certificates from the cluster's CA.
-#include "tutti/distributed/processes.h"
+#include "tutti/server/processes.h"
 
 #include <chrono>
 #include <thread>
@@ -109,6 +109,20 @@ TEST(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
   auto quiet = BackendProcess::Start(*layout, *config, 0, "b2", options);
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   EXPECT_EQ((*quiet)->metrics_port(), -1);
+}
+
+// The autoscale key's text (processes.h), as a provider reads it.
+TEST(AutoscaleKeyTest, TheStateGoesThroughItsTextAndBadTextIsAnError) {
+  using State = SchedulerNode::AutoscaleState;
+  for (const State& s : {State{3, 2, {"b1", "b4"}}, State{1, 1, {}}}) {
+    absl::StatusOr<State> back = ParseAutoscale(FormatAutoscale(s));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, s);
+  }
+  EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\n").ok()) << "no spares line";
+  EXPECT_FALSE(ParseAutoscale("wanted three\nup 2\nspares\n").ok());
+  EXPECT_FALSE(ParseAutoscale("wanted -1\nup 2\nspares\n").ok());
+  EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\nspares\nmore 1\n").ok());
 }
 
 }  // namespace
