@@ -8,7 +8,7 @@
 #include "rapidjson/document.h"
 #include "tutti/frontend/console_feed.h"
 #include "tutti/frontend/frontend_server.h"
-#include "tutti/frontend/frontend_test_util.h"
+#include "tutti/testing/frontend_fixture.h"
 #include "tutti/core/prometheus.h"
 #include "tutti/testing/http_test_client.h"
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tutti/frontend/frontend_test_util.h"
+#include "tutti/testing/frontend_fixture.h"
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/codec/kserve_json.h"
 
@@ -20,7 +20,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-// The fake engine's "mlp" (frontend_test_util.h) served over gRPC on a free port.
+// The fake engine's "mlp" (testing/frontend_fixture.h) served over gRPC on a free port.
 class KserveGrpcServiceTest : public testing::FakeEngineFrontendTest {
  protected:
   void SetUp() override {

@@ -10,7 +10,7 @@
 #include "rapidjson/document.h"
 #include <grpcpp/grpcpp.h>
 
-#include "tutti/frontend/frontend_test_util.h"
+#include "tutti/testing/frontend_fixture.h"
 #include "tutti/frontend/grpc_server.h"
 #include "tutti/frontend/kserve_grpc_service.h"
 #include "tutti/testing/http_test_client.h"
@@ -22,7 +22,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::tutti::testing::HttpTestClient;
 
-// The fake engine's "mlp" (frontend_test_util.h) served over HTTP on a free port.
+// The fake engine's "mlp" (testing/frontend_fixture.h) served over HTTP on a free port.
 class KserveServiceTest : public testing::FakeEngineFrontendTest {
  protected:
   void SetUp() override {

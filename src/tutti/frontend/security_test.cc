@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/frontend/frontend_server.h"
-#include "tutti/frontend/frontend_test_util.h"
+#include "tutti/testing/frontend_fixture.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
 #include "tutti/testing/test_certs.h"
@@ -110,7 +110,7 @@ grpc::StatusCode GrpcInfer(inference::GRPCInferenceService::Stub& stub, const st
   return stub.ModelInfer(&context, GrpcRequest(), &response).error_code();
 }
 
-// The fake engine's "mlp" (frontend_test_util.h) behind a FrontendServer with
+// The fake engine's "mlp" (testing/frontend_fixture.h) behind a FrontendServer with
 // the options a test sets before Serve().
 class SecurityTest : public testing::FakeEngineFrontendTest {
  protected:

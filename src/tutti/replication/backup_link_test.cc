@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
-#include "tutti/replication/replication_test_util.h"
+#include "tutti/testing/replication_fixture.h"
 
 namespace tutti {
 namespace {

@@ -1,7 +1,7 @@
 // What the replication tests share: a stateful model in its stateless
 // form, a collector of answers, sequence steps, and a slot on a manual clock.
-#ifndef TUTTI_REPLICATION_REPLICATION_TEST_UTIL_H_
-#define TUTTI_REPLICATION_REPLICATION_TEST_UTIL_H_
+#ifndef TUTTI_TESTING_REPLICATION_FIXTURE_H_
+#define TUTTI_TESTING_REPLICATION_FIXTURE_H_
 
 #include <atomic>
 #include <condition_variable>
@@ -91,4 +91,4 @@ struct Slot {
 
 }  // namespace tutti
 
-#endif  // TUTTI_REPLICATION_REPLICATION_TEST_UTIL_H_
+#endif  // TUTTI_TESTING_REPLICATION_FIXTURE_H_

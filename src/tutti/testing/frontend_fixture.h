@@ -4,8 +4,8 @@
 // every request is answered at once, with outputs computed from its inputs
 // (item output j = (j + 1) × the sum of its inputs), and dropped when its
 // objective is under ℓ(1) — so no test depends on how fast the machine is.
-#ifndef TUTTI_FRONTEND_FRONTEND_TEST_UTIL_H_
-#define TUTTI_FRONTEND_FRONTEND_TEST_UTIL_H_
+#ifndef TUTTI_TESTING_FRONTEND_FIXTURE_H_
+#define TUTTI_TESTING_FRONTEND_FIXTURE_H_
 
 #include <memory>
 
@@ -47,4 +47,4 @@ class FakeEngineFrontendTest : public ::testing::Test {
 
 }  // namespace tutti::testing
 
-#endif  // TUTTI_FRONTEND_FRONTEND_TEST_UTIL_H_
+#endif  // TUTTI_TESTING_FRONTEND_FIXTURE_H_
