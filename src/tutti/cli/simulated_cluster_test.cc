@@ -2,32 +2,17 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tutti/testing/layout_fixture.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
 namespace {
 
-// A repository of a builtin (torch) model and an emulated one.
+// testing/layout_fixture.h's repository.
 class SimulatedClusterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
-platform: builtin
-architecture: mlp
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
-outputs: [{name: logits, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
-)");
-    dir_.WriteFile("mlp/1/model.pt", "weights");
-    dir_.WriteFile("resnet50/1/config.yaml", R"(name: resnet50
-platform: emulated
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [4]}]
-outputs: [{name: logits, datatype: FP32, shape: [2]}]
-dynamic_batching: {max_queue_delay_microseconds: 250}
-profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
-)");
+    testing::WriteMlpAndResnet50(dir_);
     repo_ = *ModelRepository::Open(dir_.path());
   }
   testing::TempDir dir_;

@@ -3,6 +3,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/deployment/cluster_layout.h"
+#include "tutti/testing/layout_fixture.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -188,20 +189,12 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("model_less: {task: t, accuracy: 2}"), HasSubstr("field 'model_less.accuracy'"));
 }
 
-// A repository with a real-weights model "mlp" (cpu profile) and an
-// emulated "resnet50" (a100 profile). Weights are not loaded here.
+// testing/layout_fixture.h's repository, and "mlp-parity", a parity model
+// for "mlp". Weights are not loaded here.
 class ResolveTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
-platform: builtin
-architecture: mlp
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
-outputs: [{name: logits, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
-)");
-    dir_.WriteFile("mlp/1/model.pt", "weights");
+    testing::WriteMlpAndResnet50(dir_);
     dir_.WriteFile("mlp-parity/1/config.yaml", R"(name: mlp-parity
 platform: builtin
 architecture: mlp
@@ -212,14 +205,6 @@ profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
 parity: {deployed: mlp, k: 2, encoder: sum}
 )");
     dir_.WriteFile("mlp-parity/1/model.pt", "weights");
-    dir_.WriteFile("resnet50/1/config.yaml", R"(name: resnet50
-platform: emulated
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [4]}]
-outputs: [{name: logits, datatype: FP32, shape: [2]}]
-dynamic_batching: {max_queue_delay_microseconds: 250}
-profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
-)");
     repo_ = *ModelRepository::Open(dir_.path());
   }
   std::string ResolveError(const std::string& yaml) {
