@@ -18,13 +18,27 @@ bool KnownPolicy(const std::string& policy, bool variants) {
   const auto& names = SchedulerPolicyNames();
   if (std::find(names.begin(), names.end(), parts[0]) == names.end()) return false;
   if (!variants) return parts.size() == 1;
+  SchedulerOptions scratch;
   for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i] != "early" && parts[i] != "latency" && parts[i] != "consolidate") return false;
+    if (!ApplyPolicyVariant(parts[i], &scratch)) return false;
   }
   return true;
 }
 
 }  // namespace
+
+bool ApplyPolicyVariant(absl::string_view variant, SchedulerOptions* options) {
+  if (variant == "early") {
+    options->drop = DropPolicy::kEarly;
+  } else if (variant == "latency") {
+    options->deferral = Deferral::kLatency;
+  } else if (variant == "consolidate") {
+    options->deferral = Deferral::kConsolidate;
+  } else {
+    return false;
+  }
+  return true;
+}
 
 absl::StatusOr<SchedulerFields> ReadSchedulerFields(MapReader& r, SchedulerOptions* options, bool variants) {
   SchedulerFields f;

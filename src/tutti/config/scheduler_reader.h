@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "tutti/core/yaml_map_reader.h"
 #include "tutti/scheduler/scheduler.h"
 
@@ -23,6 +24,11 @@ struct SchedulerFields {
   std::optional<std::string> policy;
   std::optional<Deferral> deferral;
 };
+
+// An experiment's policy variant (the text after a `+`): early sets early
+// drop, latency and consolidate the deferral, in `*options`. False, and
+// nothing set, for any other.
+bool ApplyPolicyVariant(absl::string_view variant, SchedulerOptions* options);
 
 // Sets the other fields present into `options`. With `variants`, the
 // policy may carry +early, +latency or +consolidate (an experiment's

@@ -275,15 +275,7 @@ SimConfig ConfigForPolicy(const SimConfig& base, const std::string& entry) {
   const std::vector<std::string> parts = absl::StrSplit(entry, '+');
   c.policy = parts[0];
   for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i] == "early") {
-      c.options.drop = DropPolicy::kEarly;
-    } else if (parts[i] == "latency") {
-      c.options.deferral = Deferral::kLatency;
-    } else if (parts[i] == "consolidate") {
-      c.options.deferral = Deferral::kConsolidate;
-    } else {
-      c.policy = entry;  // unknown: CreateScheduler names it
-    }
+    if (!ApplyPolicyVariant(parts[i], &c.options)) c.policy = entry;  // unknown: CreateScheduler names it
   }
   return c;
 }
