@@ -65,20 +65,20 @@ EOF
 }
 
 {
-printf "%-7s %-7s %5s %-26s %9s %9s %9s %9s %9s %7s %7s %7s %7s %8s\n" zoo models GPUs arrivals deferred adaptive eager \
+printf "%-7s %-7s %5s  %-26s %9s %9s %9s %9s %9s %7s %7s %7s %7s %8s\n" zoo models GPUs arrivals deferred adaptive eager \
   timeout nexus d/e a/e t/e n/e a/max
 for zoo in a100 1080ti; do
   csv=data/profiles/symphony_zoo_$zoo.csv
   for subset in mixed strong weak; do
     for g in $GPU_COUNTS; do
       out=$(cell "$csv" "$subset" "$g" "{arrival: poisson, rate: $((g * 100))}")
-      printf "%-7s %-7s %5d %-26s %s\n" "$zoo" "$subset" "$g" "poisson, equal" "$out"
+      printf "%-7s %-7s %5d  %-26s %s\n" "$zoo" "$subset" "$g" "poisson, equal" "$out"
       if [[ $subset == mixed && $g == 64 ]]; then echo "$out" | awk '{print $3 / 2}' > "$work/half_$zoo"; fi
     done
   done
-  printf "%-7s %-7s %5d %-26s %s\n" "$zoo" mixed 64 "poisson, zipf 1" \
+  printf "%-7s %-7s %5d  %-26s %s\n" "$zoo" mixed 64 "poisson, zipf 1" \
     "$(cell "$csv" mixed 64 "{arrival: poisson, rate: 6400, zipf: 1}")"
-  printf "%-7s %-7s %5d %-26s %s\n" "$zoo" mixed 64 "gamma (CV 2), equal" \
+  printf "%-7s %-7s %5d  %-26s %s\n" "$zoo" mixed 64 "gamma (CV 2), equal" \
     "$(cell "$csv" mixed 64 "{arrival: gamma, gamma_shape: 0.25, rate: 6400}")"
 done
 

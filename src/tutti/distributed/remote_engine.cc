@@ -12,50 +12,6 @@ namespace tutti {
 
 namespace pb = ::tutti::internal;
 
-// What the stages see of the engine; every call comes from a stage's call
-// or callback, under mu_.
-class RemoteEngine::Host final : public StageHost {
- public:
-  explicit Host(RemoteEngine* engine) : e_(engine) {}
-
-  void SubmitInternal(ModelId model, std::vector<float> input, Time deadline,
-                      std::function<void(InferenceOutcome)> done) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    const uint64_t id = e_->table_.Add(model, std::move(input),
-                                       [e = e_, done = std::move(done)](InferenceOutcome o) {
-                                         e->RunStaged([&] { done(std::move(o)); });
-                                       },
-                                       e_->clock_->Now(), deadline);
-    if (e_->sync_.synced()) e_->HoldLocked(id, e_->clock_->Now());
-  }
-
-  void Answer(uint64_t staged, int position, InferenceOutcome out) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto s = e_->staged_.find(staged);
-    if (s == e_->staged_.end()) return;
-    const uint64_t id = s->second.ids[position];
-    const Pending* p = e_->table_.Find(id);
-    if (p == nullptr) return;  // answered otherwise (dropped, failover, watchdog)
-    CompleteStageAnswer(p->arrival, p->deadline, static_cast<int>(s->second.ids.size()), &out);
-    e_->table_.Answer(id, std::move(out), &e_->stage_answers_);
-    e_->ForgetStagedLocked(staged);
-  }
-
-  void ScheduleAfter(Duration delay, std::function<void()> fn) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto timer = std::make_shared<TimerId>(kNoTimer);
-    *timer = e_->clock_->ScheduleAfter(delay, [e = e_, timer, fn = std::move(fn)] {
-      e->RunStaged([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        e->stage_timers_.erase(*timer);
-        fn();
-      });
-    });
-    e_->stage_timers_.insert(*timer);
-  }
-
-  Time Now() const override { return e_->clock_->Now(); }
-
- private:
-  RemoteEngine* const e_;
-};
-
 RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Options options,
                            Clock* clock, Connector* connector)
     : spec_(std::move(spec)),
@@ -65,10 +21,30 @@ RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Opt
       clock_(clock),
       connector_(connector),
       table_(&spec_, &shapes_),
-      stages_(spec_.models.size()),
-      host_(std::make_unique<Host>(this)) {
+      stages_(spec_.models.size()) {
   for (const auto& [model, stage] : options_.stages) stages_.at(model) = stage;
   std::lock_guard<std::mutex> lock(mu_);
+  StagedBatches<Progress>::Hooks hooks;
+  hooks.submit_internal = [this](ModelId model, std::vector<float> input, Time deadline,
+                                 std::function<void(InferenceOutcome)> done) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    const uint64_t id = table_.Add(model, std::move(input),
+                                   [this, done = std::move(done)](InferenceOutcome o) {
+                                     RunStaged([&] { done(std::move(o)); });
+                                   },
+                                   clock_->Now(), deadline);
+    if (sync_.synced()) HoldLocked(id, clock_->Now());
+  };
+  hooks.schedule_after = [this](Duration delay, std::function<void()> fn) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    auto timer = std::make_shared<TimerId>(kNoTimer);
+    *timer = clock_->ScheduleAfter(delay, [this, timer, fn = std::move(fn)] {
+      RunStaged([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        stage_timers_.erase(*timer);
+        fn();
+      });
+    });
+    stage_timers_.insert(*timer);
+  };
+  staged_ = std::make_unique<StagedBatches<Progress>>(&table_, &stages_, clock_, std::move(hooks));
   tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
 }
 
@@ -158,7 +134,7 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
                    &answers);
     }
     if (down.has_delays()) report_ = FromProto(down.delays());
-    TakeStageAnswersLocked(&answers);  // what stages answered when shown the plans
+    staged_->TakeAnswers(&answers);  // what stages answered when shown the plans
     PiggybackLocked(now);
   }
   Run(std::move(answers));
@@ -309,7 +285,7 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
   if (ids.empty()) return;
   const Pending& first = *table_.Find(ids[0]);
   // A re-dispatched copy of a staged part is not shown again: its stage has it.
-  if (stages_[first.model] == nullptr || first.extra.staged != 0) return;
+  if (staged_->stage(first.model) == nullptr || first.extra.staged != 0) return;
   std::vector<float> inputs;
   for (uint64_t id : ids) {
     const std::vector<float>& in = table_.Find(id)->input;
@@ -319,25 +295,16 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
 }
 
 void RemoteEngine::StageLocked(uint64_t batch, ModelId model, std::vector<uint64_t> ids, std::vector<float> inputs) {
-  const uint64_t staged = next_staged_++;
+  std::vector<uint64_t> members = ids;
+  const uint64_t staged = staged_->Dispatch(model, std::move(ids), inputs);
   staged_of_batch_[batch] = staged;
-  Time earliest = kInfiniteFuture;
-  for (uint64_t id : ids) {
-    Pending& p = *table_.Find(id);
-    p.extra.staged = staged;
-    earliest = std::min(earliest, p.deadline);
-  }
-  const int size = static_cast<int>(ids.size());
-  staged_[staged] = {batch, model, std::move(ids)};
-  stages_[model]->OnDispatch({staged, size, inputs, earliest}, *host_);
+  for (uint64_t id : members) table_.Find(id)->extra.staged = staged;
 }
 
 std::vector<bool> RemoteEngine::ExecutedLocked(uint64_t staged, const absl::Status& status,
                                                const pb::Outputs* outputs) {
-  StagedPart& part = staged_.at(staged);
-  part.executed = true;
-  staged_of_batch_.erase(part.batch);
-  const int n = static_cast<int>(part.ids.size());
+  const StagedBatches<Progress>::Part& part = *staged_->Find(staged);
+  const size_t n = part.ids.size();
   const int64_t per_item = shapes_[part.model].output_elements;
   ExecResult result;
   result.status = status;
@@ -346,7 +313,7 @@ std::vector<bool> RemoteEngine::ExecutedLocked(uint64_t staged, const absl::Stat
     result.emulated = outputs->emulated();
     result.started = outputs->started() - offset;
     result.finished = outputs->finished() - offset;
-    if (status.ok() && outputs->outputs().size() != static_cast<size_t>(n * per_item) * sizeof(float)) {
+    if (status.ok() && outputs->outputs().size() != n * per_item * sizeof(float)) {
       result.status = absl::InternalError("the backend returned too few output values");
     } else if (status.ok()) {
       result.output.resize(n * per_item);
@@ -355,23 +322,7 @@ std::vector<bool> RemoteEngine::ExecutedLocked(uint64_t staged, const absl::Stat
   } else {
     result.started = result.finished = clock_->Now();
   }
-  std::vector<bool> deliver = stages_[part.model]->OnExecuted(staged, n, result, *host_);
-  ForgetStagedLocked(staged);
-  return deliver;
-}
-
-void RemoteEngine::ForgetStagedLocked(uint64_t staged) {
-  auto it = staged_.find(staged);
-  if (it == staged_.end() || !it->second.executed) return;
-  for (uint64_t id : it->second.ids) {
-    if (table_.contains(id)) return;
-  }
-  staged_.erase(it);
-}
-
-void RemoteEngine::TakeStageAnswersLocked(Answers* answers) {
-  for (auto& a : stage_answers_) answers->push_back(std::move(a));
-  stage_answers_.clear();
+  return staged_->Executed(staged, result);
 }
 
 void RemoteEngine::RunStaged(const std::function<void()>& fn) {
@@ -380,7 +331,7 @@ void RemoteEngine::RunStaged(const std::function<void()>& fn) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     fn();
-    TakeStageAnswersLocked(&answers);
+    staged_->TakeAnswers(&answers);
   }
   Run(std::move(answers));
 }
@@ -405,13 +356,14 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
       const absl::Status status(static_cast<absl::StatusCode>(o.code()), o.message());
       // A staged part's items the stage keeps, it answers.
       std::vector<bool> deliver(o.ids_size(), true);
+      uint64_t staged = 0;
       if (auto s = staged_of_batch_.find(o.batch()); s != staged_of_batch_.end()) {
-        const uint64_t staged = s->second;
+        staged = s->second;
         staged_of_batch_.erase(s);
         // (Gone: its stage was told it failed, its items all answered otherwise.)
-        auto part = staged_.find(staged);
-        if (part != staged_.end() && !part->second.executed &&
-            std::equal(part->second.ids.begin(), part->second.ids.end(), o.ids().begin(), o.ids().end())) {
+        const StagedBatches<Progress>::Part* part = staged_->Find(staged);
+        if (part != nullptr && !part->executed &&
+            std::equal(part->ids.begin(), part->ids.end(), o.ids().begin(), o.ids().end())) {
           deliver = ExecutedLocked(staged, status, &o);
         }
       }
@@ -456,7 +408,8 @@ void RemoteEngine::OnOutputs(pb::FeedUp& up) {
         }
         table_.Answer(o.ids(i), std::move(out), &answers);
       }
-      TakeStageAnswersLocked(&answers);
+      if (staged != 0) staged_->ForgetIfFinished(staged);
+      staged_->TakeAnswers(&answers);
     }
     PiggybackLocked(now);
   }
@@ -506,17 +459,12 @@ void RemoteEngine::Tick() {
                    &answers);
     }
     // Staged parts whose outputs never came and whose items no longer wait.
-    std::vector<uint64_t> unexecuted;
-    for (const auto& [staged, part] : staged_) {
-      if (!part.executed && std::none_of(part.ids.begin(), part.ids.end(),
-                                         [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return table_.contains(id); })) {
-        unexecuted.push_back(staged);
-      }
-    }
-    for (uint64_t staged : unexecuted) {
+    for (uint64_t staged : staged_->Abandoned()) {
+      absl::erase_if(staged_of_batch_, [staged](const auto& entry) { return entry.second == staged; });
       ExecutedLocked(staged, absl::UnavailableError("its outputs never came"), nullptr);
+      staged_->ForgetIfFinished(staged);
     }
-    TakeStageAnswersLocked(&answers);
+    staged_->TakeAnswers(&answers);
     tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
   }
   Run(std::move(answers));

@@ -47,6 +47,7 @@
 #include "tutti/serving/batch_stage.h"
 #include "tutti/serving/inference_engine.h"
 #include "tutti/serving/request_table.h"
+#include "tutti/serving/staged_batches.h"
 
 namespace tutti {
 
@@ -103,15 +104,6 @@ class RemoteEngine final : public InferenceEngine {
   };
   using Table = RequestTable<Progress>;
   using Pending = Table::Entry;
-  // This frontend's part of a batch of a staged model, as its stage knows it.
-  struct StagedPart {
-    uint64_t batch;  // the leader's
-    ModelId model;
-    std::vector<uint64_t> ids;
-    bool executed = false;
-  };
-  class Host;  // the StageHost the stages see
-
   void Connect();  // REQUIRES: mu_ held; opens the stream to leader_
   void OnLeaderMessage(uint64_t epoch, internal::FrontendDown& down);
   void OnLeaderGone(uint64_t epoch);
@@ -132,10 +124,6 @@ class RemoteEngine final : public InferenceEngine {
   // Shows a staged part's outputs to its stage; returns, per item, whether
   // to answer it with its original.
   std::vector<bool> ExecutedLocked(uint64_t staged, const absl::Status& status, const internal::Outputs* outputs);
-  // Forgets a staged part once executed and none of its items waits.
-  void ForgetStagedLocked(uint64_t staged);
-  // Moves the answers stages gave to `answers`. REQUIRES: mu_ held.
-  void TakeStageAnswersLocked(Answers* answers);
   // Runs a stage callback under mu_ and gives what it answered.
   void RunStaged(const std::function<void()>& fn);
   void FailUnplannedLocked(const absl::Status& why, Answers* answers);
@@ -172,11 +160,8 @@ class RemoteEngine final : public InferenceEngine {
   Time hold_timer_at_ ABSL_GUARDED_BY(mu_) = 0;  // hold_timer_'s time (a flush_by_ since lowered re-arms it)
 
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
-  std::unique_ptr<Host> host_;
-  absl::flat_hash_map<uint64_t, StagedPart> staged_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<StagedBatches<Progress>> staged_ ABSL_GUARDED_BY(mu_);  // the stages' host
   absl::flat_hash_map<uint64_t, uint64_t> staged_of_batch_ ABSL_GUARDED_BY(mu_);  // leader's batch id → staged_
-  uint64_t next_staged_ ABSL_GUARDED_BY(mu_) = 1;
-  Answers stage_answers_ ABSL_GUARDED_BY(mu_);  // given by stages, for RunStaged's caller
   absl::flat_hash_set<TimerId> stage_timers_ ABSL_GUARDED_BY(mu_);
 };
 

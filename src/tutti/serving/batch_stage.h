@@ -3,8 +3,9 @@
 // back, and may answer the batch's requests itself, submit internal
 // requests to any model, and set timers. ParM (stages/parm_stage.h) is one:
 // it encodes parity queries from dispatched batches and answers requests of
-// slow or failed batches with reconstructions. The serving core
-// (serving/inference_core.h) hosts stages and knows nothing of what they do.
+// slow or failed batches with reconstructions. Both engines host stages
+// through one StagedBatches (serving/staged_batches.h) and know nothing of
+// what they do.
 //
 // Contract (for the host and for every stage):
 // - Threading: the host calls a stage's methods, and every callback the

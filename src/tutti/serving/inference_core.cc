@@ -8,48 +8,6 @@
 
 namespace tutti {
 
-// What the stages see of the core; every call comes from a stage's call or
-// callback, under mu_.
-class InferenceCore::Host final : public StageHost {
- public:
-  explicit Host(InferenceCore* core) : core_(core) {}
-
-  void SubmitInternal(ModelId model, std::vector<float> input, Time deadline,
-                      std::function<void(InferenceOutcome)> done) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    core_->internal_.push_back({model, std::move(input), deadline, std::move(done)});
-  }
-
-  void Answer(uint64_t batch, int position, InferenceOutcome out) override ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    auto it = core_->staged_batches_.find(batch);
-    if (it == core_->staged_batches_.end()) return;  // all answered and executed: a stage's second answer
-    const Members members = it->second;
-    Pending& p = (*members)[position];
-    if (p.extra.answered) return;
-    CompleteStageAnswer(p.arrival, p.deadline, static_cast<int>(members->size()), &out);
-    p.extra.answered = true;
-    core_->stage_done_ += p.extra.executed;
-    core_->table_.AnswerTaken(p, std::move(out), &core_->stage_answers_);
-    core_->ForgetIfFinished(batch);
-  }
-
-  void ScheduleAfter(Duration delay, std::function<void()> fn) override {
-    // The clock runs it under mu_, then Flush() delivers what it answered.
-    core_->locked_clock_->ScheduleAfter(delay, [core = core_, fn = std::move(fn)]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      fn();
-      Answers answers;
-      int64_t done = 0;
-      core->TakeStageAnswers(&answers, &done);
-      if (answers.empty() && done == 0) return;
-      core->outbox_.push_back([core, a = std::move(answers), done]() mutable { core->Answer(std::move(a), done); });
-    });
-  }
-
-  Time Now() const override { return core_->clock_->Now(); }
-
- private:
-  InferenceCore* const core_;
-};
-
 InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
                              std::vector<std::unique_ptr<Executor>> executors, Clock* clock)
     : spec_(std::move(spec)),
@@ -69,7 +27,6 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
   local_index_ = spec_.LocalIndex();
   listener_ = std::make_unique<CallbackListener>([this](Batch b) { OnDispatch(std::move(b)); },
                                                  [this](const Request& r) { OnDrop(r); });
-  host_ = std::make_unique<Host>(this);
 }
 
 absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
@@ -98,12 +55,28 @@ absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
   std::unique_ptr<InferenceCore> core(
       new InferenceCore(std::move(spec), std::move(shapes), std::move(executors), clock));
   core->stages_ = std::move(stages);
+  InferenceCore* c = core.get();
+  StagedBatches<NoExtra>::Hooks hooks;
+  hooks.submit_internal = [c](ModelId model, std::vector<float> input, Time deadline,
+                              std::function<void(InferenceOutcome)> done) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    c->internal_.push_back({model, std::move(input), deadline, std::move(done)});
+  };
+  // The clock runs it under mu_, then Flush() delivers what it answered.
+  hooks.schedule_after = [c](Duration delay, std::function<void()> fn) {
+    c->locked_clock_->ScheduleAfter(delay, [c, fn = std::move(fn)]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      fn();
+      c->QueueStageAnswers();
+    });
+  };
+  {
+    std::lock_guard<std::mutex> lock(c->mu_);
+    c->staged_ = std::make_unique<StagedBatches<NoExtra>>(&c->table_, &c->stages_, clock, std::move(hooks));
+  }
   core->delays_ = std::make_unique<DelayModel>(
       core->spec_, options.delays, DelayPlan{core->spec_.delays, options.scheduler.frontrun_slack, {}});
   TUTTI_ASSIGN_OR_RETURN(core->scheduler_,
                          CreateScheduler(options.policy, core->spec_, options.scheduler,
                                          core->locked_clock_.get(), core->listener_.get()));
-  InferenceCore* c = core.get();
   core->delays_->Start(core->locked_clock_.get(), [c](const DelayPlan& plan) { c->scheduler_->SetDelayPlan(plan); });
   return core;
 }
@@ -149,7 +122,8 @@ void InferenceCore::OnDrop(const Request& r) {
 
 void InferenceCore::OnDispatch(Batch batch) {
   const ModelShape& shape = shapes_[batch.model];
-  auto members = std::make_shared<std::vector<Pending>>();
+  std::vector<uint64_t> ids;
+  ids.reserve(batch.requests.size());
   ExecBatch exec;
   exec.model = local_index_[batch.model];
   exec.size = static_cast<int>(batch.requests.size());
@@ -157,45 +131,41 @@ void InferenceCore::OnDispatch(Batch batch) {
   exec.input.reserve(exec.size * shape.input_elements);
   Time earliest = kInfiniteFuture;
   for (const Request& r : batch.requests) {
-    Pending p = table_.Take(r.id);
+    Pending& p = *table_.Find(r.id);
+    earliest = std::min(earliest, p.deadline);
     exec.input.insert(exec.input.end(), p.input.begin(), p.input.end());
     if (p.sequence.id != 0) {
-      exec.sequences.resize(members->size());
+      exec.sequences.resize(ids.size());
       exec.sequences.push_back(p.sequence);
     }
     std::vector<float>().swap(p.input);
-    earliest = std::min(earliest, r.deadline);
-    members->push_back(std::move(p));
+    ids.push_back(r.id);
   }
   ModelCounters& c = table_.counters(batch.model);
   ++c.batches;
   c.batched_requests += exec.size;
-  const uint64_t id = next_batch_++;
-  if (BatchStage* stage = stages_[batch.model].get()) {
-    staged_batches_[id] = members;
-    stage->OnDispatch({id, exec.size, exec.input, earliest}, *host_);
-  }
+  auto d = std::make_shared<Dispatched>();
+  d->staged = staged_->stage(batch.model) != nullptr ? staged_->Dispatch(batch.model, ids, exec.input) : 0;
+  d->ids = std::move(ids);
+  d->earliest_deadline = earliest;
+  d->trace = {.executor = batch.gpu,
+              .model = batch.model,
+              .size = exec.size,
+              .decided = clock_->Now(),
+              .planned_start = batch.exec_at,
+              .planned_end = batch.exec_at + spec_.models[batch.model].profile.Latency(exec.size)};
   Executor* executor = executors_[batch.gpu].get();
-  const ModelId model = batch.model;
-  const int gpu = batch.gpu;
-  const BatchTrace planned{.executor = gpu,
-                           .model = model,
-                           .size = exec.size,
-                           .decided = clock_->Now(),
-                           .planned_start = batch.exec_at,
-                           .planned_end = batch.exec_at + spec_.models[model].profile.Latency(exec.size)};
-  outbox_.push_back([this, executor, planned, id, members, exec = std::move(exec)]() mutable {
-    executor->Run(std::move(exec), [this, planned, id, members](ExecResult result) {
-      OnExecuted(planned, id, members, std::move(result));
-    });
+  outbox_.push_back([this, executor, d = std::move(d), exec = std::move(exec)]() mutable {
+    executor->Run(std::move(exec), [this, d = std::move(d)](ExecResult result) { OnExecuted(*d, std::move(result)); });
   });
 }
 
-void InferenceCore::OnExecuted(BatchTrace trace, uint64_t batch, const Members& members, ExecResult result) {
+void InferenceCore::OnExecuted(const Dispatched& d, ExecResult result) {
+  BatchTrace trace = d.trace;
   const ModelId model = trace.model;
   const int gpu = trace.executor;
   const Time decided = trace.decided;
-  const int64_t n = static_cast<int64_t>(members->size());
+  const int64_t n = static_cast<int64_t>(d.ids.size());
   // Learnt now, with the batch's end: stamped so (the simulator's too).
   delays_->Record(Delay::kDispatch, result.finished, result.received - decided);
   if (result.status.ok()) {
@@ -218,43 +188,37 @@ void InferenceCore::OnExecuted(BatchTrace trace, uint64_t batch, const Members& 
     if (traces_.size() == kTraces) traces_.pop_front();
     traces_.push_back(trace);
     scheduler_->OnBatchDone(gpu);
-    Time batch_deadline = kInfiniteFuture;
-    for (const Pending& p : *members) batch_deadline = std::min(batch_deadline, p.deadline);
-    BatchStage* stage = stages_[model].get();
+    const uint64_t batch = next_batch_++;
     // The items the stage keeps, it answers (some maybe already).
     const std::vector<bool> deliver =
-        stage != nullptr ? stage->OnExecuted(batch, static_cast<int>(n), result, *host_) : std::vector<bool>(n, true);
+        d.staged != 0 ? staged_->Executed(d.staged, result) : std::vector<bool>(n, true);
     for (int64_t i = 0; i < n; ++i) {
-      Pending& p = (*members)[i];
-      p.extra.executed = true;
-      if (!deliver[i]) {
-        done += p.extra.answered;
-        continue;
-      }
+      const uint64_t id = d.ids[i];
+      const Pending* p = table_.Find(id);
+      if (!deliver[i] || p == nullptr) continue;
       InferenceOutcome out;
       out.status = result.status.ok() && static_cast<int64_t>(result.item_status.size()) == n
                        ? result.item_status[i]
                        : result.status;
       out.emulated = result.emulated;
-      out.arrival = p.arrival;
-      out.deadline = p.deadline;
+      out.arrival = p->arrival;
+      out.deadline = p->deadline;
       out.started = result.started;
       out.finished = result.finished;
       out.batch_size = static_cast<int>(n);
       if (out.status.ok()) {
         out.batch_id = batch;
-        out.batch_deadline = batch_deadline;
+        out.batch_deadline = d.earliest_deadline;
         out.output.assign(result.output.begin() + i * per_item, result.output.begin() + (i + 1) * per_item);
         out.late = out.finished > out.deadline;
       }
-      p.extra.answered = true;
       ++done;
-      table_.AnswerTaken(p, std::move(out), &answers);
+      table_.Answer(id, std::move(out), &answers);
     }
     for (auto& [callback, out] : answers) out.batch_answers = static_cast<int>(answers.size());
-    if (stage != nullptr) {
-      ForgetIfFinished(batch);
-      TakeStageAnswers(&answers, &done);
+    if (d.staged != 0) {
+      staged_->ForgetIfFinished(d.staged);
+      staged_->TakeAnswers(&answers, &done);
     }
     queued_work = !outbox_.empty() || !internal_.empty();
   }
@@ -264,20 +228,12 @@ void InferenceCore::OnExecuted(BatchTrace trace, uint64_t batch, const Members& 
   Answer(std::move(answers), done);
 }
 
-void InferenceCore::TakeStageAnswers(Answers* answers, int64_t* done) {
-  for (auto& a : stage_answers_) answers->push_back(std::move(a));
-  stage_answers_.clear();
-  *done += stage_done_;
-  stage_done_ = 0;
-}
-
-void InferenceCore::ForgetIfFinished(uint64_t batch) {
-  auto it = staged_batches_.find(batch);
-  if (it == staged_batches_.end()) return;
-  for (const Pending& p : *it->second) {
-    if (!p.extra.answered || !p.extra.executed) return;
-  }
-  staged_batches_.erase(it);
+void InferenceCore::QueueStageAnswers() {
+  Answers answers;
+  int64_t done = 0;
+  staged_->TakeAnswers(&answers, &done);
+  if (answers.empty() && done == 0) return;
+  outbox_.push_back([this, a = std::move(answers), done]() mutable { Answer(std::move(a), done); });
 }
 
 void InferenceCore::Answer(Answers answers, int64_t count) {
@@ -305,7 +261,7 @@ void InferenceCore::Flush() {
         {
           std::lock_guard<std::mutex> lock(mu_);
           done(std::move(o));
-          TakeStageAnswers(&answers, &count);
+          staged_->TakeAnswers(&answers, &count);
           queued_work = !outbox_.empty() || !internal_.empty();
         }
         if (queued_work) Flush();

@@ -47,6 +47,7 @@
 #include "tutti/scheduler/scheduler.h"
 #include "tutti/serving/inference_engine.h"
 #include "tutti/serving/request_table.h"
+#include "tutti/serving/staged_batches.h"
 
 namespace tutti {
 
@@ -107,15 +108,18 @@ class InferenceCore final : public InferenceEngine {
   const ClusterSpec& spec() const { return spec_; }
 
  private:
-  // Per request: it leaves flight when both hold — answered (by its batch
-  // or its stage) and executed (its batch came back).
-  struct Progress {
-    bool answered = false;
-    bool executed = false;
-  };
-  using Table = RequestTable<Progress>;
+  // A request leaves flight when both hold: it is answered (by its batch or
+  // its stage) and its batch came back.
+  struct NoExtra {};
+  using Table = RequestTable<NoExtra>;
   using Pending = Table::Entry;
-  using Members = std::shared_ptr<std::vector<Pending>>;
+  // A batch handed to its executor.
+  struct Dispatched {
+    BatchTrace trace;               // as planned
+    uint64_t staged = 0;            // its id in staged_; 0: its model has no stage
+    std::vector<uint64_t> ids;      // its requests, waiting in table_ until answered
+    Time earliest_deadline = 0;     // of its requests
+  };
   // A stage's request for an internal request, submitted by Flush() (a
   // scheduler listener must not call back into the scheduler).
   struct InternalRequest {
@@ -124,7 +128,6 @@ class InferenceCore final : public InferenceEngine {
     Time deadline;
     std::function<void(InferenceOutcome)> done;  // under mu_
   };
-  class Host;  // the StageHost the stages see
 
   InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
                 std::vector<std::unique_ptr<Executor>> executors, Clock* clock);
@@ -135,13 +138,9 @@ class InferenceCore final : public InferenceEngine {
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
   void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
                     SequenceRef sequence = {});
-  void OnExecuted(BatchTrace trace, uint64_t batch, const Members& members, ExecResult result);
-  // Moves the answers stages gave since the last call (and how many requests
-  // they let leave in_flight_) to the caller. REQUIRES: mu_ held.
-  void TakeStageAnswers(Answers* answers, int64_t* done);
-  // Forgets a staged batch once all its items are answered and executed.
-  // REQUIRES: mu_ held.
-  void ForgetIfFinished(uint64_t batch);
+  void OnExecuted(const Dispatched& batch, ExecResult result);
+  // Delivers what stages answered. REQUIRES: mu_ held.
+  void QueueStageAnswers();
   void Answer(Answers answers, int64_t count);
 
   const ClusterSpec spec_;
@@ -156,18 +155,14 @@ class InferenceCore final : public InferenceEngine {
 
   std::mutex& mu_;
   std::unique_ptr<Scheduler> scheduler_ ABSL_GUARDED_BY(mu_);
-  Table table_ ABSL_GUARDED_BY(mu_);  // waiting requests; taken out at dispatch
+  Table table_ ABSL_GUARDED_BY(mu_);  // until answered
   std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
   std::deque<BatchTrace> traces_ ABSL_GUARDED_BY(mu_);  // the last kTraces batches
   static constexpr size_t kTraces = 4096;
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none
-  std::unique_ptr<Host> host_;
-  // Batches of staged models with items unanswered or unexecuted.
-  absl::flat_hash_map<uint64_t, Members> staged_batches_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<StagedBatches<NoExtra>> staged_ ABSL_GUARDED_BY(mu_);  // the stages' host
   std::vector<InternalRequest> internal_ ABSL_GUARDED_BY(mu_);  // to submit in Flush()
-  Answers stage_answers_ ABSL_GUARDED_BY(mu_);  // given by stages, for TakeStageAnswers()
-  int64_t stage_done_ ABSL_GUARDED_BY(mu_) = 0;
   const Time created_;
   uint64_t next_batch_ ABSL_GUARDED_BY(mu_) = 1;
   std::mutex answers_mu_;

@@ -9,11 +9,9 @@
 //   - idleness: a request is in flight from Add() until its owner Release()s
 //     it — after its answer has run, and, in the serving core, after its
 //     batch came back from its executor — and WaitIdle() returns once none is.
-// A request stays in the table, with its input and callback, until it is
-// answered (Answer) or its owner takes it out (Take: the serving core does
-// at dispatch, and answers it with AnswerTaken, which leaves the taken
-// entry's other fields as they were). Each entry carries the engine's own
-// `Extra`.
+// A request stays in the table, with its callback, until it is answered
+// (Answer); an engine may free its input once it is dispatched. Each entry
+// carries the engine's own `Extra`.
 //
 // Answers are collected under the owner's lock and run outside it: an
 // owner runs RunAnswers(), then Release()s them under its lock.
@@ -84,7 +82,7 @@ class RequestTable {
     return id;
   }
 
-  // Null once answered or taken.
+  // Null once answered.
   Entry* Find(uint64_t id) {
     auto it = entries_.find(id);
     return it == entries_.end() ? nullptr : &it->second;
@@ -100,27 +98,15 @@ class RequestTable {
     return ids;
   }
 
-  // REQUIRES: contains(id). Removes the entry; its owner answers it with
-  // AnswerTaken().
-  Entry Take(uint64_t id) {
-    auto it = entries_.find(id);
-    Entry e = std::move(it->second);
-    entries_.erase(it);
-    return e;
-  }
   // REQUIRES: contains(id). Counts `out`, adds the entry's callback with it
   // to `answers` and removes the entry.
   void Answer(uint64_t id, InferenceOutcome out, Answers* answers) {
     auto it = entries_.find(id);
-    AnswerTaken(it->second, std::move(out), answers);
-    entries_.erase(it);
-  }
-  // The same for a taken entry, which keeps all but its callback.
-  void AnswerTaken(Entry& e, InferenceOutcome out, Answers* answers) {
-    ModelCounters& c = counters_[e.model];
+    ModelCounters& c = counters_[it->second.model];
     CountOutcome(out.status, out.late, &c);
     if (out.status.ok()) c.reconstructed += out.reconstructed;
-    answers->push_back({std::move(e.done), std::move(out)});
+    answers->push_back({std::move(it->second.done), std::move(out)});
+    entries_.erase(it);
   }
   // An error answer to `e`, decided at `now`.
   static InferenceOutcome ErrorOutcome(const Entry& e, absl::Status status, Time now) {

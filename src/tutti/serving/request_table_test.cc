@@ -71,20 +71,6 @@ TEST_F(RequestTableTest, CountsEachAnswerByItsOutcome) {
   EXPECT_EQ(d.finished, Millis(2));
 }
 
-TEST_F(RequestTableTest, ATakenEntryKeepsItsFieldsWhenAnswered) {
-  InferenceOutcome out;
-  const uint64_t id = Add(&out, Millis(3));
-  table_.Find(id)->extra.value = 7;
-  RequestTable<Mark>::Entry e = table_.Take(id);
-  EXPECT_EQ(table_.Find(id), nullptr);
-  Answers answers;
-  table_.AnswerTaken(e, {}, &answers);
-  EXPECT_EQ(e.arrival, Millis(3));
-  EXPECT_EQ(e.deadline, Millis(53));
-  EXPECT_EQ(e.extra.value, 7);
-  EXPECT_EQ(answers.size(), 1u);
-}
-
 TEST_F(RequestTableTest, InFlightUntilReleasedAndWaitIdleWaitsForIt) {
   InferenceOutcome a, b;
   Add(&a);
