@@ -83,6 +83,10 @@ absl::Status CheckObjective(double objective_ms) {
                              kMinObjectiveMs, kMaxObjectiveMs));
 }
 
+std::string ConfigDataTypeName(DataType type) {
+  return type == DataType::kBytes ? "TYPE_STRING" : absl::StrCat("TYPE_", DataTypeName(type));
+}
+
 absl::string_view KservePlatformName(const ModelConfig& config) {
   switch (config.platform) {
     case Platform::kTorchScript:

@@ -414,7 +414,7 @@ namespace {
 // batch dimension), inside an object the caller opened and closes.
 void WriteConfigTensorFields(Writer& w, DataType type, const std::vector<int64_t>& dims) {
   w.Key("data_type");
-  w.String(absl::StrCat("TYPE_", DataTypeName(type)).c_str());
+  w.String(ConfigDataTypeName(type).c_str());
   w.Key("dims");
   w.StartArray();
   for (int64_t d : dims) w.Int64(d);
@@ -455,11 +455,13 @@ std::string WriteModelConfig(const ModelConfig& config) {
     }
     w.EndArray();
   }
-  if (config.max_queue_delay_us) {
+  if (!config.sequence_batching && config.steps.empty()) {  // Tutti batches every other model dynamically
     w.Key("dynamic_batching");
     w.StartObject();
-    w.Key("max_queue_delay_microseconds");
-    w.Int64(*config.max_queue_delay_us);
+    if (config.max_queue_delay_us) {
+      w.Key("max_queue_delay_microseconds");
+      w.Int64(*config.max_queue_delay_us);
+    }
     w.EndObject();
   }
   if (const std::optional<SequenceBatching>& sb = config.sequence_batching) {
@@ -467,6 +469,13 @@ std::string WriteModelConfig(const ModelConfig& config) {
     w.StartObject();
     w.Key("max_sequence_idle_microseconds");
     w.Int64(sb->max_sequence_idle_us);
+    if (config.max_queue_delay_us) {  // sequences are batched together, as Triton's oldest strategy does
+      w.Key("oldest");
+      w.StartObject();
+      w.Key("max_queue_delay_microseconds");
+      w.Int64(*config.max_queue_delay_us);
+      w.EndObject();
+    }
     w.Key("state");
     w.StartArray();
     w.StartObject();
@@ -528,8 +537,8 @@ std::string WriteModelConfig(const ModelConfig& config) {
 }
 
 std::string WriteServerMetadata() {
-  return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion,
-                      R"(","extensions":["binary_tensor_data","sequence","model_repository"]})");
+  return absl::StrCat(R"({"name":")", kServerName, R"(","version":")", kServerVersion, R"(","extensions":[")",
+                      absl::StrJoin(kServerExtensions, R"(",")"), R"("]})");
 }
 
 std::string WriteRepositoryIndex(const std::vector<RepositoryIndexEntry>& models) {

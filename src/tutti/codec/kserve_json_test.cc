@@ -295,10 +295,12 @@ TEST(KserveJsonTest, ServerMetadataListsItsExtensions) {
   rapidjson::Document d;
   d.Parse(WriteServerMetadata().c_str());
   ASSERT_TRUE(d["extensions"].IsArray());
-  ASSERT_EQ(d["extensions"].Size(), 3u);
+  ASSERT_EQ(d["extensions"].Size(), 5u);
   EXPECT_STREQ(d["extensions"][0].GetString(), "binary_tensor_data");
   EXPECT_STREQ(d["extensions"][1].GetString(), "sequence");
   EXPECT_STREQ(d["extensions"][2].GetString(), "model_repository");
+  EXPECT_STREQ(d["extensions"][3].GetString(), "model_configuration");
+  EXPECT_STREQ(d["extensions"][4].GetString(), "statistics");
 }
 
 // Triton's model configuration JSON: a stateful step's sequence batching
@@ -327,7 +329,8 @@ TEST(KserveJsonTest, ModelConfigInTritonsShape) {
   ASSERT_EQ(d["input"][0]["dims"].Size(), 2u);  // no batch dimension
   EXPECT_EQ(d["input"][0]["dims"][1].GetInt(), 28);
   EXPECT_EQ(d["output"][0]["dims"][0].GetInt(), 10);
-  EXPECT_EQ(d["dynamic_batching"]["max_queue_delay_microseconds"].GetInt(), 500);
+  EXPECT_FALSE(d.HasMember("dynamic_batching"));  // one of the two, as in Triton
+  EXPECT_EQ(d["sequence_batching"]["oldest"]["max_queue_delay_microseconds"].GetInt(), 500);
   EXPECT_EQ(d["sequence_batching"]["max_sequence_idle_microseconds"].GetInt(), 2'000'000);
   EXPECT_STREQ(d["sequence_batching"]["state"][0]["input_name"].GetString(), "state_in");
   EXPECT_EQ(d["sequence_batching"]["state"][0]["dims"][0].GetInt(), 64);

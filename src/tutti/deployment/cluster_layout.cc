@@ -253,6 +253,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       // Planned with its slowest member's profile: a batch runs the shared
       // stages once and each head on its own rows.
       add(g.name, g, 1, *slowest, slo_of(m), wanted[k]);
+      layout.served.back().internal = true;
       absl::StrAppendFormat(&names.back(), ": %d models run their first %d of %d layer stages once per batch",
                             member_names.size(), shared, m.stage_hashes.size());
       layout.prefix_groups.push_back(std::move(pg));

@@ -1,5 +1,6 @@
 // InferenceFrontend's figures: per-model samples for the console, the
 // stats extension's JSON, and the Prometheus exposition.
+#include <cmath>
 #include <limits>
 #include <mutex>
 
@@ -54,6 +55,38 @@ std::string InferenceFrontend::StatsJson(int model) const {
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6, s.served.peak_rps,
       DelayStatsJson(engine_->Delays(), model), StepsJson(c));
+}
+
+InferenceFrontend::Statistics InferenceFrontend::ModelStatistics(int model) const {
+  const ModelState& s = *models_[model];
+  Statistics out;
+  out.success = s.success.Load();
+  out.fail = s.fail.Load();
+  out.queue = s.queue.Load();
+  out.compute_infer = s.compute_infer.Load();
+  out.inference_count = s.inference_count.load();
+  out.execution_count = std::llround(s.executions.load());
+  out.last_inference_ms = s.last_inference_ms.load();
+  return out;
+}
+
+std::string InferenceFrontend::StatisticsJson(const std::vector<int>& models) const {
+  auto summed = [](const Statistics::Summed& d) { return absl::StrFormat(R"({"count":%d,"ns":%d})", d.count, d.ns); };
+  std::vector<std::string> entries;
+  for (int m : models) {
+    const Statistics st = ModelStatistics(m);
+    const ServedModel& served = models_[m]->served;
+    // compute_input and compute_output: within compute_infer (see Statistics).
+    const Statistics::Summed within{st.compute_infer.count, 0};
+    entries.push_back(absl::StrFormat(
+        R"({"name":"%s","version":"%d","last_inference":%d,"inference_count":%d,"execution_count":%d,)"
+        R"("inference_stats":{"success":%s,"fail":%s,"queue":%s,"compute_input":%s,"compute_infer":%s,)"
+        R"("compute_output":%s,"cache_hit":%s,"cache_miss":%s},"batch_stats":[],"tutti":%s})",
+        served.config.name, served.version, st.last_inference_ms, st.inference_count, st.execution_count,
+        summed(st.success), summed(st.fail), summed(st.queue), summed(within), summed(st.compute_infer),
+        summed(within), summed({}), summed({}), StatsJson(m)));
+  }
+  return absl::StrCat(R"({"model_stats":[)", absl::StrJoin(entries, ","), "]}");
 }
 
 std::string InferenceFrontend::PrometheusText() const {

@@ -33,6 +33,21 @@ struct InferenceFrontend::ModelState {
   PromHistogram compute_seconds{PromHistogram::SecondsBounds()};
   PromHistogram batch_size{PromHistogram::BatchBounds()};
   PromHistogram latency_seconds{PromHistogram::LatencyBounds()};  // arrival → finish
+  // Statistics (Triton's), per request.
+  struct AtomicSum {
+    std::atomic<int64_t> count{0}, ns{0};
+    void Add(Duration d) {
+      ++count;
+      ns += d;
+    }
+    Statistics::Summed Load() const { return {count.load(), ns.load()}; }
+  };
+  AtomicSum success, fail, queue, compute_infer;
+  std::atomic<int64_t> inference_count{0};
+  // Σ 1 / batch size over answered items: the batches they ran in, a batch
+  // shared with other models (a prefix group) counted by their share.
+  std::atomic<double> executions{0};
+  std::atomic<int64_t> last_inference_ms{0};
 };
 
 struct InferenceFrontend::VariantMonitor {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "tutti/core/user_text.h"
 #include "tutti/frontend/frontend_state.h"
 
@@ -38,7 +39,7 @@ InferenceFrontend::~InferenceFrontend() = default;
 absl::StatusOr<int> InferenceFrontend::FindModel(absl::string_view name, absl::string_view version) const {
   for (size_t i = 0; i < models_.size(); ++i) {
     const ServedModel& m = models_[i]->served;
-    if (m.config.name != name) continue;
+    if (m.config.name != name || m.internal) continue;
     int64_t v = 0;
     if (!version.empty() && (!absl::SimpleAtoi(version, &v) || v != m.version)) {
       return absl::NotFoundError(absl::StrCat("model '", name, "' has no version ", QuoteUserText(version),
@@ -51,6 +52,14 @@ absl::StatusOr<int> InferenceFrontend::FindModel(absl::string_view name, absl::s
 
 const InferenceFrontend::ServedModel& InferenceFrontend::served(int model) const { return models_[model]->served; }
 
+std::vector<int> InferenceFrontend::ListedModels() const {
+  std::vector<int> out;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    if (!models_[i]->served.internal) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
 void InferenceFrontend::CountRejected(int model) { ++models_[model]->rejected; }
 
 absl::Status InferenceFrontend::RequestShutdown() {
@@ -59,8 +68,12 @@ absl::Status InferenceFrontend::RequestShutdown() {
   return absl::OkStatus();
 }
 
-void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
+void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer) {
   ModelState& state = *models_[model];
+  auto done = [this, &state, received = engine_->Now(), answer = std::move(answer)](absl::StatusOr<InferResult> r) {
+    CountAnswer(state, received, r);
+    answer(std::move(r));
+  };
   if (absl::Status s = CheckSequenceBatch(request); !s.ok()) return done(s);
   const int64_t per_item = state.served.config.inputs[0].ElementCount();
   const Duration objective = Millis(request.objective_ms);
@@ -100,6 +113,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
         state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
         state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
         state.batch_size.Observe(o.batch_size);
+        if (o.batch_size > 0) state.executions += 1.0 / o.batch_size;
         state.latency_seconds.Observe(ToSeconds(o.finished - o.arrival));
       } else if (pending->first_error.ok()) {
         pending->first_error = o.status;
@@ -120,6 +134,16 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone done) {
                                                [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
   }
+}
+
+void InferenceFrontend::CountAnswer(ModelState& state, Time received, const absl::StatusOr<InferResult>& answer) const {
+  const Duration held = engine_->Now() - received;
+  if (!answer.ok()) return state.fail.Add(held);
+  state.success.Add(held);
+  state.queue.Add(answer->max_queue);
+  state.compute_infer.Add(answer->max_compute);
+  state.inference_count += static_cast<int64_t>(answer->outputs.size());
+  state.last_inference_ms = absl::ToUnixMillis(absl::Now());
 }
 
 void InferenceFrontend::Release(ModelState& state, int64_t n) {

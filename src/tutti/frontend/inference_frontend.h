@@ -86,11 +86,13 @@ class InferenceFrontend {
   InferenceFrontend(InferenceEngine* engine, std::vector<ServedModel> models, Options options = {});
   ~InferenceFrontend();
 
-  // The model called `name`; `version` is "" or the served version's number.
-  // NotFound naming the model or version otherwise.
+  // The model called `name` (not an internal one); `version` is "" or the
+  // served version's number. NotFound naming the model or version otherwise.
   absl::StatusOr<int> FindModel(absl::string_view name, absl::string_view version = "") const;
   const ServedModel& served(int model) const;
   int num_models() const { return static_cast<int>(models_.size()); }
+  // The models clients see (not ServedModel::internal), in model order.
+  std::vector<int> ListedModels() const;
 
   // Whether a call to `api` with this Authorization value may run (see
   // AccessPolicy::Check).
@@ -190,6 +192,31 @@ class InferenceFrontend {
   // Prometheus text exposition of every model's and executor's metrics.
   std::string PrometheusText() const;
 
+  // Triton's statistics extension for a model, counted per request (not
+  // per item) since the start: the requests answered and failed with their
+  // summed time on the server (receipt to answer, engine clock); for the
+  // answered, their queue and compute time (the slowest item's: Tutti's
+  // compute includes copying inputs and outputs, so compute_input and
+  // compute_output count the same requests with no time of their own);
+  // items answered; the batches they ran in (a batch shared with other
+  // models, as a prefix group's, counted by their share of its items); when
+  // the last request was answered (ms since the epoch, wall clock; 0: none
+  // yet).
+  struct Statistics {
+    struct Summed {
+      int64_t count = 0;
+      int64_t ns = 0;
+    };
+    Summed success, fail, queue, compute_infer;
+    int64_t inference_count = 0;
+    int64_t execution_count = 0;
+    int64_t last_inference_ms = 0;
+  };
+  Statistics ModelStatistics(int model) const;
+  // {"model_stats": [...]} in Triton's shape for `models`, each with Tutti's
+  // own figures (StatsJson) under "tutti".
+  std::string StatisticsJson(const std::vector<int>& models) const;
+
   // What the console samples of each model, in model order: the engine's
   // counters, the refusals, and the buckets (PromHistogram::Buckets) of
   // answered items' latency (over PromHistogram::LatencyBounds()) and
@@ -208,6 +235,8 @@ class InferenceFrontend {
   // `n` of the model's items are answered (or refused); completes an unload
   // that waited for them.
   static void Release(ModelState& state, int64_t n);
+  // Counts a request's answer in its model's Statistics.
+  void CountAnswer(ModelState& state, Time received, const absl::StatusOr<InferResult>& answer) const;
 
   // VariantStatuses' memory: per model, what it was given up to `at`.
   struct VariantMonitor;

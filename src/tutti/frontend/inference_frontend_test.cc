@@ -149,5 +149,47 @@ TEST_F(AdmissionTest, UnloadingWhileBusyAnswersWhatItAcceptedBeforeItReportsDone
   EXPECT_EQ(frontend_->Status(0).state, "READY");
 }
 
+// Triton's statistics count requests, not items; a refused request is a
+// failure.
+TEST_F(AdmissionTest, StatisticsCountRequestsAndTheirItems) {
+  EXPECT_EQ(frontend_->ModelStatistics(0).last_inference_ms, 0);
+  std::optional<absl::Status> a, refused;
+  Infer(3, &a);
+  Infer(2, &refused);  // beyond max_queue_size
+  for (int i = 0; i < 3; ++i) engine_.AnswerOne();
+  ASSERT_TRUE(a.has_value() && a->ok());
+  const InferenceFrontend::Statistics st = frontend_->ModelStatistics(0);
+  EXPECT_EQ(st.success.count, 1);
+  EXPECT_EQ(st.fail.count, 1);
+  EXPECT_EQ(st.queue.count, 1);
+  EXPECT_EQ(st.compute_infer.count, 1);
+  EXPECT_EQ(st.inference_count, 3);
+  EXPECT_GT(st.last_inference_ms, 0);
+  const std::string json = frontend_->StatisticsJson({0});
+  EXPECT_THAT(json, HasSubstr(R"({"model_stats":[{"name":"mlp","version":"1","last_inference":)"));
+  EXPECT_THAT(json, HasSubstr(R"("inference_count":3,"execution_count":0,"inference_stats":{"success":{"count":1,"ns":0},)"
+                              R"("fail":{"count":1,"ns":0})"));
+  EXPECT_THAT(json, HasSubstr(R"("tutti":{"model_name":"mlp")"));
+}
+
+TEST(InternalModelTest, AnInternalModelIsNeitherFoundNorListed) {
+  HoldingEngine engine;
+  ModelConfig mlp;
+  mlp.name = "mlp";
+  mlp.task = "classify";
+  mlp.accuracy = 0.9;
+  mlp.inputs = {{"image", DataType::kFp32, {2}}};
+  mlp.outputs = {{"logits", DataType::kFp32, {3}}};
+  ModelConfig group = mlp;
+  group.name = "prefix[mlp]";
+  InferenceFrontend::ServedModel internal{group, 1};
+  internal.internal = true;
+  InferenceFrontend frontend(&engine, {internal, {mlp, 1}});
+  EXPECT_EQ(frontend.ListedModels(), std::vector<int>{1});
+  EXPECT_EQ(frontend.FindModel("prefix[mlp]").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(*frontend.FindModel("mlp"), 1);
+  EXPECT_EQ(frontend.TaskVariants("classify"), std::vector<int>{1});
+}
+
 }  // namespace
 }  // namespace tutti

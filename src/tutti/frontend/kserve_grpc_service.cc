@@ -1,6 +1,8 @@
 #include "tutti/frontend/kserve_grpc_service.h"
 
 #include <cstring>
+#include <deque>
+#include <mutex>
 #include <optional>
 
 #include "absl/strings/match.h"
@@ -23,9 +25,9 @@ absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(wha
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
   InferReactor(InferenceFrontend* frontend, grpc::ByteBuffer* response) : frontend_(frontend), response_(response) {}
-  void Answer(const absl::StatusOr<InferenceFrontend::InferResult>& r, const inference::ModelInferResponse& out) {
-    if (!r.ok()) return Finish(ToGrpcStatus(r.status()));
-    written_ = r->written;
+  void Answer(const absl::Status& status, const inference::ModelInferResponse& out, std::vector<WrittenAnswer> written) {
+    if (!status.ok()) return Finish(ToGrpcStatus(status));
+    written_ = std::move(written);
     bool own = false;
     const grpc::Status s = grpc::SerializationTraits<inference::ModelInferResponse>::Serialize(out, response_, &own);
     Finish(s);
@@ -40,6 +42,168 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   InferenceFrontend* const frontend_;
   grpc::ByteBuffer* const response_;
   std::vector<WrittenAnswer> written_;
+};
+
+inference::DataType ConfigDataType(DataType type) {
+  inference::DataType out = inference::TYPE_INVALID;
+  inference::DataType_Parse(ConfigDataTypeName(type), &out);
+  return out;
+}
+
+// Triton's model configuration, as HTTP's /config writes it in JSON.
+void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out) {
+  out->set_name(c.name);
+  out->set_platform(std::string(KservePlatformName(c)));
+  out->set_max_batch_size(c.max_batch_size);
+  for (const TensorSpec& t : c.inputs) {
+    inference::ModelInput* in = out->add_input();
+    in->set_name(t.name);
+    in->set_data_type(ConfigDataType(t.datatype));
+    for (int64_t d : t.shape) in->add_dims(d);
+  }
+  for (const TensorSpec& t : c.outputs) {
+    inference::ModelOutput* o = out->add_output();
+    o->set_name(t.name);
+    o->set_data_type(ConfigDataType(t.datatype));
+    for (int64_t d : t.shape) o->add_dims(d);
+  }
+  if (const std::optional<SequenceBatching>& sb = c.sequence_batching) {
+    inference::ModelSequenceBatching* seq = out->mutable_sequence_batching();
+    seq->set_max_sequence_idle_microseconds(sb->max_sequence_idle_us);
+    if (c.max_queue_delay_us) seq->mutable_oldest()->set_max_queue_delay_microseconds(*c.max_queue_delay_us);
+    inference::ModelSequenceBatching::State* state = seq->add_state();
+    state->set_input_name(sb->state_input);
+    state->set_output_name(sb->state_output);
+    state->set_data_type(inference::TYPE_FP32);
+    for (int64_t d : sb->state_shape) state->add_dims(d);
+  } else if (!c.steps.empty()) {
+    for (const EnsembleStep& step : c.steps) {
+      inference::ModelEnsembling::Step* s = out->mutable_ensemble_scheduling()->add_step();
+      s->set_model_name(step.model_name);
+      s->set_model_version(step.model_version);
+      s->mutable_input_map()->insert(step.input_map.begin(), step.input_map.end());
+      s->mutable_output_map()->insert(step.output_map.begin(), step.output_map.end());
+    }
+  } else {
+    inference::ModelDynamicBatching* batching = out->mutable_dynamic_batching();
+    if (c.max_queue_delay_us) batching->set_max_queue_delay_microseconds(*c.max_queue_delay_us);
+  }
+}
+
+// ModelStreamInfer's reactor: reads requests one after another and runs
+// each as it comes (so a sequence's run in the order sent); writes each
+// answer as it is ready, one write at a time; finishes once the client has
+// stopped sending and every answer is written (or the stream broke), so no
+// answer outlives it. gRPC's calls (StartWrite, Finish) are made outside
+// the lock: their reactions may run at once.
+class StreamReactor final
+    : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
+ public:
+  StreamReactor(KserveGrpcService* service, InferenceFrontend* frontend, const absl::Status& access)
+      : service_(service), frontend_(frontend) {
+    if (!access.ok()) {
+      Finish(ToGrpcStatus(access));
+      return;
+    }
+    StartRead(&request_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client stopped sending, or the call ended
+      Next next;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        reading_ = false;
+        if (!writing_) next = NextLocked();
+      }
+      return Do(next);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++running_;
+    }
+    const std::string id = request_.id(), model = request_.model_name(), version = request_.model_version();
+    service_->RunInfer(request_, [this, id, model, version](const absl::Status& status,
+                                                          inference::ModelInferResponse response,
+                                                          std::vector<WrittenAnswer> written) {
+      Pending answer;
+      if (status.ok()) {
+        *answer.response.mutable_infer_response() = std::move(response);
+        answer.written = std::move(written);
+      } else {  // as Triton: the error, with the request's model and id
+        answer.response.set_error_message(std::string(status.message()));
+        inference::ModelInferResponse& r = *answer.response.mutable_infer_response();
+        r.set_model_name(ValidUtf8(model));
+        r.set_model_version(ValidUtf8(version));
+        r.set_id(ValidUtf8(id));
+      }
+      Next next;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --running_;
+        pending_.push_back(std::move(answer));
+        if (!writing_) next = NextLocked();
+      }
+      Do(next);
+    });
+    request_.Clear();
+    StartRead(&request_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    std::vector<WrittenAnswer> written;
+    Next next;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      written = std::move(pending_.front().written);
+      pending_.pop_front();
+      broken_ |= !ok;
+      next = NextLocked();
+    }
+    if (ok) frontend_->AnswerWritten(written);
+    Do(next);
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Pending {
+    inference::ModelStreamInferResponse response;
+    std::vector<WrittenAnswer> written;
+  };
+  // What to do once the lock is released: write `write`, or finish.
+  struct Next {
+    const inference::ModelStreamInferResponse* write = nullptr;
+    bool finish = false;
+  };
+  // REQUIRES: no write under way. Sets writing_ when it returns a write.
+  Next NextLocked() {
+    if (broken_) pending_.clear();  // the client is gone: the rest is not written
+    if (!pending_.empty()) {
+      writing_ = true;
+      return {&pending_.front().response, false};
+    }
+    writing_ = false;
+    if (reading_ || running_ > 0 || finished_) return {};
+    finished_ = true;
+    return {nullptr, true};
+  }
+  // Last: a finish may end the reactor.
+  void Do(const Next& next) {
+    if (next.write != nullptr) return StartWrite(next.write);
+    if (next.finish) Finish(grpc::Status::OK);
+  }
+
+  KserveGrpcService* const service_;
+  InferenceFrontend* const frontend_;
+  inference::ModelInferRequest request_;  // the one being read
+  std::mutex mu_;
+  bool reading_ = true;
+  int running_ = 0;              // requests not yet answered
+  std::deque<Pending> pending_;  // answers to write; the front one is being written while writing_
+  bool writing_ = false;
+  bool broken_ = false;  // a write failed
+  bool finished_ = false;
 };
 
 void SetTensorMetadata(const TensorSpec& spec, inference::ModelMetadataResponse::TensorMetadata* out) {
@@ -186,9 +350,7 @@ grpc::ServerUnaryReactor* KserveGrpcService::ServerMetadata(grpc::CallbackServer
   if (absl::Status s = Authorize(context, Api::kMetadata); !s.ok()) return FinishUnary(context, s);
   response->set_name(std::string(kServerName));
   response->set_version(std::string(kServerVersion));
-  response->add_extensions("binary_tensor_data");
-  response->add_extensions("sequence");
-  response->add_extensions("model_repository");
+  for (absl::string_view e : kServerExtensions) response->add_extensions(std::string(e));
   return FinishUnary(context);
 }
 
@@ -226,6 +388,15 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
     reactor->Fail(Bad("the request is not a well-formed inference.ModelInferRequest message"));
     return reactor;
   }
+  RunInfer(request, [reactor](const absl::Status& status, inference::ModelInferResponse out,
+                              std::vector<WrittenAnswer> written) {
+    reactor->Answer(status, out, std::move(written));
+  });
+  return reactor;
+}
+
+void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, InferAnswer done) {
+  auto fail = [&](const absl::Status& status) { done(status, inference::ModelInferResponse(), {}); };
   // Model-less (INFaaS): no model_name, and a "task" parameter; the variant
   // is chosen as on HTTP's /v2/tasks/{task}/infer.
   const auto task = request.parameters().find("task");
@@ -234,32 +405,25 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
   std::vector<int> variants;
   if (task != request.parameters().end()) {
     if (!request.model_name().empty()) {
-      reactor->Fail(Bad("give model_name or the parameter 'task' (a model-less request), not both"));
-      return reactor;
+      return fail(Bad("give model_name or the parameter 'task' (a model-less request), not both"));
     }
     if (task->second.parameter_choice_case() != InferParameter::kStringParam) {
-      reactor->Fail(Bad("parameter 'task' must be a string"));
-      return reactor;
+      return fail(Bad("parameter 'task' must be a string"));
     }
     task_name = task->second.string_param();
     variants = frontend_->TaskVariants(*task_name);
     if (variants.empty()) {
-      reactor->Fail(absl::NotFoundError(absl::StrCat("no loaded model serves task ", QuoteUserText(*task_name))));
-      return reactor;
+      return fail(absl::NotFoundError(absl::StrCat("no loaded model serves task ", QuoteUserText(*task_name))));
     }
     model = variants[0];  // its variants share their input: parsed against the first
   } else {
     model = frontend_->FindModel(request.model_name(), request.model_version());
   }
-  if (!model.ok()) {
-    reactor->Fail(model.status());
-    return reactor;
-  }
+  if (!model.ok()) return fail(model.status());
   absl::StatusOr<InferRequest> parsed = ParseModelInfer(request, frontend_->served(*model).config);
   if (!parsed.ok()) {
     frontend_->CountRejected(*model);
-    reactor->Fail(parsed.status());
-    return reactor;
+    return fail(parsed.status());
   }
   InferenceFrontend::TaskChoice choice;
   if (task_name) {
@@ -269,28 +433,76 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
   const std::string id = parsed->id;
   frontend_->Infer(*model, *std::move(parsed),
-                   [this, reactor, &served, id, task_name, choice](absl::StatusOr<InferenceFrontend::InferResult> r) {
+                   [this, &served, id, task_name, choice, done = std::move(done)](
+                       absl::StatusOr<InferenceFrontend::InferResult> r) {
                      inference::ModelInferResponse out;
-                     if (r.ok()) {
-                       WriteModelInfer(served, id, *r, &out);
-                       auto& params = *out.mutable_parameters();
-                       params["tutti_server_us"].set_double_param(ToMicros(frontend_->ServerTime(*r)));
-                       if (task_name) {
-                         params["tutti_task"].set_string_param(ValidUtf8(*task_name));
-                         params["tutti_meets_requirements"].set_bool_param(choice.meets);
-                         if (!choice.note.empty()) params["tutti_variant_note"].set_string_param(choice.note);
-                       }
+                     if (!r.ok()) return done(r.status(), std::move(out), {});
+                     WriteModelInfer(served, id, *r, &out);
+                     auto& params = *out.mutable_parameters();
+                     params["tutti_server_us"].set_double_param(ToMicros(frontend_->ServerTime(*r)));
+                     if (task_name) {
+                       params["tutti_task"].set_string_param(ValidUtf8(*task_name));
+                       params["tutti_meets_requirements"].set_bool_param(choice.meets);
+                       if (!choice.note.empty()) params["tutti_variant_note"].set_string_param(choice.note);
                      }
-                     reactor->Answer(r, out);
+                     done(absl::OkStatus(), std::move(out), std::move(r->written));
                    });
-  return reactor;
+}
+
+grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+KserveGrpcService::ModelStreamInfer(grpc::CallbackServerContext* context) {
+  return new StreamReactor(this, frontend_, Authorize(context, Api::kInference));
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ModelConfig(grpc::CallbackServerContext* context,
+                                                         const inference::ModelConfigRequest* request,
+                                                         inference::ModelConfigResponse* response) {
+  if (absl::Status s = Authorize(context, Api::kMetadata); !s.ok()) return FinishUnary(context, s);
+  absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
+  if (!model.ok()) return FinishUnary(context, model.status());
+  WriteModelConfig(frontend_->served(*model).config, response->mutable_config());
+  return FinishUnary(context);
+}
+
+grpc::ServerUnaryReactor* KserveGrpcService::ModelStatistics(grpc::CallbackServerContext* context,
+                                                             const inference::ModelStatisticsRequest* request,
+                                                             inference::ModelStatisticsResponse* response) {
+  if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
+  std::vector<int> models = frontend_->ListedModels();
+  if (!request->name().empty()) {
+    absl::StatusOr<int> model = frontend_->FindModel(request->name(), request->version());
+    if (!model.ok()) return FinishUnary(context, model.status());
+    models = {*model};
+  }
+  for (int m : models) {
+    const InferenceFrontend::Statistics st = frontend_->ModelStatistics(m);
+    inference::ModelStatistics* out = response->add_model_stats();
+    out->set_name(frontend_->served(m).config.name);
+    out->set_version(std::to_string(frontend_->served(m).version));
+    out->set_last_inference(st.last_inference_ms);
+    out->set_inference_count(st.inference_count);
+    out->set_execution_count(st.execution_count);
+    inference::InferStatistics* s = out->mutable_inference_stats();
+    auto set = [](const InferenceFrontend::Statistics::Summed& d, inference::StatisticDuration* to) {
+      to->set_count(d.count);
+      to->set_ns(d.ns);
+    };
+    set(st.success, s->mutable_success());
+    set(st.fail, s->mutable_fail());
+    set(st.queue, s->mutable_queue());
+    set(st.compute_infer, s->mutable_compute_infer());
+    // Within compute_infer (InferenceFrontend::Statistics).
+    set({st.compute_infer.count, 0}, s->mutable_compute_input());
+    set({st.compute_infer.count, 0}, s->mutable_compute_output());
+  }
+  return FinishUnary(context);
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::RepositoryIndex(grpc::CallbackServerContext* context,
                                                              const inference::RepositoryIndexRequest* request,
                                                              inference::RepositoryIndexResponse* response) {
   if (absl::Status s = Authorize(context, Api::kAdmin); !s.ok()) return FinishUnary(context, s);
-  for (int m = 0; m < frontend_->num_models(); ++m) {
+  for (int m : frontend_->ListedModels()) {
     if (request->ready() && !frontend_->model_ready(m)) continue;
     InferenceFrontend::ModelStatus status = frontend_->Status(m);
     inference::RepositoryIndexResponse::ModelIndex* index = response->add_models();

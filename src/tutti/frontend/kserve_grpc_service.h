@@ -8,6 +8,13 @@
 //                                          Tutti: the name "task:T" gives task T's
 //                                          first variant's (model-less requests)
 //   ModelInfer                             inference
+//   ModelStreamInfer                       inference over one stream: a response per
+//                                          request, as it is answered (errors in its
+//                                          error_message); a sequence's requests run
+//                                          in the order they were sent
+//   ModelConfig                            Triton's model configuration (metadata access)
+//   ModelStatistics                        Triton's statistics extension (admin; every
+//                                          model when the name is empty)
 //   RepositoryIndex, RepositoryModelLoad,  Triton's model repository extension
 //   RepositoryModelUnload                  (admin; see InferenceFrontend's model control)
 //
@@ -29,6 +36,9 @@
 // the executor's code for execution failures.
 #ifndef TUTTI_FRONTEND_KSERVE_GRPC_SERVICE_H_
 #define TUTTI_FRONTEND_KSERVE_GRPC_SERVICE_H_
+
+#include <functional>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "tutti/frontend/inference_frontend.h"
@@ -60,6 +70,14 @@ class KserveGrpcService final
                                           inference::ModelMetadataResponse* response) override;
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
                                        grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>* ModelStreamInfer(
+      grpc::CallbackServerContext* context) override;
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
+                                        const inference::ModelConfigRequest* request,
+                                        inference::ModelConfigResponse* response) override;
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override;
   grpc::ServerUnaryReactor* RepositoryIndex(grpc::CallbackServerContext* context,
                                             const inference::RepositoryIndexRequest* request,
                                             inference::RepositoryIndexResponse* response) override;
@@ -69,6 +87,15 @@ class KserveGrpcService final
   grpc::ServerUnaryReactor* RepositoryModelUnload(grpc::CallbackServerContext* context,
                                                   const inference::RepositoryModelUnloadRequest* request,
                                                   inference::RepositoryModelUnloadResponse* response) override;
+
+  // The answer to one inference request: its status, the response when OK
+  // (the model's name and the request's id either way), and what to report
+  // once it is written.
+  using InferAnswer =
+      std::function<void(const absl::Status&, inference::ModelInferResponse, std::vector<WrittenAnswer>)>;
+  // Runs one request, ModelInfer's or ModelStreamInfer's; `done` is called
+  // exactly once, possibly before this returns.
+  void RunInfer(const inference::ModelInferRequest& request, InferAnswer done);
 
  private:
   // Whether the call may run (InferenceFrontend::Authorize on its

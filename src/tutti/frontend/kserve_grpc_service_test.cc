@@ -212,6 +212,91 @@ TEST_F(KserveGrpcServiceTest, InferTakesContentsOrRawBytesAndAnswersRawOutputs) 
   EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("success":6)"));
 }
 
+TEST_F(KserveGrpcServiceTest, ModelConfigIsTritonsConfiguration) {
+  grpc::ClientContext context;
+  inference::ModelConfigRequest q;
+  q.set_name("mlp");
+  inference::ModelConfigResponse r;
+  ASSERT_TRUE(stub_->ModelConfig(&context, q, &r).ok());
+  const inference::ModelConfig& c = r.config();
+  EXPECT_EQ(c.name(), "mlp");
+  EXPECT_EQ(c.platform(), "tutti_builtin");
+  EXPECT_EQ(c.max_batch_size(), 8);
+  ASSERT_EQ(c.input_size(), 1);
+  EXPECT_EQ(c.input(0).name(), "image");
+  EXPECT_EQ(c.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_THAT(c.input(0).dims(), ElementsAre(1, 2, 2));
+  ASSERT_EQ(c.output_size(), 1);
+  EXPECT_THAT(c.output(0).dims(), ElementsAre(3));
+  EXPECT_TRUE(c.has_dynamic_batching());
+  grpc::ClientContext unknown;
+  q.set_name("nope");
+  EXPECT_EQ(stub_->ModelConfig(&unknown, q, &r).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(KserveGrpcServiceTest, ModelStatisticsCountRequestsPerModel) {
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(Infer(Request(2), &response).ok());
+  ASSERT_TRUE(Infer(Request(1), &response).ok());
+  inference::ModelInferRequest bad = Request(1);
+  bad.mutable_inputs(0)->set_datatype("INT8");
+  EXPECT_FALSE(Infer(bad, &response).ok());
+  auto statistics = [&](const std::string& name, inference::ModelStatisticsResponse* r) {
+    grpc::ClientContext context;
+    inference::ModelStatisticsRequest q;
+    q.set_name(name);
+    return stub_->ModelStatistics(&context, q, r).error_code();
+  };
+  for (const std::string name : {"mlp", ""}) {  // "": every model
+    inference::ModelStatisticsResponse r;
+    ASSERT_EQ(statistics(name, &r), grpc::StatusCode::OK);
+    ASSERT_EQ(r.model_stats_size(), 1);
+    const inference::ModelStatistics& m = r.model_stats(0);
+    EXPECT_EQ(m.name(), "mlp");
+    EXPECT_EQ(m.version(), "1");
+    EXPECT_EQ(m.inference_count(), 3u);
+    EXPECT_EQ(m.inference_stats().success().count(), 2u);
+    EXPECT_EQ(m.inference_stats().queue().count(), 2u);
+    EXPECT_EQ(m.inference_stats().compute_infer().count(), 2u);
+    // The fake engine runs each item alone, in ℓ(1) = 1.1 ms on its clock.
+    EXPECT_EQ(m.inference_stats().compute_infer().ns(), 2u * Micros(1100));
+    EXPECT_EQ(m.execution_count(), 3u);
+    EXPECT_EQ(m.inference_stats().fail().count(), 0u);  // refused before it was run
+    EXPECT_GT(m.last_inference(), 0u);
+  }
+  inference::ModelStatisticsResponse r;
+  EXPECT_EQ(statistics("nope", &r), grpc::StatusCode::NOT_FOUND);
+}
+
+// One stream, several requests: one answer each, in order here (the fake
+// engine answers at once), a bad request's error in its answer, and the
+// stream goes on after it.
+TEST_F(KserveGrpcServiceTest, ModelStreamInferAnswersEachRequestAndReportsErrorsInBand) {
+  grpc::ClientContext context;
+  auto stream = stub_->ModelStreamInfer(&context);
+  inference::ModelInferRequest first = Request(1), bad = Request(1), last = Request(2);
+  first.set_id("first");
+  bad.set_id("bad");
+  bad.mutable_inputs(0)->set_name("nope");
+  last.set_id("last");
+  for (const auto* r : {&first, &bad, &last}) ASSERT_TRUE(stream->Write(*r));
+  ASSERT_TRUE(stream->WritesDone());
+  std::vector<inference::ModelStreamInferResponse> answers;
+  inference::ModelStreamInferResponse a;
+  while (stream->Read(&a)) answers.push_back(a);
+  EXPECT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(answers.size(), 3u);
+  EXPECT_EQ(answers[0].error_message(), "");
+  EXPECT_EQ(answers[0].infer_response().id(), "first");
+  EXPECT_THAT(answers[0].infer_response().outputs(0).shape(), ElementsAre(1, 3));
+  EXPECT_THAT(answers[1].error_message(), HasSubstr("nope"));
+  EXPECT_EQ(answers[1].infer_response().id(), "bad");
+  EXPECT_EQ(answers[1].infer_response().model_name(), "mlp");
+  EXPECT_EQ(answers[2].error_message(), "");
+  EXPECT_EQ(answers[2].infer_response().id(), "last");
+  EXPECT_THAT(answers[2].infer_response().outputs(0).shape(), ElementsAre(2, 3));
+}
+
 TEST_F(KserveGrpcServiceTest, BadRequestsGetTheProtocolsCodesAndTheServerKeepsServing) {
   struct Case {
     std::function<void(inference::ModelInferRequest&)> mutate;
@@ -319,7 +404,8 @@ TEST_F(KserveGrpcServiceTest, ObjectivesThatRoundToNothingOrOverflowAreRefused) 
   grpc::ClientContext c;
   inference::ServerMetadataResponse meta;
   ASSERT_TRUE(stub_->ServerMetadata(&c, {}, &meta).ok());
-  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data", "sequence", "model_repository"));
+  EXPECT_THAT(meta.extensions(), ElementsAre("binary_tensor_data", "sequence", "model_repository",
+                                             "model_configuration", "statistics"));
 }
 
 }  // namespace

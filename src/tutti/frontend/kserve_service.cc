@@ -53,7 +53,7 @@ Api ApiOf(const std::vector<std::string>& parts) {
   if (parts.size() >= 2 && parts[1] == "health") return Api::kHealth;
   if (parts.size() >= 2 && parts[1] == "repository") return Api::kAdmin;
   if (parts.size() >= 2 && parts[1] == "tutti") return parts.size() == 3 && parts[2] == "shutdown" ? Api::kShutdown : Api::kAdmin;
-  if (parts.size() >= 4 && parts[1] == "models" && (parts.back() == "ready" || parts.back() == "stats")) {
+  if (parts.size() >= 3 && parts[1] == "models" && (parts.back() == "ready" || parts.back() == "stats")) {
     return parts.back() == "ready" ? Api::kHealth : Api::kAdmin;
   }
   if (parts.size() >= 2 && (parts[1] == "models" || parts[1] == "tasks")) {
@@ -95,6 +95,10 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
     return respond(Json(200, R"({"shutting_down":true})"));
   }
   if (parts[1] != "models" || parts.size() < 3) return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path))));
+  if (parts.size() == 3 && parts[2] == "stats") {  // every model's (Triton's statistics extension)
+    if (!get) return respond(Error(405, "use GET"));
+    return respond(Json(200, frontend_->StatisticsJson(frontend_->ListedModels())));
+  }
   size_t next = 3;
   std::string version;
   if (parts.size() >= 5 && parts[3] == "versions") {
@@ -114,7 +118,7 @@ void KserveService::Handle(HttpRequest request, Respond respond) {
   }
   if (!get) return respond(Error(405, "use GET"));
   if (action == "ready") return respond(HttpResponse{frontend_->model_ready(*model) ? 200 : 400, ""});
-  if (action == "stats") return respond(Json(200, frontend_->StatsJson(*model)));
+  if (action == "stats") return respond(Json(200, frontend_->StatisticsJson({*model})));
   if (action == "config") return respond(Json(200, WriteModelConfig(frontend_->served(*model).config)));
   const InferenceFrontend::ServedModel& m = frontend_->served(*model);
   respond(Json(200, WriteModelMetadata(m.config, {m.version})));
@@ -128,7 +132,7 @@ void KserveService::Repository(const std::vector<std::string>& parts, const Http
     absl::StatusOr<bool> ready_only = ParseRepositoryIndexRequest(request.body);
     if (!ready_only.ok()) return respond(StatusError(ready_only.status()));
     std::vector<RepositoryIndexEntry> index;
-    for (int m = 0; m < frontend_->num_models(); ++m) {
+    for (int m : frontend_->ListedModels()) {
       if (*ready_only && !frontend_->model_ready(m)) continue;
       InferenceFrontend::ModelStatus status = frontend_->Status(m);
       index.push_back({frontend_->served(m).config.name, frontend_->served(m).version, std::move(status.state),

@@ -61,6 +61,7 @@ TEST_F(KserveServiceTest, HealthAndMetadata) {
   testing::ClientResponse config = c.Request("GET", "/v2/models/mlp/config");
   EXPECT_EQ(config.status, 200);
   EXPECT_THAT(config.body, HasSubstr(R"("input":[{"name":"image","data_type":"TYPE_FP32","dims":[1,2,2]}])"));
+  EXPECT_THAT(config.body, HasSubstr(R"("dynamic_batching":{})"));
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1/config").status, 200);
   EXPECT_EQ(c.Request("POST", "/v2/models/mlp/config").status, 405);
   EXPECT_EQ(c.Request("GET", "/v2/models/nope/config").status, 404);
@@ -358,7 +359,13 @@ TEST_F(KserveServiceTest, InferReturnsOneOutputRowPerItemMarkedEmulated) {
   // The same connection serves again (keep-alive), with a version in the path.
   EXPECT_EQ(c.Request("POST", "/v2/models/mlp/versions/1/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
   testing::ClientResponse stats = c.Request("GET", "/v2/models/mlp/stats");
-  EXPECT_THAT(stats.body, HasSubstr(R"("success":3)"));
+  EXPECT_THAT(stats.body, HasSubstr(R"("success":3)"));  // Tutti's figures, per item
+  // Triton's, per request.
+  EXPECT_THAT(stats.body, HasSubstr(R"("inference_count":3,)"));
+  EXPECT_THAT(stats.body, HasSubstr(R"("inference_stats":{"success":{"count":2,)"));
+  testing::ClientResponse all = c.Request("GET", "/v2/models/stats");
+  EXPECT_EQ(all.status, 200);
+  EXPECT_THAT(all.body, HasSubstr(R"({"model_stats":[{"name":"mlp","version":"1",)"));
 }
 
 TEST_F(KserveServiceTest, BadRequestsGetTheProtocolsErrorsAndTheServerKeepsServing) {

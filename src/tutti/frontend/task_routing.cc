@@ -11,7 +11,7 @@ namespace tutti {
 std::vector<int> InferenceFrontend::TaskVariants(absl::string_view task) const {
   std::vector<int> out;
   const ModelConfig* first = nullptr;
-  for (int m = 0; m < num_models(); ++m) {
+  for (int m : ListedModels()) {
     const ModelConfig& c = models_[m]->served.config;
     if (c.task != task || !c.accuracy || c.stateful() || c.parity.has_value()) continue;
     if (first == nullptr) {

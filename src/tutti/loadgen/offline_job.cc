@@ -14,17 +14,24 @@ absl::StatusOr<ModelLoadReading> ParseModelLoad(const std::string& stats_json, T
   if (d.HasParseError() || !d.IsObject()) {
     return absl::InvalidArgumentError(absl::StrCat("model statistics are not a JSON object: ", stats_json));
   }
+  // Triton's shape, {"model_stats": [{…, "tutti": {…}}]}: Tutti's figures of its one model.
+  const rapidjson::Value* v = &d;
+  if (d.HasMember("model_stats") && d["model_stats"].IsArray() && d["model_stats"].Size() == 1 &&
+      d["model_stats"][0].IsObject() && d["model_stats"][0].HasMember("tutti") &&
+      d["model_stats"][0]["tutti"].IsObject()) {
+    v = &d["model_stats"][0]["tutti"];
+  }
   ModelLoadReading r{at, 0, 0};
   for (const char* key : {"success", "late", "dropped", "error", "rejected", "overloaded"}) {
-    if (!d.HasMember(key) || !d[key].IsInt64()) {
+    if (!v->HasMember(key) || !(*v)[key].IsInt64()) {
       return absl::InvalidArgumentError(absl::StrCat("model statistics without '", key, "': ", stats_json));
     }
-    r.ended += d[key].GetInt64();
+    r.ended += (*v)[key].GetInt64();
   }
-  if (!d.HasMember("peak_rps") || !d["peak_rps"].IsNumber()) {
+  if (!v->HasMember("peak_rps") || !(*v)["peak_rps"].IsNumber()) {
     return absl::InvalidArgumentError(absl::StrCat("model statistics without 'peak_rps': ", stats_json));
   }
-  r.peak_rps = d["peak_rps"].GetDouble();
+  r.peak_rps = (*v)["peak_rps"].GetDouble();
   return r;
 }
 

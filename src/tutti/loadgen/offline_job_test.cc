@@ -151,6 +151,13 @@ TEST(OfflineJobTest, ParsesTheServersStatistics) {
   EXPECT_EQ(r->ended, 12);
   EXPECT_EQ(r->peak_rps, 250.5);
   EXPECT_EQ(r->at, 7);
+  // As the server sends them: Triton's shape, Tutti's figures under "tutti".
+  r = ParseModelLoad(R"({"model_stats":[{"name":"m","inference_stats":{"success":{"count":9,"ns":1}},"tutti":)"
+                     R"({"success":5,"late":1,"dropped":2,"error":0,"rejected":1,"overloaded":3,"peak_rps":2.5}}]})",
+                     7);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->ended, 12);
+  EXPECT_EQ(r->peak_rps, 2.5);
   EXPECT_THAT(ParseModelLoad(R"({"success":5})", 0).status().message(), HasSubstr("'late'"));
   EXPECT_THAT(ParseModelLoad("nope", 0).status().message(), HasSubstr("not a JSON object"));
   EXPECT_DOUBLE_EQ(OnlineLoad({0, 100, 50}, {2 * kSecond, 300, 50}, 100), 1.0);  // (200 - 100) / 2 s / 50

@@ -188,6 +188,9 @@ struct ServedModel {
   // objective / 2 (Nexus's rule: a request may wait for one batch and run in
   // the next); a graph's, its slowest step's; 0: unknown.
   double peak_rps = 0;
+  // An engine model no client calls (a prefix group, run for its members):
+  // not found by name and not listed.
+  bool internal = false;
 };
 
 absl::string_view PlatformName(Platform platform);
