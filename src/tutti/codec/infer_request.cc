@@ -42,14 +42,18 @@ absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_vie
                             DataTypeName(spec.datatype)));
   }
   for (int64_t d : shape) {
-    if (d < 1) return Bad("shape dimensions must be positive integers");
+    if (d < 1) {
+      return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape),
+                              ": dimensions must be positive integers"));
+    }
   }
   if (shape.size() != spec.shape.size() + 1 || !std::equal(shape.begin() + 1, shape.end(), spec.shape.begin())) {
     return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
                             absl::StrJoin(spec.shape, ", "), "]"));
   }
   if (shape[0] > config.max_batch_size) {
-    return Bad(absl::StrCat("batch of ", shape[0], " exceeds model '", config.name, "' max_batch_size ",
+    return Bad(absl::StrCat("input '", spec.name, "': batch of ", shape[0], " exceeds model '", config.name,
+                            "' max_batch_size ",
                             config.max_batch_size));
   }
   return static_cast<int>(shape[0]);

@@ -170,7 +170,10 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
   if (!in.HasMember("shape") || !in["shape"].IsArray()) return Bad("input needs a 'shape' array");
   std::vector<int64_t> shape;
   for (const Value& d : in["shape"].GetArray()) {
-    if (!d.IsInt64()) return Bad("shape dimensions must be positive integers");
+    if (!d.IsInt64()) {
+      return Bad(absl::StrCat("input ", QuoteUserText(in["name"].GetString()),
+                              ": shape dimensions must be positive integers"));
+    }
     shape.push_back(d.GetInt64());
   }
   TUTTI_ASSIGN_OR_RETURN(out.batch, CheckInputTensor(config, in["name"].GetString(), in["datatype"].GetString(), shape));

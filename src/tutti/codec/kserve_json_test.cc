@@ -115,10 +115,13 @@ TEST(KserveJsonErrorTest, WrongDatatype) {
 TEST(KserveJsonErrorTest, WrongShape) {
   EXPECT_THAT(ErrorOf(Request("[1,4]", "[1,2,3,4]")),
               HasSubstr("has shape [1, 4]; expected [N, 1, 2, 2]"));
-  EXPECT_THAT(ErrorOf(Request("[1,1,2,-2]", "[1,2,3,4]")), HasSubstr("positive integers"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,-2]", "[1,2,3,4]")),
+              HasSubstr("input 'image' has shape [1, 1, 2, -2]: dimensions must be positive integers"));
+  EXPECT_THAT(ErrorOf(Request("[1,1,2,2.5]", "[1,2,3,4]")),
+              HasSubstr("input 'image': shape dimensions must be positive integers"));
   EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", "[1,2,3]")),
               HasSubstr("has 3 values; shape [1, 1, 2, 2] needs 4"));
-  EXPECT_THAT(ErrorOf(Request("[5,1,2,2]", "[]")), HasSubstr("batch of 5 exceeds model 'mlp' max_batch_size 4"));
+  EXPECT_THAT(ErrorOf(Request("[5,1,2,2]", "[]")), HasSubstr("input 'image': batch of 5 exceeds model 'mlp' max_batch_size 4"));
 }
 
 // A binary-extension request body: JSON header of `json_size` bytes whose
