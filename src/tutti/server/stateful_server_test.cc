@@ -2,6 +2,8 @@
 // protocol errors, and states kept apart while batched together.
 #include <grpcpp/grpcpp.h>
 
+#include <cstring>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
@@ -140,6 +142,53 @@ TEST_F(StatefulServerTest, SequencesKeepTheirOwnStatesWhetherInterleavedOrAlone)
   s = stub->ModelInfer(&ctx2, request, &response);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(s.error_message(), HasSubstr("sequence 78 of model 'gru' is not in progress"));
+}
+
+// Triton's sequence clients send a sequence's requests on one stream
+// without waiting for answers: they run in the order sent, so the stream's
+// answers are the ones the same sequence gets request by request.
+TEST_F(StatefulServerTest, ASequenceSentOnOneStreamRunsInOrder) {
+  std::vector<std::vector<double>> one_by_one;
+  for (int step = 0; step < 4; ++step) {
+    const std::string start = step == 0 ? R"(,"sequence_start":true)" : "";
+    testing::ClientResponse r = Step(absl::StrCat(R"({"sequence_id":"h")", start, "}"), 0.1f * step);
+    ASSERT_EQ(r.status, 200) << r.body;
+    one_by_one.push_back(Logits(r));
+  }
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", server_->grpc_port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = stub->ModelStreamInfer(&context);
+  for (int step = 0; step < 4; ++step) {
+    inference::ModelInferRequest request;
+    request.set_model_name("gru");
+    request.set_id(absl::StrCat(step));
+    (*request.mutable_parameters())["sequence_id"].set_uint64_param(90);
+    if (step == 0) (*request.mutable_parameters())["sequence_start"].set_bool_param(true);
+    if (step == 3) (*request.mutable_parameters())["sequence_end"].set_bool_param(true);
+    auto* in = request.add_inputs();
+    in->set_name("rows");
+    in->set_datatype("FP32");
+    for (int64_t d : {1, 4, 28}) in->add_shape(d);
+    for (int i = 0; i < 4 * 28; ++i) in->mutable_contents()->add_fp32_contents(0.1f * step);
+    ASSERT_TRUE(stream->Write(request));
+  }
+  ASSERT_TRUE(stream->WritesDone());
+  std::vector<inference::ModelStreamInferResponse> answers;
+  inference::ModelStreamInferResponse a;
+  while (stream->Read(&a)) answers.push_back(a);
+  ASSERT_TRUE(stream->Finish().ok());
+  ASSERT_EQ(answers.size(), 4u);
+  for (int step = 0; step < 4; ++step) {
+    const inference::ModelStreamInferResponse& r = answers[step];
+    ASSERT_EQ(r.error_message(), "") << "step " << step;
+    EXPECT_EQ(r.infer_response().id(), absl::StrCat(step));
+    ASSERT_EQ(r.infer_response().raw_output_contents_size(), 1);
+    std::vector<float> logits(10);
+    ASSERT_EQ(r.infer_response().raw_output_contents(0).size(), logits.size() * sizeof(float));
+    std::memcpy(logits.data(), r.infer_response().raw_output_contents(0).data(), logits.size() * sizeof(float));
+    for (size_t k = 0; k < logits.size(); ++k) EXPECT_NEAR(logits[k], one_by_one[step][k], 1e-5) << "step " << step;
+  }
 }
 
 }  // namespace
