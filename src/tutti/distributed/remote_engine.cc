@@ -295,10 +295,12 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
 }
 
 void RemoteEngine::StageLocked(uint64_t batch, ModelId model, std::vector<uint64_t> ids, std::vector<float> inputs) {
-  std::vector<uint64_t> members = ids;
   const uint64_t staged = staged_->Dispatch(model, std::move(ids), inputs);
   staged_of_batch_[batch] = staged;
-  for (uint64_t id : members) table_.Find(id)->extra.staged = staged;
+  // (An item its stage already answered is gone; it is not re-dispatched.)
+  for (uint64_t id : staged_->Find(staged)->ids) {
+    if (Pending* p = table_.Find(id)) p->extra.staged = staged;
+  }
 }
 
 std::vector<bool> RemoteEngine::ExecutedLocked(uint64_t staged, const absl::Status& status,

@@ -64,6 +64,7 @@ InferenceFrontend::Statistics InferenceFrontend::ModelStatistics(int model) cons
   out.fail = s.fail.Load();
   out.queue = s.queue.Load();
   out.compute_infer = s.compute_infer.Load();
+  out.compute_input = out.compute_output = {out.compute_infer.count, 0};
   out.inference_count = s.inference_count.load();
   out.execution_count = std::llround(s.executions.load());
   out.last_inference_ms = s.last_inference_ms.load();
@@ -76,15 +77,13 @@ std::string InferenceFrontend::StatisticsJson(const std::vector<int>& models) co
   for (int m : models) {
     const Statistics st = ModelStatistics(m);
     const ServedModel& served = models_[m]->served;
-    // compute_input and compute_output: within compute_infer (see Statistics).
-    const Statistics::Summed within{st.compute_infer.count, 0};
     entries.push_back(absl::StrFormat(
         R"({"name":"%s","version":"%d","last_inference":%d,"inference_count":%d,"execution_count":%d,)"
         R"("inference_stats":{"success":%s,"fail":%s,"queue":%s,"compute_input":%s,"compute_infer":%s,)"
         R"("compute_output":%s,"cache_hit":%s,"cache_miss":%s},"batch_stats":[],"tutti":%s})",
         served.config.name, served.version, st.last_inference_ms, st.inference_count, st.execution_count,
-        summed(st.success), summed(st.fail), summed(st.queue), summed(within), summed(st.compute_infer),
-        summed(within), summed({}), summed({}), StatsJson(m)));
+        summed(st.success), summed(st.fail), summed(st.queue), summed(st.compute_input), summed(st.compute_infer),
+        summed(st.compute_output), summed({}), summed({}), StatsJson(m)));
   }
   return absl::StrCat(R"({"model_stats":[)", absl::StrJoin(entries, ","), "]}");
 }

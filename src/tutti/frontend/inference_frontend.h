@@ -208,6 +208,7 @@ class InferenceFrontend {
       int64_t ns = 0;
     };
     Summed success, fail, queue, compute_infer;
+    Summed compute_input, compute_output;  // compute_infer's count, no time of their own
     int64_t inference_count = 0;
     int64_t execution_count = 0;
     int64_t last_inference_ms = 0;

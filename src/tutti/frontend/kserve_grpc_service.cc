@@ -490,10 +490,9 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelStatistics(grpc::CallbackServe
     set(st.success, s->mutable_success());
     set(st.fail, s->mutable_fail());
     set(st.queue, s->mutable_queue());
+    set(st.compute_input, s->mutable_compute_input());
     set(st.compute_infer, s->mutable_compute_infer());
-    // Within compute_infer (InferenceFrontend::Statistics).
-    set({st.compute_infer.count, 0}, s->mutable_compute_input());
-    set({st.compute_infer.count, 0}, s->mutable_compute_output());
+    set(st.compute_output, s->mutable_compute_output());
   }
   return FinishUnary(context);
 }

@@ -18,43 +18,45 @@ namespace {
 
 // The zero-cost emulated model on one emulated A100, for the processes
 // under test. The layout points into the repository: neither moves.
-struct ZeroCost {
-  ModelRepository repo;
-  ServerConfig config;
-  ClusterLayout layout;
-
+class ZeroCostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const absl::Status made = Make();
+    ASSERT_TRUE(made.ok()) << made;
+  }
   absl::Status Make() {
-    TUTTI_ASSIGN_OR_RETURN(repo, ModelRepository::Open("bench/emulated_repository"));
-    TUTTI_ASSIGN_OR_RETURN(config, ParseServerConfig(R"(
+    TUTTI_ASSIGN_OR_RETURN(repo_, ModelRepository::Open("bench/emulated_repository"));
+    TUTTI_ASSIGN_OR_RETURN(config_, ParseServerConfig(R"(
 executors: [{kind: emulated, count: 1, profile: a100, models: [zero_cost]}]
 http: {port: 0}
 grpc: {port: -1}
 )"));
-    TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
-    TUTTI_ASSIGN_OR_RETURN(layout, LayOutCluster(repo, config));
+    TUTTI_ASSIGN_OR_RETURN(config_, ResolveServerConfig(std::move(config_), repo_));
+    TUTTI_ASSIGN_OR_RETURN(layout_, LayOutCluster(repo_, config_));
     return absl::OkStatus();
   }
-};
 
-TEST(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCertificateCannotJoin) {
+  ModelRepository repo_;
+  ServerConfig config_;
+  ClusterLayout layout_;
+};
+using ClusterTlsTest = ZeroCostTest;
+using BackendMetricsTest = ZeroCostTest;
+
+TEST_F(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCertificateCannotJoin) {
   testing::TempDir dir;
   const testing::TestPki pki = testing::MakeTestPki(dir.path());
   const TlsOptions member{pki.client_cert, pki.client_key, pki.ca_cert};
   absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start("/usr/bin/etcd", member);
   ASSERT_TRUE(etcd.ok()) << etcd.status();
 
-  ZeroCost z;
-  const absl::Status made = z.Make();
-  ASSERT_TRUE(made.ok()) << made;
-  const ServerConfig* config = &z.config;
-  const ClusterLayout* layout = &z.layout;
 
   ProcessOptions options{.etcd = (*etcd)->endpoint(), .cluster = "tls", .tls = member};
-  auto scheduler = SchedulerProcess::Start(*layout, *config, options);
+  auto scheduler = SchedulerProcess::Start(layout_, config_, options);
   ASSERT_TRUE(scheduler.ok()) << scheduler.status();
-  auto backend = BackendProcess::Start(*layout, *config, 0, "member", options);
+  auto backend = BackendProcess::Start(layout_, config_, 0, "member", options);
   ASSERT_TRUE(backend.ok()) << backend.status();
-  auto frontend = FrontendProcess::Start(*layout, *config, options);
+  auto frontend = FrontendProcess::Start(layout_, config_, options);
   ASSERT_TRUE(frontend.ok()) << frontend.status();
 
   std::string inputs = "[";
@@ -72,29 +74,24 @@ TEST(ClusterTlsTest, ProcessesServeUnderMutualTlsAndABackendWithoutTheClustersCe
   options.etcd_timeout = Millis(1500);
   ProcessOptions stranger = options;
   stranger.tls = TlsOptions{pki.stranger_cert, pki.stranger_key, pki.ca_cert};
-  EXPECT_FALSE(BackendProcess::Start(*layout, *config, 0, "stranger", stranger).ok())
+  EXPECT_FALSE(BackendProcess::Start(layout_, config_, 0, "stranger", stranger).ok())
       << "etcd refuses it: it cannot register";
   ProcessOptions plain = options;
   plain.tls = {};
-  EXPECT_FALSE(BackendProcess::Start(*layout, *config, 0, "plain", plain).ok());
+  EXPECT_FALSE(BackendProcess::Start(layout_, config_, 0, "plain", plain).ok());
   (*frontend)->Shutdown();
 }
 
 // A backend's /metrics (ProcessOptions::metrics_port): who it is, and no
 // replication figures for a stateless group; other paths and methods are
 // refused; without a port, no listener.
-TEST(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
+TEST_F(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
   absl::StatusOr<std::unique_ptr<LocalEtcd>> etcd = LocalEtcd::Start();
   ASSERT_TRUE(etcd.ok()) << etcd.status();
-  ZeroCost z;
-  const absl::Status made = z.Make();
-  ASSERT_TRUE(made.ok()) << made;
-  const ServerConfig* config = &z.config;
-  const ClusterLayout* layout = &z.layout;
 
   ProcessOptions options{.etcd = (*etcd)->endpoint(), .cluster = "metrics"};
   options.metrics_port = 0;
-  auto backend = BackendProcess::Start(*layout, *config, 0, "b1", options);
+  auto backend = BackendProcess::Start(layout_, config_, 0, "b1", options);
   ASSERT_TRUE(backend.ok()) << backend.status();
   ASSERT_GT((*backend)->metrics_port(), 0);
   testing::HttpTestClient client((*backend)->metrics_port());
@@ -106,7 +103,7 @@ TEST(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
   EXPECT_EQ(client.Request("POST", "/metrics").status, 405);
 
   options.metrics_port = -1;
-  auto quiet = BackendProcess::Start(*layout, *config, 0, "b2", options);
+  auto quiet = BackendProcess::Start(layout_, config_, 0, "b2", options);
   ASSERT_TRUE(quiet.ok()) << quiet.status();
   EXPECT_EQ((*quiet)->metrics_port(), -1);
 }
