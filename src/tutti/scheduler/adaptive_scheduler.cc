@@ -128,7 +128,7 @@ int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral) {
   auto key = [deferral, least](const ReplayScore& s) {
     const bool frugal = static_cast<double>(s.busy) <= 1.02 * static_cast<double>(least);
     const Duration busy = deferral == Deferral::kConsolidate && !frugal ? s.busy : 0;
-    return std::make_tuple(s.excess, busy, s.bad, s.stressed_excess, s.stressed_bad, s.latency);
+    return std::make_tuple(s.excess, busy, s.stressed_excess, s.bad, s.stressed_bad, s.latency);
   };
   int best = 0;
   for (int i = 1; i < static_cast<int>(scores.size()); ++i) {

@@ -31,7 +31,8 @@
 // (BestChoice) makes the sub-cluster's candidates from then on: the fewest
 // bad requests beyond each model's 1% allowance (p99 within the SLO); then,
 // when consolidating (Deferral::kConsolidate), the least GPU time; then the
-// fewest bad; then the same two under stress; then the soonest answers. One
+// fewest beyond the allowance under stress (headroom); then the fewest bad,
+// plain and under stress; then the soonest answers. One
 // window alone is too short: near capacity, a way that fails one second in
 // five often has a clean window. The stressed replays break the ties of
 // quiet windows by headroom: with bursty arrivals, a quiet second in which
@@ -132,8 +133,11 @@ std::vector<Request> Compress(const std::vector<Request>& arrivals, double facto
 bool Stuck(int64_t live_bad, int64_t live_arrivals, int64_t replayed_bad, int64_t window);
 
 // The choice that served best: the least excess, then (kConsolidate) the
-// least GPU time (within 2%), then the fewest bad, then the same two under
-// stress, then the least latency, then the first.
+// least GPU time (within 2%), then the least excess under stress, then the
+// fewest bad, plain and under stress, then the least latency, then the
+// first. Bad within the allowance costs no goodput, while headroom says
+// which way keeps it as load rises: near capacity the way with fewer bad
+// in a window is often the one that tips over in the next.
 int BestChoice(const std::vector<ReplayScore>& scores, Deferral deferral);
 
 class AdaptiveScheduler final : public Scheduler {

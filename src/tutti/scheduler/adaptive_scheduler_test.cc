@@ -153,7 +153,9 @@ TEST(AdaptiveReplayTest, TiesGoToTheChoiceWithHeadroom) {
   EXPECT_EQ(BestChoice({strained, roomy}, Deferral::kLatency), 1);
   EXPECT_EQ(BestChoice({roomy, strained}, Deferral::kLatency), 0);
   ReplayScore worse = roomy;
-  worse.bad = 1;  // plain outcomes come first
+  worse.bad = 1;  // bad within the allowance counts after headroom
+  EXPECT_EQ(BestChoice({worse, strained}, Deferral::kLatency), 0);
+  worse.excess = 0.5;  // bad beyond it counts first
   EXPECT_EQ(BestChoice({worse, strained}, Deferral::kLatency), 1);
 }
 
@@ -213,18 +215,20 @@ TEST(AdaptiveSchedulerTest, AutoscalingAtLightLoadItKeepsDeferralsConsolidation)
   EXPECT_THAT(choices, ::testing::Each("prompt"));
 }
 
-// 8 models on 8 GPUs near capacity: eager serves best, and adaptive finds it.
-TEST(AdaptiveSchedulerTest, ChoosesEagerWhereEagerServesBest) {
+// 8 models on 8 GPUs near capacity: prompt deferral leaves many requests
+// late that the other ways serve, and adaptive leaves it — for the way with
+// the most headroom under stress, as every other way is within the
+// allowance plainly.
+TEST(AdaptiveSchedulerTest, LeavesDeferralWhereOtherWaysServeBetter) {
   const ClusterSpec spec = EightModels(8);
   const std::vector<Request> arrivals = Poisson(spec, 8000, Seconds(5));
   auto bad = [&](std::string_view c) { return Sum(Replay(spec, kEarlyDrop, PlanOf(spec, kEarlyDrop), {}, Choice(c), arrivals).bad); };
-  const int64_t eager = std::min(bad("eager"), bad("eager+early"));
-  ASSERT_LT(eager, bad("prompt"));
-  ASSERT_LT(eager, bad("scarce"));
+  const int64_t others = std::max({bad("eager"), bad("eager+early"), bad("scarce")});
+  ASSERT_LT(4 * others, bad("prompt"));
   const AdaptiveRun run = RunAdaptive(spec, arrivals, kEarlyDrop);
-  // It starts prompt and ends eager.
+  // It starts prompt and leaves it.
   EXPECT_EQ(run.choices.front(), "prompt");
-  EXPECT_THAT(run.choices.back(), ::testing::StartsWith("eager"));
+  EXPECT_NE(run.choices.back(), "prompt");
   EXPECT_LT(Sum(run.count.bad), bad("prompt") / 2);
 }
 
