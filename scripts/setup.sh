@@ -23,6 +23,8 @@ PACKAGES=(
   time                         # /usr/bin/time: the client's CPU in bench/overload.sh
   clang libclang-rt-dev        # libFuzzer and the sanitizers (scripts/fuzz.sh, scripts/sanitize.sh)
   coinor-libcbc-dev            # COIN-OR CBC: INFaaS's variant-scaling ILP (planner/variant_scaling.h)
+  libonnx-dev libonnx-testdata # ONNX models (the ModelProto schema) and ONNX's own conformance tests
+  python3-torch python3-torchvision python3-onnx  # tools/export_onnx.py: ONNX exports, offline
   chromium                     # headless browser tests of the console and its reports
 )
 # Node.js and npm (the console's npm packages): Debian's, unless the machine

@@ -26,6 +26,7 @@ int SchedulerCommand(const Args& args);
 int FrontendCommand(const Args& args);
 int BackendCommand(const Args& args);
 int ClusterCommand(const Args& args);
+int OnnxCommand(const Args& args);
 
 }  // namespace tutti::cli
 

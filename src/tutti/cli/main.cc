@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"eval-parity", "measure ParM's available, degraded and overall accuracy", tutti::cli::EvalParityCommand},
     {"profile", "measure latency profiles l(b) of models on this CPU", tutti::cli::ProfileCommand},
     {"models", "validate a model repository and list its models", tutti::cli::ModelsCommand},
+    {"onnx", "inspect an ONNX model; run ONNX's conformance tests on the import", tutti::cli::OnnxCommand},
     {"serve", "serve a model repository over KServe v2 HTTP and gRPC (one process)", tutti::cli::ServeCommand},
     {"scheduler", "distributed mode: a scheduler (leader or hot spare, via etcd)", tutti::cli::SchedulerCommand},
     {"frontend", "distributed mode: a KServe v2 HTTP/gRPC frontend", tutti::cli::FrontendCommand},

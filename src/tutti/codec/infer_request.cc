@@ -95,6 +95,8 @@ absl::string_view KservePlatformName(const ModelConfig& config) {
   switch (config.platform) {
     case Platform::kTorchScript:
       return "pytorch_torchscript";
+    case Platform::kOnnx:
+      return "onnxruntime_onnx";
     case Platform::kEmulated:
       return "tutti_emulated";
     case Platform::kEnsemble:

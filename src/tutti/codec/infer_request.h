@@ -61,7 +61,8 @@ inline constexpr absl::string_view kServerVersion = "0.1.0";
 // The protocol extensions both report, by Triton's names.
 inline constexpr absl::string_view kServerExtensions[] = {"binary_tensor_data", "sequence", "model_repository",
                                                           "model_configuration", "statistics"};
-// "pytorch_torchscript", "tutti_emulated" or "tutti_builtin".
+// "pytorch_torchscript", "onnxruntime_onnx", "ensemble", "tutti_emulated" or
+// "tutti_builtin".
 absl::string_view KservePlatformName(const ModelConfig& config);
 // A tensor's data_type in Triton's model configuration: "TYPE_FP32", …;
 // BYTES is "TYPE_STRING".

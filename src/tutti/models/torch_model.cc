@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/models/architectures.h"
+#include "tutti/onnx/onnx_graph.h"
 
 namespace tutti {
 namespace {
@@ -42,6 +43,47 @@ class ScriptNetwork final : public Network {
  private:
   torch::jit::Module module_;
 };
+
+// An ONNX graph of one input and one output (onnx/onnx_graph.h).
+class OnnxNetwork final : public Network {
+ public:
+  explicit OnnxNetwork(std::unique_ptr<OnnxGraph> graph) : graph_(std::move(graph)) {}
+  torch::Tensor Forward(const torch::Tensor& input) override {
+    absl::StatusOr<std::vector<at::Tensor>> out = graph_->Run({input});
+    if (!out.ok()) throw std::runtime_error(std::string(out.status().message()));
+    return (*out)[0];
+  }
+  int64_t Parameters() override { return graph_->parameter_count(); }
+
+ private:
+  std::unique_ptr<OnnxGraph> graph_;
+};
+
+// The config's one input and output are the graph's, by name; the graph
+// batches along its first dimension unless the model does not batch.
+absl::StatusOr<std::unique_ptr<Network>> LoadOnnxNetwork(const ModelVersion& v) {
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<OnnxGraph> graph, OnnxGraph::LoadFile(v.weights_path));
+  const ModelConfig& c = v.config;
+  if (graph->inputs().size() != 1 || graph->outputs().size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(v.weights_path, ": the graph has ", graph->inputs().size(),
+                                                   " inputs and ", graph->outputs().size(),
+                                                   " outputs; the torch executor serves one of each"));
+  }
+  const OnnxValueInfo& in = graph->inputs()[0];
+  for (const auto& [declared, actual] : {std::pair{&c.inputs[0], &in}, std::pair{&c.outputs[0], &graph->outputs()[0]}}) {
+    if (declared->name != actual->name) {
+      return absl::InvalidArgumentError(absl::StrCat(v.weights_path, ": the config names '", declared->name,
+                                                     "', the graph '", actual->name, "'"));
+    }
+  }
+  if (c.max_batch_size > 1 && !in.shape.empty() && in.shape[0] > 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        v.weights_path, ": input '", in.name, "' has a fixed first dimension of ", in.shape[0],
+        ", so the graph cannot batch; export it with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
+        "{'", in.name, "': {0: 'batch'}})) or set max_batch_size: 1"));
+  }
+  return std::make_unique<OnnxNetwork>(std::move(graph));
+}
 
 class BuiltinNetwork final : public Network {
  public:
@@ -204,6 +246,7 @@ absl::StatusOr<std::unique_ptr<Network>> LoadNetwork(const ModelVersion& v) {
     if (v.config.platform == Platform::kTorchScript) {
       return std::make_unique<ScriptNetwork>(torch::jit::load(v.weights_path));
     }
+    if (v.config.platform == Platform::kOnnx) return LoadOnnxNetwork(v);
     TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, LoadBuiltinNet(v));
     return std::make_unique<BuiltinNetwork>(std::move(net));
   } catch (const std::exception& e) {

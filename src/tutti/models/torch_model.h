@@ -3,6 +3,8 @@
 // CLI, the profiler, later the torch executor) compile without it.
 //
 // Loading: platform `torchscript` reads model.pt with torch::jit::load;
+// platform `onnx` imports model.onnx (onnx/onnx_graph.h), whose one input
+// and output must bear the config's names;
 // platform `builtin` builds the named architecture and loads the weights Tutti
 // saved. Every libtorch error (c10::Error, TorchScript exceptions) is caught
 // here and returned as a Status naming the model or file.

@@ -44,6 +44,38 @@ TEST(TorchModelTest, TorchScriptFromPyTorchComputesWhatPyTorchComputed) {
   for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;
 }
 
+TEST(TorchModelTest, OnnxExportOfTheFixtureComputesWhatPyTorchComputed) {
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(testing::OnnxFixtureRepo());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(**repo->Find("linear"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ((*model)->parameter_count(), 784 * 10 + 10);
+  std::vector<float> out, single;
+  ASSERT_TRUE((*model)->Run(FixtureInputs(2), 2, &out).ok());
+  const std::vector<float> expected = testing::FixtureExpectedOutputs();
+  ASSERT_EQ(out.size(), expected.size());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;
+  ASSERT_TRUE((*model)->Run(absl::MakeConstSpan(FixtureInputs(2)).subspan(784), 1, &single).ok());
+  for (int k = 0; k < 10; ++k) EXPECT_NEAR(single[k], out[10 + k], 1e-5);
+}
+
+// The config's tensors are the graph's, by name.
+TEST(TorchModelTest, AnOnnxGraphWhoseNamesDifferFromTheConfigIsRefused) {
+  TempDir dir;
+  const std::string v = dir.path() + "/linear/1";
+  std::filesystem::create_directories(v);
+  std::filesystem::copy_file(testing::OnnxFixtureRepo() + "/linear/1/model.onnx", v + "/model.onnx");
+  dir.WriteFile("linear/1/config.yaml",
+                "name: linear\nplatform: onnx\nmax_batch_size: 8\n"
+                "inputs: [{name: pixels, datatype: FP32, shape: [1, 28, 28]}]\n"
+                "outputs: [{name: logits, datatype: FP32, shape: [10]}]\n");
+  absl::StatusOr<ModelVersion> version = LoadModelVersion(v, "linear", 1);
+  ASSERT_TRUE(version.ok()) << version.status();
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(*version);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(model.status().message(), HasSubstr("the config names 'pixels', the graph 'image'"));
+}
+
 TEST(TorchModelTest, BatchedRunEqualsItemByItemRuns) {
   ModelRepository repo = *ModelRepository::Open(FixtureRepo());
   std::unique_ptr<TorchModel> model = *TorchModel::Load(**repo.Find("linear"));

@@ -199,13 +199,15 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     c.platform = Platform::kBuiltin;
   } else if (platform == "torchscript") {
     c.platform = Platform::kTorchScript;
+  } else if (platform == "onnx" || platform == "onnxruntime_onnx") {  // the latter: Triton's name
+    c.platform = Platform::kOnnx;
   } else if (platform == "emulated") {
     c.platform = Platform::kEmulated;
   } else if (platform == "ensemble") {
     c.platform = Platform::kEnsemble;
   } else {
     return Invalid("platform", absl::StrCat("unknown platform '", platform,
-                                            "' (expected builtin, torchscript, emulated or ensemble)"));
+                                            "' (expected builtin, torchscript, onnx, emulated or ensemble)"));
   }
   c.name = name;
   c.architecture = arch.value_or("");
@@ -325,6 +327,8 @@ absl::string_view PlatformName(Platform platform) {
       return "builtin";
     case Platform::kTorchScript:
       return "torchscript";
+    case Platform::kOnnx:
+      return "onnx";
     case Platform::kEmulated:
       return "emulated";
     case Platform::kEnsemble:

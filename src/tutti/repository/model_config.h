@@ -58,6 +58,7 @@ namespace tutti {
 enum class Platform {
   kBuiltin,      // one of Tutti's C++ architectures; weights saved by Tutti
   kTorchScript,  // a TorchScript archive exported from PyTorch
+  kOnnx,         // an ONNX model (Triton: onnxruntime_onnx), run on libtorch by the import
   kEmulated,     // no weights: runs only on emulated executors, from its profiles
   kEnsemble,     // no weights: a graph of other models (Triton's ensembles)
 };

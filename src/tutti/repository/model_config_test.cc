@@ -214,8 +214,17 @@ TEST(ModelConfigErrorTest, WrongType) {
 }
 
 TEST(ModelConfigErrorTest, UnknownPlatform) {
-  EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: onnx")),
-              HasSubstr("unknown platform 'onnx' (expected builtin, torchscript, emulated or ensemble)"));
+  EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: tensorrt_plan")),
+              HasSubstr("unknown platform 'tensorrt_plan' (expected builtin, torchscript, onnx, emulated or ensemble)"));
+}
+
+// Triton's name for an ONNX model is accepted beside Tutti's.
+TEST(ModelConfigTest, OnnxruntimeOnnxIsPlatformOnnx) {
+  const std::string base = Edit("platform: builtin\narchitecture: lenet5", "platform: onnxruntime_onnx");
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(base);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->platform, Platform::kOnnx);
+  EXPECT_EQ(PlatformName(c->platform), "onnx");
 }
 
 TEST(ModelConfigTest, EmulatedPlatformNeedsAProfile) {

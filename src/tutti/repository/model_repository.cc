@@ -60,6 +60,10 @@ std::string VersionDir(absl::string_view root, absl::string_view name, int64_t v
   return absl::StrCat(root, "/", name, "/", version);
 }
 
+const char* WeightsFileName(Platform platform) {
+  return platform == Platform::kOnnx ? kOnnxFileName : kWeightsFileName;
+}
+
 absl::StatusOr<ModelVersion> LoadModelVersion(const std::string& dir, absl::string_view model_name,
                                               int64_t version) {
   const std::string config_path = (fs::path(dir) / kConfigFileName).string();
@@ -72,14 +76,16 @@ absl::StatusOr<ModelVersion> LoadModelVersion(const std::string& dir, absl::stri
                                                    "' does not match its directory '", model_name,
                                                    "'"));
   }
-  ModelVersion v{*std::move(config), version, dir, (fs::path(dir) / kWeightsFileName).string()};
+  const std::string weights = (fs::path(dir) / WeightsFileName(config->platform)).string();
+  ModelVersion v{*std::move(config), version, dir, weights};
   std::error_code ec;
   if (v.config.platform == Platform::kEmulated || v.config.platform == Platform::kEnsemble) {
     v.weights_path.clear();
   } else if (!fs::is_regular_file(v.weights_path, ec)) {
-    return absl::NotFoundError(absl::StrCat(dir, ": weights file ", kWeightsFileName,
-                                            " not found (train the model with `tutti train` or "
-                                            "copy a TorchScript archive there)"));
+    return absl::NotFoundError(absl::StrCat(dir, ": weights file ", WeightsFileName(v.config.platform),
+                                            " not found (train the model with `tutti train` or copy a ",
+                                            v.config.platform == Platform::kOnnx ? "model.onnx" : "TorchScript archive",
+                                            " there)"));
   }
   return v;
 }

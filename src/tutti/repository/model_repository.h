@@ -30,12 +30,16 @@ namespace tutti {
 
 inline constexpr char kConfigFileName[] = "config.yaml";
 inline constexpr char kWeightsFileName[] = "model.pt";
+inline constexpr char kOnnxFileName[] = "model.onnx";
+// The file a version of `platform` keeps its weights in: model.onnx for
+// platform onnx (as Triton), model.pt for the others.
+const char* WeightsFileName(Platform platform);
 
 struct ModelVersion {
   ModelConfig config;
   int64_t version = 0;
   std::string dir;           // <root>/<model>/<version>
-  std::string weights_path;  // dir/model.pt; empty for platform emulated
+  std::string weights_path;  // dir/model.pt (model.onnx); empty for platform emulated and ensemble
   std::string variant_of;    // a generated variant (repository/variants.h): its model; "" for a registered model
 };
 

@@ -262,51 +262,69 @@ model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1:
   EXPECT_GT(std::atof(metrics.c_str() + at + 29), 3);
 }
 
+// The fixture's ONNX twin (the same weights, exported to ONNX) answers as
+// the TorchScript model does, over both protocols.
 TEST_F(ServerTest, ServesRealAndEmulatedModelsAsConfiguredOverHttpAndGrpc) {
+  dir_.WriteFile("linear_onnx/1/config.yaml", R"(name: linear_onnx
+platform: onnxruntime_onnx
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+latency_objective_ms: 500
+profiles: {cpu: {batch: [1, 8], latency_us: [1000, 2000]}}
+)");
+  std::filesystem::copy_file(testing::OnnxFixtureRepo() + "/linear/1/model.onnx",
+                             dir_.path() + "/linear_onnx/1/model.onnx");
   std::unique_ptr<Server> server = Start(R"(
 http: {port: 0}
 grpc: {port: 0}
 executors:
-  - {kind: torch, models: [linear]}
+  - {kind: torch, models: [linear, linear_onnx]}
   - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
 )");
   ASSERT_NE(server, nullptr);
   EXPECT_THAT(server->Describe(), HasSubstr("2 x emulated executor (profile a100)"));
   HttpTestClient c(server->port());
-  testing::ClientResponse r = c.Request("POST", "/v2/models/linear/infer", Infer(testing::FixtureInputs(2), 2));
-  ASSERT_EQ(r.status, 200) << r.body;
-  rapidjson::Document d;
-  d.Parse(r.body.c_str());
-  EXPECT_FALSE(d["parameters"]["tutti_emulated"].GetBool());
   const std::vector<float> expected = testing::FixtureExpectedOutputs();
-  ASSERT_EQ(d["outputs"][0]["data"].Size(), expected.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(d["outputs"][0]["data"][i].GetDouble(), expected[i], 1e-5) << i;
+  rapidjson::Document d;
+  for (const std::string model : {"linear", "linear_onnx"}) {
+    testing::ClientResponse r =
+        c.Request("POST", "/v2/models/" + model + "/infer", Infer(testing::FixtureInputs(2), 2));
+    ASSERT_EQ(r.status, 200) << r.body;
+    d.Parse(r.body.c_str());
+    EXPECT_FALSE(d["parameters"]["tutti_emulated"].GetBool());
+    ASSERT_EQ(d["outputs"][0]["data"].Size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      EXPECT_NEAR(d["outputs"][0]["data"][i].GetDouble(), expected[i], 1e-5) << model << " " << i;
+    }
   }
-  r = c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
+  EXPECT_THAT(c.Request("GET", "/v2/models/linear_onnx").body, HasSubstr(R"("platform":"onnxruntime_onnx")"));
+  testing::ClientResponse r = c.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
   ASSERT_EQ(r.status, 200) << r.body;
   d.Parse(r.body.c_str());
   EXPECT_TRUE(d["parameters"]["tutti_emulated"].GetBool());
   EXPECT_THAT(c.Request("GET", "/v2/models/resnet50").body, HasSubstr(R"("platform":"tutti_emulated")"));
 
-  // The same real model over KServe v2 gRPC gives the same outputs.
+  // The same real models over KServe v2 gRPC give the same outputs.
   auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", server->grpc_port()), grpc::InsecureChannelCredentials()));
-  inference::ModelInferRequest request;
-  request.set_model_name("linear");
-  auto* in = request.add_inputs();
-  in->set_name("image");
-  in->set_datatype("FP32");
-  for (int64_t dim : {2, 1, 28, 28}) in->add_shape(dim);
-  for (float v : testing::FixtureInputs(2)) in->mutable_contents()->add_fp32_contents(v);
-  inference::ModelInferResponse response;
-  grpc::ClientContext context;
-  grpc::Status status = stub->ModelInfer(&context, request, &response);
-  ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_FALSE(response.parameters().at("tutti_emulated").bool_param());
-  ASSERT_EQ(response.raw_output_contents(0).size(), expected.size() * sizeof(float));
-  const float* out = reinterpret_cast<const float*>(response.raw_output_contents(0).data());
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;
+  for (const std::string model : {"linear", "linear_onnx"}) {
+    inference::ModelInferRequest request;
+    request.set_model_name(model);
+    auto* in = request.add_inputs();
+    in->set_name("image");
+    in->set_datatype("FP32");
+    for (int64_t dim : {2, 1, 28, 28}) in->add_shape(dim);
+    for (float v : testing::FixtureInputs(2)) in->mutable_contents()->add_fp32_contents(v);
+    inference::ModelInferResponse response;
+    grpc::ClientContext context;
+    grpc::Status status = stub->ModelInfer(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_FALSE(response.parameters().at("tutti_emulated").bool_param());
+    ASSERT_EQ(response.raw_output_contents(0).size(), expected.size() * sizeof(float));
+    const float* out = reinterpret_cast<const float*>(response.raw_output_contents(0).data());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << model << " " << i;
+  }
 }
 
 TEST_F(ServerTest, ShutdownAnswersEverythingInFlightThenRefuses) {

@@ -14,6 +14,8 @@
 namespace tutti::testing {
 
 inline std::string FixtureRepo() { return SourceDir() + "/testdata/torchscript_repo"; }
+// The same model exported to ONNX (tools/export_onnx.py fixture).
+inline std::string OnnxFixtureRepo() { return SourceDir() + "/testdata/onnx_repo"; }
 
 // Item i, element j = ((7i + j) mod 256) / 255, as the script builds them.
 inline std::vector<float> FixtureInputs(int batch) {
