@@ -50,7 +50,7 @@ echo
 echo "### The demo's ONNX twins, served"
 echo
 cp -r demo_repository "$work/demo"
-rm -rf "$work"/demo/*_onnx "$work/demo/onnx_twins"
+rm -rf "$work"/demo/*_onnx
 $PY tools/export_onnx.py demo "$work/demo" > /dev/null 2>&1
 build/bin/tutti profile --repo "$work/demo" --model mlp_onnx > /dev/null 2>&1
 build/bin/tutti profile --repo "$work/demo" --model lenet5_onnx > /dev/null 2>&1
@@ -64,7 +64,7 @@ for m in mlp lenet5 resnet_small; do
   diffs=$($PY bench/tools/compare_twins.py 127.0.0.1 18400 18401 "$m" "${m}_onnx")
   acc() {  # $1 model, $2 protocol, $3 port
     build/bin/tutti load --models "$1" --protocol "$2" --port "$3" --rate 400 --duration-s 6 --warmup-s 1 \
-      --max-per-model 2000 --slo-ms 1000 2> /dev/null | awk '/accuracy/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+%?$/) v = $i} END {print v}'
+      --max-per-model 2000 --slo-ms 1000 2> /dev/null | awk -v m="$1" '$1 == m {print $10}'
   }
   echo "| $m | ${m}_onnx | $diffs | $(acc "$m" http 18400) | $(acc "$m" grpc 18401) | $(acc "${m}_onnx" http 18400) | $(acc "${m}_onnx" grpc 18401) |"
 done

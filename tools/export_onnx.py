@@ -15,9 +15,8 @@ network), for Tutti's ONNX import (platform onnx).
     /usr/bin/python3 tools/export_onnx.py demo REPO
         REPO/<name>_onnx/1/: ONNX twins of the demo's built-in mlp, lenet5
         and resnet_small, exported from the weights `tutti demo` trained
-        (PyTorch modules mirroring src/tutti/models/architectures.cc), and
-        REPO/onnx_twins/: the twins with the first 16 test images and the
-        built-in architecture's outputs for them, in the node tests' layout.
+        (PyTorch modules mirroring src/tutti/models/architectures.cc;
+        bench/onnx_models.sh serves both and compares their answers).
 
 Each export uses opset 13 and a dynamic batch axis, so the twins batch.
 """
@@ -157,7 +156,7 @@ def test_images(count):
 
 
 def demo(repo):
-    x = test_images(16)
+    x = test_images(1)
     for name, build in (("mlp", Mlp), ("lenet5", LeNet5), ("resnet_small", ResNetSmall)):
         source = os.path.join(repo, name, "1")
         model = build()
@@ -178,8 +177,6 @@ def demo(repo):
             if keep:
                 config.append(line)
         write_config(out, f"name: {name}_onnx\nplatform: onnxruntime_onnx\n" + "\n".join(config) + "\n")
-        with torch.no_grad():
-            write_test(os.path.join(repo, "onnx_twins", name), os.path.join(out, "model.onnx"), x, model(x))
         print("wrote", out)
 
 
