@@ -237,6 +237,10 @@ void AddMathOps(OnnxOpTable* ops) {
   t["Sum"] = Variadic([](const at::Tensor& a, const at::Tensor& b) { return a + b; });
   t["Mean"] = Variadic([](const at::Tensor& a, const at::Tensor& b) { return a + b; }, /*mean=*/true);
 
+  t["Einsum"] = {nullptr, [](const OnnxNode& n, const Tensors& in) {
+                   return Tensors{at::einsum(n.String("equation", ""), in)};
+                 }};
+  t["Det"] = Plain(at::linalg_det);
   t["MatMul"] = Binary([](const at::Tensor& a, const at::Tensor& b) { return at::matmul(a, b); });
   t["Gemm"] = {nullptr, [](const OnnxNode& n, const Tensors& in) { return Tensors{Gemm(n, in)}; }};
   t["CumSum"] = {nullptr, [](const OnnxNode& n, const Tensors& in) { return Tensors{CumSum(n, in)}; }};

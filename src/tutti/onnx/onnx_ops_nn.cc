@@ -1,4 +1,6 @@
 // Convolution, pooling, normalization and dropout ops of the ONNX import.
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "tutti/onnx/onnx_ops.h"
@@ -73,6 +75,225 @@ at::Tensor Conv(const OnnxNode& n, const Tensors& in) {
                          /*transposed=*/false, zeros, n.Int("group", 1));
 }
 
+// `v` (one value per channel) shaped to broadcast against x's channel dim.
+at::Tensor PerChannel(const at::Tensor& v, const at::Tensor& x) {
+  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
+  shape[1] = v.numel();
+  return v.reshape(shape);
+}
+
+// Transposed convolution without padding, then the output padding added
+// at the end and the pads (given, or made to reach output_shape or, with
+// auto_pad SAME_*, input × stride) cropped.
+at::Tensor ConvTranspose(const OnnxNode& n, const Tensors& in) {
+  const at::Tensor& x = in[0];
+  const at::Tensor& weight = in[1];
+  const size_t spatial = static_cast<size_t>(x.dim() - 2);
+  std::vector<int64_t> strides = n.Ints("strides"), dilations = n.Ints("dilations"), pads = n.Ints("pads");
+  std::vector<int64_t> out_pad = n.Ints("output_padding");
+  const std::vector<int64_t> output_shape = n.Ints("output_shape");
+  if (strides.empty()) strides.assign(spatial, 1);
+  if (dilations.empty()) dilations.assign(spatial, 1);
+  if (out_pad.empty()) out_pad.assign(spatial, 0);
+  if (pads.empty()) pads.assign(2 * spatial, 0);
+  const std::vector<int64_t> zeros(spatial, 0);
+  at::Tensor y = at::convolution(x, weight, c10::nullopt, strides, zeros, dilations, /*transposed=*/true, zeros,
+                                 n.Int("group", 1));
+  const std::string auto_pad = n.String("auto_pad", "NOTSET");
+  for (size_t d = 0; d < spatial; ++d) {
+    const auto dim = static_cast<int64_t>(d + 2);
+    const int64_t full = y.size(dim) + out_pad[d];
+    int64_t want = -1;
+    if (!output_shape.empty()) {
+      want = output_shape[output_shape.size() - spatial + d];
+    } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      want = x.size(dim) * strides[d];
+    }
+    int64_t begin = pads[d], end = pads[d + spatial];
+    if (want >= 0) {  // total < 0 extends the end, as output padding would
+      const int64_t total = full - want;
+      const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);  // floor
+      begin = auto_pad == "SAME_UPPER" ? half : total - half;
+      end = total - begin;
+    }
+    // A negative pad crops: the pads taken off, the output padding added.
+    std::vector<int64_t> pad(2 * static_cast<size_t>(y.dim() - dim), 0);  // the last dim first
+    const size_t slot = 2 * static_cast<size_t>(y.dim() - 1 - dim);
+    pad[slot] = -begin;
+    pad[slot + 1] = out_pad[d] - end;
+    y = at::constant_pad_nd(y, pad);
+  }
+  if (Input(in, 2).defined()) y = y + PerChannel(in[2], y);
+  return y;
+}
+
+// Each value over the sum of squares of `size` channels around it.
+at::Tensor Lrn(const OnnxNode& n, const at::Tensor& x) {
+  const int64_t size = n.Int("size", 1);
+  const at::Tensor sq = (x * x).transpose(1, -1);  // channels last, to pad them
+  const at::Tensor padded = at::constant_pad_nd(sq, {(size - 1) / 2, size - 1 - (size - 1) / 2});
+  const at::Tensor sum = padded.unfold(-1, size, 1).sum(-1).transpose(1, -1);
+  return x / at::pow(sum * (n.Float("alpha", 1e-4f) / size) + n.Float("bias", 1.0f), n.Float("beta", 0.75f));
+}
+
+at::Tensor MeanVarianceNorm(const OnnxNode& n, const at::Tensor& x) {
+  std::vector<int64_t> axes = n.Ints("axes");
+  if (axes.empty()) axes = {0, 2, 3};
+  const at::Tensor mean = x.mean(axes, true);
+  const at::Tensor var = ((x - mean) * (x - mean)).mean(axes, true);
+  return (x - mean) / (at::sqrt(var) + 1e-9);
+}
+
+absl::Status CheckDepthToSpace(const OnnxNode& n) {
+  const std::string mode = n.String("mode", "DCR");
+  return mode == "DCR" || mode == "CRD" ? absl::OkStatus() : Refuse(n, "mode " + mode);
+}
+
+at::Tensor DepthToSpace(const OnnxNode& n, const at::Tensor& x) {
+  const int64_t b = n.Int("blocksize", 1), N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  if (n.String("mode", "DCR") == "DCR") {
+    return x.reshape({N, b, b, C / (b * b), H, W}).permute({0, 3, 4, 1, 5, 2}).reshape({N, C / (b * b), H * b, W * b});
+  }
+  return x.reshape({N, C / (b * b), b, b, H, W}).permute({0, 1, 4, 2, 5, 3}).reshape({N, C / (b * b), H * b, W * b});
+}
+
+at::Tensor SpaceToDepth(const OnnxNode& n, const at::Tensor& x) {
+  const int64_t b = n.Int("blocksize", 1), N = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
+  return x.reshape({N, C, H / b, b, W / b, b}).permute({0, 3, 5, 1, 2, 4}).reshape({N, C * b * b, H / b, W / b});
+}
+
+absl::Status CheckResize(const OnnxNode& n) {
+  if (n.opset < 11) return Refuse(n, "Resize before opset 11");
+  const std::string mode = n.String("mode", "nearest");
+  if (mode != "nearest" && mode != "linear" && mode != "cubic") return Refuse(n, "mode " + mode);
+  const std::string c = n.String("coordinate_transformation_mode", "half_pixel");
+  for (const char* known : {"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+                            "tf_crop_and_resize"}) {
+    if (c == known) return absl::OkStatus();
+  }
+  return Refuse(n, "coordinate_transformation_mode " + c);
+}
+
+// One axis of a resize: for each output position the input positions it
+// reads and their weights, and whether it lies outside the input (then it
+// takes extrapolation_value).
+struct ResizeTaps {
+  std::vector<int64_t> index;  // out × taps
+  std::vector<double> weight;
+  std::vector<bool> outside;
+  int taps = 1;
+};
+
+ResizeTaps AxisTaps(const OnnxNode& n, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
+  const std::string mode = n.String("mode", "nearest");
+  const std::string transform = n.String("coordinate_transformation_mode", "half_pixel");
+  const std::string nearest = n.String("nearest_mode", "round_prefer_floor");
+  const double a = n.Float("cubic_coeff_a", -0.75f);
+  const bool exclude_outside = n.Int("exclude_outside", 0) != 0;
+  ResizeTaps t;
+  t.taps = mode == "nearest" ? 1 : mode == "linear" ? 2 : 4;
+  for (int64_t o = 0; o < out; ++o) {
+    double x = 0;
+    if (transform == "half_pixel") {
+      x = (o + 0.5) / scale - 0.5;
+    } else if (transform == "pytorch_half_pixel") {
+      x = out > 1 ? (o + 0.5) / scale - 0.5 : 0;
+    } else if (transform == "align_corners") {  // over in × scale, unrounded, as ONNX's reference
+      x = out == 1 ? 0 : o * static_cast<double>(in - 1) / (static_cast<double>(in) * scale - 1);
+    } else if (transform == "asymmetric") {
+      x = o / scale;
+    } else if (transform == "tf_half_pixel_for_nn") {
+      x = (o + 0.5) / scale;
+    } else {  // tf_crop_and_resize
+      x = out > 1 ? roi_start * (in - 1) + o * (roi_end - roi_start) * (in - 1) / (static_cast<double>(in) * scale - 1)
+                  : 0.5 * (roi_start + roi_end) * (in - 1);
+    }
+    t.outside.push_back(transform == "tf_crop_and_resize" && (x < 0 || x > in - 1));
+    auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+    if (mode == "nearest") {
+      const double f = std::floor(x);
+      int64_t i = 0;
+      if (nearest == "floor") {
+        i = static_cast<int64_t>(f);
+      } else if (nearest == "ceil") {
+        i = static_cast<int64_t>(std::ceil(x));
+      } else if (x - f == 0.5) {
+        i = static_cast<int64_t>(nearest == "round_prefer_ceil" ? f + 1 : f);
+      } else {
+        i = static_cast<int64_t>(std::round(x));
+      }
+      t.index.push_back(clamp(i));
+      t.weight.push_back(1);
+      continue;
+    }
+    const auto x0 = static_cast<int64_t>(std::floor(x));
+    const double r = x - static_cast<double>(x0);
+    std::vector<double> w;
+    if (mode == "linear") {
+      w = {1 - r, r};
+    } else {
+      auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 <= d < 2
+      auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };      // d < 1
+      w = {far(1 + r), near(r), near(1 - r), far(2 - r)};
+    }
+    const int64_t first = mode == "linear" ? x0 : x0 - 1;
+    double total = 0;
+    for (size_t k = 0; k < w.size(); ++k) {
+      const int64_t i = first + static_cast<int64_t>(k);
+      if (exclude_outside && (i < 0 || i >= in)) w[k] = 0;
+      total += w[k];
+    }
+    for (size_t k = 0; k < w.size(); ++k) {
+      t.index.push_back(clamp(first + static_cast<int64_t>(k)));
+      t.weight.push_back(exclude_outside ? w[k] / total : w[k]);
+    }
+  }
+  return t;
+}
+
+// Separable: each axis whose size changes is resized in turn, as ONNX's
+// reference does.
+at::Tensor Resize(const OnnxNode& n, const Tensors& in) {
+  const at::Tensor& x = in[0];
+  const int64_t rank = x.dim();
+  std::vector<double> scales(static_cast<size_t>(rank), 1.0);
+  std::vector<int64_t> sizes(x.sizes().begin(), x.sizes().end());
+  if (Input(in, 3).defined() && in[3].numel() > 0) {
+    sizes = IntsOf(in[3]);
+    for (int64_t d = 0; d < rank; ++d) scales[d] = static_cast<double>(sizes[d]) / static_cast<double>(x.size(d));
+  } else {
+    const at::Tensor sc = in[2].to(at::kDouble).contiguous();
+    for (int64_t d = 0; d < rank; ++d) {
+      scales[d] = sc[d].item<double>();
+      sizes[d] = static_cast<int64_t>(std::floor(static_cast<double>(x.size(d)) * scales[d]));
+    }
+  }
+  std::vector<double> roi;
+  if (Input(in, 1).defined() && in[1].numel() > 0) {
+    const at::Tensor r = in[1].to(at::kDouble).contiguous();
+    roi.assign(r.data_ptr<double>(), r.data_ptr<double>() + r.numel());
+  }
+  const double extrapolation = n.Float("extrapolation_value", 0);
+  at::Tensor y = x.to(at::kDouble);
+  for (int64_t d = 0; d < rank; ++d) {
+    if (sizes[d] == x.size(d) && scales[d] == 1.0 && roi.empty()) continue;
+    const ResizeTaps t = AxisTaps(n, x.size(d), sizes[d], scales[d], roi.empty() ? 0 : roi[d],
+                                  roi.empty() ? 1 : roi[d + rank]);
+    std::vector<int64_t> shape(static_cast<size_t>(rank), 1);
+    shape[d] = sizes[d];
+    const at::Tensor index = at::tensor(t.index, at::kLong).reshape({sizes[d], t.taps});
+    const at::Tensor weight = at::tensor(t.weight, at::kDouble).reshape({sizes[d], t.taps});
+    at::Tensor sum = at::zeros({}, at::kDouble);
+    for (int k = 0; k < t.taps; ++k) {
+      sum = sum + y.index_select(d, index.select(1, k).contiguous()) * weight.select(1, k).reshape(shape);
+    }
+    std::vector<uint8_t> outside(t.outside.begin(), t.outside.end());
+    const at::Tensor mask = at::tensor(outside, at::kByte).to(at::kBool).reshape(shape);
+    y = at::where(mask, at::full({}, extrapolation, at::kDouble), sum);
+  }
+  return at::isFloatingType(x.scalar_type()) ? y.to(x.scalar_type()) : at::round(y).to(x.scalar_type());
+}
+
 absl::Status CheckMaxPool(const OnnxNode& n) {
   if (n.given_outputs() > 1) return Refuse(n, "the Indices output");
   return CheckAutoPad(n);
@@ -123,13 +344,6 @@ std::vector<int64_t> SpatialDims(const at::Tensor& x) {
   std::vector<int64_t> dims;
   for (int64_t d = 2; d < x.dim(); ++d) dims.push_back(d);
   return dims;
-}
-
-// `v` (one value per channel) shaped to broadcast against x's channel dim.
-at::Tensor PerChannel(const at::Tensor& v, const at::Tensor& x) {
-  std::vector<int64_t> shape(static_cast<size_t>(x.dim()), 1);
-  shape[1] = v.numel();
-  return v.reshape(shape);
 }
 
 absl::Status CheckBatchNorm(const OnnxNode& n) {
@@ -191,6 +405,16 @@ void AddNnOps(OnnxOpTable* ops) {
   t["LayerNormalization"] = {nullptr, LayerNorm};
   t["InstanceNormalization"] = {nullptr,
                                 [](const OnnxNode& n, const Tensors& in) { return Tensors{InstanceNorm(n, in)}; }};
+  t["ConvTranspose"] = {CheckAutoPad,
+                        [](const OnnxNode& n, const Tensors& in) { return Tensors{ConvTranspose(n, in)}; }};
+  t["Resize"] = {CheckResize, [](const OnnxNode& n, const Tensors& in) { return Tensors{Resize(n, in)}; }};
+  t["LRN"] = {nullptr, [](const OnnxNode& n, const Tensors& in) { return Tensors{Lrn(n, in[0])}; }};
+  t["MeanVarianceNormalization"] = {nullptr, [](const OnnxNode& n, const Tensors& in) {
+                                      return Tensors{MeanVarianceNorm(n, in[0])};
+                                    }};
+  t["DepthToSpace"] = {CheckDepthToSpace,
+                       [](const OnnxNode& n, const Tensors& in) { return Tensors{DepthToSpace(n, in[0])}; }};
+  t["SpaceToDepth"] = {nullptr, [](const OnnxNode& n, const Tensors& in) { return Tensors{SpaceToDepth(n, in[0])}; }};
   t["Dropout"] = {CheckDropout, [](const OnnxNode&, const Tensors& in) {
                     return Tensors{in[0], at::ones_like(in[0], at::kBool)};
                   }};

@@ -200,6 +200,108 @@ at::Tensor Pad(const OnnxNode& n, const Tensors& in) {
   return at::constant_pad_nd(x, torch_pads, value);
 }
 
+// The k largest (or smallest) along `axis`, ties to the lower index.
+Tensors TopK(const OnnxNode& n, const Tensors& in) {
+  const at::Tensor& x = in[0];
+  const int64_t axis = NormalAxis(n.Int("axis", -1), x.dim());
+  const int64_t k = n.opset < 10 ? n.Int("k", 1) : IntsOf(in[1])[0];
+  const bool largest = n.Int("largest", 1) != 0;
+  // A stable sort keeps equal values in index order.
+  auto [values, indices] = at::sort(x, /*stable=*/true, axis, /*descending=*/largest);
+  return {values.narrow(axis, 0, k), indices.narrow(axis, 0, k)};
+}
+
+at::Tensor OneHot(const OnnxNode& n, const Tensors& in) {
+  const int64_t depth = static_cast<int64_t>(in[1].item<double>());
+  at::Tensor i = in[0].to(at::kLong);
+  i = at::where(i < 0, i + depth, i);
+  const at::Tensor valid = (i >= 0) & (i < depth);
+  at::Tensor hot = at::one_hot(at::where(valid, i, at::zeros_like(i)), depth) & valid.unsqueeze(-1);
+  const int64_t rank = in[0].dim() + 1;
+  hot = hot.movedim(-1, NormalAxis(n.Int("axis", -1), rank));
+  const at::Tensor off = in[2][0], on = in[2][1];
+  return at::where(hot.to(at::kBool), on, off);
+}
+
+absl::Status CheckEyeLike(const OnnxNode& n) {
+  return n.Has("dtype") ? TorchType(static_cast<int>(n.Int("dtype", 0))).status() : absl::OkStatus();
+}
+
+at::Tensor EyeLike(const OnnxNode& n, const at::Tensor& x) {
+  const at::ScalarType type = n.Has("dtype") ? *TorchType(static_cast<int>(n.Int("dtype", 0))) : x.scalar_type();
+  const int64_t k = n.Int("k", 0);
+  at::Tensor eye = at::zeros({x.size(0), x.size(1)}, at::kDouble);
+  eye.diagonal(k).fill_(1);
+  return eye.to(type);
+}
+
+absl::Status CheckScatterElements(const OnnxNode& n) {
+  const std::string r = n.String("reduction", "none");
+  return r == "none" || r == "add" || r == "mul" ? absl::OkStatus() : Refuse(n, "reduction " + r);
+}
+
+at::Tensor ScatterElements(const OnnxNode& n, const Tensors& in) {
+  const int64_t axis = NormalAxis(n.Int("axis", 0), in[0].dim());
+  const at::Tensor i = Indices(in[1], in[0].size(axis));
+  const std::string r = n.String("reduction", "none");
+  if (r == "none") return in[0].scatter(axis, i, in[2]);
+  return in[0].scatter(axis, i, in[2], r == "add" ? "add" : "multiply");
+}
+
+// The slices of `data` that `indices`' last dim addresses, after
+// batch_dims leading dims that data and indices share.
+at::Tensor GatherNd(const OnnxNode& n, const Tensors& in) {
+  const at::Tensor& data = in[0];
+  const int64_t b = n.Int("batch_dims", 0), q = in[1].size(-1);
+  at::Tensor idx = in[1].to(at::kLong);
+  std::vector<int64_t> batch_shape(data.sizes().begin(), data.sizes().begin() + b);
+  int64_t batches = 1;
+  for (int64_t d : batch_shape) batches *= d;
+  const at::Tensor flat_data = data.reshape(
+      [&] { std::vector<int64_t> s{batches}; s.insert(s.end(), data.sizes().begin() + b, data.sizes().end()); return s; }());
+  const at::Tensor flat_idx = idx.reshape({batches, -1, q});
+  std::vector<at::Tensor> rows;
+  for (int64_t i = 0; i < batches; ++i) {
+    std::vector<at::indexing::TensorIndex> parts;
+    for (int64_t j = 0; j < q; ++j) {
+      at::Tensor c = flat_idx[i].select(1, j);
+      parts.emplace_back(at::where(c < 0, c + flat_data.size(j + 1), c));
+    }
+    rows.push_back(flat_data[i].index(parts));
+  }
+  std::vector<int64_t> shape(in[1].sizes().begin(), in[1].sizes().end() - 1);
+  shape.insert(shape.end(), data.sizes().begin() + b + q, data.sizes().end());
+  return at::stack(rows).reshape(shape);
+}
+
+absl::Status CheckScatterNd(const OnnxNode& n) {
+  const std::string r = n.String("reduction", "none");
+  return r == "none" || r == "add" || r == "mul" ? absl::OkStatus() : Refuse(n, "reduction " + r);
+}
+
+at::Tensor ScatterNd(const OnnxNode& n, const Tensors& in) {
+  at::Tensor out = in[0].clone();
+  const int64_t q = in[1].size(-1);
+  const at::Tensor idx = in[1].to(at::kLong).reshape({-1, q});
+  std::vector<int64_t> update_shape{idx.size(0)};
+  update_shape.insert(update_shape.end(), in[0].sizes().begin() + q, in[0].sizes().end());
+  const at::Tensor updates = in[2].reshape(update_shape);
+  const std::string r = n.String("reduction", "none");
+  for (int64_t i = 0; i < idx.size(0); ++i) {
+    std::vector<at::indexing::TensorIndex> at_index;
+    for (int64_t j = 0; j < q; ++j) at_index.emplace_back(idx[i][j].item<int64_t>());
+    at::Tensor slot = out.index(at_index);
+    if (r == "add") {
+      slot.add_(updates[i]);
+    } else if (r == "mul") {
+      slot.mul_(updates[i]);
+    } else {
+      slot.copy_(updates[i]);
+    }
+  }
+  return out;
+}
+
 OnnxOp One(std::function<at::Tensor(const OnnxNode&, const Tensors&)> f, decltype(OnnxOp::check) check = nullptr) {
   return {std::move(check), [f](const OnnxNode& n, const Tensors& in) { return Tensors{f(n, in)}; }};
 }
@@ -230,6 +332,17 @@ void AddTensorOps(OnnxOpTable* ops) {
   t["Range"] = One([](const OnnxNode&, const Tensors& in) { return Range(in); });
   t["Split"] = {nullptr, Split};
   t["Pad"] = One(Pad, CheckPad);
+  t["TopK"] = {nullptr, TopK};
+  t["NonZero"] = One([](const OnnxNode&, const Tensors& in) { return at::nonzero(in[0]).t().contiguous(); });
+  t["Trilu"] = One([](const OnnxNode& n, const Tensors& in) {
+    const int64_t k = Input(in, 1).defined() ? IntsOf(in[1])[0] : 0;
+    return n.Int("upper", 1) != 0 ? at::triu(in[0], k) : at::tril(in[0], k);
+  });
+  t["OneHot"] = One(OneHot);
+  t["EyeLike"] = One([](const OnnxNode& n, const Tensors& in) { return EyeLike(n, in[0]); }, CheckEyeLike);
+  t["ScatterElements"] = One(ScatterElements, CheckScatterElements);
+  t["GatherND"] = One(GatherNd);
+  t["ScatterND"] = One(ScatterNd, CheckScatterNd);
 }
 
 }  // namespace tutti
