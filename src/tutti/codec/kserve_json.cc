@@ -19,8 +19,10 @@ using rapidjson::Value;
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
 
-// RapidJSON reads NaN, Infinity and -Infinity too (what the writer below writes).
-constexpr unsigned kParseFlags = rapidjson::kParseNanAndInfFlag;
+// Requests are JSON as RFC 8259 has it: no NaN or Infinity tokens. Answers
+// (what Tutti's clients read) may carry them, as Triton writes them.
+constexpr unsigned kParseRequestFlags = rapidjson::kParseDefaultFlags;
+constexpr unsigned kParseResponseFlags = rapidjson::kParseNanAndInfFlag;
 
 // RapidJSON's parser recurses once per level of nesting: a body nested
 // 200,000 levels deep would exhaust the stack. Checked before parsing.
@@ -128,10 +130,14 @@ absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& conf
 absl::StatusOr<rapidjson::Document> ParseObject(absl::string_view body) {
   TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body));
   rapidjson::Document doc;
-  doc.Parse<kParseFlags>(body.data(), body.size());
+  doc.Parse<kParseRequestFlags>(body.data(), body.size());
   if (doc.HasParseError()) {
-    return Bad(absl::StrCat("malformed JSON at offset ", doc.GetErrorOffset(), ": ",
-                            rapidjson::GetParseError_En(doc.GetParseError())));
+    const size_t at = doc.GetErrorOffset();
+    const bool non_finite = at < body.size() && (body.substr(at, 3) == "NaN" || body.substr(at, 8) == "Infinity" ||
+                                                 body.substr(at, 9) == "-Infinity");
+    return Bad(absl::StrCat("malformed JSON at offset ", at, ": ", rapidjson::GetParseError_En(doc.GetParseError()),
+                            non_finite ? " (NaN and Infinity are not JSON: send non-finite values as binary data)"
+                                       : ""));
   }
   if (!doc.IsObject()) return Bad("the request body must be a JSON object");
   return doc;
@@ -360,7 +366,7 @@ absl::StatusOr<InferResponse> ParseInferResponse(absl::string_view body, std::op
   const size_t header = std::min(json_length.value_or(body.size()), body.size());
   TUTTI_RETURN_IF_ERROR(CheckJsonDepth(body.substr(0, header)));
   rapidjson::Document d;
-  d.Parse<kParseFlags>(body.data(), header);
+  d.Parse<kParseResponseFlags>(body.data(), header);
   if (d.HasParseError() || !d.IsObject()) return Bad("the response is not a JSON object");
   InferResponse out;
   if (d.HasMember("model_name") && d["model_name"].IsString()) out.model_name = d["model_name"].GetString();

@@ -263,10 +263,20 @@ TEST(KserveJsonTest, NanAndInfinityOutputsAreWrittenAsTritonDoes) {
   EXPECT_TRUE(std::isnan(back->output[0]));
   EXPECT_EQ(back->output[1], inf);
   EXPECT_EQ(back->output[2], -inf);
-  // And requests may send them.
-  absl::StatusOr<InferRequest> r = ParseInferRequest(Request("[1,1,2,2]", "[NaN,Infinity,-Infinity,1]"), Mlp());
-  ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_TRUE(std::isnan(r->data[0]));
+}
+
+// A request is JSON as RFC 8259 has it: NaN and Infinity are refused, with
+// the way to send them; so are binary sizes that are not integers.
+TEST(KserveJsonTest, StrictInput) {
+  for (const char* data : {"[NaN,1,2,3]", "[1,Infinity,2,3]", "[1,2,-Infinity,3]"}) {
+    EXPECT_THAT(ErrorOf(Request("[1,1,2,2]", data)), HasSubstr("NaN and Infinity are not JSON")) << data;
+  }
+  for (const char* size : {"null", "\"16\"", "16.5", "-16", "true"}) {
+    const std::string body = absl::StrCat(R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2],)",
+                                          R"("parameters":{"binary_data_size":)", size, "}}]}");
+    EXPECT_THAT(ErrorOf(body + std::string(16, '\0'), body.size()), HasSubstr("must be a non-negative integer"))
+        << size;
+  }
 }
 
 TEST(KserveJsonTest, TextFromTheRequestGoesBackAsValidUtf8) {

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -68,6 +69,11 @@ KserveService::KserveService(InferenceFrontend* frontend) : frontend_(frontend) 
 
 void KserveService::Handle(HttpRequest request, Respond respond) {
   std::string path = request.target.substr(0, request.target.find('?'));
+  // One spelling per route: an empty segment (`//`, a trailing `/`) is
+  // refused everywhere rather than read as a route it resembles.
+  if (path.empty() || path[0] != '/' || absl::StrContains(path, "//") || (path.size() > 1 && path.back() == '/')) {
+    return respond(Error(404, absl::StrCat("unknown path ", QuoteUserText(path), " (empty path segment)")));
+  }
   std::vector<std::string> parts = absl::StrSplit(path, '/', absl::SkipEmpty());
   if (absl::Status s = frontend_->Authorize(ApiOf(parts), request.Header("Authorization")); !s.ok()) {
     return respond(StatusError(s));

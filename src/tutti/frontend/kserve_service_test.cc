@@ -390,6 +390,10 @@ TEST_F(KserveServiceTest, BadRequestsGetTheProtocolsErrorsAndTheServerKeepsServi
                "has no version '7'");
   expect_error("GET", "/v2/models/mlp/infer", "", 405, "use POST");
   expect_error("GET", "/v3/anything", "", 404, "unknown path");
+  // One spelling per route: empty path segments are refused, not read as the route they resemble.
+  for (const char* path : {"//v2/models/mlp/infer", "/v2/models//mlp/infer", "/v2/models/mlp/infer/", "//metrics"}) {
+    expect_error("POST", path, Infer("[1,1,2,2]", "[1,2,3,4]"), 404, "empty path segment");
+  }
   // ℓ(1) = 1.1 ms: an objective of 0.5 ms can never be met; it is answered, not dropped silently.
   expect_error("POST", "/v2/models/mlp/infer",
                Infer("[1,1,2,2]", "[1,2,3,4]", R"("parameters":{"latency_objective_ms":0.5},)"), 503,
