@@ -25,6 +25,7 @@ PACKAGES=(
   coinor-libcbc-dev            # COIN-OR CBC: INFaaS's variant-scaling ILP (planner/variant_scaling.h)
   libonnx-dev libonnx-testdata # ONNX models (the ModelProto schema) and ONNX's own conformance tests
   python3-torch python3-torchvision python3-onnx  # tools/export_onnx.py: ONNX exports, offline
+  python3-grpcio               # bench/tools: gRPC clients of the ONNX and drain benchmarks
   chromium                     # headless browser tests of the console and its reports
 )
 # Node.js and npm (the console's npm packages): Debian's, unless the machine

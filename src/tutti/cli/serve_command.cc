@@ -62,7 +62,9 @@ int ServeCommand(const Args& args) {
                 "frontends, scheduler and executors in one process. The serve config (YAML) chooses the\n"
                 "policy, the listener and the executors; without one, every model with weights\n"
                 "runs on one torch (CPU) executor. SIGINT/SIGTERM stop gracefully: no new\n"
-                "requests, every accepted one answered. See the README for the config format.");
+                "requests, every accepted one answered, later calls refused (UNAVAILABLE, 503)\n"
+                "until none has come for 250 ms, then the listeners close. See the README for\n"
+                "the config format.");
   flags.String("repo", &repo_dir, "model repository directory");
   flags.String("config", &config_path, "serve config YAML (default: built-in defaults)");
   flags.String("address", &address, "listen address (overrides the config; default 127.0.0.1)");

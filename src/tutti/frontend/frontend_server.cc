@@ -31,6 +31,7 @@ void FrontendServer::Shutdown(Duration write_timeout) {
   http_->StopAccepting();
   engine_->StopAccepting();
   engine_->WaitIdle();
+  frontend_->AwaitQuiet(kQuiet, write_timeout);
   if (grpc_) grpc_->Shutdown(write_timeout);
   http_->Drain(write_timeout);
   http_->Stop();

@@ -39,8 +39,11 @@ class FrontendServer {
   // Graceful: readiness turns false, new connections and requests are
   // refused (503 / UNAVAILABLE), the engine stops accepting, every accepted
   // request is answered and its response written (up to `write_timeout`),
-  // then the listeners close. Idempotent.
+  // calls are refused until none has come for kQuiet (clients take their
+  // UNAVAILABLE or 503, not a closing listener's CANCELLED or reset; at
+  // most `write_timeout`), then the listeners close. Idempotent.
   void Shutdown(Duration write_timeout = 5 * kSecond);
+  static constexpr Duration kQuiet = 250 * kMillisecond;
 
  private:
   FrontendServer() = default;

@@ -336,13 +336,16 @@ class BeastServer final : public HttpServer {
       beast::error_code ec;
       acceptor_.close(ec);
     });
-    std::lock_guard<std::mutex> lock(sessions_mu_);
-    for (const std::weak_ptr<Draining>& w : sessions_) {
-      if (std::shared_ptr<Draining> s = w.lock()) s->Drain();
-    }
   }
 
   bool Drain(Duration timeout) override {
+    shared_.draining = true;
+    {
+      std::lock_guard<std::mutex> lock(sessions_mu_);
+      for (const std::weak_ptr<Draining>& w : sessions_) {
+        if (std::shared_ptr<Draining> s = w.lock()) s->Drain();
+      }
+    }
     const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout);
     while (shared_.unanswered > 0 || shared_.sessions > 0) {
       if (std::chrono::steady_clock::now() >= until) return false;

@@ -102,10 +102,13 @@ class HttpServer {
 
   // The bound port.
   virtual int port() const = 0;
-  // Stops accepting connections; open ones keep being served.
+  // Stops accepting connections; open ones keep being served, each
+  // response saying Connection: close unless the next request is already
+  // there.
   virtual void StopAccepting() = 0;
-  // Waits until every request handed to the handler so far has had its
-  // response written, or `timeout` passes; returns whether it got there.
+  // Closes the idle connections (after StopAccepting), then waits until
+  // every request handed to the handler so far has had its response
+  // written, or `timeout` passes; returns whether it got there.
   virtual bool Drain(Duration timeout) = 0;
   // Closes the listener and, with a loop of its own, stops it (joining its
   // threads); responses not yet written are lost, so Drain() first. On a

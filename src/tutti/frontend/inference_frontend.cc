@@ -1,6 +1,8 @@
 #include "tutti/frontend/inference_frontend.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <mutex>
 
 #include "absl/strings/numbers.h"
@@ -61,6 +63,27 @@ std::vector<int> InferenceFrontend::ListedModels() const {
 }
 
 void InferenceFrontend::CountRejected(int model) { ++models_[model]->rejected; }
+
+namespace {
+int64_t SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+absl::Status InferenceFrontend::Authorize(Api api, absl::string_view authorization) const {
+  last_call_ns_.store(SteadyNanos(), std::memory_order_relaxed);
+  return access_.Check(api, authorization);
+}
+
+void InferenceFrontend::AwaitQuiet(Duration quiet, Duration bound) const {
+  const int64_t deadline = SteadyNanos() + bound;
+  for (int64_t now = SteadyNanos(); now < deadline; now = SteadyNanos()) {
+    const int64_t quiet_at = last_call_ns_.load(std::memory_order_relaxed) + quiet;
+    if (now >= quiet_at) return;
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(quiet_at, deadline) - now));
+  }
+}
 
 absl::Status InferenceFrontend::RequestShutdown() {
   if (!options_.shutdown) return absl::UnimplementedError("this server does not take shutdown requests");

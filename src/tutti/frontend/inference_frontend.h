@@ -95,8 +95,15 @@ class InferenceFrontend {
   std::vector<int> ListedModels() const;
 
   // Whether a call to `api` with this Authorization value may run (see
-  // AccessPolicy::Check).
-  absl::Status Authorize(Api api, absl::string_view authorization) const { return access_.Check(api, authorization); }
+  // AccessPolicy::Check). Both protocols ask it at every call's start,
+  // which AwaitQuiet watches.
+  absl::Status Authorize(Api api, absl::string_view authorization) const;
+  // Returns once no call has begun for `quiet`, or after `bound` (real
+  // time: a serving process's drain). Once StopAccepting() has been
+  // called, a client mid-loop sends one more call, which is refused
+  // (UNAVAILABLE, 503 with Connection: close); closing the listeners while
+  // such calls arrive would cancel them or reset their connections instead.
+  void AwaitQuiet(Duration quiet, Duration bound) const;
   // Starts a graceful shutdown (Options::shutdown); Unimplemented without one.
   absl::Status RequestShutdown();
 
@@ -249,6 +256,7 @@ class InferenceFrontend {
   const AccessPolicy access_;
   std::vector<std::unique_ptr<ModelState>> models_;
   std::atomic<bool> ready_{true};
+  mutable std::atomic<int64_t> last_call_ns_{0};  // steady clock
   const std::unique_ptr<VariantMonitor> monitor_;
 };
 

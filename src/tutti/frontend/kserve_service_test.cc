@@ -71,6 +71,23 @@ TEST_F(KserveServiceTest, HealthAndMetadata) {
   EXPECT_EQ(c.Request("GET", "/v2/health/ready").status, 400);
 }
 
+// Draining: once the server stops accepting, a kept-alive connection's next
+// request is still read and answered (here refused: the frontend stopped
+// too), with Connection: close; Drain() then closes the idle connections.
+TEST_F(KserveServiceTest, AKeptAliveConnectionIsAnsweredWhileDrainingThenClosed) {
+  HttpTestClient busy(server_->port()), idle(server_->port());
+  EXPECT_EQ(busy.Request("POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]")).status, 200);
+  EXPECT_EQ(idle.Request("GET", "/v2/health/live").status, 200);
+  frontend_->StopAccepting();
+  server_->StopAccepting();
+  busy.SendRaw("GET /v2/health/ready HTTP/1.1\r\nHost: x\r\n\r\n");
+  const std::string answer = busy.ReadUntilClosed();
+  EXPECT_THAT(answer, HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(answer, HasSubstr("Connection: close"));
+  EXPECT_TRUE(server_->Drain(kSecond));
+  EXPECT_EQ(idle.ReadUntilClosed(), "") << "an idle connection is closed by Drain";
+}
+
 // Triton's model repository extension over HTTP: index, unload, load and
 // their errors (unloading while busy: inference_frontend_test.cc).
 TEST_F(KserveServiceTest, ModelControlUnloadsLoadsAndIndexesModels) {
