@@ -256,7 +256,7 @@ class InferenceFrontend {
   const AccessPolicy access_;
   std::vector<std::unique_ptr<ModelState>> models_;
   std::atomic<bool> ready_{true};
-  mutable std::atomic<int64_t> last_call_ns_{0};  // steady clock
+  mutable std::atomic<int64_t> calls_{0};  // begun, for AwaitQuiet
   const std::unique_ptr<VariantMonitor> monitor_;
 };
 
