@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -205,20 +206,21 @@ absl::StatusOr<std::unique_ptr<OnnxGraph>> OnnxGraph::Load(const onnx::ModelProt
                                                    "(1 to ", kMaxOpset, ")"));
   }
   const onnx::GraphProto& graph = model.graph();
+  std::map<std::string, int> slot_of;
+  auto slot = [&slot_of](const std::string& name) {
+    return slot_of.emplace(name, static_cast<int>(slot_of.size())).first->second;
+  };
   for (const onnx::TensorProto& t : graph.initializer()) {
     absl::StatusOr<at::Tensor> tensor = TensorFromProto(t);
     if (!tensor.ok()) return absl::Status(tensor.status().code(), absl::StrCat("initializer '", t.name(), "': ",
                                                                                tensor.status().message()));
-    g->initializers_[t.name()] = *std::move(tensor);
+    g->initializers_.emplace_back(slot(t.name()), *std::move(tensor));
   }
   for (const onnx::ValueInfoProto& v : graph.input()) {
-    if (g->initializers_.contains(v.name())) continue;
+    if (slot_of.contains(v.name())) continue;  // an initializer's default
     TUTTI_ASSIGN_OR_RETURN(OnnxValueInfo info, ValueInfo(v, "input"));
+    g->input_slots_.push_back(slot(v.name()));
     g->inputs_.push_back(std::move(info));
-  }
-  for (const onnx::ValueInfoProto& v : graph.output()) {
-    TUTTI_ASSIGN_OR_RETURN(OnnxValueInfo info, ValueInfo(v, "output"));
-    g->outputs_.push_back(std::move(info));
   }
   // Every refused op by name, then the first other refusal.
   std::set<std::string> unknown;
@@ -229,6 +231,14 @@ absl::StatusOr<std::unique_ptr<OnnxGraph>> OnnxGraph::Load(const onnx::ModelProt
     node->name = n.name();
     node->inputs.assign(n.input().begin(), n.input().end());
     node->outputs.assign(n.output().begin(), n.output().end());
+    for (const std::string& name : node->inputs) {
+      if (!name.empty() && !slot_of.contains(name) && refused.ok()) {
+        refused = absl::InvalidArgumentError(absl::StrCat(n.op_type(), " node '", n.name(), "' reads '", name,
+                                                          "', which no earlier node makes"));
+      }
+      node->input_slots.push_back(name.empty() || !slot_of.contains(name) ? -1 : slot_of.at(name));
+    }
+    for (const std::string& name : node->outputs) node->output_slots.push_back(name.empty() ? -1 : slot(name));
     node->opset = g->opset_;
     for (const onnx::AttributeProto& a : n.attribute()) node->attributes[a.name()] = a;
     auto op = OnnxOps().find(n.op_type());
@@ -247,12 +257,21 @@ absl::StatusOr<std::unique_ptr<OnnxGraph>> OnnxGraph::Load(const onnx::ModelProt
                                                    absl::StrJoin(unknown, ", ")));
   }
   TUTTI_RETURN_IF_ERROR(refused);
+  for (const onnx::ValueInfoProto& v : graph.output()) {
+    TUTTI_ASSIGN_OR_RETURN(OnnxValueInfo info, ValueInfo(v, "output"));
+    if (!slot_of.contains(v.name())) {
+      return absl::InvalidArgumentError(absl::StrCat("no node makes output '", v.name(), "'"));
+    }
+    g->output_slots_.push_back(slot_of.at(v.name()));
+    g->outputs_.push_back(std::move(info));
+  }
+  g->slots_ = static_cast<int>(slot_of.size());
   return g;
 }
 
 int64_t OnnxGraph::parameter_count() const {
   int64_t n = 0;
-  for (const auto& [name, t] : initializers_) n += t.numel();
+  for (const auto& [slot, t] : initializers_) n += t.numel();
   return n;
 }
 
@@ -261,7 +280,8 @@ absl::StatusOr<std::vector<at::Tensor>> OnnxGraph::Run(absl::Span<const at::Tens
     return absl::InvalidArgumentError(absl::StrCat("the graph takes ", inputs_.size(), " inputs, got ",
                                                    inputs.size()));
   }
-  std::map<std::string, at::Tensor> values = initializers_;
+  std::vector<at::Tensor> values(static_cast<size_t>(slots_));
+  for (const auto& [slot, t] : initializers_) values[slot] = t;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const OnnxValueInfo& info = inputs_[i];
     if (OnnxType(inputs[i].scalar_type()) != info.elem_type) {
@@ -278,24 +298,13 @@ absl::StatusOr<std::vector<at::Tensor>> OnnxGraph::Run(absl::Span<const at::Tens
                                                      ShapeText(inputs[i].sizes()), "; the graph expects ",
                                                      ShapeText(info.shape), " (-1: any)"));
     }
-    values[info.name] = inputs[i];
+    values[input_slots_[i]] = inputs[i];
   }
   at::NoGradGuard no_grad;
   Tensors in;
   for (const std::unique_ptr<OnnxNode>& node : nodes_) {
     in.clear();
-    for (const std::string& name : node->inputs) {
-      if (name.empty()) {
-        in.emplace_back();
-        continue;
-      }
-      auto it = values.find(name);
-      if (it == values.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(node->op_type, " node '", node->name, "' reads '", name,
-                                                       "', which no earlier node makes"));
-      }
-      in.push_back(it->second);
-    }
+    for (int slot : node->input_slots) in.push_back(slot < 0 ? at::Tensor() : values[slot]);
     Tensors out;
     try {
       out = node->op->run(*node, in);
@@ -305,15 +314,15 @@ absl::StatusOr<std::vector<at::Tensor>> OnnxGraph::Run(absl::Span<const at::Tens
     } catch (const std::exception& e) {
       return absl::InternalError(absl::StrCat(node->op_type, " node '", node->name, "': ", e.what()));
     }
-    for (size_t i = 0; i < node->outputs.size() && i < out.size(); ++i) {
-      if (!node->outputs[i].empty()) values[node->outputs[i]] = std::move(out[i]);
+    for (size_t i = 0; i < node->output_slots.size() && i < out.size(); ++i) {
+      if (node->output_slots[i] >= 0) values[node->output_slots[i]] = std::move(out[i]);
     }
   }
   std::vector<at::Tensor> result;
-  for (const OnnxValueInfo& info : outputs_) {
-    auto it = values.find(info.name);
-    if (it == values.end()) return absl::InternalError(absl::StrCat("no node makes output '", info.name, "'"));
-    result.push_back(it->second.contiguous());
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const at::Tensor& y = values[output_slots_[i]];
+    if (!y.defined()) return absl::InternalError(absl::StrCat("no node made output '", outputs_[i].name, "'"));
+    result.push_back(y.contiguous());
   }
   return result;
 }

@@ -16,7 +16,6 @@
 
 #include <ATen/Tensor.h>
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,9 +64,13 @@ class OnnxGraph {
  private:
   OnnxGraph() = default;
 
+  // Every named value has a slot, resolved at load, so that a run indexes
+  // a vector instead of looking names up.
   int opset_ = 0;
+  int slots_ = 0;
   std::vector<OnnxValueInfo> inputs_, outputs_;
-  std::map<std::string, at::Tensor> initializers_;
+  std::vector<int> input_slots_, output_slots_;
+  std::vector<std::pair<int, at::Tensor>> initializers_;  // slot, value
   std::vector<std::unique_ptr<OnnxNode>> nodes_;
 };
 

@@ -24,6 +24,7 @@ struct OnnxOp;
 struct OnnxNode {
   std::string op_type, name;
   std::vector<std::string> inputs, outputs;  // "" for an optional one left out
+  std::vector<int> input_slots, output_slots;  // OnnxGraph's; -1 for one left out
   std::map<std::string, onnx::AttributeProto> attributes;
   int opset = 0;
   const OnnxOp* op = nullptr;
