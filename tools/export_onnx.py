@@ -4,7 +4,9 @@ network), for Tutti's ONNX import (platform onnx).
 
     /usr/bin/python3 tools/export_onnx.py fixture
         testdata/onnx_repo/linear: the TorchScript fixture's linear model
-        (testdata/torchscript_repo), the same weights, as ONNX.
+        (testdata/torchscript_repo), the same weights, as ONNX; and
+        testdata/onnx_repo/typed: a graph of one input and output per
+        datatype libtorch has (see typed_fixture).
     /usr/bin/python3 tools/export_onnx.py torchvision OUT
         torchvision's ResNet18 and MobileNetV2 (random weights, fixed seed)
         in two layouts: OUT/tests/<name>/ as ONNX's node tests lay out
@@ -67,6 +69,41 @@ def fixture():
     write_config(out, "name: linear\nplatform: onnxruntime_onnx\ntask: fashion-mnist\nmax_batch_size: 8\n"
                       "inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]\n"
                       "outputs: [{name: logits, datatype: FP32, shape: [10]}]\n")
+    print("wrote", out)
+    typed_fixture()
+
+
+# The datatypes libtorch has (the torch executor's), as ONNX and config name them.
+TYPED = (("BOOL", onnx.TensorProto.BOOL), ("UINT8", onnx.TensorProto.UINT8), ("INT8", onnx.TensorProto.INT8),
+         ("INT16", onnx.TensorProto.INT16), ("INT32", onnx.TensorProto.INT32), ("INT64", onnx.TensorProto.INT64),
+         ("FP16", onnx.TensorProto.FLOAT16), ("FP32", onnx.TensorProto.FLOAT), ("FP64", onnx.TensorProto.DOUBLE))
+
+
+def typed_fixture():
+    """testdata/onnx_repo/typed: one input per datatype, each echoed to an
+    output, and `count`: how many of the BOOL input's elements are true."""
+    from onnx import helper
+    inputs, outputs, nodes, config_in, config_out = [], [], [], [], []
+    for name, proto in TYPED:
+        low = name.lower()
+        inputs.append(helper.make_tensor_value_info(f"in_{low}", proto, ["batch", 2]))
+        outputs.append(helper.make_tensor_value_info(f"out_{low}", proto, ["batch", 2]))
+        nodes.append(helper.make_node("Identity", [f"in_{low}"], [f"out_{low}"]))
+        config_in.append(f"  - {{name: in_{low}, datatype: {name}, shape: [2]}}")
+        config_out.append(f"  - {{name: out_{low}, datatype: {name}, shape: [2]}}")
+    nodes.append(helper.make_node("Cast", ["in_bool"], ["mask"], to=onnx.TensorProto.INT64))
+    nodes.append(helper.make_node("ReduceSum", ["mask", "axes"], ["count"], keepdims=1))
+    outputs.append(helper.make_tensor_value_info("count", onnx.TensorProto.INT64, ["batch", 1]))
+    config_out.append("  - {name: count, datatype: INT64, shape: [1]}")
+    axes = helper.make_tensor("axes", onnx.TensorProto.INT64, [1], [1])
+    graph = helper.make_graph(nodes, "typed", inputs, outputs, initializer=[axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    out = os.path.join(ROOT, "testdata/onnx_repo/typed/1")
+    os.makedirs(out, exist_ok=True)
+    onnx.save(model, os.path.join(out, "model.onnx"))
+    write_config(out, "name: typed\nplatform: onnxruntime_onnx\nmax_batch_size: 8\ninputs:\n" +
+                 "\n".join(config_in) + "\noutputs:\n" + "\n".join(config_out) + "\n")
     print("wrote", out)
 
 

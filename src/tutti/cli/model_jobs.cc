@@ -27,6 +27,15 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
   TUTTI_ASSIGN_OR_RETURN(ImageSet test, LoadFashionMnist(job.data_dir, Split::kTest));
   if (job.train_limit > 0) train = train.Slice(0, job.train_limit);
   train = train.OfClasses(job.classes);
+  // A model with a calibrated confidence: its temperature is fitted on
+  // training images the weights never saw.
+  const bool calibrated = job.train.architecture == "calibrated_lenet5";
+  ImageSet held_out;
+  if (calibrated) {
+    const int64_t keep = train.size() / 12;
+    held_out = train.Slice(train.size() - keep, keep);
+    train = train.Slice(0, train.size() - keep);
+  }
   test = test.OfClasses(job.classes);
   TrainOptions options = job.train;
   if (!job.init_from.empty()) {
@@ -54,6 +63,11 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
   TUTTI_ASSIGN_OR_RETURN(TrainResult result,
                          TrainBuiltinModel(options, train, test, weights, clock, report));
 
+  if (calibrated) {
+    TUTTI_ASSIGN_OR_RETURN(Calibration c, CalibrateBuiltinModel(job.train.architecture, weights, held_out));
+    log << absl::StrFormat("calibrated on %d held-out images: temperature %.3f; NLL %.4f -> %.4f, ECE %.4f -> %.4f\n",
+                           held_out.size(), c.temperature, c.nll_before, c.nll_after, c.ece_before, c.ece_after);
+  }
   ModelConfig config = BuiltinModelConfig(name, job.train.architecture, job.max_batch_size);
   config.parameters = result.parameters;
   config.stage_hashes = result.stage_hashes;

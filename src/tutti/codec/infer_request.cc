@@ -74,9 +74,13 @@ absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes)
 }
 
 absl::Status CheckOutputName(const ModelConfig& config, absl::string_view name) {
-  if (name == config.outputs[0].name) return absl::OkStatus();
-  return Bad(absl::StrCat("unknown output ", QuoteUserText(name), "; model '", config.name, "' has output '",
-                          config.outputs[0].name, "'"));
+  std::vector<std::string> names;
+  for (const TensorSpec& t : config.outputs) {
+    if (name == t.name) return absl::OkStatus();
+    names.push_back(absl::StrCat("'", t.name, "'"));
+  }
+  return Bad(absl::StrCat("unknown output ", QuoteUserText(name), "; model '", config.name, "' has output",
+                          names.size() > 1 ? "s " : " ", absl::StrJoin(names, ", ")));
 }
 
 absl::Status CheckObjective(double objective_ms) {

@@ -4,8 +4,9 @@
 // accept and refuse exactly the same requests with the same messages, and
 // the metadata they report.
 //
-// Tutti serves models with one FP32 input and one output. A request's input
-// shape includes the batch dimension: [N, dims…], 1 <= N <= max_batch_size.
+// A request's input shapes include the batch dimension: [N, dims…],
+// 1 <= N <= max_batch_size. The checks below are those of a model of one
+// FP32 input; codec/typed_tensors.h has those of any other.
 #ifndef TUTTI_CODEC_INFER_REQUEST_H_
 #define TUTTI_CODEC_INFER_REQUEST_H_
 
@@ -22,7 +23,8 @@ namespace tutti {
 struct InferRequest {
   std::string id;               // echoed in the response
   int batch = 0;                // N
-  std::vector<float> data;      // N × input elements, FP32 (the model's one input)
+  std::vector<float> data;      // N records of the model's inputs (repository/tensor_record.h)
+  std::vector<std::string> outputs;  // the outputs asked for, by name; empty: all
   double objective_ms = 0;      // 0: the model's default
   bool binary_output = false;   // answer with binary output data (HTTP only)
   SequenceRef sequence;         // sequence_id, sequence_start, sequence_end (Triton's)
@@ -46,7 +48,7 @@ absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_vie
 // `values` FP32 values (or `bytes` of raw data) for a batch of `batch`.
 absl::Status CheckValueCount(const ModelConfig& config, int batch, int64_t values);
 absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes);
-// A requested output is the model's one output.
+// A requested output is one of the model's.
 absl::Status CheckOutputName(const ModelConfig& config, absl::string_view name);
 // The "latency_objective_ms" parameter: a number of milliseconds in
 // [kMinObjectiveMs, kMaxObjectiveMs] (a smaller one would round to no time

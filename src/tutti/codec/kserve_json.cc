@@ -9,8 +9,10 @@
 #include "rapidjson/error/en.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
+#include "tutti/codec/kserve_json_tensors.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -103,8 +105,8 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
   return absl::OkStatus();
 }
 
-// The optional "outputs" array: the model's one output, perhaps asking for
-// binary data.
+// The optional "outputs" array: which of the model's outputs to answer
+// with, perhaps asking for binary data.
 absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& config, InferRequest* out) {
   if (!request.HasMember("outputs")) return absl::OkStatus();
   const Value& outputs = request["outputs"];
@@ -114,6 +116,7 @@ absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& conf
       return Bad("each requested output needs a string 'name'");
     }
     if (absl::Status s = CheckOutputName(config, o["name"].GetString()); !s.ok()) return s;
+    out->outputs.push_back(o["name"].GetString());
     if (o.HasMember("parameters")) {
       const Value& p = o["parameters"];
       if (!p.IsObject()) return Bad("output 'parameters' must be a JSON object");
@@ -165,6 +168,10 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
   if (absl::Status s = ParseParameters(doc, &out); !s.ok()) return s;
   if (absl::Status s = ParseRequestedOutputs(doc, config, &out); !s.ok()) return s;
   if (!doc.HasMember("inputs") || !doc["inputs"].IsArray()) return Bad("missing 'inputs' array");
+  if (!IsPlainFp32(config.inputs)) {
+    TUTTI_RETURN_IF_ERROR(ParseTypedJsonInputs(doc["inputs"], binary, json_length.has_value(), config, &out));
+    return out;
+  }
   const TensorSpec& spec = config.inputs[0];
   const Value& inputs = doc["inputs"];
   if (absl::Status s = CheckInputCount(config, inputs.Size()); !s.ok()) return s;
@@ -223,11 +230,7 @@ absl::StatusOr<InferRequest> ParseInferRequest(absl::string_view body, const Mod
 
 namespace {
 
-// NaN and ±Inf outputs are written as NaN, Infinity and -Infinity, as
-// Triton does (triton-inference-server/server#3870); its clients and
-// Python's json read them.
-using Writer = rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>,
-                                 rapidjson::CrtAllocator, rapidjson::kWriteNanAndInfFlag>;
+using Writer = KserveJsonWriter;
 
 void WriteTensorSpec(Writer& w, const TensorSpec& t) {
   w.StartObject();
@@ -247,7 +250,8 @@ void WriteTensorSpec(Writer& w, const TensorSpec& t) {
 
 InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
                                      const std::vector<std::vector<float>>& outputs,
-                                     const std::string& parameters_json, bool binary_output) {
+                                     const std::string& parameters_json, bool binary_output,
+                                     const std::vector<std::string>& requested) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   const TensorSpec& out = config.outputs[0];
@@ -265,6 +269,18 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
   w.RawValue(parameters_json.c_str(), parameters_json.size(), rapidjson::kObjectType);
   w.Key("outputs");
   w.StartArray();
+  std::string binary;
+  if (!IsPlainFp32(config.outputs)) {
+    WriteTypedJsonOutputs(w, config, requested, outputs, binary_output, &binary);
+    w.EndArray();
+    w.EndObject();
+    InferResponseBody response{buf.GetString(), std::nullopt};
+    if (binary_output) {
+      response.json_length = response.body.size();
+      response.body += binary;
+    }
+    return response;
+  }
   w.StartObject();
   w.Key("name");
   w.String(out.name.c_str());
@@ -275,7 +291,6 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
   w.Int64(static_cast<int64_t>(outputs.size()));
   for (int64_t d : out.shape) w.Int64(d);
   w.EndArray();
-  std::string binary;
   if (binary_output) {
     for (const std::vector<float>& item : outputs) {
       binary.append(reinterpret_cast<const char*>(item.data()), item.size() * sizeof(float));

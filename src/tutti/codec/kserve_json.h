@@ -55,7 +55,8 @@ struct InferResponseBody {
 };
 InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
                                      const std::vector<std::vector<float>>& outputs,
-                                     const std::string& parameters_json, bool binary_output = false);
+                                     const std::string& parameters_json, bool binary_output = false,
+                                     const std::vector<std::string>& requested = {});
 
 // The client side of the same protocol (the load generator, tests).
 

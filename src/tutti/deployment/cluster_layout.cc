@@ -11,6 +11,7 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/planner/latency_split.h"
 #include "tutti/repository/ensemble.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -38,8 +39,8 @@ absl::StatusOr<std::pair<ModelId, int>> FindStepModel(const ClusterLayout& layou
 absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepository& repo,
                                       const ClusterLayout& layout, const ServerConfig& config) {
   const ModelConfig& g = graph.config;
-  if (g.inputs.size() != 1 || g.outputs.size() != 1) {
-    return absl::UnimplementedError("Tutti serves graphs with one input and one output tensor");
+  if (!IsPlainFp32(g.inputs) || !IsPlainFp32(g.outputs)) {
+    return absl::UnimplementedError("Tutti serves graphs with one FP32 input and one FP32 output tensor");
   }
   TUTTI_ASSIGN_OR_RETURN(EnsemblePlan plan, PlanEnsemble(g, repo.versions()));
   auto producers = [&](const std::string& tensor) {
@@ -85,6 +86,10 @@ absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepo
     if (!needed[i]) continue;
     const EnsembleStep& s = g.steps[i];
     TUTTI_ASSIGN_OR_RETURN(auto where, FindStepModel(layout, *plan.models[i]));
+    if (!IsPlainFp32(plan.models[i]->config.inputs) || !IsPlainFp32(plan.models[i]->config.outputs)) {
+      return absl::UnimplementedError(absl::StrCat("step ", i, " ('", s.model_name, "') has typed or several "
+                                                   "tensors; a graph's steps have one FP32 input and output"));
+    }
     GraphSpec::Step step{where.first, from(s.input_map.begin()->second)};
     step.head = where.second;
     if (s.route) {
@@ -109,6 +114,27 @@ absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepo
   }
   spec.shares = MakeGraphShares(spec, layout.spec);
   return spec;
+}
+
+// A model's tensors as the serving core carries them (tensor_record.h):
+// any number, of any datatype but BYTES; one FP32 input and output for the
+// models whose executors compute on the values themselves (stateful,
+// compute-then-update and ParM's).
+absl::Status CheckServableTensors(const ModelConfig& c) {
+  for (const auto* tensors : {&c.inputs, &c.outputs}) {
+    for (const TensorSpec& t : *tensors) {
+      if (t.datatype == DataType::kBytes) {
+        return absl::UnimplementedError(absl::StrCat("model '", c.name, "': tensor '", t.name, "' is BYTES, whose "
+                                                     "elements have no fixed size; Tutti serves fixed-size datatypes"));
+      }
+    }
+  }
+  const bool plain = IsPlainFp32(c.inputs) && IsPlainFp32(c.outputs);
+  if (!plain && (c.sequence_batching || !c.model_state_shape.empty() || c.parity)) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", c.name, "': a stateful or parity model has one FP32 "
+                                                   "input and one FP32 output"));
+  }
+  return absl::OkStatus();
 }
 
 // Per prefix group among `versions` (one executor group's): the indices of
@@ -192,10 +218,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
     std::vector<const ModelVersion*> wanted;
     for (const std::string& name : group.models) {
       TUTTI_ASSIGN_OR_RETURN(const ModelVersion* v, repo.Find(name));
-      if (v->config.inputs.size() != 1 || v->config.outputs.size() != 1) {
-        return absl::InvalidArgumentError(absl::StrCat("model '", name, "': Tutti serves models with one input "
-                                                       "and one output tensor"));
-      }
+      TUTTI_RETURN_IF_ERROR(CheckServableTensors(v->config));
       wanted.push_back(v);
     }
     std::vector<int> group_of(wanted.size(), -1);  // its prefix group's index in `prefix`, if any
@@ -211,7 +234,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       ModelSpec& model = spec.models.emplace_back(ModelSpec{name, profile, slo});
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.early_drop_window = config.early_drop_window;
-      layout.shapes.push_back({m.inputs[0].ElementCount(), m.outputs[0].ElementCount()});
+      layout.shapes.push_back({RecordWords(m.inputs), RecordWords(m.outputs)});
       layout.served.push_back({m, version, profile.Latency(1), slo, group.count * ThroughputWithin(profile, slo / 2)});
       versions.push_back(v);
       names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, version,

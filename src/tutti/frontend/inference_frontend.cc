@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "tutti/core/user_text.h"
 #include "tutti/frontend/frontend_state.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -95,7 +96,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
     answer(std::move(r));
   };
   if (absl::Status s = CheckSequenceBatch(request); !s.ok()) return done(s);
-  const int64_t per_item = state.served.config.inputs[0].ElementCount();
+  const int64_t per_item = RecordWords(state.served.config.inputs);
   const Duration objective = Millis(request.objective_ms);
   const int64_t queued = state.queued.fetch_add(request.batch) + request.batch;
   // Counted before the check: an unload that begins now waits for these.

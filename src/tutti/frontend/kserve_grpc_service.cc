@@ -10,7 +10,9 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
 #include "tutti/codec/kserve_json.h"
+#include "tutti/codec/typed_tensors.h"
 #include "tutti/grpc/grpc_util.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -213,6 +215,105 @@ void SetTensorMetadata(const TensorSpec& spec, inference::ModelMetadataResponse:
   for (int64_t d : spec.shape) out->add_shape(d);
 }
 
+// The typed contents field KServe's protocol gives `type`; "" for FP16,
+// whose data travels only in raw_input_contents.
+absl::string_view ContentsField(DataType type) {
+  switch (type) {
+    case DataType::kBool: return "bool_contents";
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32: return "int_contents";
+    case DataType::kInt64: return "int64_contents";
+    case DataType::kUint8:
+    case DataType::kUint16:
+    case DataType::kUint32: return "uint_contents";
+    case DataType::kUint64: return "uint64_contents";
+    case DataType::kFp32: return "fp32_contents";
+    case DataType::kFp64: return "fp64_contents";
+    case DataType::kBytes: return "bytes_contents";
+    case DataType::kFp16: break;
+  }
+  return "";
+}
+
+// A typed model's inputs (codec/typed_tensors.h): all in raw_input_contents,
+// or each in the typed contents field the protocol gives its datatype.
+absl::Status ParseTypedInputs(const inference::ModelInferRequest& request, const ModelConfig& config,
+                              InferRequest* out) {
+  TypedInputs typed(config);
+  const int raw = request.raw_input_contents_size();
+  if (raw > 0 && raw != request.inputs_size()) {
+    return Bad(absl::StrCat("raw_input_contents has ", raw, " entries for ", request.inputs_size(),
+                            " inputs: give every input's data there, or none"));
+  }
+  for (int i = 0; i < request.inputs_size(); ++i) {
+    const auto& in = request.inputs(i);
+    const std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
+    TUTTI_ASSIGN_OR_RETURN(const int index, typed.Add(in.name(), in.datatype(), shape));
+    const DataType type = config.inputs[index].datatype;
+    const inference::InferTensorContents& c = in.contents();
+    const std::pair<const char*, int> fields[] = {
+        {"bool_contents", c.bool_contents_size()},   {"int_contents", c.int_contents_size()},
+        {"int64_contents", c.int64_contents_size()}, {"uint_contents", c.uint_contents_size()},
+        {"uint64_contents", c.uint64_contents_size()}, {"fp32_contents", c.fp32_contents_size()},
+        {"fp64_contents", c.fp64_contents_size()},   {"bytes_contents", c.bytes_contents_size()}};
+    const absl::string_view field = ContentsField(type);
+    const absl::Status misplaced = Bad(absl::StrCat("input '", in.name(), "' is ", DataTypeName(type),
+                                                    ": its data goes in ", field.empty() ? "raw_input_contents" : field));
+    for (const auto& [name, size] : fields) {
+      if (size == 0 || (raw == 0 && name == field)) continue;
+      if (raw > 0) return Bad(absl::StrCat("input '", in.name(), "' has both contents and raw_input_contents"));
+      return misplaced;
+    }
+    if (raw == 0 && field.empty()) return misplaced;
+    if (raw > 0) {
+      TUTTI_RETURN_IF_ERROR(typed.SetRaw(index, request.raw_input_contents(i)));
+      continue;
+    }
+    auto append = [&](const auto& values, auto to_scalar) -> absl::Status {
+      for (const auto& v : values) TUTTI_RETURN_IF_ERROR(typed.Append(index, to_scalar(v)));
+      return absl::OkStatus();
+    };
+    auto b = [](bool v) { return WireScalar{.kind = WireScalar::kBool, .b = v}; };
+    auto i64 = [](int64_t v) { return WireScalar{.kind = WireScalar::kInt, .i = v}; };
+    auto u64 = [](uint64_t v) { return WireScalar{.kind = WireScalar::kUint, .u = v}; };
+    auto d = [](double v) { return WireScalar{.kind = WireScalar::kDouble, .d = v}; };
+    switch (type) {
+      case DataType::kBool: TUTTI_RETURN_IF_ERROR(append(c.bool_contents(), b)); break;
+      case DataType::kInt8:
+      case DataType::kInt16:
+      case DataType::kInt32: TUTTI_RETURN_IF_ERROR(append(c.int_contents(), i64)); break;
+      case DataType::kInt64: TUTTI_RETURN_IF_ERROR(append(c.int64_contents(), i64)); break;
+      case DataType::kUint8:
+      case DataType::kUint16:
+      case DataType::kUint32: TUTTI_RETURN_IF_ERROR(append(c.uint_contents(), u64)); break;
+      case DataType::kUint64: TUTTI_RETURN_IF_ERROR(append(c.uint64_contents(), u64)); break;
+      case DataType::kFp32: TUTTI_RETURN_IF_ERROR(append(c.fp32_contents(), d)); break;
+      case DataType::kFp64: TUTTI_RETURN_IF_ERROR(append(c.fp64_contents(), d)); break;
+      case DataType::kFp16:
+      case DataType::kBytes: break;  // FP16 has no contents field: raw only
+    }
+  }
+  return typed.Finish(out);
+}
+
+// The typed outputs asked for (empty: all), in config order, as raw
+// contents, as Triton answers.
+void WriteTypedOutputs(const ModelConfig& config, const std::vector<std::string>& requested,
+                       const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response) {
+  std::vector<std::string> tensors = TypedOutputs(config, result.outputs);
+  for (size_t t = 0; t < config.outputs.size(); ++t) {
+    const TensorSpec& spec = config.outputs[t];
+    if (!requested.empty() && std::find(requested.begin(), requested.end(), spec.name) == requested.end()) continue;
+    auto* out = response->add_outputs();
+    out->set_name(spec.name);
+    out->set_datatype(std::string(DataTypeName(spec.datatype)));
+    out->add_shape(static_cast<int64_t>(result.outputs.size()));
+    for (int64_t d : spec.shape) out->add_shape(d);
+    *response->add_raw_output_contents() = std::move(tensors[t]);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest& request, const ModelConfig& config) {
@@ -258,7 +359,14 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
     }
     *flag = it->second.bool_param();
   }
-  for (const auto& o : request.outputs()) TUTTI_RETURN_IF_ERROR(CheckOutputName(config, o.name()));
+  for (const auto& o : request.outputs()) {
+    TUTTI_RETURN_IF_ERROR(CheckOutputName(config, o.name()));
+    out.outputs.push_back(o.name());
+  }
+  if (!IsPlainFp32(config.inputs)) {
+    TUTTI_RETURN_IF_ERROR(ParseTypedInputs(request, config, &out));
+    return out;
+  }
   TUTTI_RETURN_IF_ERROR(CheckInputCount(config, request.inputs_size()));
   const auto& in = request.inputs(0);
   const std::vector<int64_t> shape(in.shape().begin(), in.shape().end());
@@ -289,7 +397,8 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
 }
 
 void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::string& id,
-                     const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response) {
+                     const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response,
+                     const std::vector<std::string>& requested) {
   const TensorSpec& spec = served.config.outputs[0];
   response->set_model_name(served.config.name);
   response->set_model_version(std::to_string(served.version));
@@ -301,6 +410,7 @@ void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::st
   params["tutti_batch_size"].set_int64_param(result.max_batch);
   params["tutti_queue_us"].set_double_param(ToMicros(result.max_queue));
   params["tutti_compute_us"].set_double_param(ToMicros(result.max_compute));
+  if (!IsPlainFp32(served.config.outputs)) return WriteTypedOutputs(served.config, requested, result, response);
   auto* out = response->add_outputs();
   out->set_name(spec.name);
   out->set_datatype(std::string(DataTypeName(spec.datatype)));
@@ -432,12 +542,13 @@ void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, In
   }
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
   const std::string id = parsed->id;
+  std::vector<std::string> requested = parsed->outputs;
   frontend_->Infer(*model, *std::move(parsed),
-                   [this, &served, id, task_name, choice, done = std::move(done)](
+                   [this, &served, id, requested = std::move(requested), task_name, choice, done = std::move(done)](
                        absl::StatusOr<InferenceFrontend::InferResult> r) {
                      inference::ModelInferResponse out;
                      if (!r.ok()) return done(r.status(), std::move(out), {});
-                     WriteModelInfer(served, id, *r, &out);
+                     WriteModelInfer(served, id, *r, &out, requested);
                      auto& params = *out.mutable_parameters();
                      params["tutti_server_us"].set_double_param(ToMicros(frontend_->ServerTime(*r)));
                      if (task_name) {

@@ -22,11 +22,12 @@
 // UNAUTHENTICATED without a valid token, PERMISSION_DENIED for an admin
 // call with an inference token; health calls are open.
 //
-// ModelInfer takes the model's one FP32 input either in `contents.fp32_contents`
-// or as raw little-endian bytes in `raw_input_contents`, with the
-// "latency_objective_ms" request parameter (double or int64) as on HTTP. The
-// answer carries the output as raw bytes in `raw_output_contents` (as Triton
-// does) and Tutti's markers as response parameters: "reconstructed",
+// ModelInfer takes each input either in the typed contents field of its
+// datatype (`fp32_contents`, `int64_contents`, …; FP16 has none) or, for
+// all inputs at once, as raw little-endian bytes in `raw_input_contents`,
+// with the "latency_objective_ms" request parameter (double or int64) as on
+// HTTP. The answer carries the outputs asked for (all by default) as raw
+// bytes in `raw_output_contents` (as Triton does) and Tutti's markers as response parameters: "reconstructed",
 // "tutti_emulated", "tutti_late", "tutti_batch_size", "tutti_queue_us",
 // "tutti_compute_us", "tutti_server_us" (receipt to answer, on the server).
 // Errors are gRPC codes: INVALID_ARGUMENT (bad request, or bytes that are
@@ -109,8 +110,10 @@ class KserveGrpcService final
 // `request` against `config` exactly as ParseInferRequest does for JSON
 // (InvalidArgument naming the problem).
 absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest& request, const ModelConfig& config);
+// WriteModelInfer answers with the outputs `requested` (empty: all).
 void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::string& id,
-                     const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response);
+                     const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response,
+                     const std::vector<std::string>& requested = {});
 
 }  // namespace tutti
 

@@ -5,6 +5,7 @@
 
 #include "tutti/frontend/frontend_state.h"
 #include "tutti/planner/variant_selection.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 
@@ -16,7 +17,7 @@ std::vector<int> InferenceFrontend::TaskVariants(absl::string_view task) const {
     if (c.task != task || !c.accuracy || c.stateful() || c.parity.has_value()) continue;
     if (first == nullptr) {
       first = &c;
-    } else if (!(c.inputs[0] == first->inputs[0]) || c.outputs[0].ElementCount() != first->outputs[0].ElementCount()) {
+    } else if (c.inputs != first->inputs || RecordWords(c.outputs) != RecordWords(first->outputs)) {
       continue;
     }
     if (models_[m]->control.load() == ModelState::kReady) out.push_back(m);

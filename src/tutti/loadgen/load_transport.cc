@@ -39,6 +39,19 @@ void SetInputDims(const std::vector<int64_t>& dims, LoadTarget* t) {
   t->images = t->input_elements == 784;
 }
 
+// The load generator sends one FP32 input.
+absl::Status CheckSendable(const std::string& model, int inputs, absl::string_view datatype) {
+  if (inputs != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model, "' has ", inputs,
+                                                   " inputs; the load generator sends one FP32 input"));
+  }
+  if (datatype != "FP32") {
+    return absl::InvalidArgumentError(absl::StrCat("model '", model, "' takes ", datatype,
+                                                   "; the load generator sends one FP32 input"));
+  }
+  return absl::OkStatus();
+}
+
 // "task:T" or "task:T@A": a model-less target (task T, accuracy A).
 bool IsTaskTarget(const std::string& name) { return absl::StartsWith(name, "task:"); }
 
@@ -91,13 +104,15 @@ class HttpTransport final : public LoadTransport {
     rapidjson::Document d;
     d.Parse(r.body.c_str());
     if (d.HasParseError() || !d.IsObject() || !d.HasMember("inputs") || !d["inputs"].IsArray() ||
-        d["inputs"].Size() != 1) {
+        d["inputs"].Empty()) {
       return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
     }
     const auto& in = d["inputs"][0];
-    if (!in.HasMember("name") || !in["name"].IsString() || !in.HasMember("shape") || !in["shape"].IsArray()) {
+    if (!in.HasMember("name") || !in["name"].IsString() || !in.HasMember("shape") || !in["shape"].IsArray() ||
+        !in.HasMember("datatype") || !in["datatype"].IsString()) {
       return absl::InvalidArgumentError(absl::StrCat("model '", model, "': unexpected metadata ", r.body));
     }
+    TUTTI_RETURN_IF_ERROR(CheckSendable(model, static_cast<int>(d["inputs"].Size()), in["datatype"].GetString()));
     LoadTarget t{model, in["name"].GetString()};
     std::vector<int64_t> dims;
     for (const auto& dim : in["shape"].GetArray()) dims.push_back(dim.IsInt64() ? dim.GetInt64() : -1);
@@ -191,10 +206,8 @@ class GrpcTransport final : public LoadTransport {
     if (!s.ok()) {
       return absl::UnavailableError(absl::StrCat("gRPC ModelMetadata at ", target_, " failed: ", s.error_message()));
     }
-    if (response.inputs_size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat("model '", model, "' has ", response.inputs_size(),
-                                                     " inputs; the load generator sends one"));
-    }
+    TUTTI_RETURN_IF_ERROR(CheckSendable(model, response.inputs_size(),
+                                        response.inputs_size() > 0 ? response.inputs(0).datatype() : ""));
     LoadTarget t{model, response.inputs(0).name()};
     SetInputDims({response.inputs(0).shape().begin(), response.inputs(0).shape().end()}, &t);
     t.task = task.task;

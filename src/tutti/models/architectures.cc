@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "tutti/core/fnv_hash.h"
 #include "tutti/models/torch_model.h"
 
@@ -44,7 +45,7 @@ class Mlp final : public BuiltinNetImpl {
   nn::Linear fc1_, fc2_, fc3_;
 };
 
-class LeNet5 final : public BuiltinNetImpl {
+class LeNet5 : public BuiltinNetImpl {
  public:
   LeNet5()
       : conv1_(register_module("conv1", nn::Conv2d(nn::Conv2dOptions(1, 6, 5).padding(2)))),
@@ -72,6 +73,27 @@ class LeNet5 final : public BuiltinNetImpl {
  private:
   nn::Conv2d conv1_, conv2_;
   nn::Linear fc1_, fc2_, fc3_;
+};
+
+// LeNet-5 trained on FP32 images as usual, served on raw pixels: its input
+// UINT8 [N, 28, 28] (the dataset's own bytes), its outputs the logits and
+// the calibrated confidence in its top class, max softmax(logits / T) with
+// the temperature T fitted after training (a buffer, saved with the
+// weights; Guo et al. 2017, "On Calibration of Modern Neural Networks").
+class CalibratedLeNet5 final : public LeNet5, public TypedNet {
+ public:
+  CalibratedLeNet5() : temperature_(register_buffer("temperature", torch::ones({1}))) {}
+
+  std::vector<torch::Tensor> ForwardTyped(const std::vector<torch::Tensor>& inputs) override {
+    const torch::Tensor& pixels = inputs.at(0);
+    const torch::Tensor logits = forward(pixels.to(torch::kFloat32).div(255.0).unsqueeze(1));
+    const torch::Tensor confidence = torch::softmax(logits / temperature_, 1).amax(1, /*keepdim=*/true);
+    return {logits, confidence};
+  }
+  torch::Tensor& temperature() override { return temperature_; }
+
+ private:
+  torch::Tensor temperature_;
 };
 
 nn::Conv2d Conv3x3(int64_t in, int64_t out, int64_t stride) {
@@ -263,8 +285,9 @@ absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> MakeBuiltinNet(const std::string
   if (architecture == "resnet_small") return std::make_shared<ResNetSmall>();
   if (architecture == "gru_rows") return std::make_shared<GruRows>();
   if (architecture == "online_linear") return std::make_shared<OnlineLinear>();
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown architecture '", architecture, "' (expected mlp, lenet5, resnet_small, gru_rows or online_linear)"));
+  if (architecture == "calibrated_lenet5") return std::make_shared<CalibratedLeNet5>();
+  return absl::InvalidArgumentError(absl::StrCat("unknown architecture '", architecture, "' (expected ",
+                                                 absl::StrJoin(kBuiltinArchitectures, ", "), ")"));
 }
 
 int64_t CountParameters(const torch::nn::Module& module) {

@@ -10,6 +10,9 @@
 //                 with the current weights, then updates them by one SGD step
 //                 on its items' labels (each item: 784 pixels, then its label
 //                 or -1). Its forward ignores the label column.
+//   calibrated_lenet5
+//                 lenet5 served on raw UINT8 pixels [N, 28, 28], answering
+//                 with its logits and a calibrated confidence (TypedNet).
 //   gru_rows      A stateful model: a GRU (64 hidden) that reads an image 4
 //                 rows per step, 7 steps, and classifies it from its last
 //                 hidden state. Its forward is one step: [N, 4·28 + 64]
@@ -53,6 +56,19 @@ class BuiltinNetImpl : public torch::nn::Module {
 // A fresh, randomly initialised network (torch's default initialisation,
 // seeded by torch::manual_seed). InvalidArgument for an unknown name.
 absl::StatusOr<std::shared_ptr<BuiltinNetImpl>> MakeBuiltinNet(const std::string& architecture);
+
+// A built-in network served with typed tensors (its config's, not one FP32
+// input and output; trainer.h BuiltinModelConfig): its forward above
+// trains it on FP32 images, ForwardTyped serves it. Its outputs carry a
+// confidence scaled by a fitted temperature (CalibrateBuiltinModel).
+class TypedNet {
+ public:
+  virtual ~TypedNet() = default;
+  // The config's inputs, in order, to its outputs, in order.
+  virtual std::vector<torch::Tensor> ForwardTyped(const std::vector<torch::Tensor>& inputs) = 0;
+  // The temperature its confidence divides the logits by, [1].
+  virtual torch::Tensor& temperature() = 0;
+};
 
 // A compute-then-update network (online learning; HAMS §II-B): its state
 // is its weights, flat. Its items carry their label after their input

@@ -1,10 +1,12 @@
 #include "tutti/models/evaluate.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 
@@ -57,11 +59,39 @@ absl::StatusOr<double> EvaluateSequenceAccuracy(TorchModel& model, const ImageSe
   return static_cast<double>(correct) / static_cast<double>(set.size());
 }
 
+// A model of raw pixels: one UINT8 input of an image's size, its first
+// output the logits (FP32).
+absl::StatusOr<double> EvaluatePixelAccuracy(TorchModel& model, const ImageSet& set, int batch_size) {
+  const ModelConfig& c = model.config();
+  if (c.inputs.size() != 1 || c.inputs[0].datatype != DataType::kUint8 ||
+      c.inputs[0].ElementCount() != set.image_size() || c.outputs[0].datatype != DataType::kFp32) {
+    return absl::InvalidArgumentError(absl::StrCat("model '", c.name, "' is not a classifier of one UINT8 image "
+                                                   "of ", set.image_size(), " pixels with FP32 logits"));
+  }
+  batch_size = std::clamp(batch_size, 1, c.max_batch_size);
+  int64_t correct = 0;
+  std::vector<float> in, out;
+  for (int64_t begin = 0; begin < set.size(); begin += batch_size) {
+    const int n = static_cast<int>(std::min<int64_t>(batch_size, set.size() - begin));
+    in.clear();
+    const std::string pixels(reinterpret_cast<const char*>(set.image(begin)), n * set.image_size());
+    PackRecords(c.inputs, {pixels}, n, &in);
+    TUTTI_RETURN_IF_ERROR(model.Run(in, n, &out));
+    const std::string logits = UnpackRecords(c.outputs, out, n)[0];
+    std::vector<float> scores(logits.size() / sizeof(float));
+    std::memcpy(scores.data(), logits.data(), logits.size());
+    const std::vector<int> pred = ArgmaxRows(scores, c.outputs[0].ElementCount());
+    for (int i = 0; i < n; ++i) correct += pred[i] == set.labels[begin + i];
+  }
+  return static_cast<double>(correct) / static_cast<double>(set.size());
+}
+
 }  // namespace
 
 absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, int batch_size) {
   if (set.size() == 0) return absl::InvalidArgumentError("empty evaluation set");
   if (model.config().sequence_batching) return EvaluateSequenceAccuracy(model, set, batch_size);
+  if (!IsPlainFp32(model.config().inputs)) return EvaluatePixelAccuracy(model, set, batch_size);
   // A compute-then-update model's items carry a label after the pixels: none.
   const bool labelled = !model.config().model_state_shape.empty();
   if (model.input_elements() != set.image_size() + (labelled ? 1 : 0)) {

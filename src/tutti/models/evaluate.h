@@ -19,7 +19,9 @@ std::vector<int> ArgmaxRows(const std::vector<float>& scores, int64_t classes);
 // Fraction of `set` whose argmax output equals the label, in batches of
 // `batch_size` (<= the model's max batch size). A stateful model reads each
 // image as a sequence of steps of its input's size, its state carried from
-// step to step, and is judged by its last step's output.
+// step to step, and is judged by its last step's output. A model of raw
+// pixels (one UINT8 input) is given the images' bytes and judged by its
+// first output.
 absl::StatusOr<double> EvaluateAccuracy(TorchModel& model, const ImageSet& set, int batch_size);
 
 // A routing graph offline (the shape of the demo's fashion_router): the

@@ -4,6 +4,8 @@
 #include <torch/script.h>
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -12,6 +14,7 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/models/architectures.h"
 #include "tutti/onnx/onnx_graph.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -23,6 +26,11 @@ class Network {
  public:
   virtual ~Network() = default;
   virtual torch::Tensor Forward(const torch::Tensor& input) = 0;
+  // A model of several or typed tensors: its inputs in config order; its
+  // outputs in config order.
+  virtual std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) {
+    return {Forward(inputs.at(0))};
+  }
   virtual int64_t Parameters() = 0;
   // A compute-then-update network's (else null).
   virtual OnlineNet* online() { return nullptr; }
@@ -34,6 +42,18 @@ class ScriptNetwork final : public Network {
   torch::Tensor Forward(const torch::Tensor& input) override {
     return module_.forward({input}).toTensor();
   }
+  // forward(inputs…) returning a tensor, or a tuple or list of them.
+  std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) override {
+    const c10::IValue out = module_.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
+    if (out.isTensor()) return {out.toTensor()};
+    std::vector<torch::Tensor> outputs;
+    if (out.isTuple()) {
+      for (const c10::IValue& v : out.toTupleRef().elements()) outputs.push_back(v.toTensor());
+    } else {
+      for (const c10::IValue& v : out.toListRef()) outputs.push_back(v.toTensor());
+    }
+    return outputs;
+  }
   int64_t Parameters() override {
     int64_t n = 0;
     for (const at::Tensor& p : module_.parameters()) n += p.numel();
@@ -44,51 +64,98 @@ class ScriptNetwork final : public Network {
   torch::jit::Module module_;
 };
 
-// An ONNX graph of one input and one output (onnx/onnx_graph.h).
+// An ONNX graph (onnx/onnx_graph.h) whose inputs and outputs are the
+// config's, perhaps in another order.
 class OnnxNetwork final : public Network {
  public:
-  explicit OnnxNetwork(std::unique_ptr<OnnxGraph> graph) : graph_(std::move(graph)) {}
-  torch::Tensor Forward(const torch::Tensor& input) override {
-    absl::StatusOr<std::vector<at::Tensor>> out = graph_->Run({input});
+  // `input_order[g]`: the config index of the graph's input g;
+  // `output_order[k]`: the graph index of the config's output k.
+  OnnxNetwork(std::unique_ptr<OnnxGraph> graph, std::vector<int> input_order, std::vector<int> output_order)
+      : graph_(std::move(graph)), input_order_(std::move(input_order)), output_order_(std::move(output_order)) {}
+  torch::Tensor Forward(const torch::Tensor& input) override { return ForwardAll({input})[0]; }
+  std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) override {
+    std::vector<at::Tensor> ordered;
+    for (int i : input_order_) ordered.push_back(inputs.at(i));
+    absl::StatusOr<std::vector<at::Tensor>> out = graph_->Run(ordered);
     if (!out.ok()) throw std::runtime_error(std::string(out.status().message()));
-    return (*out)[0];
+    std::vector<torch::Tensor> outputs;
+    for (int g : output_order_) outputs.push_back((*out)[g]);
+    return outputs;
   }
   int64_t Parameters() override { return graph_->parameter_count(); }
 
  private:
   std::unique_ptr<OnnxGraph> graph_;
+  const std::vector<int> input_order_, output_order_;
 };
 
-// The config's one input and output are the graph's, by name; the graph
+// For each of `graph`'s values, the index of the config tensor of its name
+// (the two lists hold the same names), or why not.
+absl::StatusOr<std::vector<int>> MatchByName(const ModelVersion& v, const char* what,
+                                             const std::vector<OnnxValueInfo>& graph,
+                                             const std::vector<TensorSpec>& config) {
+  auto names = [](const auto& list) {
+    std::vector<std::string> out;
+    for (const auto& t : list) out.push_back(absl::StrCat("'", t.name, "'"));
+    return absl::StrJoin(out, ", ");
+  };
+  std::vector<int> order;
+  for (const OnnxValueInfo& g : graph) {
+    const auto it = std::find_if(config.begin(), config.end(), [&](const TensorSpec& t) { return t.name == g.name; });
+    if (it == config.end()) break;
+    order.push_back(static_cast<int>(it - config.begin()));
+  }
+  if (graph.size() != config.size() || order.size() != graph.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(v.weights_path, ": the graph's ", what, " are ", names(graph),
+                                                   ", the config's ", names(config), "; name them alike"));
+  }
+  return order;
+}
+
+// The config's inputs and outputs are the graph's, by name; the graph
 // batches along its first dimension unless the model does not batch.
 absl::StatusOr<std::unique_ptr<Network>> LoadOnnxNetwork(const ModelVersion& v) {
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<OnnxGraph> graph, OnnxGraph::LoadFile(v.weights_path));
   const ModelConfig& c = v.config;
-  if (graph->inputs().size() != 1 || graph->outputs().size() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(v.weights_path, ": the graph has ", graph->inputs().size(),
-                                                   " inputs and ", graph->outputs().size(),
-                                                   " outputs; the torch executor serves one of each"));
-  }
-  const OnnxValueInfo& in = graph->inputs()[0];
-  for (const auto& [declared, actual] : {std::pair{&c.inputs[0], &in}, std::pair{&c.outputs[0], &graph->outputs()[0]}}) {
-    if (declared->name != actual->name) {
-      return absl::InvalidArgumentError(absl::StrCat(v.weights_path, ": the config names '", declared->name,
-                                                     "', the graph '", actual->name, "'"));
+  TUTTI_ASSIGN_OR_RETURN(std::vector<int> input_order, MatchByName(v, "inputs", graph->inputs(), c.inputs));
+  TUTTI_ASSIGN_OR_RETURN(std::vector<int> outputs_to_config, MatchByName(v, "outputs", graph->outputs(), c.outputs));
+  std::vector<int> output_order(outputs_to_config.size());
+  for (size_t g = 0; g < outputs_to_config.size(); ++g) output_order[outputs_to_config[g]] = static_cast<int>(g);
+  for (const OnnxValueInfo& in : graph->inputs()) {
+    if (c.max_batch_size > 1 && !in.shape.empty() && in.shape[0] > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          v.weights_path, ": input '", in.name, "' has a fixed first dimension of ", in.shape[0],
+          ", so the graph cannot batch; export it with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
+          "{'", in.name, "': {0: 'batch'}})) or set max_batch_size: 1"));
     }
   }
-  if (c.max_batch_size > 1 && !in.shape.empty() && in.shape[0] > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        v.weights_path, ": input '", in.name, "' has a fixed first dimension of ", in.shape[0],
-        ", so the graph cannot batch; export it with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
-        "{'", in.name, "': {0: 'batch'}})) or set max_batch_size: 1"));
+  return std::make_unique<OnnxNetwork>(std::move(graph), std::move(input_order), std::move(output_order));
+}
+
+// libtorch's element type of `type`; nullopt for those it lacks.
+std::optional<torch::ScalarType> TorchType(DataType type) {
+  switch (type) {
+    case DataType::kBool: return torch::kBool;
+    case DataType::kUint8: return torch::kUInt8;
+    case DataType::kInt8: return torch::kInt8;
+    case DataType::kInt16: return torch::kInt16;
+    case DataType::kInt32: return torch::kInt32;
+    case DataType::kInt64: return torch::kInt64;
+    case DataType::kFp16: return torch::kFloat16;
+    case DataType::kFp32: return torch::kFloat32;
+    case DataType::kFp64: return torch::kFloat64;
+    default: return std::nullopt;
   }
-  return std::make_unique<OnnxNetwork>(std::move(graph));
 }
 
 class BuiltinNetwork final : public Network {
  public:
   explicit BuiltinNetwork(std::shared_ptr<BuiltinNetImpl> net) : net_(std::move(net)) { net_->eval(); }
   torch::Tensor Forward(const torch::Tensor& input) override { return net_->forward(input); }
+  std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) override {
+    if (auto* typed = dynamic_cast<TypedNet*>(net_.get())) return typed->ForwardTyped(inputs);
+    return Network::ForwardAll(inputs);
+  }
   int64_t Parameters() override { return CountParameters(*net_); }
   OnlineNet* online() override { return dynamic_cast<OnlineNet*>(net_.get()); }
 
@@ -152,7 +219,10 @@ class PrefixGroupNetwork final : public Network {
 class TorchModelImpl final : public TorchModel {
  public:
   TorchModelImpl(ModelConfig config, std::unique_ptr<Network> net)
-      : config_(std::move(config)), net_(std::move(net)), parameters_(net_->Parameters()) {
+      : config_(std::move(config)),
+        net_(std::move(net)),
+        parameters_(net_->Parameters()),
+        typed_(!IsPlainFp32(config_.inputs) || !IsPlainFp32(config_.outputs)) {
     input_shape_ = {0};
     input_shape_.insert(input_shape_.end(), config_.inputs[0].shape.begin(), config_.inputs[0].shape.end());
   }
@@ -194,6 +264,7 @@ class TorchModelImpl final : public TorchModel {
     }
     try {
       c10::InferenceMode guard;
+      if (typed_) return RunTyped(input, batch, output);
       std::vector<int64_t> shape = input_shape_;
       shape[0] = batch;
       torch::Tensor x = torch::from_blob(const_cast<float*>(input.data()), shape, torch::kFloat32);
@@ -217,9 +288,46 @@ class TorchModelImpl final : public TorchModel {
   int64_t parameter_count() const override { return parameters_; }
 
  private:
+  // A model of several or typed tensors: its records (tensor_record.h)
+  // unpacked into one tensor per input, its outputs packed back.
+  absl::Status RunTyped(absl::Span<const float> input, int batch, std::vector<float>* output) {
+    std::vector<std::string> bytes = UnpackRecords(config_.inputs, input, batch);
+    std::vector<torch::Tensor> xs;
+    for (size_t t = 0; t < config_.inputs.size(); ++t) {
+      std::vector<int64_t> shape{batch};
+      shape.insert(shape.end(), config_.inputs[t].shape.begin(), config_.inputs[t].shape.end());
+      xs.push_back(torch::from_blob(bytes[t].data(), shape, *TorchType(config_.inputs[t].datatype)));
+    }
+    const std::vector<torch::Tensor> ys = net_->ForwardAll(xs);
+    if (ys.size() != config_.outputs.size()) {
+      return absl::InternalError(absl::StrCat("model '", config_.name, "' returned ", ys.size(),
+                                              " outputs; its config declares ", config_.outputs.size()));
+    }
+    std::vector<std::string> out(ys.size());
+    for (size_t k = 0; k < ys.size(); ++k) {
+      const TensorSpec& spec = config_.outputs[k];
+      const torch::Tensor y = ys[k].contiguous();
+      if (y.scalar_type() != *TorchType(spec.datatype)) {
+        return absl::InternalError(absl::StrCat("model '", config_.name, "' returned output '", spec.name, "' as ",
+                                                c10::toString(y.scalar_type()), "; its config declares ",
+                                                DataTypeName(spec.datatype)));
+      }
+      if (y.dim() < 1 || y.size(0) != batch || y.numel() != batch * spec.ElementCount()) {
+        return absl::InternalError(absl::StrCat("model '", config_.name, "' returned output '", spec.name,
+                                                "' of shape ", ShapeString(y.sizes()), " for a batch of ", batch,
+                                                "; its config declares ", spec.ElementCount(), " values per item"));
+      }
+      out[k].assign(static_cast<const char*>(y.data_ptr()), y.nbytes());
+    }
+    output->clear();
+    PackRecords(config_.outputs, out, batch, output);
+    return absl::OkStatus();
+  }
+
   ModelConfig config_;
   std::unique_ptr<Network> net_;
   int64_t parameters_;
+  const bool typed_;
   std::vector<int64_t> input_shape_;
 };
 
@@ -337,10 +445,18 @@ void SetTorchThreads(int threads) {
 
 absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const ModelVersion& version) {
   const ModelConfig& c = version.config;
-  if (c.inputs.size() != 1 || c.outputs.size() != 1 || c.inputs[0].datatype != DataType::kFp32 ||
-      c.outputs[0].datatype != DataType::kFp32) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        version.dir, ": the torch executor supports exactly one FP32 input and one FP32 output"));
+  for (const auto* tensors : {&c.inputs, &c.outputs}) {
+    for (const TensorSpec& t : *tensors) {
+      if (!TorchType(t.datatype)) {
+        return absl::InvalidArgumentError(absl::StrCat(version.dir, ": tensor '", t.name, "' is ",
+                                                       DataTypeName(t.datatype), ", which the torch executor "
+                                                       "has no type for"));
+      }
+    }
+  }
+  if (c.stateful() && !(IsPlainFp32(c.inputs) && IsPlainFp32(c.outputs))) {
+    return absl::InvalidArgumentError(absl::StrCat(version.dir, ": a stateful model has one FP32 input and one "
+                                                   "FP32 output"));
   }
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Network> net, LoadNetwork(version));
   auto model = std::make_unique<TorchModelImpl>(StatelessForm(c), std::move(net));

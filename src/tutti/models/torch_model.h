@@ -9,8 +9,13 @@
 // saved. Every libtorch error (c10::Error, TorchScript exceptions) is caught
 // here and returned as a Status naming the model or file.
 //
-// Inputs and outputs are the config's first input and output, FP32, laid out
-// [batch, element…] contiguously.
+// A batch is its items' records (repository/tensor_record.h): for a model of
+// one FP32 input and output, its values laid out [batch, element…]
+// contiguously; for any other, each item's tensors packed, which Run()
+// unpacks into one libtorch tensor per input (a TorchScript forward(…) of
+// that many arguments, returning a tensor or a tuple; an ONNX graph's
+// inputs by name; a builtin TypedNet's ForwardTyped) and whose outputs it
+// packs back. Stateful models have one FP32 input and output.
 //
 // Thread-safety: Run() may be called from several threads at once (inference
 // only, no autograd). The number of intra-op threads is a process-wide
@@ -25,6 +30,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "tutti/repository/model_repository.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 
@@ -34,7 +40,8 @@ class TorchModel {
 
   // Loads `version`'s weights; a stateful model (sequence_batching) loads
   // as its StatelessForm, the state concatenated to its input and output. InvalidArgument if the config declares
-  // anything but one FP32 input and one FP32 output; DataLoss if the weights
+  // a datatype libtorch lacks (UINT16–64, BYTES), or several or typed tensors
+  // for a stateful model; DataLoss if the weights
   // file cannot be read as the declared platform; Internal if a trial batch
   // of one fails or returns a shape that disagrees with the config.
   static absl::StatusOr<std::unique_ptr<TorchModel>> Load(const ModelVersion& version);
@@ -67,8 +74,10 @@ class TorchModel {
   virtual const ModelConfig& config() const = 0;
   virtual int64_t parameter_count() const = 0;  // held in memory: shared ones once
 
-  int64_t input_elements() const { return config().inputs[0].ElementCount(); }
-  int64_t output_elements() const { return config().outputs[0].ElementCount(); }
+  // Words of an item's record (repository/tensor_record.h): for a model of
+  // one FP32 input and output, its values.
+  int64_t input_elements() const { return RecordWords(config().inputs); }
+  int64_t output_elements() const { return RecordWords(config().outputs); }
 };
 
 // Sets libtorch's intra-op thread count for the whole process (0: leave the

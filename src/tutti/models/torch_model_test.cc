@@ -73,7 +73,7 @@ TEST(TorchModelTest, AnOnnxGraphWhoseNamesDifferFromTheConfigIsRefused) {
   ASSERT_TRUE(version.ok()) << version.status();
   absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(*version);
   ASSERT_FALSE(model.ok());
-  EXPECT_THAT(model.status().message(), HasSubstr("the config names 'pixels', the graph 'image'"));
+  EXPECT_THAT(model.status().message(), HasSubstr("the graph's inputs are 'image', the config's 'pixels'; name them alike"));
 }
 
 TEST(TorchModelTest, BatchedRunEqualsItemByItemRuns) {
@@ -119,12 +119,16 @@ TEST(TorchModelTest, CorruptWeightsAreDataLoss) {
   EXPECT_THAT(TorchModel::Load(v).status().message(), HasSubstr("cannot load as a builtin model"));
 }
 
-TEST(TorchModelTest, OnlyFp32TensorsAreSupported) {
+TEST(TorchModelTest, ADatatypeLibtorchLacksIsRefusedAndOneTheNetworkCannotTakeFailsTheTrialRun) {
   TempDir dir;
   ModelVersion v = CopyOfFixture(dir, "");
-  v.config.inputs[0].datatype = DataType::kInt64;
+  v.config.inputs[0].datatype = DataType::kUint32;
   EXPECT_THAT(TorchModel::Load(v).status().message(),
-              HasSubstr("exactly one FP32 input and one FP32 output"));
+              HasSubstr("tensor 'image' is UINT32, which the torch executor has no type for"));
+  v.config.inputs[0].datatype = DataType::kInt64;  // the linear layer computes on floats
+  const absl::Status s = TorchModel::Load(v).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), HasSubstr("model 'linear' failed"));
 }
 
 }  // namespace

@@ -50,6 +50,11 @@ ModelConfig BuiltinModelConfig(const std::string& name, const std::string& archi
     c.inputs = {TensorSpec{"image_and_label", DataType::kFp32, {785}}};
     c.model_state_shape = {10 * 784 + 10};
   }
+  if (architecture == "calibrated_lenet5") {
+    c.task = "fashion-mnist-uint8";  // its own input: not interchangeable with the FP32 ones
+    c.inputs = {TensorSpec{"pixels", DataType::kUint8, {28, 28}}};
+    c.outputs = {TensorSpec{"logits", DataType::kFp32, {10}}, TensorSpec{"confidence", DataType::kFp32, {1}}};
+  }
   if (IsSequenceArchitecture(architecture)) {
     c.inputs = {TensorSpec{"rows", DataType::kFp32, {kGruRowsPerStep, 28}}};
     c.sequence_batching = SequenceBatching{.state_input = "hidden_in", .state_output = "hidden_out",
@@ -60,7 +65,7 @@ ModelConfig BuiltinModelConfig(const std::string& name, const std::string& archi
 
 int DefaultEpochs(const std::string& architecture) {
   if (architecture == "mlp") return 10;
-  if (architecture == "lenet5") return 10;
+  if (architecture == "lenet5" || architecture == "calibrated_lenet5") return 10;
   return 5;
 }
 
@@ -151,6 +156,73 @@ absl::StatusOr<TrainResult> TrainBuiltinModel(const TrainOptions& options, const
     return absl::InternalError(absl::StrCat("training failed: ", e.what_without_backtrace()));
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("training failed: ", e.what()));
+  }
+}
+
+namespace {
+
+// Mean negative log-likelihood of `labels` under softmax(logits / t).
+double MeanNll(const torch::Tensor& logits, const torch::Tensor& labels, double t) {
+  return torch::nn::functional::cross_entropy(logits / t, labels).item<double>();
+}
+
+// Expected calibration error over 15 equal-width confidence bins.
+double ExpectedCalibrationError(const torch::Tensor& logits, const torch::Tensor& labels, double t) {
+  const auto [confidence, predicted] = torch::softmax(logits / t, 1).max(1);
+  const torch::Tensor correct = predicted.eq(labels).to(torch::kFloat64);
+  const torch::Tensor bins = (confidence.to(torch::kFloat64) * 15).floor().clamp(0, 14).to(torch::kInt64);
+  double ece = 0;
+  for (int64_t b = 0; b < 15; ++b) {
+    const torch::Tensor in = bins.eq(b);
+    const int64_t n = in.sum().item<int64_t>();
+    if (n == 0) continue;
+    const double gap = confidence.to(torch::kFloat64).masked_select(in).mean().item<double>() -
+                       correct.masked_select(in).mean().item<double>();
+    ece += std::abs(gap) * static_cast<double>(n) / static_cast<double>(labels.size(0));
+  }
+  return ece;
+}
+
+}  // namespace
+
+absl::StatusOr<Calibration> CalibrateBuiltinModel(const std::string& architecture, const std::string& weights_path,
+                                                  const ImageSet& held_out) {
+  if (held_out.size() == 0) return absl::InvalidArgumentError("calibration needs held-out images");
+  try {
+    TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<BuiltinNetImpl> net, MakeBuiltinNet(architecture));
+    auto* typed = dynamic_cast<TypedNet*>(net.get());
+    if (typed == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("architecture '", architecture, "' has no confidence output"));
+    }
+    std::shared_ptr<torch::nn::Module> module = net;
+    torch::load(module, weights_path);
+    net->eval();
+    torch::NoGradGuard no_grad;
+    const torch::Tensor logits =
+        ClassifyImages(*net, architecture, internal::ImagesTensor(held_out)).to(torch::kFloat64);
+    const torch::Tensor labels = LabelsTensor(held_out);
+    // The NLL is unimodal in log T: a golden-section search over T in [0.05, 20].
+    double lo = std::log(0.05), hi = std::log(20.0);
+    const double phi = (std::sqrt(5.0) - 1) / 2;
+    for (int i = 0; i < 60; ++i) {
+      const double a = hi - phi * (hi - lo), b = lo + phi * (hi - lo);
+      if (MeanNll(logits, labels, std::exp(a)) < MeanNll(logits, labels, std::exp(b))) {
+        hi = b;
+      } else {
+        lo = a;
+      }
+    }
+    Calibration c;
+    c.temperature = std::exp((lo + hi) / 2);
+    c.nll_before = MeanNll(logits, labels, 1.0);
+    c.nll_after = MeanNll(logits, labels, c.temperature);
+    c.ece_before = ExpectedCalibrationError(logits, labels, 1.0);
+    c.ece_after = ExpectedCalibrationError(logits, labels, c.temperature);
+    typed->temperature().fill_(c.temperature);
+    torch::save(module, weights_path);
+    return c;
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("calibrating ", weights_path, " failed: ", e.what()));
   }
 }
 

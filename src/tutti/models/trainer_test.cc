@@ -238,3 +238,57 @@ TEST(EvaluateTest, ArgmaxRows) {
 
 }  // namespace
 }  // namespace tutti
+
+namespace tutti {
+namespace {
+
+// calibrated_lenet5: trained on FP32 images, served on their raw bytes with
+// two outputs; its fitted temperature lowers the held-out NLL, and the
+// served confidence is max softmax(logits / T).
+TEST_F(TrainerTest, CalibratedLeNet5ServesRawPixelsWithLogitsAndACalibratedConfidence) {
+  TempDir dir;
+  ManualClock clock;
+  const std::string weights = dir.path() + "/calibrated_lenet5/1/model.pt";
+  TrainOptions options{.architecture = "calibrated_lenet5", .epochs = 2, .batch_size = 32, .seed = 7};
+  ASSERT_TRUE(TrainBuiltinModel(options, train_->Slice(0, 2500), *test_, weights, clock, [](const TrainProgress&) {})
+                  .ok());
+  absl::StatusOr<Calibration> c = CalibrateBuiltinModel("calibrated_lenet5", weights, train_->Slice(2500, 500));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NE(c->temperature, 1.0);
+  EXPECT_LE(c->nll_after, c->nll_before);
+  EXPECT_THAT(CalibrateBuiltinModel("lenet5", weights, *test_).status().message(),
+              HasSubstr("has no confidence output"));
+
+  const ModelConfig config = BuiltinModelConfig("calibrated_lenet5", "calibrated_lenet5", 16);
+  absl::StatusOr<std::unique_ptr<TorchModel>> model =
+      TorchModel::Load(ModelVersion{config, 1, dir.path() + "/calibrated_lenet5/1", weights});
+  ASSERT_TRUE(model.ok()) << model.status();
+  // Two images' bytes are one record each (784 bytes: 196 words); the
+  // answer's record is 10 logits and the confidence.
+  const std::string pixels(reinterpret_cast<const char*>(test_->image(0)), 2 * 784);
+  std::vector<float> in, out;
+  PackRecords(config.inputs, {pixels}, 2, &in);
+  ASSERT_EQ(in.size(), 2u * 196);
+  ASSERT_TRUE((*model)->Run(in, 2, &out).ok());
+  ASSERT_EQ(out.size(), 2u * 11);
+  // The same network on the FP32 images (pixels / 255), as training saw them.
+  std::shared_ptr<BuiltinNetImpl> net = *MakeBuiltinNet("calibrated_lenet5");
+  std::shared_ptr<torch::nn::Module> module = net;
+  torch::load(module, weights);
+  net->eval();
+  torch::NoGradGuard no_grad;
+  const std::vector<float> images = test_->ToFloat(0, 2);
+  const torch::Tensor logits = net->forward(torch::from_blob(const_cast<float*>(images.data()), {2, 1, 28, 28}));
+  const torch::Tensor confidence = torch::softmax(logits / c->temperature, 1).amax(1);
+  for (int i = 0; i < 2; ++i) {
+    for (int k = 0; k < 10; ++k) EXPECT_NEAR(out[i * 11 + k], logits[i][k].item<float>(), 1e-5);
+    EXPECT_NEAR(out[i * 11 + 10], confidence[i].item<float>(), 1e-6);
+  }
+  // Offline accuracy through the executor: the pixels' bytes, the first output.
+  absl::StatusOr<double> accuracy = EvaluateAccuracy(**model, *test_, 100);
+  ASSERT_TRUE(accuracy.ok()) << accuracy.status();
+  EXPECT_GT(*accuracy, 0.5);
+}
+
+}  // namespace
+}  // namespace tutti

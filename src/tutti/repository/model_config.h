@@ -64,8 +64,8 @@ enum class Platform {
 };
 
 // Tutti's built-in architectures (src/tutti/models/architectures.h builds them).
-inline constexpr absl::string_view kBuiltinArchitectures[] = {"mlp", "lenet5", "resnet_small", "gru_rows",
-                                                                "online_linear"};
+inline constexpr absl::string_view kBuiltinArchitectures[] = {"mlp",      "lenet5",        "resnet_small",
+                                                                "gru_rows", "online_linear", "calibrated_lenet5"};
 
 struct TensorSpec {
   std::string name;

@@ -9,6 +9,7 @@
 #include "tutti/executors/slowdown_executor.h"
 #include "tutti/executors/torch_executor.h"
 #include "tutti/replication/replicated_executor.h"
+#include "tutti/repository/tensor_record.h"
 #include "tutti/stages/parm_stage.h"
 
 namespace tutti {
@@ -31,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& 
   if (g.kind == "emulated") {
     std::vector<EmulatedExecutor::Model> emulated;
     for (const ModelVersion* v : models) {
-      emulated.push_back({v->config.profiles.at(g.profile), v->config.outputs[0].ElementCount()});
+      emulated.push_back({v->config.profiles.at(g.profile), RecordWords(v->config.outputs)});
     }
     return std::make_unique<EmulatedExecutor>(clock, std::move(emulated));
   }
@@ -84,7 +85,7 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout&
   bool stateful = false;
   for (const ModelVersion* v : layout.group_models.at(group)) {
     const ModelConfig& c = v->config;
-    SlotModel m{0, c.inputs[0].ElementCount(), c.outputs[0].ElementCount(), 0};
+    SlotModel m{0, RecordWords(c.inputs), RecordWords(c.outputs), 0};
     if (c.sequence_batching) {
       stateful = true;
       m.state_elements = c.sequence_batching->StateElements();

@@ -1,0 +1,139 @@
+#include "tutti/codec/kserve_json_tensors.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "tutti/codec/typed_tensors.h"
+#include "tutti/core/status_macros.h"
+#include "tutti/core/user_text.h"
+
+namespace tutti {
+namespace {
+
+using rapidjson::Value;
+
+absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+// Appends the elements of a (possibly nested) array of numbers or booleans.
+absl::Status AppendJson(const Value& v, int input, const std::string& name, TypedInputs* inputs) {
+  if (v.IsArray()) {
+    for (const Value& e : v.GetArray()) TUTTI_RETURN_IF_ERROR(AppendJson(e, input, name, inputs));
+    return absl::OkStatus();
+  }
+  WireScalar s;
+  if (v.IsBool()) {
+    s.kind = WireScalar::kBool, s.b = v.GetBool();
+  } else if (v.IsInt64()) {
+    s.kind = WireScalar::kInt, s.i = v.GetInt64();
+  } else if (v.IsUint64()) {
+    s.kind = WireScalar::kUint, s.u = v.GetUint64();
+  } else if (v.IsNumber()) {
+    s.kind = WireScalar::kDouble, s.d = v.GetDouble();
+  } else {
+    return Bad(absl::StrCat("input '", name, "' data must be numbers or booleans"));
+  }
+  return inputs->Append(input, s);
+}
+
+void WriteElement(KserveJsonWriter& w, const WireScalar& v) {
+  switch (v.kind) {
+    case WireScalar::kBool: w.Bool(v.b); break;
+    case WireScalar::kInt: w.Int64(v.i); break;
+    case WireScalar::kUint: w.Uint64(v.u); break;
+    case WireScalar::kDouble: w.Double(v.d); break;
+  }
+}
+
+}  // namespace
+
+absl::Status ParseTypedJsonInputs(const Value& inputs, absl::string_view binary, bool has_header,
+                                  const ModelConfig& config, InferRequest* out) {
+  TypedInputs typed(config);
+  size_t offset = 0;  // into `binary`
+  for (const Value& in : inputs.GetArray()) {
+    if (!in.IsObject() || !in.HasMember("name") || !in["name"].IsString()) {
+      return Bad("each input needs a string 'name'");
+    }
+    const std::string name = in["name"].GetString();
+    if (!in.HasMember("datatype") || !in["datatype"].IsString()) {
+      return Bad(absl::StrCat("input ", QuoteUserText(name), " needs a string 'datatype'"));
+    }
+    if (!in.HasMember("shape") || !in["shape"].IsArray()) {
+      return Bad(absl::StrCat("input ", QuoteUserText(name), " needs a 'shape' array"));
+    }
+    std::vector<int64_t> shape;
+    for (const Value& d : in["shape"].GetArray()) {
+      if (!d.IsInt64()) {
+        return Bad(absl::StrCat("input ", QuoteUserText(name), ": shape dimensions must be positive integers"));
+      }
+      shape.push_back(d.GetInt64());
+    }
+    TUTTI_ASSIGN_OR_RETURN(const int index, typed.Add(name, in["datatype"].GetString(), shape));
+    if (in.HasMember("parameters")) {
+      const Value& p = in["parameters"];
+      if (!p.IsObject()) return Bad(absl::StrCat("input '", name, "' 'parameters' must be a JSON object"));
+      if (p.HasMember("binary_data_size")) {
+        if (!p["binary_data_size"].IsInt64() || p["binary_data_size"].GetInt64() < 0) {
+          return Bad("'binary_data_size' must be a non-negative integer");
+        }
+        if (!has_header) {
+          return Bad(absl::StrCat("input '", name, "' has 'binary_data_size' but the request has no "
+                                  "Inference-Header-Content-Length header"));
+        }
+        if (in.HasMember("data")) return Bad(absl::StrCat("input '", name, "' has both 'data' and binary data"));
+        const uint64_t size = static_cast<uint64_t>(p["binary_data_size"].GetInt64());
+        if (size > binary.size() - offset) {
+          return Bad(absl::StrCat("input '", name, "' declares binary_data_size ", size, " but only ",
+                                  binary.size() - offset, " bytes of binary data are left"));
+        }
+        TUTTI_RETURN_IF_ERROR(typed.SetRaw(index, binary.substr(offset, size)));
+        offset += size;
+        continue;
+      }
+    }
+    if (!in.HasMember("data")) return Bad(absl::StrCat("input '", name, "' has no 'data'"));
+    TUTTI_RETURN_IF_ERROR(AppendJson(in["data"], index, name, &typed));
+  }
+  if (offset != binary.size()) {
+    return Bad(absl::StrCat(binary.size() - offset, " bytes follow the JSON header beyond the inputs' "
+                            "binary_data_size"));
+  }
+  return typed.Finish(out);
+}
+
+void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const std::vector<std::string>& requested,
+                           const std::vector<std::vector<float>>& items, bool binary_output, std::string* binary) {
+  const std::vector<std::string> tensors = TypedOutputs(config, items);
+  for (size_t t = 0; t < config.outputs.size(); ++t) {
+    const TensorSpec& spec = config.outputs[t];
+    if (!requested.empty() && std::find(requested.begin(), requested.end(), spec.name) == requested.end()) continue;
+    w.StartObject();
+    w.Key("name");
+    w.String(spec.name.c_str());
+    w.Key("datatype");
+    w.String(std::string(DataTypeName(spec.datatype)).c_str());
+    w.Key("shape");
+    w.StartArray();
+    w.Int64(static_cast<int64_t>(items.size()));
+    for (int64_t d : spec.shape) w.Int64(d);
+    w.EndArray();
+    if (binary_output) {
+      binary->append(tensors[t]);
+      w.Key("parameters");
+      w.StartObject();
+      w.Key("binary_data_size");
+      w.Uint64(tensors[t].size());
+      w.EndObject();
+    } else {
+      w.Key("data");
+      w.StartArray();
+      const int64_t n = static_cast<int64_t>(items.size()) * spec.ElementCount();
+      for (int64_t i = 0; i < n; ++i) WriteElement(w, ElementAt(spec.datatype, tensors[t], i));
+      w.EndArray();
+    }
+    w.EndObject();
+  }
+}
+
+}  // namespace tutti

@@ -1,0 +1,270 @@
+#include "tutti/codec/typed_tensors.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tutti/core/user_text.h"
+#include "tutti/repository/tensor_record.h"
+
+namespace tutti {
+namespace {
+
+absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
+
+template <typename T>
+void Put(T value, std::string* out) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out->append(bytes, sizeof(T));
+}
+
+template <typename T>
+T Get(absl::string_view bytes, int64_t index) {
+  T value;
+  std::memcpy(&value, bytes.data() + index * sizeof(T), sizeof(T));
+  return value;
+}
+
+// An integer element of [lo, hi], from a wire integer.
+template <typename T>
+bool PutInteger(const WireScalar& v, std::string* out) {
+  if (v.kind == WireScalar::kInt) {
+    if (v.i < static_cast<int64_t>(std::numeric_limits<T>::min())) return false;
+    if (v.i > 0 && static_cast<uint64_t>(v.i) > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    Put(static_cast<T>(v.i), out);
+    return true;
+  }
+  if (v.kind == WireScalar::kUint) {
+    if (v.u > static_cast<uint64_t>(std::numeric_limits<T>::max())) return false;
+    Put(static_cast<T>(v.u), out);
+    return true;
+  }
+  return false;
+}
+
+double AsDouble(const WireScalar& v) {
+  return v.kind == WireScalar::kInt ? static_cast<double>(v.i)
+         : v.kind == WireScalar::kUint ? static_cast<double>(v.u)
+                                       : v.d;
+}
+
+std::string Range(DataType type) {
+  switch (type) {
+    case DataType::kBool: return "true or false";
+    case DataType::kUint8: return "integers from 0 to 255";
+    case DataType::kUint16: return "integers from 0 to 65535";
+    case DataType::kUint32: return "integers from 0 to 4294967295";
+    case DataType::kUint64: return "integers from 0 to 2^64-1";
+    case DataType::kInt8: return "integers from -128 to 127";
+    case DataType::kInt16: return "integers from -32768 to 32767";
+    case DataType::kInt32: return "integers from -2^31 to 2^31-1";
+    case DataType::kInt64: return "integers from -2^63 to 2^63-1";
+    case DataType::kFp16: return "numbers within FP16's range (±65504)";
+    case DataType::kFp32: return "numbers within FP32's range";
+    case DataType::kFp64: return "numbers";
+    case DataType::kBytes: break;
+  }
+  return "strings";
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
+
+}  // namespace
+
+uint16_t FloatToHalf(float value) {
+  uint32_t f;
+  std::memcpy(&f, &value, 4);
+  const uint32_t sign = (f >> 16) & 0x8000u;
+  const uint32_t abs = f & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0));
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504: infinity
+  if (abs < 0x38800000u) {  // a half subnormal (or zero)
+    if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
+    const uint32_t mantissa = (abs & 0x7fffffu) | 0x800000u;
+    const int shift = 126 - static_cast<int>(abs >> 23);  // value = mantissa × 2^(e-150) = half × 2^-24
+    uint32_t half = mantissa >> shift;
+    const uint32_t rest = mantissa & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+    if (rest > halfway || (rest == halfway && (half & 1u))) ++half;
+    return static_cast<uint16_t>(sign | half);
+  }
+  uint32_t half = ((abs >> 23) - 112) << 10 | ((abs >> 13) & 0x3ffu);
+  const uint32_t rest = abs & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u))) ++half;
+  return static_cast<uint16_t>(sign | half);
+}
+
+float HalfToFloat(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  uint32_t exponent = (half >> 10) & 0x1fu, mantissa = half & 0x3ffu;
+  uint32_t f;
+  if (exponent == 0x1fu) {
+    f = sign | 0x7f800000u | (mantissa << 13);
+  } else if (exponent != 0) {
+    f = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  } else if (mantissa == 0) {
+    f = sign;
+  } else {  // subnormal: normalise
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    f = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float value;
+  std::memcpy(&value, &f, 4);
+  return value;
+}
+
+TypedInputs::TypedInputs(const ModelConfig& config)
+    : config_(config), added_(config.inputs.size(), false), data_(config.inputs.size()) {}
+
+absl::StatusOr<int> TypedInputs::Add(absl::string_view name, absl::string_view datatype,
+                                     const std::vector<int64_t>& shape) {
+  int index = -1;
+  for (size_t i = 0; i < config_.inputs.size(); ++i) {
+    if (config_.inputs[i].name == name) index = static_cast<int>(i);
+  }
+  if (index < 0) {
+    std::vector<std::string> names;
+    for (const TensorSpec& t : config_.inputs) names.push_back(absl::StrCat("'", t.name, "'"));
+    return Bad(absl::StrCat("unexpected input ", QuoteUserText(name), "; model '", config_.name, "' takes inputs ",
+                            absl::StrJoin(names, ", ")));
+  }
+  const TensorSpec& spec = config_.inputs[index];
+  if (added_[index]) return Bad(absl::StrCat("input '", spec.name, "' is given twice"));
+  if (datatype != DataTypeName(spec.datatype)) {
+    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", UserText(datatype), "; the model expects ",
+                            DataTypeName(spec.datatype)));
+  }
+  for (int64_t d : shape) {
+    if (d < 1) {
+      return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape),
+                              ": dimensions must be positive integers"));
+    }
+  }
+  if (shape.size() != spec.shape.size() + 1 || !std::equal(shape.begin() + 1, shape.end(), spec.shape.begin())) {
+    return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
+                            absl::StrJoin(spec.shape, ", "), "]"));
+  }
+  if (shape[0] > config_.max_batch_size) {
+    return Bad(absl::StrCat("input '", spec.name, "': batch of ", shape[0], " exceeds model '", config_.name,
+                            "' max_batch_size ", config_.max_batch_size));
+  }
+  if (batch_ != 0 && shape[0] != batch_) {
+    return Bad(absl::StrCat("input '", spec.name, "' has a batch of ", shape[0], " but an earlier input has ",
+                            batch_, ": every input has the same first dimension"));
+  }
+  batch_ = static_cast<int>(shape[0]);
+  added_[index] = true;
+  data_[index].reserve(batch_ * ItemBytes(spec));
+  return index;
+}
+
+absl::Status TypedInputs::Append(int input, const WireScalar& v) {
+  const TensorSpec& spec = config_.inputs[input];
+  std::string* out = &data_[input];
+  bool ok = false;
+  switch (spec.datatype) {
+    case DataType::kBool:
+      ok = v.kind == WireScalar::kBool;
+      if (ok) Put<uint8_t>(v.b ? 1 : 0, out);
+      break;
+    case DataType::kUint8: ok = PutInteger<uint8_t>(v, out); break;
+    case DataType::kUint16: ok = PutInteger<uint16_t>(v, out); break;
+    case DataType::kUint32: ok = PutInteger<uint32_t>(v, out); break;
+    case DataType::kUint64: ok = PutInteger<uint64_t>(v, out); break;
+    case DataType::kInt8: ok = PutInteger<int8_t>(v, out); break;
+    case DataType::kInt16: ok = PutInteger<int16_t>(v, out); break;
+    case DataType::kInt32: ok = PutInteger<int32_t>(v, out); break;
+    case DataType::kInt64: ok = PutInteger<int64_t>(v, out); break;
+    case DataType::kFp16:
+    case DataType::kFp32:
+    case DataType::kFp64: {
+      if (v.kind == WireScalar::kBool) break;
+      const double d = AsDouble(v);
+      if (spec.datatype == DataType::kFp64) {
+        Put(d, out);
+      } else if (spec.datatype == DataType::kFp32) {
+        if (std::abs(d) > std::numeric_limits<float>::max()) break;
+        Put(static_cast<float>(d), out);
+      } else {
+        if (std::abs(d) > 65504.0) break;
+        Put(FloatToHalf(static_cast<float>(d)), out);
+      }
+      ok = true;
+      break;
+    }
+    case DataType::kBytes: break;
+  }
+  if (ok) return absl::OkStatus();
+  return Bad(absl::StrCat("input '", spec.name, "' is ", DataTypeName(spec.datatype), ": its data must be ",
+                          Range(spec.datatype)));
+}
+
+absl::Status TypedInputs::SetRaw(int input, absl::string_view bytes) {
+  const TensorSpec& spec = config_.inputs[input];
+  const int64_t needed = batch_ * ItemBytes(spec);
+  if (static_cast<int64_t>(bytes.size()) != needed) {
+    return Bad(absl::StrCat("input '", spec.name, "' has ", bytes.size(), " bytes of binary data; shape [", batch_,
+                            spec.shape.empty() ? "" : ", ", absl::StrJoin(spec.shape, ", "), "] of ",
+                            DataTypeName(spec.datatype), " needs ", needed));
+  }
+  data_[input].assign(bytes.data(), bytes.size());
+  return absl::OkStatus();
+}
+
+absl::Status TypedInputs::Finish(InferRequest* out) {
+  for (size_t i = 0; i < config_.inputs.size(); ++i) {
+    if (!added_[i]) return Bad(absl::StrCat("input '", config_.inputs[i].name, "' is missing; model '", config_.name,
+                                            "' takes ", config_.inputs.size(), " inputs"));
+  }
+  for (size_t i = 0; i < config_.inputs.size(); ++i) {
+    const TensorSpec& spec = config_.inputs[i];
+    const int64_t needed = batch_ * ItemBytes(spec);
+    if (static_cast<int64_t>(data_[i].size()) != needed) {
+      const int64_t size = static_cast<int64_t>(DataTypeSize(spec.datatype));
+      return Bad(absl::StrCat("input '", spec.name, "' has ", data_[i].size() / size, " values; shape [", batch_,
+                              spec.shape.empty() ? "" : ", ", absl::StrJoin(spec.shape, ", "), "] needs ",
+                              needed / size));
+    }
+  }
+  out->batch = batch_;
+  out->data.clear();
+  PackRecords(config_.inputs, data_, batch_, &out->data);
+  return absl::OkStatus();
+}
+
+std::vector<std::string> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items) {
+  std::vector<float> words;
+  words.reserve(items.size() * RecordWords(config.outputs));
+  for (const std::vector<float>& item : items) words.insert(words.end(), item.begin(), item.end());
+  return UnpackRecords(config.outputs, words, static_cast<int>(items.size()));
+}
+
+WireScalar ElementAt(DataType type, absl::string_view bytes, int64_t index) {
+  WireScalar v;
+  auto integer = [&v](int64_t i) { v.kind = WireScalar::kInt, v.i = i; };
+  auto unsigned_integer = [&v](uint64_t u) { v.kind = WireScalar::kUint, v.u = u; };
+  switch (type) {
+    case DataType::kBool: v.kind = WireScalar::kBool, v.b = Get<uint8_t>(bytes, index) != 0; break;
+    case DataType::kUint8: unsigned_integer(Get<uint8_t>(bytes, index)); break;
+    case DataType::kUint16: unsigned_integer(Get<uint16_t>(bytes, index)); break;
+    case DataType::kUint32: unsigned_integer(Get<uint32_t>(bytes, index)); break;
+    case DataType::kUint64: unsigned_integer(Get<uint64_t>(bytes, index)); break;
+    case DataType::kInt8: integer(Get<int8_t>(bytes, index)); break;
+    case DataType::kInt16: integer(Get<int16_t>(bytes, index)); break;
+    case DataType::kInt32: integer(Get<int32_t>(bytes, index)); break;
+    case DataType::kInt64: integer(Get<int64_t>(bytes, index)); break;
+    case DataType::kFp16: v.d = HalfToFloat(Get<uint16_t>(bytes, index)); break;
+    case DataType::kFp32: v.d = Get<float>(bytes, index); break;
+    case DataType::kFp64: v.d = Get<double>(bytes, index); break;
+    case DataType::kBytes: break;
+  }
+  return v;
+}
+
+}  // namespace tutti

@@ -1,0 +1,70 @@
+// The wire side of a model whose tensors are not one FP32 input and output
+// (repository/tensor_record.h): the checks of each input, conversion of
+// each element with its datatype's range, and the outputs as typed values.
+// Both protocols' codecs use it, so that JSON, binary data and gRPC accept
+// and refuse the same requests with the same messages, each naming the
+// tensor and the rule it broke.
+#ifndef TUTTI_CODEC_TYPED_TENSORS_H_
+#define TUTTI_CODEC_TYPED_TENSORS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "tutti/codec/infer_request.h"
+#include "tutti/repository/model_config.h"
+
+namespace tutti {
+
+// One element as a protocol carries it: a JSON boolean or number, or an
+// entry of a gRPC typed contents field.
+struct WireScalar {
+  enum Kind { kBool, kInt, kUint, kDouble } kind = kDouble;
+  bool b = false;
+  int64_t i = 0;
+  uint64_t u = 0;
+  double d = 0;
+};
+
+// A typed model's request, input by input. Thread-compatible.
+class TypedInputs {
+ public:
+  explicit TypedInputs(const ModelConfig& config);
+
+  // Checks an input's name (one of the model's, not given before), datatype
+  // and shape ([N, dims…], the same N for every input, at most
+  // max_batch_size). Returns its index among the config's inputs.
+  absl::StatusOr<int> Add(absl::string_view name, absl::string_view datatype, const std::vector<int64_t>& shape);
+  // Its elements, one at a time: InvalidArgument for one its datatype cannot
+  // hold (a fraction for an integer, a value out of range, a number for BOOL).
+  absl::Status Append(int input, const WireScalar& value);
+  // Or all at once: raw little-endian bytes, exactly its shape's.
+  absl::Status SetRaw(int input, absl::string_view bytes);
+  // Every input present with all its elements: sets out->batch and packs
+  // them into out->data.
+  absl::Status Finish(InferRequest* out);
+
+ private:
+  const ModelConfig& config_;
+  int batch_ = 0;
+  std::vector<bool> added_;
+  std::vector<std::string> data_;  // per config input, its elements so far
+};
+
+// The answers of `items` items of a typed model: per config output, the
+// batch's elements, [items, dims…].
+std::vector<std::string> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items);
+
+// Element `index` of a tensor of `type` held as `bytes`. REQUIRES: type
+// is not BYTES and the element exists.
+WireScalar ElementAt(DataType type, absl::string_view bytes, int64_t index);
+
+// IEEE 754 half precision (FP16), rounded to nearest even.
+uint16_t FloatToHalf(float value);
+float HalfToFloat(uint16_t half);
+
+}  // namespace tutti
+
+#endif  // TUTTI_CODEC_TYPED_TENSORS_H_

@@ -1,0 +1,134 @@
+#include "tutti/codec/typed_tensors.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace tutti {
+namespace {
+
+using ::testing::HasSubstr;
+
+ModelConfig TwoInputs() {
+  ModelConfig c;
+  c.name = "m";
+  c.max_batch_size = 4;
+  c.inputs = {{"ids", DataType::kInt8, {2}}, {"mask", DataType::kBool, {2}}};
+  c.outputs = {{"y", DataType::kUint16, {1}}};
+  return c;
+}
+
+WireScalar Int(int64_t v) { return {.kind = WireScalar::kInt, .i = v}; }
+WireScalar Uint(uint64_t v) { return {.kind = WireScalar::kUint, .u = v}; }
+WireScalar Double(double v) { return {.kind = WireScalar::kDouble, .d = v}; }
+WireScalar Bool(bool v) { return {.kind = WireScalar::kBool, .b = v}; }
+
+TEST(TypedTensorsTest, ChecksNameDatatypeShapeAndBatchOfEachInput) {
+  const ModelConfig c = TwoInputs();
+  TypedInputs in(c);
+  EXPECT_THAT(in.Add("x", "INT8", {1, 2}).status().message(), HasSubstr("takes inputs 'ids', 'mask'"));
+  EXPECT_THAT(in.Add("ids", "INT16", {1, 2}).status().message(), HasSubstr("input 'ids' has datatype INT16"));
+  EXPECT_THAT(in.Add("ids", "INT8", {1, 3}).status().message(), HasSubstr("input 'ids' has shape [1, 3]"));
+  EXPECT_THAT(in.Add("ids", "INT8", {5, 2}).status().message(), HasSubstr("exceeds model 'm' max_batch_size 4"));
+  ASSERT_EQ(*in.Add("ids", "INT8", {2, 2}), 0);
+  EXPECT_THAT(in.Add("ids", "INT8", {2, 2}).status().message(), HasSubstr("'ids' is given twice"));
+  EXPECT_THAT(in.Add("mask", "BOOL", {1, 2}).status().message(), HasSubstr("input 'mask' has a batch of 1"));
+  InferRequest r;
+  EXPECT_THAT(in.Finish(&r).message(), HasSubstr("input 'mask' is missing"));
+}
+
+TEST(TypedTensorsTest, RefusesValuesOutsideTheDatatypeNamingTheTensor) {
+  const ModelConfig c = TwoInputs();
+  TypedInputs in(c);
+  ASSERT_TRUE(in.Add("ids", "INT8", {1, 2}).ok());
+  ASSERT_TRUE(in.Add("mask", "BOOL", {1, 2}).ok());
+  EXPECT_THAT(in.Append(0, Int(128)).message(), HasSubstr("input 'ids' is INT8: its data must be integers from -128"));
+  EXPECT_FALSE(in.Append(0, Int(-129)).ok());
+  EXPECT_FALSE(in.Append(0, Double(1.5)).ok());
+  EXPECT_FALSE(in.Append(0, Uint(std::numeric_limits<uint64_t>::max())).ok());
+  EXPECT_THAT(in.Append(1, Int(1)).message(), HasSubstr("input 'mask' is BOOL: its data must be true or false"));
+  ASSERT_TRUE(in.Append(0, Int(-128)).ok());
+  InferRequest r;
+  EXPECT_THAT(in.Finish(&r).message(), HasSubstr("input 'ids' has 1 values; shape [1, 2] needs 2"));
+  EXPECT_THAT(in.SetRaw(1, "abc").message(), HasSubstr("input 'mask' has 3 bytes of binary data; shape [1, 2] of BOOL "
+                                                       "needs 2"));
+}
+
+// Every fixed-size datatype: values appended as a protocol carries them
+// come back from the packed record as the same values.
+TEST(TypedTensorsTest, EveryDatatypeRoundTripsThroughARecord) {
+  struct Case {
+    DataType type;
+    std::vector<WireScalar> values;
+  };
+  const std::vector<Case> cases = {
+      {DataType::kBool, {Bool(true), Bool(false)}},
+      {DataType::kUint8, {Uint(0), Uint(255)}},
+      {DataType::kUint16, {Int(65535), Uint(7)}},
+      {DataType::kUint32, {Uint(4294967295u), Int(0)}},
+      {DataType::kUint64, {Uint(std::numeric_limits<uint64_t>::max()), Uint(1)}},
+      {DataType::kInt8, {Int(-128), Int(127)}},
+      {DataType::kInt16, {Int(-32768), Int(32767)}},
+      {DataType::kInt32, {Int(std::numeric_limits<int32_t>::min()), Int(5)}},
+      {DataType::kInt64, {Int(std::numeric_limits<int64_t>::min()), Int(std::numeric_limits<int64_t>::max())}},
+      {DataType::kFp16, {Double(-2.5), Double(65504)}},
+      {DataType::kFp32, {Double(0.1f), Double(-3e38)}},
+      {DataType::kFp64, {Double(0.1), Double(-1e300)}},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(DataTypeName(k.type));
+    ModelConfig c;
+    c.name = "echo";
+    c.max_batch_size = 2;
+    c.inputs = {{"a", k.type, {1}}, {"pad", DataType::kUint8, {1}}};
+    c.outputs = c.inputs;
+    TypedInputs in(c);
+    ASSERT_TRUE(in.Add("pad", "UINT8", {2, 1}).ok());
+    ASSERT_TRUE(in.Add("a", std::string(DataTypeName(k.type)), {2, 1}).ok());
+    for (const WireScalar& v : k.values) ASSERT_TRUE(in.Append(0, v).ok());
+    ASSERT_TRUE(in.Append(1, Uint(9)).ok());
+    ASSERT_TRUE(in.Append(1, Uint(8)).ok());
+    InferRequest r;
+    ASSERT_TRUE(in.Finish(&r).ok());
+    ASSERT_EQ(r.batch, 2);
+    const size_t per_item = r.data.size() / 2;
+    const std::vector<std::vector<float>> items = {{r.data.begin(), r.data.begin() + per_item},
+                                                   {r.data.begin() + per_item, r.data.end()}};
+    const std::vector<std::string> out = TypedOutputs(c, items);
+    for (int i = 0; i < 2; ++i) {
+      const WireScalar got = ElementAt(k.type, out[0], i), want = k.values[i];
+      switch (want.kind) {
+        case WireScalar::kBool: EXPECT_EQ(got.b, want.b); break;
+        case WireScalar::kInt:
+          EXPECT_EQ(got.kind == WireScalar::kInt ? got.i : static_cast<int64_t>(got.u), want.i);
+          break;
+        case WireScalar::kUint: EXPECT_EQ(got.u, want.u); break;
+        case WireScalar::kDouble:
+          EXPECT_EQ(got.d, k.type == DataType::kFp32 ? static_cast<float>(want.d) : want.d);
+          break;
+      }
+    }
+    EXPECT_EQ(ElementAt(DataType::kUint8, out[1], 1).u, 8u);
+  }
+}
+
+TEST(TypedTensorsTest, HalfPrecisionRoundsToNearestEven) {
+  EXPECT_EQ(FloatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(FloatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(FloatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(FloatToHalf(65520.0f), 0x7c00);               // halfway to 65536: infinity
+  EXPECT_EQ(FloatToHalf(1.0f + 1.0f / 2048), 0x3c00);     // halfway: to even
+  EXPECT_EQ(FloatToHalf(1.0f + 3.0f / 2048), 0x3c02);     // halfway: to even, up
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -24)), 0x0001);  // the smallest subnormal
+  EXPECT_EQ(FloatToHalf(std::ldexp(1.0f, -25)), 0x0000);  // halfway to it: to even zero
+  EXPECT_TRUE(std::isnan(HalfToFloat(FloatToHalf(std::nanf("")))));
+  for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite non-negative half survives the round trip
+    ASSERT_EQ(FloatToHalf(HalfToFloat(static_cast<uint16_t>(h))), h);
+  }
+}
+
+}  // namespace
+}  // namespace tutti
