@@ -37,6 +37,11 @@ absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_vie
     return Bad(absl::StrCat("unexpected input ", QuoteUserText(name), "; model '", config.name, "' takes input '",
                             spec.name, "'"));
   }
+  return CheckTensorShape(config, spec, datatype, shape);
+}
+
+absl::StatusOr<int> CheckTensorShape(const ModelConfig& config, const TensorSpec& spec, absl::string_view datatype,
+                                     const std::vector<int64_t>& shape) {
   if (datatype != DataTypeName(spec.datatype)) {
     return Bad(absl::StrCat("input '", spec.name, "' has datatype ", UserText(datatype), "; the model expects ",
                             DataTypeName(spec.datatype)));
@@ -53,8 +58,7 @@ absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_vie
   }
   if (shape[0] > config.max_batch_size) {
     return Bad(absl::StrCat("input '", spec.name, "': batch of ", shape[0], " exceeds model '", config.name,
-                            "' max_batch_size ",
-                            config.max_batch_size));
+                            "' max_batch_size ", config.max_batch_size));
   }
   return static_cast<int>(shape[0]);
 }

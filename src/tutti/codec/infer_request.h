@@ -45,6 +45,10 @@ absl::Status CheckSequenceBatch(const InferRequest& request);
 absl::Status CheckInputCount(const ModelConfig& config, size_t count);
 absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_view name, absl::string_view datatype,
                                      const std::vector<int64_t>& shape);
+// The datatype and shape of an input of `config` whose name is `spec`'s;
+// returns N.
+absl::StatusOr<int> CheckTensorShape(const ModelConfig& config, const TensorSpec& spec, absl::string_view datatype,
+                                     const std::vector<int64_t>& shape);
 // `values` FP32 values (or `bytes` of raw data) for a batch of `batch`.
 absl::Status CheckValueCount(const ModelConfig& config, int batch, int64_t values);
 absl::Status CheckByteCount(const ModelConfig& config, int batch, int64_t bytes);

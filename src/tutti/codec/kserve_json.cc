@@ -246,6 +246,40 @@ void WriteTensorSpec(Writer& w, const TensorSpec& t) {
   w.EndObject();
 }
 
+// The output object of a model of one FP32 output: its items' values as
+// JSON data or, with `binary_output`, appended to `binary`.
+void WritePlainOutput(Writer& w, const TensorSpec& out, const std::vector<std::vector<float>>& outputs,
+                      bool binary_output, std::string* binary) {
+  w.StartObject();
+  w.Key("name");
+  w.String(out.name.c_str());
+  w.Key("datatype");
+  w.String("FP32");
+  w.Key("shape");
+  w.StartArray();
+  w.Int64(static_cast<int64_t>(outputs.size()));
+  for (int64_t d : out.shape) w.Int64(d);
+  w.EndArray();
+  if (binary_output) {
+    for (const std::vector<float>& item : outputs) {
+      binary->append(reinterpret_cast<const char*>(item.data()), item.size() * sizeof(float));
+    }
+    w.Key("parameters");
+    w.StartObject();
+    w.Key("binary_data_size");
+    w.Uint64(binary->size());
+    w.EndObject();
+  } else {
+    w.Key("data");
+    w.StartArray();
+    for (const std::vector<float>& item : outputs) {
+      for (float v : item) w.Double(v);
+    }
+    w.EndArray();
+  }
+  w.EndObject();
+}
+
 }  // namespace
 
 InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
@@ -254,7 +288,6 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
                                      const std::vector<std::string>& requested) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
-  const TensorSpec& out = config.outputs[0];
   w.StartObject();
   w.Key("model_name");
   w.String(config.name.c_str());
@@ -270,45 +303,11 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
   w.Key("outputs");
   w.StartArray();
   std::string binary;
-  if (!IsPlainFp32(config.outputs)) {
-    WriteTypedJsonOutputs(w, config, requested, outputs, binary_output, &binary);
-    w.EndArray();
-    w.EndObject();
-    InferResponseBody response{buf.GetString(), std::nullopt};
-    if (binary_output) {
-      response.json_length = response.body.size();
-      response.body += binary;
-    }
-    return response;
-  }
-  w.StartObject();
-  w.Key("name");
-  w.String(out.name.c_str());
-  w.Key("datatype");
-  w.String("FP32");
-  w.Key("shape");
-  w.StartArray();
-  w.Int64(static_cast<int64_t>(outputs.size()));
-  for (int64_t d : out.shape) w.Int64(d);
-  w.EndArray();
-  if (binary_output) {
-    for (const std::vector<float>& item : outputs) {
-      binary.append(reinterpret_cast<const char*>(item.data()), item.size() * sizeof(float));
-    }
-    w.Key("parameters");
-    w.StartObject();
-    w.Key("binary_data_size");
-    w.Uint64(binary.size());
-    w.EndObject();
+  if (IsPlainFp32(config.outputs)) {
+    WritePlainOutput(w, config.outputs[0], outputs, binary_output, &binary);
   } else {
-    w.Key("data");
-    w.StartArray();
-    for (const std::vector<float>& item : outputs) {
-      for (float v : item) w.Double(v);
-    }
-    w.EndArray();
+    WriteTypedJsonOutputs(w, config, requested, outputs, binary_output, &binary);
   }
-  w.EndObject();
   w.EndArray();
   w.EndObject();
   InferResponseBody response{buf.GetString(), std::nullopt};

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tutti/core/status_macros.h"
 #include "tutti/core/user_text.h"
 #include "tutti/repository/tensor_record.h"
 
@@ -69,8 +70,6 @@ std::string Range(DataType type) {
   }
   return "strings";
 }
-
-std::string ShapeText(const std::vector<int64_t>& shape) { return absl::StrCat("[", absl::StrJoin(shape, ", "), "]"); }
 
 }  // namespace
 
@@ -136,24 +135,7 @@ absl::StatusOr<int> TypedInputs::Add(absl::string_view name, absl::string_view d
   }
   const TensorSpec& spec = config_.inputs[index];
   if (added_[index]) return Bad(absl::StrCat("input '", spec.name, "' is given twice"));
-  if (datatype != DataTypeName(spec.datatype)) {
-    return Bad(absl::StrCat("input '", spec.name, "' has datatype ", UserText(datatype), "; the model expects ",
-                            DataTypeName(spec.datatype)));
-  }
-  for (int64_t d : shape) {
-    if (d < 1) {
-      return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape),
-                              ": dimensions must be positive integers"));
-    }
-  }
-  if (shape.size() != spec.shape.size() + 1 || !std::equal(shape.begin() + 1, shape.end(), spec.shape.begin())) {
-    return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
-                            absl::StrJoin(spec.shape, ", "), "]"));
-  }
-  if (shape[0] > config_.max_batch_size) {
-    return Bad(absl::StrCat("input '", spec.name, "': batch of ", shape[0], " exceeds model '", config_.name,
-                            "' max_batch_size ", config_.max_batch_size));
-  }
+  TUTTI_RETURN_IF_ERROR(CheckTensorShape(config_, spec, datatype, shape).status());
   if (batch_ != 0 && shape[0] != batch_) {
     return Bad(absl::StrCat("input '", spec.name, "' has a batch of ", shape[0], " but an earlier input has ",
                             batch_, ": every input has the same first dimension"));
