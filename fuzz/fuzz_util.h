@@ -21,6 +21,22 @@ inline const ModelConfig& Model() {
   return *config;
 }
 
+// A model of typed tensors with variable dimensions, padded to buckets of
+// 4 and 8: its requests take the typed path, the padding and the cut.
+inline const ModelConfig& TypedModel() {
+  static const ModelConfig* config = [] {
+    auto* c = new ModelConfig;
+    c->name = "text";
+    c->platform = Platform::kOnnx;
+    c->max_batch_size = 4;
+    c->inputs = {{"ids", DataType::kInt64, {-1}}, {"mask", DataType::kBool, {2, -1}}, {"x", DataType::kFp16, {3}}};
+    c->outputs = {{"echo", DataType::kInt64, {-1}}, {"y", DataType::kFp32, {1}}};
+    c->shape_buckets = {4, 8};
+    return c;
+  }();
+  return *config;
+}
+
 }  // namespace tutti::fuzz
 
 #endif  // TUTTI_FUZZ_FUZZ_UTIL_H_

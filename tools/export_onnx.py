@@ -6,7 +6,9 @@ network), for Tutti's ONNX import (platform onnx).
         testdata/onnx_repo/linear: the TorchScript fixture's linear model
         (testdata/torchscript_repo), the same weights, as ONNX; and
         testdata/onnx_repo/typed: a graph of one input and output per
-        datatype libtorch has (see typed_fixture).
+        datatype libtorch has (see typed_fixture); and
+        testdata/onnx_repo/variable: a graph of variable length served
+        with shape buckets (see variable_fixture).
     /usr/bin/python3 tools/export_onnx.py torchvision OUT
         torchvision's ResNet18 and MobileNetV2 (random weights, fixed seed)
         in two layouts: OUT/tests/<name>/ as ONNX's node tests lay out
@@ -104,6 +106,37 @@ def typed_fixture():
     onnx.save(model, os.path.join(out, "model.onnx"))
     write_config(out, "name: typed\nplatform: onnxruntime_onnx\nmax_batch_size: 8\ninputs:\n" +
                  "\n".join(config_in) + "\noutputs:\n" + "\n".join(config_out) + "\n")
+    print("wrote", out)
+    variable_fixture()
+
+
+def variable_fixture():
+    """testdata/onnx_repo/variable: token ids INT64 [-1] and a BOOL mask of
+    the same length in; `total`, the sum of the ids the mask keeps, and
+    `ids`, the ids echoed, out. Requests are padded to shape buckets 4 and 8
+    (zero ids, false mask), which leave `total` unchanged."""
+    from onnx import helper
+    inputs = [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, ["batch", "length"]),
+              helper.make_tensor_value_info("mask", onnx.TensorProto.BOOL, ["batch", "length"])]
+    outputs = [helper.make_tensor_value_info("total", onnx.TensorProto.INT64, ["batch", 1]),
+               helper.make_tensor_value_info("echo", onnx.TensorProto.INT64, ["batch", "length"])]
+    nodes = [helper.make_node("Cast", ["mask"], ["keep"], to=onnx.TensorProto.INT64),
+             helper.make_node("Mul", ["ids", "keep"], ["kept"]),
+             helper.make_node("ReduceSum", ["kept", "axes"], ["total"], keepdims=1),
+             helper.make_node("Identity", ["ids"], ["echo"])]
+    axes = helper.make_tensor("axes", onnx.TensorProto.INT64, [1], [1])
+    graph = helper.make_graph(nodes, "variable", inputs, outputs, initializer=[axes])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    onnx.checker.check_model(model)
+    out = os.path.join(ROOT, "testdata/onnx_repo/variable/1")
+    os.makedirs(out, exist_ok=True)
+    onnx.save(model, os.path.join(out, "model.onnx"))
+    write_config(out, "name: variable\nplatform: onnxruntime_onnx\nmax_batch_size: 8\n"
+                      "inputs:\n  - {name: ids, datatype: INT64, shape: [-1]}\n"
+                      "  - {name: mask, datatype: BOOL, shape: [-1]}\n"
+                      "outputs:\n  - {name: total, datatype: INT64, shape: [1]}\n"
+                      "  - {name: echo, datatype: INT64, shape: [-1]}\n"
+                      "shape_buckets: [4, 8]\n")
     print("wrote", out)
 
 

@@ -221,7 +221,8 @@ int ProfileCommand(const Args& args) {
                 "Measures the batch latency l(b) of models on this machine's CPU with the torch\n"
                 "executor (b = 1..32, then powers of two up to the max; warm-up runs, then the\n"
                 "median of repeats), fits l(b) = alpha*b + beta, stores the profile in each\n"
-                "model's config and prints it.");
+                "model's config and prints it. A model with shape_buckets is measured at each\n"
+                "bucket (stored as KIND/SIZE, the largest also as KIND).");
   flags.String("repo", &repo_dir, "model repository directory");
   flags.String("model", &model, "model to profile (default: every model)");
   flags.Int64("version", &version, "version (0: latest)");

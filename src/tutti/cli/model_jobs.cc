@@ -93,30 +93,40 @@ absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, c
                                                    " exceeds the model's max_batch_size ",
                                                    version.config.max_batch_size));
   }
-  // Its loading latency (INFaaS's T_load): the weights loaded and a first
-  // batch of the largest size run.
-  const Time load_start = clock.Now();
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(version));
-  const std::vector<float> input(model->input_elements() * options.max_batch, 0.5f);
-  std::vector<float> output;
-  auto run = [&](int b) {
-    return model->Run(absl::MakeConstSpan(input.data(), b * model->input_elements()), b, &output);
-  };
-  TUTTI_RETURN_IF_ERROR(run(options.max_batch));
-  const Duration load = clock.Now() - load_start;
-  log << absl::StrFormat("profiling %s v%d on %s, b = 1..%d\n", version.config.name,
-                         version.version, job.kind, options.max_batch);
-  auto progress = [&](int b, Duration median) {
-    log << absl::StrFormat("  b=%-4d l(b)=%.3f ms\n", b, ToMillis(median));
-    log.flush();
-  };
-  TUTTI_ASSIGN_OR_RETURN(LatencyProfile profile,
-                         MeasureLatencyProfile(run, clock, options, progress));
-  log << "  " << profile.DebugString() << "\n";
   ModelConfig config = version.config;
-  config.profiles.insert_or_assign(job.kind, std::move(profile));
-  config.load_ms = ToMillis(load);
-  log << absl::StrFormat("  loaded and warm in %.1f ms\n", ToMillis(load));
+  // A model of variable dimensions: each shape bucket, as its executor runs it.
+  std::vector<int64_t> sizes = config.shape_buckets;
+  if (sizes.empty()) sizes = {0};
+  for (const int64_t size : sizes) {
+    ModelVersion at = version;
+    if (size > 0) at.config = AtBucket(version.config, size);
+    // Its loading latency (INFaaS's T_load): the weights loaded and a first
+    // batch of the largest size run.
+    const Time load_start = clock.Now();
+    TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(at));
+    // Pixels of 0.5; a typed model's records all zero (a valid value of every datatype).
+    const std::vector<float> input(model->input_elements() * options.max_batch,
+                                   IsPlainFp32(at.config.inputs) ? 0.5f : 0.0f);
+    std::vector<float> output;
+    auto run = [&](int b) {
+      return model->Run(absl::MakeConstSpan(input.data(), b * model->input_elements()), b, &output);
+    };
+    TUTTI_RETURN_IF_ERROR(run(options.max_batch));
+    const Duration load = clock.Now() - load_start;
+    log << absl::StrFormat("profiling %s v%d on %s%s, b = 1..%d\n", version.config.name, version.version, job.kind,
+                           size > 0 ? absl::StrCat(", shape bucket ", size) : "", options.max_batch);
+    auto progress = [&](int b, Duration median) {
+      log << absl::StrFormat("  b=%-4d l(b)=%.3f ms\n", b, ToMillis(median));
+      log.flush();
+    };
+    TUTTI_ASSIGN_OR_RETURN(LatencyProfile profile, MeasureLatencyProfile(run, clock, options, progress));
+    log << "  " << profile.DebugString() << "\n";
+    if (size > 0) config.profiles.insert_or_assign(BucketProfileKey(job.kind, size), profile);
+    // The kind's own: the model's (its largest bucket's), which groups check for.
+    config.profiles.insert_or_assign(job.kind, std::move(profile));
+    config.load_ms = ToMillis(load);
+    log << absl::StrFormat("  loaded and warm in %.1f ms\n", ToMillis(load));
+  }
   return WriteModelConfig(version.dir, config);
 }
 

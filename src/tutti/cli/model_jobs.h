@@ -45,7 +45,9 @@ struct ProfileJob {
 
 // Measures ℓ(b) of one model version with the torch executor on this machine
 // and stores it in the version's config under `job.kind`, with how long
-// loading the weights and running a first batch took (load_ms).
+// loading the weights and running a first batch took (load_ms). A model of
+// variable dimensions: each shape bucket's under "<kind>/<size>", and the
+// largest's under `job.kind` too.
 absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, const Clock& clock,
                            std::ostream& log);
 

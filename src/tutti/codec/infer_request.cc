@@ -52,7 +52,9 @@ absl::StatusOr<int> CheckTensorShape(const ModelConfig& config, const TensorSpec
                               ": dimensions must be positive integers"));
     }
   }
-  if (shape.size() != spec.shape.size() + 1 || !std::equal(shape.begin() + 1, shape.end(), spec.shape.begin())) {
+  if (shape.size() != spec.shape.size() + 1 ||
+      !std::equal(shape.begin() + 1, shape.end(), spec.shape.begin(),
+                  [](int64_t got, int64_t want) { return want == -1 || got == want; })) {
     return Bad(absl::StrCat("input '", spec.name, "' has shape ", ShapeText(shape), "; expected [N, ",
                             absl::StrJoin(spec.shape, ", "), "]"));
   }

@@ -20,11 +20,21 @@
 
 namespace tutti {
 
+// What an answer carries: the outputs asked for (empty: all) and, for a
+// model of variable dimensions, the request's length and the size of the
+// shape bucket it ran at (its variable outputs are cut from that to this).
+struct AnswerLayout {
+  std::vector<std::string> outputs;
+  int64_t length = 0;
+  int64_t bucket_size = 0;
+};
+
 struct InferRequest {
   std::string id;               // echoed in the response
   int batch = 0;                // N
   std::vector<float> data;      // N records of the model's inputs (repository/tensor_record.h)
-  std::vector<std::string> outputs;  // the outputs asked for, by name; empty: all
+  AnswerLayout answer;
+  int bucket = -1;              // a model of variable dimensions: the index of its shape bucket
   double objective_ms = 0;      // 0: the model's default
   bool binary_output = false;   // answer with binary output data (HTTP only)
   SequenceRef sequence;         // sequence_id, sequence_start, sequence_end (Triton's)
@@ -45,8 +55,8 @@ absl::Status CheckSequenceBatch(const InferRequest& request);
 absl::Status CheckInputCount(const ModelConfig& config, size_t count);
 absl::StatusOr<int> CheckInputTensor(const ModelConfig& config, absl::string_view name, absl::string_view datatype,
                                      const std::vector<int64_t>& shape);
-// The datatype and shape of an input of `config` whose name is `spec`'s;
-// returns N.
+// The datatype and shape of an input of `config` whose name is `spec`'s
+// (a -1 dimension of the spec takes any positive size); returns N.
 absl::StatusOr<int> CheckTensorShape(const ModelConfig& config, const TensorSpec& spec, absl::string_view datatype,
                                      const std::vector<int64_t>& shape);
 // `values` FP32 values (or `bytes` of raw data) for a batch of `batch`.

@@ -116,7 +116,7 @@ absl::Status ParseRequestedOutputs(const Value& request, const ModelConfig& conf
       return Bad("each requested output needs a string 'name'");
     }
     if (absl::Status s = CheckOutputName(config, o["name"].GetString()); !s.ok()) return s;
-    out->outputs.push_back(o["name"].GetString());
+    out->answer.outputs.push_back(o["name"].GetString());
     if (o.HasMember("parameters")) {
       const Value& p = o["parameters"];
       if (!p.IsObject()) return Bad("output 'parameters' must be a JSON object");
@@ -285,7 +285,7 @@ void WritePlainOutput(Writer& w, const TensorSpec& out, const std::vector<std::v
 InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
                                      const std::vector<std::vector<float>>& outputs,
                                      const std::string& parameters_json, bool binary_output,
-                                     const std::vector<std::string>& requested) {
+                                     const AnswerLayout& answer) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();
@@ -306,7 +306,7 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
   if (IsPlainFp32(config.outputs)) {
     WritePlainOutput(w, config.outputs[0], outputs, binary_output, &binary);
   } else {
-    WriteTypedJsonOutputs(w, config, requested, outputs, binary_output, &binary);
+    WriteTypedJsonOutputs(w, config, answer, outputs, binary_output, &binary);
   }
   w.EndArray();
   w.EndObject();

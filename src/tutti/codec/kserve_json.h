@@ -56,7 +56,7 @@ struct InferResponseBody {
 InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version, const std::string& id,
                                      const std::vector<std::vector<float>>& outputs,
                                      const std::string& parameters_json, bool binary_output = false,
-                                     const std::vector<std::string>& requested = {});
+                                     const AnswerLayout& answer = {});
 
 // The client side of the same protocol (the load generator, tests).
 

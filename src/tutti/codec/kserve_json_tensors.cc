@@ -102,9 +102,10 @@ absl::Status ParseTypedJsonInputs(const Value& inputs, absl::string_view binary,
   return typed.Finish(out);
 }
 
-void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const std::vector<std::string>& requested,
+void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const AnswerLayout& answer,
                            const std::vector<std::vector<float>>& items, bool binary_output, std::string* binary) {
-  const std::vector<std::string> tensors = TypedOutputs(config, items);
+  const std::vector<OutputTensor> tensors = TypedOutputs(config, items, answer);
+  const std::vector<std::string>& requested = answer.outputs;
   for (size_t t = 0; t < config.outputs.size(); ++t) {
     const TensorSpec& spec = config.outputs[t];
     if (!requested.empty() && std::find(requested.begin(), requested.end(), spec.name) == requested.end()) continue;
@@ -115,21 +116,21 @@ void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const
     w.String(std::string(DataTypeName(spec.datatype)).c_str());
     w.Key("shape");
     w.StartArray();
-    w.Int64(static_cast<int64_t>(items.size()));
-    for (int64_t d : spec.shape) w.Int64(d);
+    for (int64_t d : tensors[t].shape) w.Int64(d);
     w.EndArray();
+    const std::string& bytes = tensors[t].bytes;
     if (binary_output) {
-      binary->append(tensors[t]);
+      binary->append(bytes);
       w.Key("parameters");
       w.StartObject();
       w.Key("binary_data_size");
-      w.Uint64(tensors[t].size());
+      w.Uint64(bytes.size());
       w.EndObject();
     } else {
       w.Key("data");
       w.StartArray();
-      const int64_t n = static_cast<int64_t>(items.size()) * spec.ElementCount();
-      for (int64_t i = 0; i < n; ++i) WriteElement(w, ElementAt(spec.datatype, tensors[t], i));
+      const int64_t n = static_cast<int64_t>(bytes.size() / DataTypeSize(spec.datatype));
+      for (int64_t i = 0; i < n; ++i) WriteElement(w, ElementAt(spec.datatype, bytes, i));
       w.EndArray();
     }
     w.EndObject();

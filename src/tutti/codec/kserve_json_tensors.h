@@ -32,10 +32,10 @@ absl::Status ParseTypedJsonInputs(const rapidjson::Value& inputs, absl::string_v
                                   const ModelConfig& config, InferRequest* out);
 
 // Writes the output objects of an answer of `items` items (inside the
-// "outputs" array): those `requested` (empty: all), in config order, as
-// typed JSON data or, with `binary_output`, as binary_data_size bytes
-// appended to `binary`.
-void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const std::vector<std::string>& requested,
+// "outputs" array): those `answer` asks for, in config order, as typed
+// JSON data or, with `binary_output`, as binary_data_size bytes appended
+// to `binary`.
+void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const AnswerLayout& answer,
                            const std::vector<std::vector<float>>& items, bool binary_output, std::string* binary);
 
 }  // namespace tutti

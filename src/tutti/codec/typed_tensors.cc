@@ -1,5 +1,6 @@
 #include "tutti/codec/typed_tensors.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -119,7 +120,13 @@ float HalfToFloat(uint16_t half) {
 }
 
 TypedInputs::TypedInputs(const ModelConfig& config)
-    : config_(config), added_(config.inputs.size(), false), data_(config.inputs.size()) {}
+    : config_(config), shapes_(config.inputs.size()), data_(config.inputs.size()) {}
+
+int64_t TypedInputs::Bytes(int input) const {
+  int64_t n = static_cast<int64_t>(DataTypeSize(config_.inputs[input].datatype));
+  for (int64_t d : shapes_[input]) n *= d;
+  return n;
+}
 
 absl::StatusOr<int> TypedInputs::Add(absl::string_view name, absl::string_view datatype,
                                      const std::vector<int64_t>& shape) {
@@ -134,15 +141,27 @@ absl::StatusOr<int> TypedInputs::Add(absl::string_view name, absl::string_view d
                             absl::StrJoin(names, ", ")));
   }
   const TensorSpec& spec = config_.inputs[index];
-  if (added_[index]) return Bad(absl::StrCat("input '", spec.name, "' is given twice"));
+  if (!shapes_[index].empty()) return Bad(absl::StrCat("input '", spec.name, "' is given twice"));
   TUTTI_RETURN_IF_ERROR(CheckTensorShape(config_, spec, datatype, shape).status());
+  for (size_t d = 0; d < spec.shape.size(); ++d) {
+    if (spec.shape[d] != -1) continue;
+    if (length_ != 0 && shape[d + 1] != length_) {
+      return Bad(absl::StrCat("input '", spec.name, "' has length ", shape[d + 1], " along a variable dimension "
+                              "where the request has ", length_, ": its variable dimensions have one length"));
+    }
+    length_ = shape[d + 1];
+  }
+  if (length_ > 0 && length_ > config_.shape_buckets.back()) {
+    return Bad(absl::StrCat("input '", spec.name, "' has length ", length_, "; model '", config_.name,
+                            "' takes at most ", config_.shape_buckets.back(), " (its largest shape bucket)"));
+  }
   if (batch_ != 0 && shape[0] != batch_) {
     return Bad(absl::StrCat("input '", spec.name, "' has a batch of ", shape[0], " but an earlier input has ",
                             batch_, ": every input has the same first dimension"));
   }
   batch_ = static_cast<int>(shape[0]);
-  added_[index] = true;
-  data_[index].reserve(batch_ * ItemBytes(spec));
+  shapes_[index] = shape;
+  data_[index].reserve(Bytes(index));
   return index;
 }
 
@@ -189,11 +208,11 @@ absl::Status TypedInputs::Append(int input, const WireScalar& v) {
 
 absl::Status TypedInputs::SetRaw(int input, absl::string_view bytes) {
   const TensorSpec& spec = config_.inputs[input];
-  const int64_t needed = batch_ * ItemBytes(spec);
+  const int64_t needed = Bytes(input);
   if (static_cast<int64_t>(bytes.size()) != needed) {
-    return Bad(absl::StrCat("input '", spec.name, "' has ", bytes.size(), " bytes of binary data; shape [", batch_,
-                            spec.shape.empty() ? "" : ", ", absl::StrJoin(spec.shape, ", "), "] of ",
-                            DataTypeName(spec.datatype), " needs ", needed));
+    return Bad(absl::StrCat("input '", spec.name, "' has ", bytes.size(), " bytes of binary data; shape [",
+                            absl::StrJoin(shapes_[input], ", "), "] of ", DataTypeName(spec.datatype), " needs ",
+                            needed));
   }
   data_[input].assign(bytes.data(), bytes.size());
   return absl::OkStatus();
@@ -201,30 +220,92 @@ absl::Status TypedInputs::SetRaw(int input, absl::string_view bytes) {
 
 absl::Status TypedInputs::Finish(InferRequest* out) {
   for (size_t i = 0; i < config_.inputs.size(); ++i) {
-    if (!added_[i]) return Bad(absl::StrCat("input '", config_.inputs[i].name, "' is missing; model '", config_.name,
+    if (shapes_[i].empty()) return Bad(absl::StrCat("input '", config_.inputs[i].name, "' is missing; model '", config_.name,
                                             "' takes ", config_.inputs.size(), " inputs"));
   }
   for (size_t i = 0; i < config_.inputs.size(); ++i) {
     const TensorSpec& spec = config_.inputs[i];
-    const int64_t needed = batch_ * ItemBytes(spec);
+    const int64_t needed = Bytes(static_cast<int>(i));
     if (static_cast<int64_t>(data_[i].size()) != needed) {
       const int64_t size = static_cast<int64_t>(DataTypeSize(spec.datatype));
-      return Bad(absl::StrCat("input '", spec.name, "' has ", data_[i].size() / size, " values; shape [", batch_,
-                              spec.shape.empty() ? "" : ", ", absl::StrJoin(spec.shape, ", "), "] needs ",
-                              needed / size));
+      return Bad(absl::StrCat("input '", spec.name, "' has ", data_[i].size() / size, " values; shape [",
+                              absl::StrJoin(shapes_[i], ", "), "] needs ", needed / size));
     }
   }
   out->batch = batch_;
   out->data.clear();
-  PackRecords(config_.inputs, data_, batch_, &out->data);
+  if (config_.shape_buckets.empty()) {
+    PackRecords(config_.inputs, data_, batch_, &out->data);
+    return absl::OkStatus();
+  }
+  // Padded to the smallest bucket that holds the request.
+  const auto bucket = std::lower_bound(config_.shape_buckets.begin(), config_.shape_buckets.end(), length_);
+  out->bucket = static_cast<int>(bucket - config_.shape_buckets.begin());
+  out->answer.length = length_;
+  out->answer.bucket_size = *bucket;
+  const std::vector<TensorSpec> padded = TensorsAt(config_.inputs, *bucket);
+  for (size_t i = 0; i < padded.size(); ++i) {
+    std::vector<int64_t> to{batch_};
+    to.insert(to.end(), padded[i].shape.begin(), padded[i].shape.end());
+    if (to != shapes_[i]) data_[i] = CopyBox(data_[i], shapes_[i], to, DataTypeSize(padded[i].datatype));
+  }
+  PackRecords(padded, data_, batch_, &out->data);
   return absl::OkStatus();
 }
 
-std::vector<std::string> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items) {
+std::string CopyBox(absl::string_view from, const std::vector<int64_t>& from_shape,
+                    const std::vector<int64_t>& to_shape, size_t element_size) {
+  int64_t to_elements = 1;
+  for (int64_t d : to_shape) to_elements *= d;
+  std::string to(to_elements * element_size, '\0');
+  const size_t rank = from_shape.size();
+  if (rank == 0) return std::string(from);
+  std::vector<int64_t> box(rank), from_stride(rank, 1), to_stride(rank, 1);
+  for (size_t d = rank; d-- > 0;) {
+    box[d] = std::min(from_shape[d], to_shape[d]);
+    if (box[d] == 0) return to;
+    if (d + 1 < rank) {
+      from_stride[d] = from_stride[d + 1] * from_shape[d + 1];
+      to_stride[d] = to_stride[d + 1] * to_shape[d + 1];
+    }
+  }
+  // Every row of the box (its index along all but the last dimension).
+  std::vector<int64_t> at(rank, 0);
+  while (true) {
+    int64_t src = 0, dst = 0;
+    for (size_t d = 0; d + 1 < rank; ++d) src += at[d] * from_stride[d], dst += at[d] * to_stride[d];
+    std::memcpy(to.data() + dst * element_size, from.data() + src * element_size, box[rank - 1] * element_size);
+    size_t d = rank - 1;
+    while (d-- > 0) {
+      if (++at[d] < box[d]) break;
+      at[d] = 0;
+    }
+    if (d == static_cast<size_t>(-1)) return to;
+  }
+}
+
+std::vector<OutputTensor> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items,
+                                       const AnswerLayout& answer) {
+  const int n = static_cast<int>(items.size());
+  const bool variable = !config.shape_buckets.empty();
+  const std::vector<TensorSpec> ran = variable ? TensorsAt(config.outputs, answer.bucket_size) : config.outputs;
   std::vector<float> words;
-  words.reserve(items.size() * RecordWords(config.outputs));
+  words.reserve(n * RecordWords(ran));
   for (const std::vector<float>& item : items) words.insert(words.end(), item.begin(), item.end());
-  return UnpackRecords(config.outputs, words, static_cast<int>(items.size()));
+  std::vector<std::string> bytes = UnpackRecords(ran, words, n);
+  std::vector<OutputTensor> out(ran.size());
+  for (size_t t = 0; t < ran.size(); ++t) {
+    out[t].shape = {n};
+    out[t].shape.insert(out[t].shape.end(), ran[t].shape.begin(), ran[t].shape.end());
+    out[t].bytes = std::move(bytes[t]);
+    if (!variable) continue;
+    std::vector<int64_t> cut = {n};
+    for (int64_t d : config.outputs[t].shape) cut.push_back(d == -1 ? answer.length : d);
+    if (cut == out[t].shape) continue;
+    out[t].bytes = CopyBox(out[t].bytes, out[t].shape, cut, DataTypeSize(ran[t].datatype));
+    out[t].shape = std::move(cut);
+  }
+  return out;
 }
 
 WireScalar ElementAt(DataType type, absl::string_view bytes, int64_t index) {

@@ -28,7 +28,10 @@ struct WireScalar {
   double d = 0;
 };
 
-// A typed model's request, input by input. Thread-compatible.
+// A typed model's request, input by input. A model of variable (-1)
+// dimensions takes any length there, one per request, at most its largest
+// shape bucket; Finish pads the inputs with zeros to the smallest bucket
+// that holds them. Thread-compatible.
 class TypedInputs {
  public:
   explicit TypedInputs(const ModelConfig& config);
@@ -43,19 +46,36 @@ class TypedInputs {
   // Or all at once: raw little-endian bytes, exactly its shape's.
   absl::Status SetRaw(int input, absl::string_view bytes);
   // Every input present with all its elements: sets out->batch and packs
-  // them into out->data.
+  // them into out->data (a model of variable dimensions: also out->bucket
+  // and out->answer's length and bucket size).
   absl::Status Finish(InferRequest* out);
 
  private:
+  int64_t Bytes(int input) const;  // of its shape as given
+
   const ModelConfig& config_;
   int batch_ = 0;
-  std::vector<bool> added_;
+  int64_t length_ = 0;  // of the variable dimensions; 0: none yet
+  std::vector<std::vector<int64_t>> shapes_;  // per config input, as given (empty: not yet)
   std::vector<std::string> data_;  // per config input, its elements so far
 };
 
-// The answers of `items` items of a typed model: per config output, the
-// batch's elements, [items, dims…].
-std::vector<std::string> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items);
+// One output of an answer: its elements and shape, batch dimension first.
+struct OutputTensor {
+  std::string bytes;
+  std::vector<int64_t> shape;
+};
+
+// The answers of `items` items of a typed model laid out as `answer` says:
+// per config output, the batch's elements (variable dimensions cut back to
+// the request's length).
+std::vector<OutputTensor> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items,
+                                       const AnswerLayout& answer);
+
+// The elements of `from` (row-major, `from_shape`) inside a tensor of
+// `to_shape` (the same rank): the common box copied, the rest zero.
+std::string CopyBox(absl::string_view from, const std::vector<int64_t>& from_shape,
+                    const std::vector<int64_t>& to_shape, size_t element_size);
 
 // Element `index` of a tensor of `type` held as `bytes`. REQUIRES: type
 // is not BYTES and the element exists.

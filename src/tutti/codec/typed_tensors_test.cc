@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -97,9 +98,9 @@ TEST(TypedTensorsTest, EveryDatatypeRoundTripsThroughARecord) {
     const size_t per_item = r.data.size() / 2;
     const std::vector<std::vector<float>> items = {{r.data.begin(), r.data.begin() + per_item},
                                                    {r.data.begin() + per_item, r.data.end()}};
-    const std::vector<std::string> out = TypedOutputs(c, items);
+    const std::vector<OutputTensor> out = TypedOutputs(c, items, {});
     for (int i = 0; i < 2; ++i) {
-      const WireScalar got = ElementAt(k.type, out[0], i), want = k.values[i];
+      const WireScalar got = ElementAt(k.type, out[0].bytes, i), want = k.values[i];
       switch (want.kind) {
         case WireScalar::kBool: EXPECT_EQ(got.b, want.b); break;
         case WireScalar::kInt:
@@ -111,7 +112,7 @@ TEST(TypedTensorsTest, EveryDatatypeRoundTripsThroughARecord) {
           break;
       }
     }
-    EXPECT_EQ(ElementAt(DataType::kUint8, out[1], 1).u, 8u);
+    EXPECT_EQ(ElementAt(DataType::kUint8, out[1].bytes, 1).u, 8u);
   }
 }
 
@@ -128,6 +129,56 @@ TEST(TypedTensorsTest, HalfPrecisionRoundsToNearestEven) {
   for (uint32_t h = 0; h < 0x7c00; ++h) {  // every finite non-negative half survives the round trip
     ASSERT_EQ(FloatToHalf(HalfToFloat(static_cast<uint16_t>(h))), h);
   }
+}
+
+// A model of variable length: each request padded to its shape bucket,
+// its variable outputs cut back.
+TEST(TypedTensorsTest, VariableLengthPadsToTheBucketAndCutsTheAnswerBack) {
+  ModelConfig c;
+  c.name = "text";
+  c.max_batch_size = 4;
+  c.inputs = {{"ids", DataType::kInt32, {-1}}, {"pair", DataType::kUint8, {2, -1}}};
+  c.outputs = {{"echo", DataType::kInt32, {-1}}, {"n", DataType::kInt32, {1}}};
+  c.shape_buckets = {4, 8};
+  TypedInputs in(c);
+  ASSERT_TRUE(in.Add("ids", "INT32", {1, 3}).ok());
+  EXPECT_THAT(in.Add("pair", "UINT8", {1, 2, 5}).status().message(),
+              HasSubstr("input 'pair' has length 5 along a variable dimension where the request has 3"));
+  ASSERT_TRUE(in.Add("pair", "UINT8", {1, 2, 3}).ok());
+  for (int v : {7, 8, 9}) ASSERT_TRUE(in.Append(0, Int(v)).ok());
+  for (int v : {1, 2, 3, 4, 5, 6}) ASSERT_TRUE(in.Append(1, Int(v)).ok());
+  InferRequest r;
+  ASSERT_TRUE(in.Finish(&r).ok());
+  EXPECT_EQ(r.bucket, 0);
+  EXPECT_EQ(r.answer.length, 3);
+  EXPECT_EQ(r.answer.bucket_size, 4);
+  const std::vector<TensorSpec> at4 = TensorsAt(c.inputs, 4);
+  const std::vector<std::string> padded = UnpackRecords(at4, r.data, 1);
+  const std::vector<int32_t> ids = {7, 8, 9, 0};
+  EXPECT_EQ(padded[0], std::string(reinterpret_cast<const char*>(ids.data()), 16));
+  EXPECT_EQ(padded[1], std::string("\x01\x02\x03\x00\x04\x05\x06\x00", 8));  // each row padded
+
+  // The answer at bucket 4: `echo` cut to the request's 3.
+  std::vector<float> words;
+  const std::vector<int32_t> echo = {7, 8, 9, 0}, n = {3};
+  PackRecords(TensorsAt(c.outputs, 4), {std::string(reinterpret_cast<const char*>(echo.data()), 16),
+                                        std::string(reinterpret_cast<const char*>(n.data()), 4)}, 1, &words);
+  const std::vector<OutputTensor> out = TypedOutputs(c, {words}, r.answer);
+  EXPECT_EQ(out[0].shape, (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(out[0].bytes, std::string(reinterpret_cast<const char*>(echo.data()), 12));
+  EXPECT_EQ(out[1].shape, (std::vector<int64_t>{1, 1}));
+
+  TypedInputs too_long(c);
+  EXPECT_THAT(too_long.Add("ids", "INT32", {1, 9}).status().message(),
+              HasSubstr("input 'ids' has length 9; model 'text' takes at most 8 (its largest shape bucket)"));
+  TypedInputs six(c);
+  ASSERT_TRUE(six.Add("ids", "INT32", {1, 6}).ok());
+  ASSERT_TRUE(six.SetRaw(0, std::string(24, '\0')).ok());
+  ASSERT_TRUE(six.Add("pair", "UINT8", {1, 2, 6}).ok());
+  ASSERT_TRUE(six.SetRaw(1, std::string(12, '\0')).ok());
+  ASSERT_TRUE(six.Finish(&r).ok());
+  EXPECT_EQ(r.bucket, 1);
+  EXPECT_EQ(r.answer.bucket_size, 8);
 }
 
 }  // namespace

@@ -246,6 +246,25 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
     };
     for (size_t k = 0; k < wanted.size(); ++k) {
       const ModelConfig& m = wanted[k]->config;
+      if (!m.shape_buckets.empty()) {
+        std::vector<int> ids;
+        for (const int64_t size : m.shape_buckets) {
+          auto v = std::make_shared<ModelVersion>(*wanted[k]);
+          v->config = AtBucket(m, size);
+          const bool last = size == m.shape_buckets.back();
+          const auto bucket = m.profiles.find(BucketProfileKey(group.profile, size));
+          v->config.profiles.insert_or_assign(group.profile, bucket != m.profiles.end() ? bucket->second
+                                                                                          : m.profiles.at(group.profile));
+          ids.push_back(static_cast<int>(spec.models.size()));
+          add(last ? m.name : absl::StrCat(m.name, "[", size, "]"), m, wanted[k]->version,
+              v->config.profiles.at(group.profile), slo_of(m), v.get());
+          layout.shapes.back() = {RecordWords(v->config.inputs), RecordWords(v->config.outputs)};
+          layout.served.back().internal = !last;
+          layout.bucket_versions.push_back(std::move(v));
+        }
+        layout.served.back().buckets = std::move(ids);
+        continue;
+      }
       if (group_of[k] < 0) {
         add(m.name, m, wanted[k]->version, m.profiles.at(group.profile), slo_of(m), wanted[k]);
         continue;

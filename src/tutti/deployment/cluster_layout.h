@@ -50,11 +50,17 @@ struct ClusterLayout {
   std::vector<GraphSpec> graphs;
   std::vector<ServedModel> graph_served;
   std::vector<PrefixGroup> prefix_groups;
+  // The versions the layout made: a model of variable dimensions at each of
+  // its shape buckets (group_models points at them).
+  std::vector<std::shared_ptr<const ModelVersion>> bucket_versions;
   std::string description;  // a few lines: the groups and their models, the graphs
 };
 
-// Errors: a model missing from `repo`, or with more than one input or output
-// tensor. A graph that cannot be served (a step's model in no executor
+// A model of variable dimensions (ModelConfig::shape_buckets) becomes one
+// engine model per bucket, with the bucket's profile ("<kind>/<size>", else
+// the kind's): the largest under the model's name, the others internal
+// ("name[size]"). Errors: a model missing from `repo`, or with tensors the
+// core cannot carry (BYTES; typed tensors for a stateful or parity model). A graph that cannot be served (a step's model in no executor
 // group; more than one input or output) is left out, with a line saying why
 // in the description. `config` must be resolved (ResolveServerConfig); `repo` must
 // outlive the layout.

@@ -10,7 +10,6 @@
 #include "absl/time/clock.h"
 #include "tutti/core/user_text.h"
 #include "tutti/frontend/frontend_state.h"
-#include "tutti/repository/tensor_record.h"
 
 namespace tutti {
 namespace {
@@ -96,7 +95,10 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
     answer(std::move(r));
   };
   if (absl::Status s = CheckSequenceBatch(request); !s.ok()) return done(s);
-  const int64_t per_item = RecordWords(state.served.config.inputs);
+  // A model of variable dimensions runs each shape bucket as an engine model of its own.
+  const int engine_model = request.bucket >= 0 && !state.served.buckets.empty() ? state.served.buckets[request.bucket]
+                                                                                : model;
+  const int64_t per_item = static_cast<int64_t>(request.data.size()) / std::max(request.batch, 1);
   const Duration objective = Millis(request.objective_ms);
   const int64_t queued = state.queued.fetch_add(request.batch) + request.batch;
   // Counted before the check: an unload that begins now waits for these.
@@ -151,7 +153,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
   };
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
-    absl::Status s = engine_->SubmitInSequence(model, request.sequence, std::move(item), objective,
+    absl::Status s = engine_->SubmitInSequence(engine_model, request.sequence, std::move(item), objective,
                                                [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
   }

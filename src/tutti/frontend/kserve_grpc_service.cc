@@ -297,20 +297,20 @@ absl::Status ParseTypedInputs(const inference::ModelInferRequest& request, const
   return typed.Finish(out);
 }
 
-// The typed outputs asked for (empty: all), in config order, as raw
-// contents, as Triton answers.
-void WriteTypedOutputs(const ModelConfig& config, const std::vector<std::string>& requested,
+// The typed outputs `answer` asks for, in config order, as raw contents,
+// as Triton answers.
+void WriteTypedOutputs(const ModelConfig& config, const AnswerLayout& answer,
                        const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response) {
-  std::vector<std::string> tensors = TypedOutputs(config, result.outputs);
+  std::vector<OutputTensor> tensors = TypedOutputs(config, result.outputs, answer);
+  const std::vector<std::string>& requested = answer.outputs;
   for (size_t t = 0; t < config.outputs.size(); ++t) {
     const TensorSpec& spec = config.outputs[t];
     if (!requested.empty() && std::find(requested.begin(), requested.end(), spec.name) == requested.end()) continue;
     auto* out = response->add_outputs();
     out->set_name(spec.name);
     out->set_datatype(std::string(DataTypeName(spec.datatype)));
-    out->add_shape(static_cast<int64_t>(result.outputs.size()));
-    for (int64_t d : spec.shape) out->add_shape(d);
-    *response->add_raw_output_contents() = std::move(tensors[t]);
+    for (int64_t d : tensors[t].shape) out->add_shape(d);
+    *response->add_raw_output_contents() = std::move(tensors[t].bytes);
   }
 }
 
@@ -361,7 +361,7 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
   }
   for (const auto& o : request.outputs()) {
     TUTTI_RETURN_IF_ERROR(CheckOutputName(config, o.name()));
-    out.outputs.push_back(o.name());
+    out.answer.outputs.push_back(o.name());
   }
   if (!IsPlainFp32(config.inputs)) {
     TUTTI_RETURN_IF_ERROR(ParseTypedInputs(request, config, &out));
@@ -398,7 +398,7 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
 
 void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::string& id,
                      const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response,
-                     const std::vector<std::string>& requested) {
+                     const AnswerLayout& answer) {
   const TensorSpec& spec = served.config.outputs[0];
   response->set_model_name(served.config.name);
   response->set_model_version(std::to_string(served.version));
@@ -410,7 +410,7 @@ void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::st
   params["tutti_batch_size"].set_int64_param(result.max_batch);
   params["tutti_queue_us"].set_double_param(ToMicros(result.max_queue));
   params["tutti_compute_us"].set_double_param(ToMicros(result.max_compute));
-  if (!IsPlainFp32(served.config.outputs)) return WriteTypedOutputs(served.config, requested, result, response);
+  if (!IsPlainFp32(served.config.outputs)) return WriteTypedOutputs(served.config, answer, result, response);
   auto* out = response->add_outputs();
   out->set_name(spec.name);
   out->set_datatype(std::string(DataTypeName(spec.datatype)));
@@ -542,13 +542,13 @@ void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, In
   }
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
   const std::string id = parsed->id;
-  std::vector<std::string> requested = parsed->outputs;
+  AnswerLayout answer = parsed->answer;
   frontend_->Infer(*model, *std::move(parsed),
-                   [this, &served, id, requested = std::move(requested), task_name, choice, done = std::move(done)](
+                   [this, &served, id, answer = std::move(answer), task_name, choice, done = std::move(done)](
                        absl::StatusOr<InferenceFrontend::InferResult> r) {
                      inference::ModelInferResponse out;
                      if (!r.ok()) return done(r.status(), std::move(out), {});
-                     WriteModelInfer(served, id, *r, &out, requested);
+                     WriteModelInfer(served, id, *r, &out, answer);
                      auto& params = *out.mutable_parameters();
                      params["tutti_server_us"].set_double_param(ToMicros(frontend_->ServerTime(*r)));
                      if (task_name) {

@@ -110,10 +110,11 @@ class KserveGrpcService final
 // `request` against `config` exactly as ParseInferRequest does for JSON
 // (InvalidArgument naming the problem).
 absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest& request, const ModelConfig& config);
-// WriteModelInfer answers with the outputs `requested` (empty: all).
+// WriteModelInfer answers with the outputs `answer` asks for (all by
+// default).
 void WriteModelInfer(const InferenceFrontend::ServedModel& served, const std::string& id,
                      const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response,
-                     const std::vector<std::string>& requested = {});
+                     const AnswerLayout& answer = {});
 
 }  // namespace tutti
 

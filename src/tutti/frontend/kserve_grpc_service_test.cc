@@ -450,7 +450,7 @@ TEST(TypedCodecTest, EveryDatatypeRoundTripsOverJsonBinaryAndGrpcContents) {
     const size_t per_item = parsed->data.size() / 2;
     result.outputs = {{parsed->data.begin(), parsed->data.begin() + per_item},
                       {parsed->data.begin() + per_item, parsed->data.end()}};
-    const InferResponseBody json = WriteInferResponse(c, 1, "", result.outputs, "{}", false, {"x"});
+    const InferResponseBody json = WriteInferResponse(c, 1, "", result.outputs, "{}", false, {.outputs = {"x"}});
     EXPECT_THAT(json.body, HasSubstr(absl::StrCat(R"("outputs":[{"name":"x","datatype":")", k.type,
                                                   R"(","shape":[2,1],"data":[)", k.json, "]}]")));
     const InferResponseBody binary = WriteInferResponse(c, 1, "", result.outputs, "{}", true);

@@ -213,20 +213,20 @@ void KserveService::Task(const std::vector<std::string>& parts, const HttpReques
 void KserveService::Run(int model, InferRequest request, std::string parameters, Respond respond) {
   const InferenceFrontend::ServedModel& served = frontend_->served(model);
   auto done = [frontend = frontend_, &served, id = request.id, binary = request.binary_output,
-               requested = request.outputs, parameters = std::move(parameters),
+               answer = request.answer, parameters = std::move(parameters),
                respond = std::move(respond)](absl::StatusOr<InferenceFrontend::InferResult> r) {
     if (!r.ok()) return respond(StatusError(r.status()));
     HttpResponse response;
     response.on_written = [frontend, written = r->written] { frontend->AnswerWritten(written); };
     // Serialized on the connection's thread, just before it is written: its
     // tutti_server_us then covers all the time the server held the request.
-    response.prepare = [frontend, &served, id, binary, requested, parameters, r = *std::move(r)](HttpResponse* out) {
+    response.prepare = [frontend, &served, id, binary, answer, parameters, r = *std::move(r)](HttpResponse* out) {
       const std::string params = absl::StrFormat(
           R"({%s"reconstructed":%s,"tutti_emulated":%s,"tutti_late":%s,"tutti_batch_size":%d,"tutti_queue_us":%.1f,)"
           R"("tutti_compute_us":%.1f,"tutti_server_us":%.1f})",
           parameters, r.reconstructed ? "true" : "false", r.emulated ? "true" : "false", r.late ? "true" : "false", r.max_batch,
           ToMicros(r.max_queue), ToMicros(r.max_compute), ToMicros(frontend->ServerTime(r)));
-      InferResponseBody body = WriteInferResponse(served.config, served.version, id, r.outputs, params, binary, requested);
+      InferResponseBody body = WriteInferResponse(served.config, served.version, id, r.outputs, params, binary, answer);
       out->body = std::move(body.body);
       if (body.json_length) {
         out->content_type = "application/octet-stream";

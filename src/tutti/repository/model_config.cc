@@ -195,6 +195,13 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   TUTTI_ASSIGN_OR_RETURN(auto params, r.OptionalScalar<int64_t>("parameters", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("latency_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(c.load_ms, r.OptionalScalar<double>("load_ms", "a number of milliseconds"));
+  if (YAML::Node buckets = r.Get("shape_buckets"); buckets.IsDefined() && !buckets.IsNull()) {
+    if (!buckets.IsSequence()) return Invalid("shape_buckets", "expected a list of sizes");
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(int64_t size, r.Scalar<int64_t>("shape_buckets", buckets[i], "integer sizes"));
+      c.shape_buckets.push_back(size);
+    }
+  }
   if (platform == "builtin") {
     c.platform = Platform::kBuiltin;
   } else if (platform == "torchscript") {
@@ -282,10 +289,10 @@ absl::Status ValidateTensors(const std::vector<TensorSpec>& tensors, absl::strin
     if (!names.insert(t.name).second) return Invalid(where, absl::StrCat("tensor name '", t.name, "' repeated"));
     if (t.shape.empty()) return Invalid(absl::StrCat(where, ".shape"), "shape is empty");
     for (size_t d = 0; d < t.shape.size(); ++d) {
-      if (t.shape[d] <= 0) {
+      if (t.shape[d] <= 0 && t.shape[d] != -1) {
         return Invalid(absl::StrCat(where, ".shape"),
-                       absl::StrFormat("dimension %d of tensor '%s' is %d; dimensions must be positive",
-                                       d, t.name, t.shape[d]));
+                       absl::StrFormat("dimension %d of tensor '%s' is %d; dimensions must be positive, or -1 "
+                                       "(variable)", d, t.name, t.shape[d]));
       }
     }
   }
@@ -321,6 +328,30 @@ ModelConfig StatelessForm(const ModelConfig& config) {
 
 int64_t TensorSpec::ElementCount() const { return Product(shape); }
 
+bool HasVariableDims(const ModelConfig& config) {
+  for (const auto* tensors : {&config.inputs, &config.outputs}) {
+    for (const TensorSpec& t : *tensors) {
+      if (std::find(t.shape.begin(), t.shape.end(), -1) != t.shape.end()) return true;
+    }
+  }
+  return false;
+}
+
+std::vector<TensorSpec> TensorsAt(std::vector<TensorSpec> tensors, int64_t size) {
+  for (TensorSpec& t : tensors) std::replace(t.shape.begin(), t.shape.end(), int64_t{-1}, size);
+  return tensors;
+}
+
+ModelConfig AtBucket(const ModelConfig& config, int64_t size) {
+  ModelConfig out = config;
+  out.shape_buckets.clear();
+  out.inputs = TensorsAt(std::move(out.inputs), size);
+  out.outputs = TensorsAt(std::move(out.outputs), size);
+  return out;
+}
+
+std::string BucketProfileKey(absl::string_view kind, int64_t size) { return absl::StrCat(kind, "/", size); }
+
 absl::string_view PlatformName(Platform platform) {
   switch (platform) {
     case Platform::kBuiltin:
@@ -349,6 +380,19 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     }
   } else if (!c.architecture.empty()) {
     return Invalid("architecture", "only allowed for platform builtin");
+  }
+  for (size_t i = 0; i < c.shape_buckets.size(); ++i) {
+    if (c.shape_buckets[i] < 1 || (i > 0 && c.shape_buckets[i] <= c.shape_buckets[i - 1])) {
+      return Invalid("shape_buckets", "sizes must be positive and ascending");
+    }
+  }
+  if (HasVariableDims(c) != !c.shape_buckets.empty()) {
+    return Invalid("shape_buckets", HasVariableDims(c) ? "a tensor has a variable (-1) dimension: list the sizes "
+                                                         "requests are padded to, as shape_buckets: [16, 32, ...]"
+                                                       : "only for a model with variable (-1) dimensions");
+  }
+  if (HasVariableDims(c) && (c.stateful() || c.parity || c.platform == Platform::kEnsemble)) {
+    return Invalid("shape_buckets", "stateful, parity and graph models have fixed shapes");
   }
   if (c.max_batch_size < 1) {
     return Invalid("max_batch_size", absl::StrCat("must be at least 1, got ", c.max_batch_size));
@@ -458,6 +502,7 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     }
     out << YAML::EndSeq;
   }
+  if (!c.shape_buckets.empty()) out << YAML::Key << "shape_buckets" << YAML::Value << YAML::Flow << c.shape_buckets;
   if (c.accuracy) out << YAML::Key << "accuracy" << YAML::Value << absl::StrFormat("%.6g", *c.accuracy);
   if (c.parameters) out << YAML::Key << "parameters" << YAML::Value << *c.parameters;
   if (c.latency_objective_ms) {

@@ -70,7 +70,9 @@ inline constexpr absl::string_view kBuiltinArchitectures[] = {"mlp",      "lenet
 struct TensorSpec {
   std::string name;
   DataType datatype = DataType::kFp32;
-  std::vector<int64_t> shape;  // per item, without the batch dimension
+  // Per item, without the batch dimension; -1: a variable dimension (a
+  // model with one lists its ModelConfig::shape_buckets).
+  std::vector<int64_t> shape;
 
   int64_t ElementCount() const;
   bool operator==(const TensorSpec&) const = default;
@@ -140,6 +142,13 @@ struct ModelConfig {
   int max_batch_size = 0;
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;
+  // Tutti: for tensors with variable (-1) dimensions, the sizes a request's
+  // variable dimensions are padded up to, ascending. Every variable
+  // dimension of a request has one size (its length); the request is
+  // padded with zeros to the smallest bucket that holds it, runs batched
+  // with the requests of that bucket (profiled as "<kind>/<size>"), and
+  // its variable outputs are cut back to its length.
+  std::vector<int64_t> shape_buckets;
   std::optional<double> accuracy;
   std::optional<int64_t> parameters;
   std::optional<double> latency_objective_ms;
@@ -174,6 +183,16 @@ struct ModelConfig {
   bool stateful() const { return sequence_batching.has_value() || !model_state_shape.empty(); }
 };
 
+// Whether any tensor has a variable (-1) dimension.
+bool HasVariableDims(const ModelConfig& config);
+// `tensors` at one shape bucket: every -1 dimension is `size`.
+std::vector<TensorSpec> TensorsAt(std::vector<TensorSpec> tensors, int64_t size);
+// `config` at one shape bucket: its tensors TensorsAt `size`, and no
+// buckets.
+ModelConfig AtBucket(const ModelConfig& config, int64_t size);
+// The profile key of a bucket's ℓ(b) under executor kind `kind`: "cpu/16".
+std::string BucketProfileKey(absl::string_view kind, int64_t size);
+
 // The model as its weights compute: for a stateful model one input
 // [input…, state…] and one output [output…, state′…] (flat); else `config`.
 ModelConfig StatelessForm(const ModelConfig& config);
@@ -189,9 +208,13 @@ struct ServedModel {
   // objective / 2 (Nexus's rule: a request may wait for one batch and run in
   // the next); a graph's, its slowest step's; 0: unknown.
   double peak_rps = 0;
-  // An engine model no client calls (a prefix group, run for its members):
-  // not found by name and not listed.
+  // An engine model no client calls (a prefix group, run for its members;
+  // a shape bucket of a model of variable dimensions): not found by name
+  // and not listed.
   bool internal = false;
+  // A model of variable dimensions: the engine model that runs each of its
+  // shape buckets, in config order (its own id last); empty otherwise.
+  std::vector<int> buckets;
 };
 
 absl::string_view PlatformName(Platform platform);

@@ -285,7 +285,25 @@ TEST(ModelConfigErrorTest, SequenceBatchingErrorsNameTheField) {
 
 TEST(ModelConfigErrorTest, UnknownArchitecture) {
   EXPECT_THAT(ErrorOf(Edit("architecture: lenet5", "architecture: vgg")),
-              HasSubstr("unknown architecture 'vgg' (expected one of mlp, lenet5, resnet_small, gru_rows, online_linear)"));
+              HasSubstr("unknown architecture 'vgg' (expected one of mlp, lenet5, resnet_small, gru_rows, online_linear, "
+                        "calibrated_lenet5)"));
+}
+
+TEST(ModelConfigErrorTest, AVariableDimensionNeedsShapeBucketsAndOnlyItDoes) {
+  const std::string variable = Edit("shape: [1, 28, 28]", "shape: [1, -1, 28]");
+  EXPECT_THAT(ErrorOf(variable), HasSubstr("field 'shape_buckets': a tensor has a variable (-1) dimension"));
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(variable + "shape_buckets: [14, 28]\n");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->shape_buckets, (std::vector<int64_t>{14, 28}));
+  EXPECT_EQ(AtBucket(*c, 14).inputs[0].shape, (std::vector<int64_t>{1, 14, 28}));
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->shape_buckets, c->shape_buckets);
+  EXPECT_EQ(again->inputs, c->inputs);
+  EXPECT_THAT(ErrorOf(variable + "shape_buckets: [28, 14]\n"), HasSubstr("sizes must be positive and ascending"));
+  EXPECT_THAT(ErrorOf(kValid + std::string("shape_buckets: [4]\n")),
+              HasSubstr("only for a model with variable (-1) dimensions"));
+  EXPECT_THAT(ErrorOf(Edit("shape: [1, 28, 28]", "shape: [1, -2, 28]")), HasSubstr("or -1 (variable)"));
 }
 
 TEST(ModelConfigErrorTest, ArchitectureOnTorchScript) {

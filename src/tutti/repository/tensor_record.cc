@@ -1,5 +1,6 @@
 #include "tutti/repository/tensor_record.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tutti {
@@ -10,7 +11,8 @@ int64_t Words(int64_t bytes) { return (bytes + 3) / 4; }
 }  // namespace
 
 bool IsPlainFp32(const std::vector<TensorSpec>& tensors) {
-  return tensors.size() == 1 && tensors[0].datatype == DataType::kFp32;
+  return tensors.size() == 1 && tensors[0].datatype == DataType::kFp32 &&
+         std::find(tensors[0].shape.begin(), tensors[0].shape.end(), -1) == tensors[0].shape.end();
 }
 
 int64_t ItemBytes(const TensorSpec& spec) {

@@ -20,10 +20,12 @@
 
 namespace tutti {
 
-// One FP32 tensor: the record is its values.
+// One FP32 tensor of a fixed shape: the record is its values.
 bool IsPlainFp32(const std::vector<TensorSpec>& tensors);
 
-// Bytes of one item of `spec` (0 for BYTES).
+// Bytes of one item of `spec` (0 for BYTES). The functions below take
+// tensors of fixed shapes (a model of variable dimensions: TensorsAt its
+// bucket).
 int64_t ItemBytes(const TensorSpec& spec);
 
 // Words in one item's record of `tensors`.

@@ -1,12 +1,14 @@
 // A model of several tensors of every datatype libtorch has, served end to
 // end: the ONNX fixture `typed` echoes each input and counts the true
 // elements of its BOOL input.
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <tuple>
 #include <type_traits>
 
 #include <grpcpp/grpcpp.h>
@@ -206,6 +208,87 @@ TEST_F(TypedServerTest, EveryDatatypeRoundTripsOverJsonBinaryAndGrpc) {
   r = c.Request("POST", "/v2/models/typed/infer", absl::StrCat(R"({"inputs":[)", absl::StrJoin(json, ","), "]}"));
   EXPECT_EQ(r.status, 400);
   EXPECT_THAT(r.body, ::testing::HasSubstr("input 'in_int16' has shape [2]; expected [N, 2]"));
+}
+
+}  // namespace
+}  // namespace tutti
+
+namespace tutti {
+namespace {
+
+// The ONNX fixture `variable`: ids INT64 [-1] and a BOOL mask in; `total`
+// (the ids the mask keeps, summed) and `echo` (the ids) out; shape buckets
+// 4 and 8.
+TEST(VariableServerTest, RequestsArePaddedToTheirBucketAndAnsweredAtTheirLength) {
+  testing::TempDir dir;
+  const std::string source = testing::OnnxFixtureRepo() + "/variable/1/";
+  std::filesystem::create_directories(dir.path() + "/variable/1");
+  std::filesystem::copy_file(source + "model.onnx", dir.path() + "/variable/1/model.onnx");
+  std::ifstream in(source + "config.yaml");
+  std::stringstream config;
+  config << in.rdbuf() << "profiles:\n  cpu: {batch: [1, 8], latency_us: [1000, 2000]}\n"
+         << "  cpu/4: {batch: [1, 8], latency_us: [500, 900]}\n"
+         << "  cpu/8: {batch: [1, 8], latency_us: [1000, 2000]}\n";
+  dir.WriteFile("variable/1/config.yaml", config.str());
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir.path());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  absl::StatusOr<ServerConfig> serve = ParseServerConfig("http: {port: 0}\ngrpc: {port: 0}\n");
+  ASSERT_TRUE(serve.ok()) << serve.status();
+  serve = ResolveServerConfig(*serve, *repo);
+  ASSERT_TRUE(serve.ok()) << serve.status();
+  RealClock clock;
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *serve, &clock);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Describe(), ::testing::HasSubstr("variable[4]"));
+  HttpTestClient c((*server)->port());
+
+  // Length 3 (bucket 4) and length 6 (bucket 8), each answered at its length.
+  for (const auto& [ids, mask, total] :
+       {std::tuple{"[5,6,7]", "[true,false,true]", 12}, std::tuple{"[1,2,3,4,5,6]", "[true,true,true,true,true,false]", 15}}) {
+    const std::string text = ids;
+    const std::string length = std::to_string(std::count(text.begin(), text.end(), ',') + 1);
+    testing::ClientResponse r = c.Request(
+        "POST", "/v2/models/variable/infer",
+        absl::StrCat(R"({"inputs":[{"name":"ids","datatype":"INT64","shape":[1,)", length, R"(],"data":)", ids,
+                     R"(},{"name":"mask","datatype":"BOOL","shape":[1,)", length, R"(],"data":)", mask, "}]}"));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_THAT(r.body, ::testing::HasSubstr(absl::StrCat(R"({"name":"total","datatype":"INT64","shape":[1,1],"data":[)",
+                                                          total, "]}")));
+    EXPECT_THAT(r.body, ::testing::HasSubstr(absl::StrCat(R"({"name":"echo","datatype":"INT64","shape":[1,)", length,
+                                                          R"(],"data":)", ids, "}")));
+  }
+  // gRPC: raw contents of length 2, the echo cut back to 2.
+  auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->grpc_port()), grpc::InsecureChannelCredentials()));
+  inference::ModelInferRequest request;
+  request.set_model_name("variable");
+  for (const auto& [name, type] : {std::pair{"ids", "INT64"}, {"mask", "BOOL"}}) {
+    auto* t = request.add_inputs();
+    t->set_name(name);
+    t->set_datatype(type);
+    t->add_shape(1);
+    t->add_shape(2);
+  }
+  const std::vector<int64_t> ids = {40, 2};
+  request.add_raw_input_contents(std::string(reinterpret_cast<const char*>(ids.data()), 16));
+  request.add_raw_input_contents(std::string("\x01\x01", 2));
+  inference::ModelInferResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub->ModelInfer(&context, request, &response).ok());
+  EXPECT_EQ(response.outputs(1).shape(1), 2);
+  EXPECT_EQ(response.raw_output_contents(1), request.raw_input_contents(0));
+  const int64_t total = 42;
+  EXPECT_EQ(response.raw_output_contents(0), std::string(reinterpret_cast<const char*>(&total), 8));
+  // Longer than the largest bucket: refused, naming the tensor.
+  testing::ClientResponse r = c.Request(
+      "POST", "/v2/models/variable/infer",
+      R"({"inputs":[{"name":"ids","datatype":"INT64","shape":[1,9],"data":[1,2,3,4,5,6,7,8,9]},)"
+      R"({"name":"mask","datatype":"BOOL","shape":[1,9],"data":[true,true,true,true,true,true,true,true,true]}]})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("input 'ids' has length 9; model 'variable' takes at most 8"));
+  // The buckets are the server's own: not listed, not found by name.
+  EXPECT_EQ(c.Request("GET", "/v2/models/variable[4]").status, 404);
+  EXPECT_THAT(c.Request("GET", "/v2/models/variable").body, ::testing::HasSubstr(R"("shape":[-1,-1])"));
 }
 
 }  // namespace
