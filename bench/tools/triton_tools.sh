@@ -2,7 +2,8 @@
 # Triton's own tools against Tutti, unmodified, each built from its public
 # source outside this repository:
 # - perf_analyzer (bench/tools/build_perf_analyzer.sh) over HTTP and gRPC in
-#   concurrency mode, on a stateless model (lenet5) and on a sequence model
+#   concurrency mode, on a stateless model (lenet5), on one of typed tensors
+#   (calibrated_lenet5: UINT8 in, two FP32 outputs) and on a sequence model
 #   (gru_rows: --sequence-length, over gRPC also on one stream,
 #   --streaming). It reads each model's configuration (gRPC: ModelConfig)
 #   and the server's statistics (the statistics extension) itself. Prints,
@@ -54,6 +55,8 @@ run() {
 
 run "lenet5 over HTTP" -m lenet5 -i http -u "127.0.0.1:$HTTP" --concurrency-range 1:4:3
 run "lenet5 over gRPC" -m lenet5 -i grpc -u "127.0.0.1:$GRPC" --concurrency-range 1:4:3
+run "calibrated_lenet5 (UINT8) HTTP" -m calibrated_lenet5 -i http -u "127.0.0.1:$HTTP" --concurrency-range 1:4:3
+run "calibrated_lenet5 (UINT8) gRPC" -m calibrated_lenet5 -i grpc -u "127.0.0.1:$GRPC" --concurrency-range 1:4:3
 run "gru_rows sequences over HTTP" -m gru_rows -i http -u "127.0.0.1:$HTTP" --sequence-length 5 --concurrency-range 2
 run "gru_rows sequences over gRPC" -m gru_rows -i grpc -u "127.0.0.1:$GRPC" --sequence-length 5 --concurrency-range 2
 run "gru_rows over a gRPC stream" -m gru_rows -i grpc -u "127.0.0.1:$GRPC" --streaming --sequence-length 5 \

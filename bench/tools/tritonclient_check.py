@@ -5,7 +5,7 @@
 
 (tritonclient assembled by bench/tools/build_tritonclient.sh; a server of
 demo_repository, as scripts/run.sh starts). Checks, over HTTP and gRPC:
-get_model_config, infer, get_inference_statistics, and stream_infer with a
+get_model_config, infer (of FP32 and of typed tensors), get_inference_statistics, and stream_infer with a
 sequence of the stateful gru_rows sent over one stream, whose answers must
 come in order and end where the same sequence sent request by request over
 HTTP ends. Prints a line per check; exits 1 if any failed.
@@ -48,6 +48,20 @@ def main(http_url, grpc_url):
     a = h.infer("lenet5", [hi]).as_numpy("logits")
     b = g.infer("lenet5", [gi]).as_numpy("logits")
     check(a.shape == (1, 10) and np.array_equal(a, b), "infer: lenet5 answers alike over HTTP and gRPC")
+
+    # Typed tensors: UINT8 pixels in; FP32 logits and confidence out.
+    pixels = (image.reshape(1, 28, 28) * 255).astype(np.uint8)
+    typed = []
+    for client, module in ((h, httpclient), (g, grpcclient)):
+        tensor = module.InferInput("pixels", list(pixels.shape), "UINT8")
+        tensor.set_data_from_numpy(pixels)
+        outputs = [module.InferRequestedOutput("logits"), module.InferRequestedOutput("confidence")]
+        answer = client.infer("calibrated_lenet5", [tensor], outputs=outputs)
+        typed.append((answer.as_numpy("logits"), answer.as_numpy("confidence")))
+    (la, ca), (lb, cb) = typed
+    check(la.shape == (1, 10) and ca.shape == (1, 1) and np.array_equal(la, lb) and np.array_equal(ca, cb)
+          and 0.1 <= float(ca[0, 0]) <= 1,
+          "infer: calibrated_lenet5 takes UINT8 and answers logits and a confidence alike over HTTP and gRPC")
 
     hs = h.get_inference_statistics("lenet5")["model_stats"][0]
     gs = g.get_inference_statistics("lenet5", as_json=True)["model_stats"][0]
