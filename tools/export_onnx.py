@@ -97,17 +97,24 @@ def typed_fixture():
     nodes.append(helper.make_node("ReduceSum", ["mask", "axes"], ["count"], keepdims=1))
     outputs.append(helper.make_tensor_value_info("count", onnx.TensorProto.INT64, ["batch", 1]))
     config_out.append("  - {name: count, datatype: INT64, shape: [1]}")
+    save_graph_fixture("typed", nodes, inputs, outputs,
+                       "inputs:\n" + "\n".join(config_in) + "\noutputs:\n" + "\n".join(config_out) + "\n")
+    variable_fixture()
+
+
+def save_graph_fixture(name, nodes, inputs, outputs, tensors_yaml):
+    """testdata/onnx_repo/NAME/1: a graph of `nodes` (with an initializer
+    `axes` = [1] for its reductions), checked by ONNX, and its config."""
+    from onnx import helper
     axes = helper.make_tensor("axes", onnx.TensorProto.INT64, [1], [1])
-    graph = helper.make_graph(nodes, "typed", inputs, outputs, initializer=[axes])
+    graph = helper.make_graph(nodes, name, inputs, outputs, initializer=[axes])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
     onnx.checker.check_model(model)
-    out = os.path.join(ROOT, "testdata/onnx_repo/typed/1")
+    out = os.path.join(ROOT, "testdata/onnx_repo", name, "1")
     os.makedirs(out, exist_ok=True)
     onnx.save(model, os.path.join(out, "model.onnx"))
-    write_config(out, "name: typed\nplatform: onnxruntime_onnx\nmax_batch_size: 8\ninputs:\n" +
-                 "\n".join(config_in) + "\noutputs:\n" + "\n".join(config_out) + "\n")
+    write_config(out, f"name: {name}\nplatform: onnxruntime_onnx\nmax_batch_size: 8\n" + tensors_yaml)
     print("wrote", out)
-    variable_fixture()
 
 
 def variable_fixture():
@@ -124,20 +131,12 @@ def variable_fixture():
              helper.make_node("Mul", ["ids", "keep"], ["kept"]),
              helper.make_node("ReduceSum", ["kept", "axes"], ["total"], keepdims=1),
              helper.make_node("Identity", ["ids"], ["echo"])]
-    axes = helper.make_tensor("axes", onnx.TensorProto.INT64, [1], [1])
-    graph = helper.make_graph(nodes, "variable", inputs, outputs, initializer=[axes])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
-    onnx.checker.check_model(model)
-    out = os.path.join(ROOT, "testdata/onnx_repo/variable/1")
-    os.makedirs(out, exist_ok=True)
-    onnx.save(model, os.path.join(out, "model.onnx"))
-    write_config(out, "name: variable\nplatform: onnxruntime_onnx\nmax_batch_size: 8\n"
-                      "inputs:\n  - {name: ids, datatype: INT64, shape: [-1]}\n"
-                      "  - {name: mask, datatype: BOOL, shape: [-1]}\n"
-                      "outputs:\n  - {name: total, datatype: INT64, shape: [1]}\n"
-                      "  - {name: echo, datatype: INT64, shape: [-1]}\n"
-                      "shape_buckets: [4, 8]\n")
-    print("wrote", out)
+    save_graph_fixture("variable", nodes, inputs, outputs,
+                       "inputs:\n  - {name: ids, datatype: INT64, shape: [-1]}\n"
+                       "  - {name: mask, datatype: BOOL, shape: [-1]}\n"
+                       "outputs:\n  - {name: total, datatype: INT64, shape: [1]}\n"
+                       "  - {name: echo, datatype: INT64, shape: [-1]}\n"
+                       "shape_buckets: [4, 8]\n")
 
 
 def torchvision_models(out):
