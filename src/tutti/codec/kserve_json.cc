@@ -435,13 +435,22 @@ namespace {
 
 // Triton's tensor fields: data_type ("TYPE_FP32") and dims (without the
 // batch dimension), inside an object the caller opened and closes.
-void WriteConfigTensorFields(Writer& w, DataType type, const std::vector<int64_t>& dims) {
+void WriteConfigTensorFields(Writer& w, DataType type, const std::vector<int64_t>& dims,
+                             const std::vector<int64_t>& reshape = {}) {
   w.Key("data_type");
   w.String(ConfigDataTypeName(type).c_str());
   w.Key("dims");
   w.StartArray();
   for (int64_t d : dims) w.Int64(d);
   w.EndArray();
+  if (reshape.empty()) return;
+  w.Key("reshape");
+  w.StartObject();
+  w.Key("shape");
+  w.StartArray();
+  for (int64_t d : reshape) w.Int64(d);
+  w.EndArray();
+  w.EndObject();
 }
 
 void WriteStringMap(Writer& w, const std::map<std::string, std::string>& map) {
@@ -473,7 +482,7 @@ std::string WriteModelConfig(const ModelConfig& config) {
       w.StartObject();
       w.Key("name");
       w.String(t.name.c_str());
-      WriteConfigTensorFields(w, t.datatype, t.shape);
+      WriteConfigTensorFields(w, t.datatype, t.shape, t.reshape);
       w.EndObject();
     }
     w.EndArray();

@@ -62,12 +62,14 @@ void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out
     in->set_name(t.name);
     in->set_data_type(ConfigDataType(t.datatype));
     for (int64_t d : t.shape) in->add_dims(d);
+    for (int64_t d : t.reshape) in->mutable_reshape()->add_shape(d);
   }
   for (const TensorSpec& t : c.outputs) {
     inference::ModelOutput* o = out->add_output();
     o->set_name(t.name);
     o->set_data_type(ConfigDataType(t.datatype));
     for (int64_t d : t.shape) o->add_dims(d);
+    for (int64_t d : t.reshape) o->mutable_reshape()->add_shape(d);
   }
   if (const std::optional<SequenceBatching>& sb = c.sequence_batching) {
     inference::ModelSequenceBatching* seq = out->mutable_sequence_batching();

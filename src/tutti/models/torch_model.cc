@@ -224,7 +224,8 @@ class TorchModelImpl final : public TorchModel {
         parameters_(net_->Parameters()),
         typed_(!IsPlainFp32(config_.inputs) || !IsPlainFp32(config_.outputs)) {
     input_shape_ = {0};
-    input_shape_.insert(input_shape_.end(), config_.inputs[0].shape.begin(), config_.inputs[0].shape.end());
+    const std::vector<int64_t>& item = config_.inputs[0].ModelShape();
+    input_shape_.insert(input_shape_.end(), item.begin(), item.end());
   }
 
   absl::Status RunAndUpdate(absl::Span<const float> input, int batch, absl::Span<const float> state,
@@ -295,7 +296,8 @@ class TorchModelImpl final : public TorchModel {
     std::vector<torch::Tensor> xs;
     for (size_t t = 0; t < config_.inputs.size(); ++t) {
       std::vector<int64_t> shape{batch};
-      shape.insert(shape.end(), config_.inputs[t].shape.begin(), config_.inputs[t].shape.end());
+      const std::vector<int64_t>& item = config_.inputs[t].ModelShape();
+      shape.insert(shape.end(), item.begin(), item.end());
       xs.push_back(torch::from_blob(bytes[t].data(), shape, *TorchType(config_.inputs[t].datatype)));
     }
     const std::vector<torch::Tensor> ys = net_->ForwardAll(xs);

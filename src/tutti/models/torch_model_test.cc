@@ -76,6 +76,28 @@ TEST(TorchModelTest, AnOnnxGraphWhoseNamesDifferFromTheConfigIsRefused) {
   EXPECT_THAT(model.status().message(), HasSubstr("the graph's inputs are 'image', the config's 'pixels'; name them alike"));
 }
 
+// The ONNX fixture's graph checks its input's shape [N, 1, 28, 28]:
+// clients may send [N, 784] when the config reshapes it (Triton's reshape).
+TEST(TorchModelTest, AReshapedInputReachesTheModelInItsShape) {
+  TempDir dir;
+  const std::string v = dir.path() + "/linear/1";
+  std::filesystem::create_directories(v);
+  std::filesystem::copy_file(testing::OnnxFixtureRepo() + "/linear/1/model.onnx", v + "/model.onnx");
+  const std::string flat = "name: linear\nplatform: onnx\nmax_batch_size: 8\n"
+                           "inputs: [{name: image, datatype: FP32, shape: [784]";
+  const std::string outputs = "}]\noutputs: [{name: logits, datatype: FP32, shape: [10]}]\n";
+  dir.WriteFile("linear/1/config.yaml", flat + outputs);
+  EXPECT_FALSE(TorchModel::Load(*LoadModelVersion(v, "linear", 1)).ok());  // [N, 784] is not the graph's shape
+  dir.WriteFile("linear/1/config.yaml", flat + ", reshape: {shape: [1, 28, 28]}" + outputs);
+  absl::StatusOr<std::unique_ptr<TorchModel>> model = TorchModel::Load(*LoadModelVersion(v, "linear", 1));
+  ASSERT_TRUE(model.ok()) << model.status();
+  std::vector<float> out;
+  ASSERT_TRUE((*model)->Run(FixtureInputs(2), 2, &out).ok());
+  const std::vector<float> expected = testing::FixtureExpectedOutputs();
+  ASSERT_EQ(out.size(), expected.size());
+  for (size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], expected[i], 1e-5) << i;
+}
+
 TEST(TorchModelTest, BatchedRunEqualsItemByItemRuns) {
   ModelRepository repo = *ModelRepository::Open(FixtureRepo());
   std::unique_ptr<TorchModel> model = *TorchModel::Load(**repo.Find("linear"));

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <numeric>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -35,6 +37,17 @@ absl::StatusOr<TensorSpec> ParseTensor(const YAML::Node& node, const std::string
   for (size_t i = 0; i < shape.size(); ++i) {
     TUTTI_ASSIGN_OR_RETURN(auto dim, r.Scalar<int64_t>("shape", shape[i], "integer dimensions"));
     t.shape.push_back(dim);
+  }
+  if (YAML::Node reshape = r.Get("reshape"); reshape.IsDefined() && !reshape.IsNull()) {
+    MapReader rr(reshape, r.FieldPath("reshape"));
+    TUTTI_RETURN_IF_ERROR(rr.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(auto dims, rr.Require("shape"));
+    if (!dims.IsSequence()) return Invalid(rr.FieldPath("shape"), "expected a list of dimensions");
+    for (size_t i = 0; i < dims.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(auto dim, rr.Scalar<int64_t>("shape", dims[i], "integer dimensions"));
+      t.reshape.push_back(dim);
+    }
+    TUTTI_RETURN_IF_ERROR(rr.CheckNoUnknownFields());
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   return t;
@@ -288,6 +301,17 @@ absl::Status ValidateTensors(const std::vector<TensorSpec>& tensors, absl::strin
     if (t.name.empty()) return Invalid(where, "tensor name is empty");
     if (!names.insert(t.name).second) return Invalid(where, absl::StrCat("tensor name '", t.name, "' repeated"));
     if (t.shape.empty()) return Invalid(absl::StrCat(where, ".shape"), "shape is empty");
+    if (!t.reshape.empty()) {
+      const bool fixed = std::all_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d > 0; });
+      if (!fixed || !std::all_of(t.reshape.begin(), t.reshape.end(), [](int64_t d) { return d > 0; }) ||
+          std::accumulate(t.reshape.begin(), t.reshape.end(), int64_t{1}, std::multiplies<>()) !=
+              std::accumulate(t.shape.begin(), t.shape.end(), int64_t{1}, std::multiplies<>())) {
+        return Invalid(absl::StrCat(where, ".reshape"),
+                       absl::StrCat("tensor '", t.name, "': reshape [", absl::StrJoin(t.reshape, ", "),
+                                    "] must hold the elements of shape [", absl::StrJoin(t.shape, ", "),
+                                    "], both of positive dimensions"));
+      }
+    }
     for (size_t d = 0; d < t.shape.size(); ++d) {
       if (t.shape[d] <= 0 && t.shape[d] != -1) {
         return Invalid(absl::StrCat(where, ".shape"),
@@ -323,6 +347,8 @@ ModelConfig StatelessForm(const ModelConfig& config) {
   const int64_t state = config.sequence_batching->StateElements();
   out.inputs[0].shape = {config.inputs[0].ElementCount() + state};
   out.outputs[0].shape = {config.outputs[0].ElementCount() + state};
+  out.inputs[0].reshape.clear();  // the weights compute on the flat concatenation
+  out.outputs[0].reshape.clear();
   return out;
 }
 
@@ -498,7 +524,12 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     for (const TensorSpec& t : *tensors) {
       out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name
           << YAML::Key << "datatype" << YAML::Value << std::string(DataTypeName(t.datatype))
-          << YAML::Key << "shape" << YAML::Value << YAML::Flow << t.shape << YAML::EndMap;
+          << YAML::Key << "shape" << YAML::Value << YAML::Flow << t.shape;
+      if (!t.reshape.empty()) {
+        out << YAML::Key << "reshape" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "shape"
+            << YAML::Value << YAML::Flow << t.reshape << YAML::EndMap;
+      }
+      out << YAML::EndMap;
     }
     out << YAML::EndSeq;
   }

@@ -73,7 +73,11 @@ struct TensorSpec {
   // Per item, without the batch dimension; -1: a variable dimension (a
   // model with one lists its ModelConfig::shape_buckets).
   std::vector<int64_t> shape;
+  // Triton's reshape.shape: the shape the model computes on, when it is
+  // not the one clients send and receive (the same elements); empty: shape.
+  std::vector<int64_t> reshape;
 
+  const std::vector<int64_t>& ModelShape() const { return reshape.empty() ? shape : reshape; }
   int64_t ElementCount() const;
   bool operator==(const TensorSpec&) const = default;
 };

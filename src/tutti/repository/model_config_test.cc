@@ -306,6 +306,18 @@ TEST(ModelConfigErrorTest, AVariableDimensionNeedsShapeBucketsAndOnlyItDoes) {
   EXPECT_THAT(ErrorOf(Edit("shape: [1, 28, 28]", "shape: [1, -2, 28]")), HasSubstr("or -1 (variable)"));
 }
 
+TEST(ModelConfigErrorTest, AReshapeHoldsTheSameElements) {
+  const std::string flat = Edit("{name: image, datatype: FP32, shape: [1, 28, 28]}",
+                                "{name: image, datatype: FP32, shape: [784], reshape: {shape: [1, 28, 28]}}");
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(flat);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->inputs[0].ModelShape(), (std::vector<int64_t>{1, 28, 28}));
+  EXPECT_EQ(ParseModelConfig(ModelConfigToYaml(*c))->inputs, c->inputs);
+  EXPECT_THAT(ErrorOf(Edit("shape: [1, 28, 28]}", "shape: [1, 28, 28], reshape: {shape: [28, 27]}}")),
+              HasSubstr("field 'inputs[0].reshape': tensor 'image': reshape [28, 27] must hold the elements of shape "
+                        "[1, 28, 28]"));
+}
+
 TEST(ModelConfigErrorTest, ArchitectureOnTorchScript) {
   EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: torchscript")),
               HasSubstr("only allowed for platform builtin"));
