@@ -11,6 +11,7 @@
 # per binary the median of the rounds and the worst round, then the raw
 # figures.
 #   bench/before_after.sh OLD_BINARY NEW_BINARY [ROUNDS]   (default 5; after scripts/build.sh and `tutti demo`)
+# OVERHEAD_ONLY=1 runs serving_overhead.sh alone (a few minutes for 5 rounds).
 # Make the old binary from a checkout of the old commit: `cmake --build
 # build --target tutti && cp build/bin/tutti /tmp/tutti_old`.
 set -euo pipefail
@@ -29,8 +30,10 @@ for r in $(seq 1 "$ROUNDS"); do
   for side in "${sides[@]}"; do
     cp "$OUT/tutti_$side" build/bin/tutti
     SEARCH=0 timeout 600 bench/serving_overhead.sh > "$OUT/overhead_${side}_$r.txt" 2>&1 || true
-    timeout 600 bench/serving_goodput.sh > "$OUT/goodput_${side}_$r.txt" 2>&1 || true
-    MODES=nspb timeout 600 bench/stateful_overhead.sh 1 > "$OUT/stateful_${side}_$r.txt" 2>&1 || true
+    if [ "${OVERHEAD_ONLY:-0}" != 1 ]; then
+      timeout 600 bench/serving_goodput.sh > "$OUT/goodput_${side}_$r.txt" 2>&1 || true
+      MODES=nspb timeout 600 bench/stateful_overhead.sh 1 > "$OUT/stateful_${side}_$r.txt" 2>&1 || true
+    fi
     echo "round $r of $ROUNDS: $side done" >&2
   done
 done
@@ -43,8 +46,8 @@ for side in old new; do
   for r in $(seq 1 "$ROUNDS"); do
     p50+=" $(awk '/== added latency/ {a = 1} a && $1 == "total" {print $6; exit}' "$OUT/overhead_${side}_$r.txt")"
     cap+=" $(awk '/== capacity/ {a = 1} a && $1 == "total" {print $3; exit}' "$OUT/overhead_${side}_$r.txt")"
-    gp+=" $(awk '/^goodput:/ {print $2}' "$OUT/goodput_${side}_$r.txt")"
-    st+=" $(awk '$1 == "nspb" && $2 == "p50" {gsub("%", "", $4); print $4}' "$OUT/stateful_${side}_$r.txt")"
+    gp+=" $(awk '/^goodput:/ {print $2}' "$OUT/goodput_${side}_$r.txt" 2> /dev/null || true)"
+    st+=" $(awk '$1 == "nspb" && $2 == "p50" {gsub("%", "", $4); print $4}' "$OUT/stateful_${side}_$r.txt" 2> /dev/null || true)"
   done
   printf '%s: p50 at 1,000 r/s %s ms [%s]; capacity %s r/s [%s]; goodput %s r/s [%s]; nspb p50 over none %s%% [%s%%]\n' \
     "$side" "$(med <<< "$p50")" "$(high <<< "$p50")" "$(med <<< "$cap")" "$(low <<< "$cap")" \
