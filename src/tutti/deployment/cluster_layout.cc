@@ -260,6 +260,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
               v->config.profiles.at(group.profile), slo_of(m), v.get());
           layout.shapes.back() = {RecordWords(v->config.inputs), RecordWords(v->config.outputs)};
           layout.served.back().internal = !last;
+          if (!last) layout.served.back().config.name = spec.models.back().name;  // its own metrics' label
           layout.bucket_versions.push_back(std::move(v));
         }
         layout.served.back().buckets = std::move(ids);

@@ -288,6 +288,9 @@ TEST(VariableServerTest, RequestsArePaddedToTheirBucketAndAnsweredAtTheirLength)
   EXPECT_THAT(r.body, ::testing::HasSubstr("input 'ids' has length 9; model 'variable' takes at most 8"));
   // The buckets are the server's own: not listed, not found by name.
   EXPECT_EQ(c.Request("GET", "/v2/models/variable[4]").status, 404);
+  const std::string metrics = c.Request("GET", "/metrics").body;  // each bucket's series its own
+  EXPECT_THAT(metrics, ::testing::HasSubstr("tutti_batches_total{model=\"variable[4]\"}"));
+  EXPECT_THAT(metrics, ::testing::HasSubstr("tutti_batches_total{model=\"variable\"}"));
   EXPECT_THAT(c.Request("GET", "/v2/models/variable").body, ::testing::HasSubstr(R"("shape":[-1,-1])"));
 }
 
