@@ -234,15 +234,7 @@ using Writer = KserveJsonWriter;
 
 void WriteTensorSpec(Writer& w, const TensorSpec& t) {
   w.StartObject();
-  w.Key("name");
-  w.String(t.name.c_str());
-  w.Key("datatype");
-  w.String(std::string(DataTypeName(t.datatype)).c_str());
-  w.Key("shape");
-  w.StartArray();
-  w.Int64(-1);  // the batch dimension
-  for (int64_t d : t.shape) w.Int64(d);
-  w.EndArray();
+  WriteTensorHeader(w, t.name, t.datatype, -1, t.shape);  // -1: the batch dimension
   w.EndObject();
 }
 
@@ -251,15 +243,7 @@ void WriteTensorSpec(Writer& w, const TensorSpec& t) {
 void WritePlainOutput(Writer& w, const TensorSpec& out, const std::vector<std::vector<float>>& outputs,
                       bool binary_output, std::string* binary) {
   w.StartObject();
-  w.Key("name");
-  w.String(out.name.c_str());
-  w.Key("datatype");
-  w.String("FP32");
-  w.Key("shape");
-  w.StartArray();
-  w.Int64(static_cast<int64_t>(outputs.size()));
-  for (int64_t d : out.shape) w.Int64(d);
-  w.EndArray();
+  WriteTensorHeader(w, out.name, DataType::kFp32, static_cast<int64_t>(outputs.size()), out.shape);
   if (binary_output) {
     for (const std::vector<float>& item : outputs) {
       binary->append(reinterpret_cast<const char*>(item.data()), item.size() * sizeof(float));

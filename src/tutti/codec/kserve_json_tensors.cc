@@ -1,6 +1,5 @@
 #include "tutti/codec/kserve_json_tensors.h"
 
-#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -46,6 +45,20 @@ void WriteElement(KserveJsonWriter& w, const WireScalar& v) {
 }
 
 }  // namespace
+
+void WriteTensorHeader(KserveJsonWriter& w, const std::string& name, DataType type, int64_t batch,
+                       absl::Span<const int64_t> dims) {
+  w.Key("name");
+  w.String(name.c_str());
+  w.Key("datatype");
+  const absl::string_view datatype = DataTypeName(type);
+  w.String(datatype.data(), static_cast<rapidjson::SizeType>(datatype.size()));
+  w.Key("shape");
+  w.StartArray();
+  w.Int64(batch);
+  for (int64_t d : dims) w.Int64(d);
+  w.EndArray();
+}
 
 absl::Status ParseTypedJsonInputs(const Value& inputs, absl::string_view binary, bool has_header,
                                   const ModelConfig& config, InferRequest* out) {
@@ -104,21 +117,11 @@ absl::Status ParseTypedJsonInputs(const Value& inputs, absl::string_view binary,
 
 void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const AnswerLayout& answer,
                            const std::vector<std::vector<float>>& items, bool binary_output, std::string* binary) {
-  const std::vector<OutputTensor> tensors = TypedOutputs(config, items, answer);
-  const std::vector<std::string>& requested = answer.outputs;
-  for (size_t t = 0; t < config.outputs.size(); ++t) {
-    const TensorSpec& spec = config.outputs[t];
-    if (!requested.empty() && std::find(requested.begin(), requested.end(), spec.name) == requested.end()) continue;
+  for (const OutputTensor& t : TypedOutputs(config, items, answer)) {
+    const TensorSpec& spec = *t.spec;
     w.StartObject();
-    w.Key("name");
-    w.String(spec.name.c_str());
-    w.Key("datatype");
-    w.String(std::string(DataTypeName(spec.datatype)).c_str());
-    w.Key("shape");
-    w.StartArray();
-    for (int64_t d : tensors[t].shape) w.Int64(d);
-    w.EndArray();
-    const std::string& bytes = tensors[t].bytes;
+    WriteTensorHeader(w, spec.name, spec.datatype, t.shape[0], absl::MakeConstSpan(t.shape).subspan(1));
+    const std::string& bytes = t.bytes;
     if (binary_output) {
       binary->append(bytes);
       w.Key("parameters");

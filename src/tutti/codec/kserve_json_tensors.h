@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "rapidjson/document.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
@@ -22,6 +23,11 @@ namespace tutti {
 // Python's json read them.
 using KserveJsonWriter = rapidjson::Writer<rapidjson::StringBuffer, rapidjson::UTF8<>, rapidjson::UTF8<>,
                                            rapidjson::CrtAllocator, rapidjson::kWriteNanAndInfFlag>;
+
+// A tensor object's "name", "datatype" and "shape" ([batch, dims…])
+// members, inside an object the caller opened and closes.
+void WriteTensorHeader(KserveJsonWriter& w, const std::string& name, DataType type, int64_t batch,
+                       absl::Span<const int64_t> dims);
 
 // Reads a request's "inputs" array for a model that is not one FP32
 // tensor: each input's elements from its (nested) "data", or its

@@ -293,17 +293,19 @@ std::vector<OutputTensor> TypedOutputs(const ModelConfig& config, const std::vec
   words.reserve(n * RecordWords(ran));
   for (const std::vector<float>& item : items) words.insert(words.end(), item.begin(), item.end());
   std::vector<std::string> bytes = UnpackRecords(ran, words, n);
-  std::vector<OutputTensor> out(ran.size());
+  const std::vector<std::string>& asked = answer.outputs;
+  std::vector<OutputTensor> out;
   for (size_t t = 0; t < ran.size(); ++t) {
-    out[t].shape = {n};
-    out[t].shape.insert(out[t].shape.end(), ran[t].shape.begin(), ran[t].shape.end());
-    out[t].bytes = std::move(bytes[t]);
+    const TensorSpec& spec = config.outputs[t];
+    if (!asked.empty() && std::find(asked.begin(), asked.end(), spec.name) == asked.end()) continue;
+    OutputTensor& o = out.emplace_back(OutputTensor{&spec, std::move(bytes[t]), {n}});
+    o.shape.insert(o.shape.end(), ran[t].shape.begin(), ran[t].shape.end());
     if (!variable) continue;
     std::vector<int64_t> cut = {n};
-    for (int64_t d : config.outputs[t].shape) cut.push_back(d == -1 ? answer.length : d);
-    if (cut == out[t].shape) continue;
-    out[t].bytes = CopyBox(out[t].bytes, out[t].shape, cut, DataTypeSize(ran[t].datatype));
-    out[t].shape = std::move(cut);
+    for (int64_t d : spec.shape) cut.push_back(d == -1 ? answer.length : d);
+    if (cut == o.shape) continue;
+    o.bytes = CopyBox(o.bytes, o.shape, cut, DataTypeSize(spec.datatype));
+    o.shape = std::move(cut);
   }
   return out;
 }

@@ -60,15 +60,17 @@ class TypedInputs {
   std::vector<std::string> data_;  // per config input, its elements so far
 };
 
-// One output of an answer: its elements and shape, batch dimension first.
+// One output of an answer: its config entry, its elements and shape, batch
+// dimension first.
 struct OutputTensor {
+  const TensorSpec* spec = nullptr;
   std::string bytes;
   std::vector<int64_t> shape;
 };
 
 // The answers of `items` items of a typed model laid out as `answer` says:
-// per config output, the batch's elements (variable dimensions cut back to
-// the request's length).
+// per output it asks for (all by default), in config order, the batch's
+// elements (variable dimensions cut back to the request's length).
 std::vector<OutputTensor> TypedOutputs(const ModelConfig& config, const std::vector<std::vector<float>>& items,
                                        const AnswerLayout& answer);
 

@@ -228,13 +228,14 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       for (int m : prefix[p].first) group_of[m] = static_cast<int>(p);
     }
     std::vector<std::string> names;
+    // `m` is served (what clients see); `v` runs on the executors.
     auto add = [&](const std::string& name, const ModelConfig& m, int64_t version, const LatencyProfile& profile,
-                   Duration slo, const ModelVersion* v) {
+                   Duration slo, const ModelVersion* v, const ModelConfig& runs) {
       sub.models.push_back(static_cast<ModelId>(spec.models.size()));
       ModelSpec& model = spec.models.emplace_back(ModelSpec{name, profile, slo});
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.early_drop_window = config.early_drop_window;
-      layout.shapes.push_back({RecordWords(m.inputs), RecordWords(m.outputs)});
+      layout.shapes.push_back({RecordWords(runs.inputs), RecordWords(runs.outputs)});
       layout.served.push_back({m, version, profile.Latency(1), slo, group.count * ThroughputWithin(profile, slo / 2)});
       versions.push_back(v);
       names.push_back(absl::StrFormat("%s v%d (%s; objective %.1f ms; l(1) %.2f ms, l(%d) %.2f ms)", name, version,
@@ -257,8 +258,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
                                                                                           : m.profiles.at(group.profile));
           ids.push_back(static_cast<int>(spec.models.size()));
           add(last ? m.name : absl::StrCat(m.name, "[", size, "]"), m, wanted[k]->version,
-              v->config.profiles.at(group.profile), slo_of(m), v.get());
-          layout.shapes.back() = {RecordWords(v->config.inputs), RecordWords(v->config.outputs)};
+              v->config.profiles.at(group.profile), slo_of(m), v.get(), v->config);
           layout.served.back().internal = !last;
           if (!last) layout.served.back().config.name = spec.models.back().name;  // its own metrics' label
           layout.bucket_versions.push_back(std::move(v));
@@ -267,7 +267,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
         continue;
       }
       if (group_of[k] < 0) {
-        add(m.name, m, wanted[k]->version, m.profiles.at(group.profile), slo_of(m), wanted[k]);
+        add(m.name, m, wanted[k]->version, m.profiles.at(group.profile), slo_of(m), wanted[k], m);
         continue;
       }
       const auto& [member_index, shared] = prefix[group_of[k]];
@@ -295,7 +295,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       g.name = absl::StrCat("prefix[", absl::StrJoin(member_names, ","), "]");
       // Planned with its slowest member's profile: a batch runs the shared
       // stages once and each head on its own rows.
-      add(g.name, g, 1, *slowest, slo_of(m), wanted[k]);
+      add(g.name, g, 1, *slowest, slo_of(m), wanted[k], g);
       layout.served.back().internal = true;
       absl::StrAppendFormat(&names.back(), ": %d models run their first %d of %d layer stages once per batch",
                             member_names.size(), shared, m.stage_hashes.size());

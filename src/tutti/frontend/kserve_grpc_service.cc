@@ -303,16 +303,12 @@ absl::Status ParseTypedInputs(const inference::ModelInferRequest& request, const
 // as Triton answers.
 void WriteTypedOutputs(const ModelConfig& config, const AnswerLayout& answer,
                        const InferenceFrontend::InferResult& result, inference::ModelInferResponse* response) {
-  std::vector<OutputTensor> tensors = TypedOutputs(config, result.outputs, answer);
-  const std::vector<std::string>& requested = answer.outputs;
-  for (size_t t = 0; t < config.outputs.size(); ++t) {
-    const TensorSpec& spec = config.outputs[t];
-    if (!requested.empty() && std::find(requested.begin(), requested.end(), spec.name) == requested.end()) continue;
+  for (OutputTensor& t : TypedOutputs(config, result.outputs, answer)) {
     auto* out = response->add_outputs();
-    out->set_name(spec.name);
-    out->set_datatype(std::string(DataTypeName(spec.datatype)));
-    for (int64_t d : tensors[t].shape) out->add_shape(d);
-    *response->add_raw_output_contents() = std::move(tensors[t].bytes);
+    out->set_name(t.spec->name);
+    out->set_datatype(std::string(DataTypeName(t.spec->datatype)));
+    for (int64_t d : t.shape) out->add_shape(d);
+    *response->add_raw_output_contents() = std::move(t.bytes);
   }
 }
 
