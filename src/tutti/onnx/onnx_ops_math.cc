@@ -104,7 +104,13 @@ at::Tensor Hardmax(const at::Tensor& x, int64_t axis) {
 at::Tensor Gemm(const OnnxNode& n, const Tensors& in) {
   const at::Tensor a = n.Int("transA", 0) ? in[0].t() : in[0];
   const at::Tensor b = n.Int("transB", 0) ? in[1].t() : in[1];
-  at::Tensor y = at::matmul(a, b) * n.Float("alpha", 1.0f);
+  const float alpha = n.Float("alpha", 1.0f);
+  // addmm, as torch's Linear computes, so that an exported Linear answers
+  // bit for bit as the module it came from.
+  if (Input(in, 2).defined() && a.is_floating_point()) {
+    return at::addmm(in[2].to(a.scalar_type()), a, b, n.Float("beta", 1.0f), alpha);
+  }
+  at::Tensor y = at::matmul(a, b) * alpha;
   if (Input(in, 2).defined()) y = y + in[2] * n.Float("beta", 1.0f);
   return y.to(in[0].scalar_type());
 }
