@@ -22,15 +22,19 @@ inline const ModelConfig& Model() {
 }
 
 // A model of typed tensors with variable dimensions, padded to buckets of
-// 4 and 8: its requests take the typed path, the padding and the cut.
+// 4 and 8, and an optional BYTES input: its requests take the typed path,
+// the padding, the BYTES slots and the cut.
 inline const ModelConfig& TypedModel() {
   static const ModelConfig* config = [] {
     auto* c = new ModelConfig;
     c->name = "text";
-    c->platform = Platform::kOnnx;
     c->max_batch_size = 4;
-    c->inputs = {{"ids", DataType::kInt64, {-1}}, {"mask", DataType::kBool, {2, -1}}, {"x", DataType::kFp16, {3}}};
-    c->outputs = {{"echo", DataType::kInt64, {-1}}, {"y", DataType::kFp32, {1}}};
+    c->platform = Platform::kTorchScript;
+    c->inputs = {{"ids", DataType::kInt64, {-1}}, {"mask", DataType::kBool, {2, -1}}, {"x", DataType::kFp16, {3}},
+                 {"s", DataType::kBytes, {2}}};
+    c->inputs[3].optional = true;
+    c->inputs[3].max_element_bytes = 8;
+    c->outputs = {{"echo", DataType::kInt64, {-1}}, {"y", DataType::kFp32, {1}}, {"t", DataType::kBytes, {-1}}};
     c->shape_buckets = {4, 8};
     return c;
   }();

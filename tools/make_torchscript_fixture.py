@@ -11,8 +11,13 @@ The model, `linear`, is one fully connected layer on flattened 28x28 images
 reconstruct its outputs exactly. expected_outputs.txt holds its outputs for
 the two inputs described there, computed here in PyTorch, so the C++ test
 checks that libtorch in Tutti computes the same numbers.
+
+The model `strings` takes the datatypes ONNX graphs cannot: BYTES text (as
+List[str], upper-cased and measured), UINT16-64 (echoed), and an optional
+INT32 mask (summed).
 """
 import os
+from typing import List, Tuple
 
 import torch
 
@@ -27,6 +32,43 @@ class Linear(torch.nn.Module):
 
     def forward(self, x):
         return self.fc(x.flatten(1))
+
+
+class Strings(torch.nn.Module):
+    def forward(self, text: List[str], in_uint16: torch.Tensor, in_uint32: torch.Tensor, in_uint64: torch.Tensor,
+                mask: torch.Tensor) -> Tuple[List[str], torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                                             torch.Tensor]:
+        upper = [s.upper() for s in text]
+        length = torch.tensor([len(s) for s in text], dtype=torch.int64).reshape(in_uint16.shape[0], 2)
+        return upper, length, in_uint16, in_uint32, in_uint64, mask.sum(1, keepdim=True)
+
+
+STRINGS_CONFIG = """name: strings
+platform: torchscript
+max_batch_size: 8
+inputs:
+  - {name: text, datatype: BYTES, shape: [2], max_element_bytes: 16}
+  - {name: in_uint16, datatype: UINT16, shape: [2]}
+  - {name: in_uint32, datatype: UINT32, shape: [2]}
+  - {name: in_uint64, datatype: UINT64, shape: [2]}
+  - {name: mask, datatype: INT32, shape: [2], optional: true}
+outputs:
+  - {name: upper, datatype: BYTES, shape: [2], max_element_bytes: 16}
+  - {name: length, datatype: INT64, shape: [2]}
+  - {name: out_uint16, datatype: UINT16, shape: [2]}
+  - {name: out_uint32, datatype: UINT32, shape: [2]}
+  - {name: out_uint64, datatype: UINT64, shape: [2]}
+  - {name: mask_sum, datatype: INT64, shape: [1]}
+"""
+
+
+def strings_fixture():
+    out = os.path.join(HERE, "..", "testdata", "torchscript_repo", "strings", "1")
+    os.makedirs(out, exist_ok=True)
+    torch.jit.script(Strings().eval()).save(os.path.join(out, "model.pt"))
+    with open(os.path.join(out, "config.yaml"), "w") as f:
+        f.write(STRINGS_CONFIG)
+    print("wrote", os.path.normpath(out))
 
 
 def fixture_inputs(batch):
@@ -56,6 +98,7 @@ def main():
         for row in y.tolist():
             f.write(" ".join("%.9g" % v for v in row) + "\n")
     print("wrote", os.path.normpath(OUT))
+    strings_fixture()
 
 
 if __name__ == "__main__":

@@ -467,6 +467,10 @@ std::string WriteModelConfig(const ModelConfig& config) {
       w.Key("name");
       w.String(t.name.c_str());
       WriteConfigTensorFields(w, t.datatype, t.shape, t.reshape);
+      if (tensors == &config.inputs) {
+        w.Key("optional");
+        w.Bool(t.optional);
+      }
       w.EndObject();
     }
     w.EndArray();

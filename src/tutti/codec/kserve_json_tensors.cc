@@ -29,8 +29,10 @@ absl::Status AppendJson(const Value& v, int input, const std::string& name, Type
     s.kind = WireScalar::kUint, s.u = v.GetUint64();
   } else if (v.IsNumber()) {
     s.kind = WireScalar::kDouble, s.d = v.GetDouble();
+  } else if (v.IsString()) {
+    s.kind = WireScalar::kBytes, s.s = absl::string_view(v.GetString(), v.GetStringLength());
   } else {
-    return Bad(absl::StrCat("input '", name, "' data must be numbers or booleans"));
+    return Bad(absl::StrCat("input '", name, "' data must be numbers, booleans or strings"));
   }
   return inputs->Append(input, s);
 }
@@ -41,6 +43,7 @@ void WriteElement(KserveJsonWriter& w, const WireScalar& v) {
     case WireScalar::kInt: w.Int64(v.i); break;
     case WireScalar::kUint: w.Uint64(v.u); break;
     case WireScalar::kDouble: w.Double(v.d); break;
+    case WireScalar::kBytes: w.String(v.s.data(), static_cast<rapidjson::SizeType>(v.s.size())); break;
   }
 }
 
@@ -132,8 +135,15 @@ void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const
     } else {
       w.Key("data");
       w.StartArray();
-      const int64_t n = static_cast<int64_t>(bytes.size() / DataTypeSize(spec.datatype));
-      for (int64_t i = 0; i < n; ++i) WriteElement(w, ElementAt(spec.datatype, bytes, i));
+      if (spec.datatype == DataType::kBytes) {
+        const absl::StatusOr<std::vector<absl::string_view>> elements = SplitBytesElements(bytes, spec.name);
+        for (absl::string_view e : elements.ok() ? *elements : std::vector<absl::string_view>()) {
+          WriteElement(w, WireScalar{.kind = WireScalar::kBytes, .s = e});
+        }
+      } else {
+        const int64_t n = static_cast<int64_t>(bytes.size() / DataTypeSize(spec.datatype));
+        for (int64_t i = 0; i < n; ++i) WriteElement(w, ElementAt(spec.datatype, bytes, i));
+      }
       w.EndArray();
     }
     w.EndObject();

@@ -47,6 +47,22 @@ bool PutInteger(const WireScalar& v, std::string* out) {
   return false;
 }
 
+// The slots of `slots` (of max_bytes each) in SetRaw's form.
+std::string SlotsToWire(absl::string_view slots, int64_t max_bytes) {
+  std::string out;
+  for (size_t at = 0; at + 4 + max_bytes <= slots.size(); at += 4 + max_bytes) {
+    const absl::string_view element = BytesSlotElement(slots.data() + at, max_bytes);
+    Put(static_cast<uint32_t>(element.size()), &out);
+    out.append(element.data(), element.size());
+  }
+  return out;
+}
+
+absl::Status TooLong(const TensorSpec& spec, size_t size) {
+  return Bad(absl::StrCat("input '", spec.name, "' has an element of ", size, " bytes; its max_element_bytes is ",
+                          spec.max_element_bytes));
+}
+
 double AsDouble(const WireScalar& v) {
   return v.kind == WireScalar::kInt ? static_cast<double>(v.i)
          : v.kind == WireScalar::kUint ? static_cast<double>(v.u)
@@ -123,7 +139,7 @@ TypedInputs::TypedInputs(const ModelConfig& config)
     : config_(config), shapes_(config.inputs.size()), data_(config.inputs.size()) {}
 
 int64_t TypedInputs::Bytes(int input) const {
-  int64_t n = static_cast<int64_t>(DataTypeSize(config_.inputs[input].datatype));
+  int64_t n = config_.inputs[input].ElementSize();
   for (int64_t d : shapes_[input]) n *= d;
   return n;
 }
@@ -199,7 +215,12 @@ absl::Status TypedInputs::Append(int input, const WireScalar& v) {
       ok = true;
       break;
     }
-    case DataType::kBytes: break;
+    case DataType::kBytes:
+      if (v.kind != WireScalar::kBytes) break;
+      if (static_cast<int64_t>(v.s.size()) > spec.max_element_bytes) return TooLong(spec, v.s.size());
+      AppendBytesSlot(v.s, spec.max_element_bytes, out);
+      ok = true;
+      break;
   }
   if (ok) return absl::OkStatus();
   return Bad(absl::StrCat("input '", spec.name, "' is ", DataTypeName(spec.datatype), ": its data must be ",
@@ -209,6 +230,20 @@ absl::Status TypedInputs::Append(int input, const WireScalar& v) {
 absl::Status TypedInputs::SetRaw(int input, absl::string_view bytes) {
   const TensorSpec& spec = config_.inputs[input];
   const int64_t needed = Bytes(input);
+  if (spec.datatype == DataType::kBytes) {
+    TUTTI_ASSIGN_OR_RETURN(std::vector<absl::string_view> elements, SplitBytesElements(bytes, spec.name));
+    if (static_cast<int64_t>(elements.size()) * spec.ElementSize() != needed) {
+      return Bad(absl::StrCat("input '", spec.name, "' has ", elements.size(), " elements of binary data; shape [",
+                              absl::StrJoin(shapes_[input], ", "), "] needs ", needed / spec.ElementSize()));
+    }
+    std::string& out = data_[input];
+    out.clear();
+    for (absl::string_view e : elements) {
+      if (static_cast<int64_t>(e.size()) > spec.max_element_bytes) return TooLong(spec, e.size());
+      AppendBytesSlot(e, spec.max_element_bytes, &out);
+    }
+    return absl::OkStatus();
+  }
   if (static_cast<int64_t>(bytes.size()) != needed) {
     return Bad(absl::StrCat("input '", spec.name, "' has ", bytes.size(), " bytes of binary data; shape [",
                             absl::StrJoin(shapes_[input], ", "), "] of ", DataTypeName(spec.datatype), " needs ",
@@ -220,14 +255,21 @@ absl::Status TypedInputs::SetRaw(int input, absl::string_view bytes) {
 
 absl::Status TypedInputs::Finish(InferRequest* out) {
   for (size_t i = 0; i < config_.inputs.size(); ++i) {
-    if (shapes_[i].empty()) return Bad(absl::StrCat("input '", config_.inputs[i].name, "' is missing; model '", config_.name,
-                                            "' takes ", config_.inputs.size(), " inputs"));
+    const TensorSpec& spec = config_.inputs[i];
+    if (!shapes_[i].empty()) continue;
+    if (!spec.optional || batch_ == 0) {
+      return Bad(absl::StrCat("input '", spec.name, "' is missing; model '", config_.name, "' takes ",
+                              config_.inputs.size(), " inputs"));
+    }
+    shapes_[i] = {batch_};
+    for (int64_t d : spec.shape) shapes_[i].push_back(d == -1 ? length_ : d);
+    data_[i].assign(Bytes(static_cast<int>(i)), '\0');
   }
   for (size_t i = 0; i < config_.inputs.size(); ++i) {
     const TensorSpec& spec = config_.inputs[i];
     const int64_t needed = Bytes(static_cast<int>(i));
     if (static_cast<int64_t>(data_[i].size()) != needed) {
-      const int64_t size = static_cast<int64_t>(DataTypeSize(spec.datatype));
+      const int64_t size = spec.ElementSize();
       return Bad(absl::StrCat("input '", spec.name, "' has ", data_[i].size() / size, " values; shape [",
                               absl::StrJoin(shapes_[i], ", "), "] needs ", needed / size));
     }
@@ -247,7 +289,7 @@ absl::Status TypedInputs::Finish(InferRequest* out) {
   for (size_t i = 0; i < padded.size(); ++i) {
     std::vector<int64_t> to{batch_};
     to.insert(to.end(), padded[i].shape.begin(), padded[i].shape.end());
-    if (to != shapes_[i]) data_[i] = CopyBox(data_[i], shapes_[i], to, DataTypeSize(padded[i].datatype));
+    if (to != shapes_[i]) data_[i] = CopyBox(data_[i], shapes_[i], to, padded[i].ElementSize());
   }
   PackRecords(padded, data_, batch_, &out->data);
   return absl::OkStatus();
@@ -300,12 +342,15 @@ std::vector<OutputTensor> TypedOutputs(const ModelConfig& config, const std::vec
     if (!asked.empty() && std::find(asked.begin(), asked.end(), spec.name) == asked.end()) continue;
     OutputTensor& o = out.emplace_back(OutputTensor{&spec, std::move(bytes[t]), {n}});
     o.shape.insert(o.shape.end(), ran[t].shape.begin(), ran[t].shape.end());
-    if (!variable) continue;
-    std::vector<int64_t> cut = {n};
-    for (int64_t d : spec.shape) cut.push_back(d == -1 ? answer.length : d);
-    if (cut == o.shape) continue;
-    o.bytes = CopyBox(o.bytes, o.shape, cut, DataTypeSize(spec.datatype));
-    o.shape = std::move(cut);
+    if (variable) {
+      std::vector<int64_t> cut = {n};
+      for (int64_t d : spec.shape) cut.push_back(d == -1 ? answer.length : d);
+      if (cut != o.shape) {
+        o.bytes = CopyBox(o.bytes, o.shape, cut, spec.ElementSize());
+        o.shape = std::move(cut);
+      }
+    }
+    if (spec.datatype == DataType::kBytes) o.bytes = SlotsToWire(o.bytes, spec.max_element_bytes);
   }
   return out;
 }
@@ -330,6 +375,26 @@ WireScalar ElementAt(DataType type, absl::string_view bytes, int64_t index) {
     case DataType::kBytes: break;
   }
   return v;
+}
+
+absl::StatusOr<std::vector<absl::string_view>> SplitBytesElements(absl::string_view raw, absl::string_view name) {
+  std::vector<absl::string_view> elements;
+  size_t at = 0;
+  while (at < raw.size()) {
+    if (raw.size() - at < 4) {
+      return Bad(absl::StrCat("input '", name, "' is BYTES: its binary data is elements of a 4-byte length and "
+                              "that many bytes, but ", raw.size() - at, " bytes are left over"));
+    }
+    const uint32_t length = Get<uint32_t>(raw.substr(at), 0);
+    at += 4;
+    if (length > raw.size() - at) {
+      return Bad(absl::StrCat("input '", name, "' has a BYTES element of length ", length, " but only ",
+                              raw.size() - at, " bytes follow it"));
+    }
+    elements.push_back(raw.substr(at, length));
+    at += length;
+  }
+  return elements;
 }
 
 }  // namespace tutti

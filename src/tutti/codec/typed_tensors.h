@@ -18,20 +18,21 @@
 
 namespace tutti {
 
-// One element as a protocol carries it: a JSON boolean or number, or an
-// entry of a gRPC typed contents field.
+// One element as a protocol carries it: a JSON boolean, number or string,
+// or an entry of a gRPC typed contents field.
 struct WireScalar {
-  enum Kind { kBool, kInt, kUint, kDouble } kind = kDouble;
+  enum Kind { kBool, kInt, kUint, kDouble, kBytes } kind = kDouble;
   bool b = false;
   int64_t i = 0;
   uint64_t u = 0;
   double d = 0;
+  absl::string_view s;  // kBytes
 };
 
 // A typed model's request, input by input. A model of variable (-1)
 // dimensions takes any length there, one per request, at most its largest
 // shape bucket; Finish pads the inputs with zeros to the smallest bucket
-// that holds them. Thread-compatible.
+// that holds them. An optional input left out is zeros. Thread-compatible.
 class TypedInputs {
  public:
   explicit TypedInputs(const ModelConfig& config);
@@ -41,9 +42,11 @@ class TypedInputs {
   // max_batch_size). Returns its index among the config's inputs.
   absl::StatusOr<int> Add(absl::string_view name, absl::string_view datatype, const std::vector<int64_t>& shape);
   // Its elements, one at a time: InvalidArgument for one its datatype cannot
-  // hold (a fraction for an integer, a value out of range, a number for BOOL).
+  // hold (a fraction for an integer, a value out of range, a number for BOOL,
+  // a string longer than a BYTES input's max_element_bytes).
   absl::Status Append(int input, const WireScalar& value);
-  // Or all at once: raw little-endian bytes, exactly its shape's.
+  // Or all at once: raw little-endian bytes, exactly its shape's (BYTES:
+  // each element as a 4-byte little-endian length, then its bytes).
   absl::Status SetRaw(int input, absl::string_view bytes);
   // Every input present with all its elements: sets out->batch and packs
   // them into out->data (a model of variable dimensions: also out->bucket
@@ -60,7 +63,8 @@ class TypedInputs {
   std::vector<std::string> data_;  // per config input, its elements so far
 };
 
-// One output of an answer: its config entry, its elements and shape, batch
+// One output of an answer: its config entry, its elements as binary data
+// and raw contents carry them (SetRaw's form), and its shape, batch
 // dimension first.
 struct OutputTensor {
   const TensorSpec* spec = nullptr;
@@ -82,6 +86,10 @@ std::string CopyBox(absl::string_view from, const std::vector<int64_t>& from_sha
 // Element `index` of a tensor of `type` held as `bytes`. REQUIRES: type
 // is not BYTES and the element exists.
 WireScalar ElementAt(DataType type, absl::string_view bytes, int64_t index);
+
+// The elements of a BYTES tensor in SetRaw's form, or InvalidArgument
+// naming `name` when `raw` is not a whole number of them.
+absl::StatusOr<std::vector<absl::string_view>> SplitBytesElements(absl::string_view raw, absl::string_view name);
 
 // IEEE 754 half precision (FP16), rounded to nearest even.
 uint16_t FloatToHalf(float value);

@@ -110,10 +110,75 @@ TEST(TypedTensorsTest, EveryDatatypeRoundTripsThroughARecord) {
         case WireScalar::kDouble:
           EXPECT_EQ(got.d, k.type == DataType::kFp32 ? static_cast<float>(want.d) : want.d);
           break;
+        case WireScalar::kBytes: ADD_FAILURE() << "BYTES has its own test"; break;
       }
     }
     EXPECT_EQ(ElementAt(DataType::kUint8, out[1].bytes, 1).u, 8u);
   }
+}
+
+WireScalar Bytes(absl::string_view v) { return {.kind = WireScalar::kBytes, .s = v}; }
+
+// BYTES elements of any content, JSON strings or length-prefixed binary,
+// each in a fixed slot of the record; answered length-prefixed.
+TEST(TypedTensorsTest, BytesTravelInFixedSlotsAndComeBackLengthPrefixed) {
+  ModelConfig c;
+  c.name = "text";
+  c.max_batch_size = 2;
+  c.inputs = {{"s", DataType::kBytes, {2}}};
+  c.inputs[0].max_element_bytes = 5;
+  c.outputs = c.inputs;
+  const std::string wire = std::string("\x03\0\0\0a\0b\0\0\0\0\x05\0\0\0hello\x01\0\0\0z", 25);
+  InferRequest raw, appended;
+  TypedInputs a(c);
+  ASSERT_TRUE(a.Add("s", "BYTES", {2, 2}).ok());
+  ASSERT_TRUE(a.SetRaw(0, wire).ok());
+  ASSERT_TRUE(a.Finish(&raw).ok());
+  TypedInputs b(c);
+  ASSERT_TRUE(b.Add("s", "BYTES", {2, 2}).ok());
+  for (absl::string_view e : {absl::string_view("a\0b", 3), absl::string_view(), absl::string_view("hello"),
+                              absl::string_view("z")}) {
+    ASSERT_TRUE(b.Append(0, Bytes(e)).ok());
+  }
+  ASSERT_TRUE(b.Finish(&appended).ok());
+  EXPECT_EQ(raw.data, appended.data);
+  EXPECT_EQ(raw.data.size(), 2 * RecordWords(c.inputs));  // 2 × 2 slots of 4 + 5 bytes, in whole words
+  const size_t per_item = raw.data.size() / 2;
+  const std::vector<std::vector<float>> items = {{raw.data.begin(), raw.data.begin() + per_item},
+                                                 {raw.data.begin() + per_item, raw.data.end()}};
+  const std::vector<OutputTensor> out = TypedOutputs(c, items, {});
+  EXPECT_EQ(out[0].bytes, wire);
+  EXPECT_EQ(*SplitBytesElements(out[0].bytes, "s"),
+            (std::vector<absl::string_view>{absl::string_view("a\0b", 3), "", "hello", "z"}));
+
+  TypedInputs bad(c);
+  ASSERT_TRUE(bad.Add("s", "BYTES", {1, 2}).ok());
+  EXPECT_THAT(bad.Append(0, Bytes("longer")).message(),
+              HasSubstr("input 's' has an element of 6 bytes; its max_element_bytes is 5"));
+  EXPECT_THAT(bad.Append(0, Int(1)).message(), HasSubstr("input 's' is BYTES: its data must be strings"));
+  EXPECT_THAT(bad.SetRaw(0, wire).message(), HasSubstr("input 's' has 4 elements of binary data; shape [1, 2] needs 2"));
+  EXPECT_THAT(bad.SetRaw(0, std::string("\x09\0\0\0abc", 7)).message(),
+              HasSubstr("input 's' has a BYTES element of length 9 but only 3 bytes follow it"));
+  EXPECT_THAT(bad.SetRaw(0, std::string("\x01\0", 2)).message(), HasSubstr("2 bytes are left over"));
+}
+
+// An optional input left out reaches the model as zeros; a required one
+// left out is refused.
+TEST(TypedTensorsTest, AnOptionalInputLeftOutIsZeros) {
+  ModelConfig c = TwoInputs();
+  c.inputs[1].optional = true;
+  TypedInputs in(c);
+  ASSERT_TRUE(in.Add("ids", "INT8", {2, 2}).ok());
+  for (int v : {1, 2, 3, 4}) ASSERT_TRUE(in.Append(0, Int(v)).ok());
+  InferRequest r;
+  ASSERT_TRUE(in.Finish(&r).ok());
+  const std::vector<std::string> got = UnpackRecords(c.inputs, r.data, 2);
+  EXPECT_EQ(got[0], std::string("\x01\x02\x03\x04", 4));
+  EXPECT_EQ(got[1], std::string(4, '\0'));
+  TypedInputs only_mask(c);
+  ASSERT_TRUE(only_mask.Add("mask", "BOOL", {1, 2}).ok());
+  ASSERT_TRUE(only_mask.SetRaw(1, std::string("\x01\x00", 2)).ok());
+  EXPECT_THAT(only_mask.Finish(&r).message(), HasSubstr("input 'ids' is missing"));
 }
 
 TEST(TypedTensorsTest, HalfPrecisionRoundsToNearestEven) {

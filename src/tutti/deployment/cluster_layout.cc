@@ -117,18 +117,10 @@ absl::StatusOr<GraphSpec> LayOutGraph(const ModelVersion& graph, const ModelRepo
 }
 
 // A model's tensors as the serving core carries them (tensor_record.h):
-// any number, of any datatype but BYTES; one FP32 input and output for the
-// models whose executors compute on the values themselves (stateful,
+// any number, of any datatype; one FP32 input and output for the models
+// whose executors compute on the values themselves (stateful,
 // compute-then-update and ParM's).
 absl::Status CheckServableTensors(const ModelConfig& c) {
-  for (const auto* tensors : {&c.inputs, &c.outputs}) {
-    for (const TensorSpec& t : *tensors) {
-      if (t.datatype == DataType::kBytes) {
-        return absl::UnimplementedError(absl::StrCat("model '", c.name, "': tensor '", t.name, "' is BYTES, whose "
-                                                     "elements have no fixed size; Tutti serves fixed-size datatypes"));
-      }
-    }
-  }
   const bool plain = IsPlainFp32(c.inputs) && IsPlainFp32(c.outputs);
   if (!plain && (c.sequence_batching || !c.model_state_shape.empty() || c.parity)) {
     return absl::InvalidArgumentError(absl::StrCat("model '", c.name, "': a stateful or parity model has one FP32 "

@@ -59,11 +59,11 @@ struct ClusterLayout {
 // A model of variable dimensions (ModelConfig::shape_buckets) becomes one
 // engine model per bucket, with the bucket's profile ("<kind>/<size>", else
 // the kind's): the largest under the model's name, the others internal
-// ("name[size]"). Errors: a model missing from `repo`, or with tensors the
-// core cannot carry (BYTES; typed tensors for a stateful or parity model). A graph that cannot be served (a step's model in no executor
-// group; more than one input or output) is left out, with a line saying why
-// in the description. `config` must be resolved (ResolveServerConfig); `repo` must
-// outlive the layout.
+// ("name[size]"). Errors: a model missing from `repo`, or a stateful or
+// parity model of typed tensors. A graph that cannot be served (a step's
+// model in no executor group; more than one input or output) is left out,
+// with a line saying why in the description. `config` must be resolved
+// (ResolveServerConfig); `repo` must outlive the layout.
 absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const ServerConfig& config);
 
 // Per executor group: whether it holds a stateful model (ModelConfig::stateful()).

@@ -63,6 +63,7 @@ void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out
     in->set_data_type(ConfigDataType(t.datatype));
     for (int64_t d : t.shape) in->add_dims(d);
     for (int64_t d : t.reshape) in->mutable_reshape()->add_shape(d);
+    in->set_optional(t.optional);
   }
   for (const TensorSpec& t : c.outputs) {
     inference::ModelOutput* o = out->add_output();
@@ -280,6 +281,7 @@ absl::Status ParseTypedInputs(const inference::ModelInferRequest& request, const
     auto i64 = [](int64_t v) { return WireScalar{.kind = WireScalar::kInt, .i = v}; };
     auto u64 = [](uint64_t v) { return WireScalar{.kind = WireScalar::kUint, .u = v}; };
     auto d = [](double v) { return WireScalar{.kind = WireScalar::kDouble, .d = v}; };
+    auto bytes = [](const std::string& v) { return WireScalar{.kind = WireScalar::kBytes, .s = v}; };
     switch (type) {
       case DataType::kBool: TUTTI_RETURN_IF_ERROR(append(c.bool_contents(), b)); break;
       case DataType::kInt8:
@@ -292,8 +294,8 @@ absl::Status ParseTypedInputs(const inference::ModelInferRequest& request, const
       case DataType::kUint64: TUTTI_RETURN_IF_ERROR(append(c.uint64_contents(), u64)); break;
       case DataType::kFp32: TUTTI_RETURN_IF_ERROR(append(c.fp32_contents(), d)); break;
       case DataType::kFp64: TUTTI_RETURN_IF_ERROR(append(c.fp64_contents(), d)); break;
-      case DataType::kFp16:
-      case DataType::kBytes: break;  // FP16 has no contents field: raw only
+      case DataType::kBytes: TUTTI_RETURN_IF_ERROR(append(c.bytes_contents(), bytes)); break;
+      case DataType::kFp16: break;  // no contents field: raw only
     }
   }
   return typed.Finish(out);

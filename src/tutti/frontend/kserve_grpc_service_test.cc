@@ -415,8 +415,7 @@ TEST_F(KserveGrpcServiceTest, ObjectivesThatRoundToNothingOrOverflowAreRefused) 
 namespace tutti {
 namespace {
 
-// An echo of every fixed-size datatype, UINT16–64 included (which no
-// executor of Tutti's computes on): what each protocol's codec reads into a
+// An echo of every datatype: what each protocol's codec reads into a
 // request's records and writes back from answers of the same layout.
 TEST(TypedCodecTest, EveryDatatypeRoundTripsOverJsonBinaryAndGrpcContents) {
   struct Case {
@@ -430,7 +429,7 @@ TEST(TypedCodecTest, EveryDatatypeRoundTripsOverJsonBinaryAndGrpcContents) {
       {"INT16", "-32768,32767"},     {"INT32", "-2147483648,2147483647"},
       {"INT64", "-9223372036854775808,9223372036854775807"},
       {"FP16", "-2.5,65504.0"},      {"FP32", "0.5,-1024.25"},
-      {"FP64", "0.1,-1e300"}};
+      {"FP64", "0.1,-1e300"},        {"BYTES", R"("a\"b","")"}};
   for (const Case& k : cases) {
     SCOPED_TRACE(k.type);
     ServedModel served;
@@ -499,6 +498,7 @@ TEST(TypedCodecTest, EveryDatatypeRoundTripsOverJsonBinaryAndGrpcContents) {
     for (const rapidjson::Value& v : values.GetArray()) {
       const DataType type = c.inputs[0].datatype;
       if (v.IsBool()) contents->add_bool_contents(v.GetBool());
+      else if (v.IsString()) contents->add_bytes_contents(v.GetString());
       else if (type == DataType::kInt64) contents->add_int64_contents(v.GetInt64());
       else if (type == DataType::kInt8 || type == DataType::kInt16 || type == DataType::kInt32)
         contents->add_int_contents(v.GetInt());

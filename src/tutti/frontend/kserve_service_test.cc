@@ -60,7 +60,8 @@ TEST_F(KserveServiceTest, HealthAndMetadata) {
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1").status, 200);
   testing::ClientResponse config = c.Request("GET", "/v2/models/mlp/config");
   EXPECT_EQ(config.status, 200);
-  EXPECT_THAT(config.body, HasSubstr(R"("input":[{"name":"image","data_type":"TYPE_FP32","dims":[1,2,2]}])"));
+  EXPECT_THAT(config.body,
+              HasSubstr(R"("input":[{"name":"image","data_type":"TYPE_FP32","dims":[1,2,2],"optional":false}])"));
   EXPECT_THAT(config.body, HasSubstr(R"("dynamic_batching":{})"));
   EXPECT_EQ(c.Request("GET", "/v2/models/mlp/versions/1/config").status, 200);
   EXPECT_EQ(c.Request("POST", "/v2/models/mlp/config").status, 405);

@@ -5,6 +5,8 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstring>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -26,10 +28,11 @@ class Network {
  public:
   virtual ~Network() = default;
   virtual torch::Tensor Forward(const torch::Tensor& input) = 0;
-  // A model of several or typed tensors: its inputs in config order; its
-  // outputs in config order.
-  virtual std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) {
-    return {Forward(inputs.at(0))};
+  // A model of several or typed tensors: its inputs in config order (a
+  // tensor each; a BYTES one: a list of strings); its outputs in config
+  // order.
+  virtual std::vector<c10::IValue> ForwardAll(const std::vector<c10::IValue>& inputs) {
+    return {Forward(inputs.at(0).toTensor())};
   }
   virtual int64_t Parameters() = 0;
   // A compute-then-update network's (else null).
@@ -42,17 +45,17 @@ class ScriptNetwork final : public Network {
   torch::Tensor Forward(const torch::Tensor& input) override {
     return module_.forward({input}).toTensor();
   }
-  // forward(inputs…) returning a tensor, or a tuple or list of them.
-  std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) override {
-    const c10::IValue out = module_.forward(std::vector<c10::IValue>(inputs.begin(), inputs.end()));
-    if (out.isTensor()) return {out.toTensor()};
-    std::vector<torch::Tensor> outputs;
-    if (out.isTuple()) {
-      for (const c10::IValue& v : out.toTupleRef().elements()) outputs.push_back(v.toTensor());
-    } else {
-      for (const c10::IValue& v : out.toListRef()) outputs.push_back(v.toTensor());
+  // forward(inputs…) returning one output, or a tuple (or a list of
+  // tensors) of them.
+  std::vector<c10::IValue> ForwardAll(const std::vector<c10::IValue>& inputs) override {
+    const c10::IValue out = module_.forward(inputs);
+    if (out.isTuple()) return out.toTupleRef().elements().vec();
+    if (out.isTensorList()) {
+      std::vector<c10::IValue> outputs;
+      for (const c10::IValue& v : out.toListRef()) outputs.push_back(v);
+      return outputs;
     }
-    return outputs;
+    return {out};
   }
   int64_t Parameters() override {
     int64_t n = 0;
@@ -72,13 +75,13 @@ class OnnxNetwork final : public Network {
   // `output_order[k]`: the graph index of the config's output k.
   OnnxNetwork(std::unique_ptr<OnnxGraph> graph, std::vector<int> input_order, std::vector<int> output_order)
       : graph_(std::move(graph)), input_order_(std::move(input_order)), output_order_(std::move(output_order)) {}
-  torch::Tensor Forward(const torch::Tensor& input) override { return ForwardAll({input})[0]; }
-  std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) override {
+  torch::Tensor Forward(const torch::Tensor& input) override { return ForwardAll({input})[0].toTensor(); }
+  std::vector<c10::IValue> ForwardAll(const std::vector<c10::IValue>& inputs) override {
     std::vector<at::Tensor> ordered;
-    for (int i : input_order_) ordered.push_back(inputs.at(i));
+    for (int i : input_order_) ordered.push_back(inputs.at(i).toTensor());
     absl::StatusOr<std::vector<at::Tensor>> out = graph_->Run(ordered);
     if (!out.ok()) throw std::runtime_error(std::string(out.status().message()));
-    std::vector<torch::Tensor> outputs;
+    std::vector<c10::IValue> outputs;
     for (int g : output_order_) outputs.push_back((*out)[g]);
     return outputs;
   }
@@ -132,29 +135,132 @@ absl::StatusOr<std::unique_ptr<Network>> LoadOnnxNetwork(const ModelVersion& v) 
   return std::make_unique<OnnxNetwork>(std::move(graph), std::move(input_order), std::move(output_order));
 }
 
-// libtorch's element type of `type`; nullopt for those it lacks.
+// The libtorch element type a tensor of `type` is given to the model as.
+// libtorch has no UINT16–64: UINT16 and UINT32 widen to the next signed
+// type, UINT64 is INT64 of the same bits. nullopt for BYTES (a list of
+// strings).
 std::optional<torch::ScalarType> TorchType(DataType type) {
   switch (type) {
     case DataType::kBool: return torch::kBool;
     case DataType::kUint8: return torch::kUInt8;
     case DataType::kInt8: return torch::kInt8;
     case DataType::kInt16: return torch::kInt16;
+    case DataType::kUint16:
     case DataType::kInt32: return torch::kInt32;
+    case DataType::kUint32:
+    case DataType::kUint64:
     case DataType::kInt64: return torch::kInt64;
     case DataType::kFp16: return torch::kFloat16;
     case DataType::kFp32: return torch::kFloat32;
     case DataType::kFp64: return torch::kFloat64;
-    default: return std::nullopt;
+    case DataType::kBytes: break;
   }
+  return std::nullopt;
+}
+
+// One input of `batch` items, held as `bytes` (tensor_record.h), as the
+// model takes it: a tensor of TorchType, or for BYTES a list of the batch's
+// strings, item by item.
+c10::IValue ToTorch(const TensorSpec& spec, std::string& bytes, int batch) {
+  std::vector<int64_t> shape{batch};
+  const std::vector<int64_t>& item = spec.ModelShape();
+  shape.insert(shape.end(), item.begin(), item.end());
+  const int64_t n = batch * spec.ElementCount();
+  auto widened = [&](auto narrow, torch::ScalarType type) {
+    using Narrow = decltype(narrow);
+    torch::Tensor t = torch::empty(shape, type);
+    for (int64_t i = 0; i < n; ++i) {
+      Narrow v;
+      std::memcpy(&v, bytes.data() + i * sizeof(Narrow), sizeof(Narrow));
+      if (type == torch::kInt32) t.data_ptr<int32_t>()[i] = v;
+      else t.data_ptr<int64_t>()[i] = static_cast<int64_t>(v);
+    }
+    return t;
+  };
+  switch (spec.datatype) {
+    case DataType::kBytes: {
+      c10::List<std::string> strings;
+      for (int64_t i = 0; i < n; ++i) {
+        const absl::string_view e = BytesSlotElement(bytes.data() + i * spec.ElementSize(), spec.max_element_bytes);
+        strings.push_back(std::string(e));
+      }
+      return strings;
+    }
+    case DataType::kUint16: return widened(uint16_t{}, torch::kInt32);
+    case DataType::kUint32: return widened(uint32_t{}, torch::kInt64);
+    default: return torch::from_blob(bytes.data(), shape, *TorchType(spec.datatype));
+  }
+}
+
+// An output the model returned for `batch` items, in its record's bytes,
+// or why it disagrees with `spec`.
+absl::StatusOr<std::string> FromTorch(const std::string& model, const TensorSpec& spec, const c10::IValue& value,
+                                      int batch) {
+  const int64_t n = batch * spec.ElementCount();
+  auto wrong = [&](absl::string_view what) {
+    return absl::InternalError(absl::StrCat("model '", model, "' returned output '", spec.name, "' ", what));
+  };
+  if (spec.datatype == DataType::kBytes) {
+    if (!value.isList() || (!value.toListRef().empty() && !value.toListRef()[0].isString())) {
+      return wrong("as something other than a list of strings (List[str]), which a BYTES output is");
+    }
+    const c10::ArrayRef<c10::IValue> list = value.toListRef();
+    if (static_cast<int64_t>(list.size()) != n) {
+      return wrong(absl::StrCat("with ", list.size(), " strings for a batch of ", batch, "; its config declares ",
+                                spec.ElementCount(), " per item"));
+    }
+    std::string out;
+    out.reserve(n * spec.ElementSize());
+    for (const c10::IValue& v : list) {
+      const std::string& s = v.toStringRef();
+      if (static_cast<int64_t>(s.size()) > spec.max_element_bytes) {
+        return wrong(absl::StrCat("with an element of ", s.size(), " bytes; its max_element_bytes is ",
+                                  spec.max_element_bytes));
+      }
+      AppendBytesSlot(s, spec.max_element_bytes, &out);
+    }
+    return out;
+  }
+  if (!value.isTensor()) return wrong("as something other than a tensor");
+  const torch::Tensor y = value.toTensor().contiguous();
+  if (y.scalar_type() != *TorchType(spec.datatype)) {
+    return wrong(absl::StrCat("as ", c10::toString(y.scalar_type()), "; its config declares ",
+                              DataTypeName(spec.datatype), ", which the model returns as ",
+                              c10::toString(*TorchType(spec.datatype))));
+  }
+  if (y.dim() < 1 || y.size(0) != batch || y.numel() != n) {
+    return wrong(absl::StrCat("of shape ", ShapeString(y.sizes()), " for a batch of ", batch,
+                              "; its config declares ", spec.ElementCount(), " values per item"));
+  }
+  auto narrowed = [&](auto narrow) -> absl::StatusOr<std::string> {
+    using Narrow = decltype(narrow);
+    std::string out(n * sizeof(Narrow), '\0');
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t v = y.scalar_type() == torch::kInt32 ? y.data_ptr<int32_t>()[i] : y.data_ptr<int64_t>()[i];
+      if (v < 0 || static_cast<uint64_t>(v) > std::numeric_limits<Narrow>::max()) {
+        return wrong(absl::StrCat("with ", v, ", outside ", DataTypeName(spec.datatype), "'s range"));
+      }
+      const Narrow u = static_cast<Narrow>(v);
+      std::memcpy(out.data() + i * sizeof(Narrow), &u, sizeof(Narrow));
+    }
+    return out;
+  };
+  if (spec.datatype == DataType::kUint16) return narrowed(uint16_t{});
+  if (spec.datatype == DataType::kUint32) return narrowed(uint32_t{});
+  return std::string(static_cast<const char*>(y.data_ptr()), y.nbytes());
 }
 
 class BuiltinNetwork final : public Network {
  public:
   explicit BuiltinNetwork(std::shared_ptr<BuiltinNetImpl> net) : net_(std::move(net)) { net_->eval(); }
   torch::Tensor Forward(const torch::Tensor& input) override { return net_->forward(input); }
-  std::vector<torch::Tensor> ForwardAll(const std::vector<torch::Tensor>& inputs) override {
-    if (auto* typed = dynamic_cast<TypedNet*>(net_.get())) return typed->ForwardTyped(inputs);
-    return Network::ForwardAll(inputs);
+  std::vector<c10::IValue> ForwardAll(const std::vector<c10::IValue>& inputs) override {
+    auto* typed = dynamic_cast<TypedNet*>(net_.get());
+    if (typed == nullptr) return Network::ForwardAll(inputs);
+    std::vector<torch::Tensor> xs;
+    for (const c10::IValue& x : inputs) xs.push_back(x.toTensor());
+    const std::vector<torch::Tensor> ys = typed->ForwardTyped(xs);
+    return std::vector<c10::IValue>(ys.begin(), ys.end());
   }
   int64_t Parameters() override { return CountParameters(*net_); }
   OnlineNet* online() override { return dynamic_cast<OnlineNet*>(net_.get()); }
@@ -218,7 +324,7 @@ class PrefixGroupNetwork final : public Network {
 
 class TorchModelImpl final : public TorchModel {
  public:
-  TorchModelImpl(ModelConfig config, std::unique_ptr<Network> net)
+  TorchModelImpl(ModelConfig config, std::shared_ptr<Network> net)
       : config_(std::move(config)),
         net_(std::move(net)),
         parameters_(net_->Parameters()),
@@ -285,6 +391,19 @@ class TorchModelImpl final : public TorchModel {
     }
   }
 
+  absl::StatusOr<std::unique_ptr<TorchModel>> AtOtherBucket(const ModelConfig& bucket) const override {
+    auto model = std::make_unique<TorchModelImpl>(StatelessForm(bucket), net_);
+    TUTTI_RETURN_IF_ERROR(model->TrialRun());
+    return model;
+  }
+
+  // A batch of one, of zeros: catches a config that disagrees with the
+  // network.
+  absl::Status TrialRun() {
+    std::vector<float> in(input_elements()), out;
+    return Run(in, 1, &out);
+  }
+
   const ModelConfig& config() const override { return config_; }
   int64_t parameter_count() const override { return parameters_; }
 
@@ -293,33 +412,16 @@ class TorchModelImpl final : public TorchModel {
   // unpacked into one tensor per input, its outputs packed back.
   absl::Status RunTyped(absl::Span<const float> input, int batch, std::vector<float>* output) {
     std::vector<std::string> bytes = UnpackRecords(config_.inputs, input, batch);
-    std::vector<torch::Tensor> xs;
-    for (size_t t = 0; t < config_.inputs.size(); ++t) {
-      std::vector<int64_t> shape{batch};
-      const std::vector<int64_t>& item = config_.inputs[t].ModelShape();
-      shape.insert(shape.end(), item.begin(), item.end());
-      xs.push_back(torch::from_blob(bytes[t].data(), shape, *TorchType(config_.inputs[t].datatype)));
-    }
-    const std::vector<torch::Tensor> ys = net_->ForwardAll(xs);
+    std::vector<c10::IValue> xs;
+    for (size_t t = 0; t < config_.inputs.size(); ++t) xs.push_back(ToTorch(config_.inputs[t], bytes[t], batch));
+    const std::vector<c10::IValue> ys = net_->ForwardAll(xs);
     if (ys.size() != config_.outputs.size()) {
       return absl::InternalError(absl::StrCat("model '", config_.name, "' returned ", ys.size(),
                                               " outputs; its config declares ", config_.outputs.size()));
     }
     std::vector<std::string> out(ys.size());
     for (size_t k = 0; k < ys.size(); ++k) {
-      const TensorSpec& spec = config_.outputs[k];
-      const torch::Tensor y = ys[k].contiguous();
-      if (y.scalar_type() != *TorchType(spec.datatype)) {
-        return absl::InternalError(absl::StrCat("model '", config_.name, "' returned output '", spec.name, "' as ",
-                                                c10::toString(y.scalar_type()), "; its config declares ",
-                                                DataTypeName(spec.datatype)));
-      }
-      if (y.dim() < 1 || y.size(0) != batch || y.numel() != batch * spec.ElementCount()) {
-        return absl::InternalError(absl::StrCat("model '", config_.name, "' returned output '", spec.name,
-                                                "' of shape ", ShapeString(y.sizes()), " for a batch of ", batch,
-                                                "; its config declares ", spec.ElementCount(), " values per item"));
-      }
-      out[k].assign(static_cast<const char*>(y.data_ptr()), y.nbytes());
+      TUTTI_ASSIGN_OR_RETURN(out[k], FromTorch(config_.name, config_.outputs[k], ys[k], batch));
     }
     output->clear();
     PackRecords(config_.outputs, out, batch, output);
@@ -327,7 +429,7 @@ class TorchModelImpl final : public TorchModel {
   }
 
   ModelConfig config_;
-  std::unique_ptr<Network> net_;
+  std::shared_ptr<Network> net_;
   int64_t parameters_;
   const bool typed_;
   std::vector<int64_t> input_shape_;
@@ -423,8 +525,7 @@ absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::LoadPrefixGroup(
   }
   auto model = std::make_unique<TorchModelImpl>(
       config, std::make_unique<PrefixGroupNetwork>(std::move(nets), shared_stages, members[0]->config.inputs[0].shape));
-  std::vector<float> in(model->input_elements()), out;  // a trial run of head 0
-  TUTTI_RETURN_IF_ERROR(model->Run(in, 1, &out));
+  TUTTI_RETURN_IF_ERROR(model->TrialRun());  // of head 0
   return model;
 }
 
@@ -449,10 +550,10 @@ absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const ModelVersion&
   const ModelConfig& c = version.config;
   for (const auto* tensors : {&c.inputs, &c.outputs}) {
     for (const TensorSpec& t : *tensors) {
-      if (!TorchType(t.datatype)) {
-        return absl::InvalidArgumentError(absl::StrCat(version.dir, ": tensor '", t.name, "' is ",
-                                                       DataTypeName(t.datatype), ", which the torch executor "
-                                                       "has no type for"));
+      if (t.datatype == DataType::kBytes && c.platform != Platform::kTorchScript) {
+        return absl::InvalidArgumentError(absl::StrCat(version.dir, ": tensor '", t.name, "' is BYTES, which only "
+                                                       "TorchScript models take (as List[str]), not platform ",
+                                                       PlatformName(c.platform)));
       }
     }
   }
@@ -462,9 +563,7 @@ absl::StatusOr<std::unique_ptr<TorchModel>> TorchModel::Load(const ModelVersion&
   }
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<Network> net, LoadNetwork(version));
   auto model = std::make_unique<TorchModelImpl>(StatelessForm(c), std::move(net));
-  // A trial run catches a config that disagrees with the network.
-  std::vector<float> in(model->input_elements()), out;
-  TUTTI_RETURN_IF_ERROR(model->Run(in, 1, &out));
+  TUTTI_RETURN_IF_ERROR(model->TrialRun());
   return model;
 }
 

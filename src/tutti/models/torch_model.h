@@ -40,7 +40,7 @@ class TorchModel {
 
   // Loads `version`'s weights; a stateful model (sequence_batching) loads
   // as its StatelessForm, the state concatenated to its input and output. InvalidArgument if the config declares
-  // a datatype libtorch lacks (UINT16–64, BYTES), or several or typed tensors
+  // BYTES for a model that is not TorchScript, or several or typed tensors
   // for a stateful model; DataLoss if the weights
   // file cannot be read as the declared platform; Internal if a trial batch
   // of one fails or returns a shape that disagrees with the config.
@@ -70,6 +70,11 @@ class TorchModel {
   // Running a head that is no member's fails the batch.
   static absl::StatusOr<std::unique_ptr<TorchModel>> LoadPrefixGroup(
       const ModelConfig& config, const std::vector<const ModelVersion*>& members, int shared_stages);
+
+  // The same network, its weights held once, under `bucket`: this model's
+  // config at another shape bucket (ModelConfig AtBucket). Internal if a
+  // trial batch of one fails.
+  virtual absl::StatusOr<std::unique_ptr<TorchModel>> AtOtherBucket(const ModelConfig& bucket) const = 0;
 
   virtual const ModelConfig& config() const = 0;
   virtual int64_t parameter_count() const = 0;  // held in memory: shared ones once

@@ -1,5 +1,6 @@
 #include "tutti/models/torch_model.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -129,6 +130,32 @@ TEST(TorchModelTest, ConfigThatDisagreesWithTheNetworkIsCaughtAtLoad) {
   EXPECT_THAT(TorchModel::Load(v).status().message(), HasSubstr("failed"));
 }
 
+// The ONNX fixture `variable` (ids INT64 [-1] and a BOOL mask in; `total`,
+// the ids the mask keeps summed, and `echo`, the ids, out), loaded at
+// bucket 4 and run at bucket 8 on the same network.
+TEST(TorchModelTest, AnotherShapeBucketRunsOnTheSameNetwork) {
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(testing::OnnxFixtureRepo());
+  ASSERT_TRUE(repo.ok()) << repo.status();
+  ModelVersion at4 = **repo->Find("variable");
+  const ModelConfig variable = at4.config;
+  at4.config = AtBucket(variable, 4);
+  absl::StatusOr<std::unique_ptr<TorchModel>> four = TorchModel::Load(at4);
+  ASSERT_TRUE(four.ok()) << four.status();
+  absl::StatusOr<std::unique_ptr<TorchModel>> eight = (*four)->AtOtherBucket(AtBucket(variable, 8));
+  ASSERT_TRUE(eight.ok()) << eight.status();
+  EXPECT_EQ((*eight)->config().inputs[0].shape, (std::vector<int64_t>{8}));
+  std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::string mask = {1, 1, 1, 1, 1, 1, 1, 0};
+  std::vector<float> in, out;
+  PackRecords((*eight)->config().inputs, {std::string(reinterpret_cast<const char*>(ids.data()), 64), mask}, 1, &in);
+  ASSERT_TRUE((*eight)->Run(in, 1, &out).ok());
+  const std::vector<std::string> answer = UnpackRecords((*eight)->config().outputs, out, 1);
+  int64_t total;
+  std::memcpy(&total, answer[0].data(), 8);
+  EXPECT_EQ(total, 28);
+  EXPECT_EQ(answer[1], std::string(reinterpret_cast<const char*>(ids.data()), 64));
+}
+
 TEST(TorchModelTest, CorruptWeightsAreDataLoss) {
   TempDir dir;
   ModelVersion v = CopyOfFixture(dir, "");
@@ -141,13 +168,16 @@ TEST(TorchModelTest, CorruptWeightsAreDataLoss) {
   EXPECT_THAT(TorchModel::Load(v).status().message(), HasSubstr("cannot load as a builtin model"));
 }
 
-TEST(TorchModelTest, ADatatypeLibtorchLacksIsRefusedAndOneTheNetworkCannotTakeFailsTheTrialRun) {
+TEST(TorchModelTest, BytesOutsideTorchScriptIsRefusedAndADatatypeTheNetworkCannotTakeFailsTheTrialRun) {
   TempDir dir;
   ModelVersion v = CopyOfFixture(dir, "");
-  v.config.inputs[0].datatype = DataType::kUint32;
+  v.config.inputs[0].datatype = DataType::kBytes;
+  v.config.platform = Platform::kOnnx;
   EXPECT_THAT(TorchModel::Load(v).status().message(),
-              HasSubstr("tensor 'image' is UINT32, which the torch executor has no type for"));
-  v.config.inputs[0].datatype = DataType::kInt64;  // the linear layer computes on floats
+              HasSubstr("tensor 'image' is BYTES, which only TorchScript models take (as List[str]), not "
+                        "platform onnx"));
+  v.config.platform = Platform::kTorchScript;
+  v.config.inputs[0].datatype = DataType::kUint32;  // given as int64: the linear layer computes on floats
   const absl::Status s = TorchModel::Load(v).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
   EXPECT_THAT(s.message(), HasSubstr("model 'linear' failed"));

@@ -19,7 +19,8 @@ namespace tutti {
 namespace {
 
 
-absl::StatusOr<TensorSpec> ParseTensor(const YAML::Node& node, const std::string& path) {
+// An entry of `inputs` (which may be optional) or of `outputs`.
+absl::StatusOr<TensorSpec> ParseTensor(const YAML::Node& node, const std::string& path, bool input) {
   MapReader r(node, path);
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   TensorSpec t;
@@ -48,6 +49,19 @@ absl::StatusOr<TensorSpec> ParseTensor(const YAML::Node& node, const std::string
       t.reshape.push_back(dim);
     }
     TUTTI_RETURN_IF_ERROR(rr.CheckNoUnknownFields());
+  }
+  if (input) {
+    TUTTI_ASSIGN_OR_RETURN(std::optional<bool> optional, r.OptionalScalar<bool>("optional", "true or false"));
+    t.optional = optional.value_or(false);
+  }
+  TUTTI_ASSIGN_OR_RETURN(std::optional<int64_t> max_bytes,
+                         r.OptionalScalar<int64_t>("max_element_bytes", "a positive integer"));
+  if (max_bytes) {
+    if (t.datatype != DataType::kBytes || *max_bytes < 1 || *max_bytes > (1 << 20)) {
+      return Invalid(r.FieldPath("max_element_bytes"), absl::StrCat("tensor '", t.name, "': max_element_bytes is "
+                                                                   "for BYTES tensors, from 1 to 1048576"));
+    }
+    t.max_element_bytes = *max_bytes;
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   return t;
@@ -124,7 +138,7 @@ absl::StatusOr<std::vector<TensorSpec>> ParseTensors(MapReader& r, absl::string_
   if (!list.IsSequence()) return Invalid(key, "expected a list of tensors");
   std::vector<TensorSpec> out;
   for (size_t i = 0; i < list.size(); ++i) {
-    TUTTI_ASSIGN_OR_RETURN(auto t, ParseTensor(list[i], absl::StrCat(key, "[", i, "]")));
+    TUTTI_ASSIGN_OR_RETURN(auto t, ParseTensor(list[i], absl::StrCat(key, "[", i, "]"), key == "inputs"));
     out.push_back(std::move(t));
   }
   return out;
@@ -354,6 +368,10 @@ ModelConfig StatelessForm(const ModelConfig& config) {
 
 int64_t TensorSpec::ElementCount() const { return Product(shape); }
 
+int64_t TensorSpec::ElementSize() const {
+  return datatype == DataType::kBytes ? 4 + max_element_bytes : static_cast<int64_t>(DataTypeSize(datatype));
+}
+
 bool HasVariableDims(const ModelConfig& config) {
   for (const auto* tensors : {&config.inputs, &config.outputs}) {
     for (const TensorSpec& t : *tensors) {
@@ -425,6 +443,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   }
   TUTTI_RETURN_IF_ERROR(ValidateTensors(c.inputs, "inputs"));
   TUTTI_RETURN_IF_ERROR(ValidateTensors(c.outputs, "outputs"));
+  if (std::all_of(c.inputs.begin(), c.inputs.end(), [](const TensorSpec& t) { return t.optional; })) {
+    return Invalid("inputs", "at least one input must not be optional: requests give the batch size with it");
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    if (c.outputs[i].optional) return Invalid(absl::StrCat("outputs[", i, "]"), "only inputs are optional");
+  }
   if (c.accuracy && !(*c.accuracy >= 0 && *c.accuracy <= 1)) {
     return Invalid("accuracy", absl::StrCat("must be in [0, 1], got ", *c.accuracy));
   }
@@ -528,6 +552,10 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
       if (!t.reshape.empty()) {
         out << YAML::Key << "reshape" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "shape"
             << YAML::Value << YAML::Flow << t.reshape << YAML::EndMap;
+      }
+      if (t.optional) out << YAML::Key << "optional" << YAML::Value << true;
+      if (t.datatype == DataType::kBytes && t.max_element_bytes != TensorSpec().max_element_bytes) {
+        out << YAML::Key << "max_element_bytes" << YAML::Value << t.max_element_bytes;
       }
       out << YAML::EndMap;
     }

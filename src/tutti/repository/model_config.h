@@ -76,9 +76,19 @@ struct TensorSpec {
   // Triton's reshape.shape: the shape the model computes on, when it is
   // not the one clients send and receive (the same elements); empty: shape.
   std::vector<int64_t> reshape;
+  // Triton's optional (inputs only): a request may leave it out, and the
+  // model then receives zeros in its place (requests with and without it
+  // batch together).
+  bool optional = false;
+  // A BYTES tensor's most bytes per element (Tutti's field): items travel
+  // as fixed-size records, each element in a slot of this many bytes.
+  int64_t max_element_bytes = 256;
 
   const std::vector<int64_t>& ModelShape() const { return reshape.empty() ? shape : reshape; }
   int64_t ElementCount() const;
+  // Bytes of one element in a record: its datatype's size; a BYTES
+  // element's slot: a 4-byte little-endian length, then max_element_bytes.
+  int64_t ElementSize() const;
   bool operator==(const TensorSpec&) const = default;
 };
 

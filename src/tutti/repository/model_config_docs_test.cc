@@ -13,7 +13,7 @@ TEST(DocsTest, TheModelConfigReferenceHasEveryKey) {
   testing::FieldRecorder fields;
   for (const char* block : {"model-config-builtin", "model-config-ensemble", "model-config-stateful",
                             "model-config-online", "model-config-variable",
-                            "model-config-reshape"}) {
+                            "model-config-reshape", "model-config-strings"}) {
     const std::string yaml = testing::MarkedBlock("docs/reference/model_config.md", block);
     ASSERT_FALSE(yaml.empty()) << "no <!-- every-key: " << block << " --> block";
     absl::StatusOr<ModelConfig> config = ParseModelConfig(yaml);

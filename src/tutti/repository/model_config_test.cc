@@ -318,6 +318,26 @@ TEST(ModelConfigErrorTest, AReshapeHoldsTheSameElements) {
                         "[1, 28, 28]"));
 }
 
+TEST(ModelConfigErrorTest, OptionalInputsAndBytesSlotsFollowTheirRules) {
+  const std::string text = Edit("  - {name: image, datatype: FP32, shape: [1, 28, 28]}\n",
+                                "  - {name: image, datatype: FP32, shape: [1, 28, 28]}\n"
+                                "  - {name: caption, datatype: BYTES, shape: [1], optional: true, max_element_bytes: 64}\n");
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(text);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->inputs[1].optional);
+  EXPECT_EQ(c->inputs[1].ElementSize(), 68);
+  EXPECT_FALSE(c->inputs[0].optional);
+  EXPECT_EQ(ParseModelConfig(ModelConfigToYaml(*c))->inputs, c->inputs);
+  EXPECT_THAT(ErrorOf(Edit("shape: [1, 28, 28]}", "shape: [1, 28, 28], optional: true}")),
+              HasSubstr("at least one input must not be optional"));
+  EXPECT_THAT(ErrorOf(Edit("shape: [10]}", "shape: [10], optional: true}")), HasSubstr("unknown field 'outputs[0].optional'"));
+  EXPECT_THAT(ErrorOf(Edit("shape: [10]}", "shape: [10], max_element_bytes: 8}")),
+              HasSubstr("tensor 'logits': max_element_bytes is for BYTES tensors"));
+  std::string zero = text;
+  zero.replace(zero.find("max_element_bytes: 64"), 21, "max_element_bytes: 0");
+  EXPECT_THAT(ErrorOf(zero), HasSubstr("from 1 to 1048576"));
+}
+
 TEST(ModelConfigErrorTest, ArchitectureOnTorchScript) {
   EXPECT_THAT(ErrorOf(Edit("platform: builtin", "platform: torchscript")),
               HasSubstr("only allowed for platform builtin"));

@@ -15,9 +15,7 @@ bool IsPlainFp32(const std::vector<TensorSpec>& tensors) {
          std::find(tensors[0].shape.begin(), tensors[0].shape.end(), -1) == tensors[0].shape.end();
 }
 
-int64_t ItemBytes(const TensorSpec& spec) {
-  return spec.ElementCount() * static_cast<int64_t>(DataTypeSize(spec.datatype));
-}
+int64_t ItemBytes(const TensorSpec& spec) { return spec.ElementCount() * spec.ElementSize(); }
 
 int64_t RecordWords(const std::vector<TensorSpec>& tensors) {
   int64_t words = 0;
@@ -34,7 +32,7 @@ void PackRecords(const std::vector<TensorSpec>& specs, const std::vector<std::st
   for (int i = 0; i < batch; ++i) {
     for (size_t t = 0; t < specs.size(); ++t) {
       const int64_t n = ItemBytes(specs[t]);
-      if (n > 0) std::memcpy(out, tensors[t].data() + i * n, n);
+      std::memcpy(out, tensors[t].data() + i * n, n);
       out += Words(n) * 4;
     }
   }
@@ -48,11 +46,24 @@ std::vector<std::string> UnpackRecords(const std::vector<TensorSpec>& specs, abs
   for (int i = 0; i < batch; ++i) {
     for (size_t t = 0; t < specs.size(); ++t) {
       const int64_t n = ItemBytes(specs[t]);
-      if (n > 0) std::memcpy(tensors[t].data() + i * n, in, n);
+      std::memcpy(tensors[t].data() + i * n, in, n);
       in += Words(n) * 4;
     }
   }
   return tensors;
+}
+
+void AppendBytesSlot(absl::string_view element, int64_t max_bytes, std::string* out) {
+  const uint32_t length = static_cast<uint32_t>(element.size());
+  out->append(reinterpret_cast<const char*>(&length), 4);
+  out->append(element.data(), element.size());
+  out->append(max_bytes - element.size(), '\0');
+}
+
+absl::string_view BytesSlotElement(const char* slot, int64_t max_bytes) {
+  uint32_t length;
+  std::memcpy(&length, slot, 4);
+  return absl::string_view(slot + 4, std::min<int64_t>(length, max_bytes));
 }
 
 }  // namespace tutti

@@ -7,7 +7,8 @@
 // record is its tensors in config order, each as its elements' raw
 // little-endian bytes zero-padded to a whole word; only the codecs (which
 // pack what clients send) and the executors (which unpack it into their
-// tensors) read it. BYTES elements have no fixed size and have no record.
+// tensors) read it. A BYTES element takes a slot of fixed size
+// (TensorSpec::ElementSize): its length, then its bytes, zero-padded.
 #ifndef TUTTI_REPOSITORY_TENSOR_RECORD_H_
 #define TUTTI_REPOSITORY_TENSOR_RECORD_H_
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "tutti/repository/model_config.h"
 
@@ -23,7 +25,7 @@ namespace tutti {
 // One FP32 tensor of a fixed shape: the record is its values.
 bool IsPlainFp32(const std::vector<TensorSpec>& tensors);
 
-// Bytes of one item of `spec` (0 for BYTES). The functions below take
+// Bytes of one item of `spec`. The functions below take
 // tensors of fixed shapes (a model of variable dimensions: TensorsAt its
 // bucket).
 int64_t ItemBytes(const TensorSpec& spec);
@@ -42,6 +44,12 @@ void PackRecords(const std::vector<TensorSpec>& specs, const std::vector<std::st
 // batch × RecordWords(specs).
 std::vector<std::string> UnpackRecords(const std::vector<TensorSpec>& specs, absl::Span<const float> words,
                                        int batch);
+
+// A BYTES element's slot (TensorSpec::ElementSize): appended to `out`, and
+// its element read back (a length past max_bytes is cut to it).
+// REQUIRES: element.size() <= max_bytes.
+void AppendBytesSlot(absl::string_view element, int64_t max_bytes, std::string* out);
+absl::string_view BytesSlotElement(const char* slot, int64_t max_bytes);
 
 }  // namespace tutti
 

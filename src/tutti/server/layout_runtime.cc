@@ -1,7 +1,9 @@
 #include "tutti/server/layout_runtime.h"
 
+#include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
@@ -38,20 +40,26 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& 
   }
   std::vector<std::unique_ptr<TorchModel>> loaded;
   const std::vector<ModelId>& ids = layout.spec.sub_clusters.at(group).models;
+  absl::flat_hash_map<std::string, const TorchModel*> by_weights;  // the shape buckets of a model share its weights
+  int64_t held = 0;
   for (size_t k = 0; k < models.size(); ++k) {
     const PrefixGroup* prefix = nullptr;
     for (const PrefixGroup& p : layout.prefix_groups) {
       if (p.model == ids[k]) prefix = &p;
     }
+    const auto loaded_weights = by_weights.find(models[k]->weights_path);
     absl::StatusOr<std::unique_ptr<TorchModel>> m =
-        prefix == nullptr ? TorchModel::Load(*models[k])
-                          : TorchModel::LoadPrefixGroup(layout.served[ids[k]].config, prefix->members,
-                                                        prefix->shared_stages);
+        prefix != nullptr ? TorchModel::LoadPrefixGroup(layout.served[ids[k]].config, prefix->members,
+                                                        prefix->shared_stages)
+        : loaded_weights != by_weights.end() ? loaded_weights->second->AtOtherBucket(models[k]->config)
+                                             : TorchModel::Load(*models[k]);
     if (!m.ok()) return m.status();
+    if (loaded_weights == by_weights.end()) held += (*m)->parameter_count();
+    const bool bucket = std::any_of(layout.bucket_versions.begin(), layout.bucket_versions.end(),
+                                    [&](const auto& v) { return v.get() == models[k]; });
+    if (bucket) by_weights.emplace(models[k]->weights_path, m->get());
     loaded.push_back(*std::move(m));
   }
-  int64_t held = 0;
-  for (const auto& m : loaded) held += m->parameter_count();
   if (parameters != nullptr) *parameters = held;
   if (description != nullptr) {
     absl::StrAppendFormat(description, "    each torch executor of the group holds %d parameters (%.2f MiB)\n", held,
