@@ -18,8 +18,7 @@ source bench/lib/results_page.sh
 parse_write_docs "$@"
 PY=/usr/bin/python3  # Debian's, with python3-torch and python3-onnx
 work=$(mktemp -d)
-server=
-trap '[ -n "$server" ] && kill "$server" 2> /dev/null; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 [ -f demo_repository/lenet5/1/model.pt ] || { echo "run build/bin/tutti demo first" >&2; exit 1; }
 
 {
@@ -57,6 +56,7 @@ build/bin/tutti profile --repo "$work/demo" --model lenet5_onnx > /dev/null 2>&1
 build/bin/tutti profile --repo "$work/demo" --model resnet_small_onnx > /dev/null 2>&1
 build/bin/tutti serve --repo "$work/demo" --port 18400 --grpc-port 18401 > "$work/serve.log" 2>&1 &
 server=$!
+trap 'kill "$server" 2> /dev/null; wait "$server" 2> /dev/null' EXIT  # this block is a subshell (| tee)
 for _ in $(seq 300); do curl -sf localhost:18400/v2/health/ready > /dev/null && break; sleep 0.2; done
 echo "| model | twin | largest difference, HTTP (16 images; median of 5 [worst]) | the same, gRPC | accuracy HTTP | accuracy gRPC | twin's HTTP | twin's gRPC |"
 echo "|---|---|---|---|---|---|---|---|"

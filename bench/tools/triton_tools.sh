@@ -8,10 +8,12 @@
 #   --streaming). It reads each model's configuration (gRPC: ModelConfig)
 #   and the server's statistics (the statistics extension) itself. Prints,
 #   per run, the throughput and p50 it saw and the server-side figures it
-#   read from the statistics.
+#   read from the statistics. Then, on a second server of the TorchScript
+#   fixture `strings` (testdata/torchscript_repo: BYTES, UINT16-64 and an
+#   optional input), perf_analyzer's random strings over HTTP and gRPC.
 # - tritonclient, Triton's Python client (bench/tools/build_tritonclient.sh):
 #   bench/tools/tritonclient_check.py's checks of get_model_config, infer,
-#   get_inference_statistics and stream_infer.
+#   get_inference_statistics and stream_infer; and its --strings checks.
 # Every run and check must end without error (the exit code says).
 #   bench/tools/triton_tools.sh            (after scripts/build.sh and `tutti demo`)
 #   PORT=8090  the HTTP port (gRPC: PORT + 1)
@@ -64,4 +66,22 @@ run "gru_rows over a gRPC stream" -m gru_rows -i grpc -u "127.0.0.1:$GRPC" --str
 echo "tritonclient:"
 PYTHONPATH=${TC_HOME:-$HOME/.cache/tutti/tritonclient} /usr/bin/python3 bench/tools/tritonclient_check.py \
   "127.0.0.1:$HTTP" "127.0.0.1:$GRPC" || failed=1
+
+# The fixture `strings`, profiled in a copy, on a server of its own.
+kill -TERM $server && wait $server || true
+mkdir -p "$OUT/strings_repo" && cp -r testdata/torchscript_repo/strings "$OUT/strings_repo/"
+build/bin/tutti profile --repo "$OUT/strings_repo" --model strings > "$OUT/strings_profile.log" 2>&1
+build/bin/tutti serve --repo "$OUT/strings_repo" --port "$HTTP" --grpc-port "$GRPC" > "$OUT/strings_server.log" 2>&1 &
+server=$!
+until curl -sf "127.0.0.1:$HTTP/v2/health/ready" > /dev/null; do
+  kill -0 $server 2> /dev/null || { cat "$OUT/strings_server.log" >&2; exit 1; }
+  sleep 0.2
+done
+run "strings (BYTES, UINT16-64) HTTP" -m strings -i http -u "127.0.0.1:$HTTP" --string-length 12 \
+  --concurrency-range 1:4:3
+run "strings (BYTES, UINT16-64) gRPC" -m strings -i grpc -u "127.0.0.1:$GRPC" --string-length 12 \
+  --concurrency-range 1:4:3
+echo "tritonclient, strings:"
+PYTHONPATH=${TC_HOME:-$HOME/.cache/tutti/tritonclient} /usr/bin/python3 bench/tools/tritonclient_check.py \
+  --strings "127.0.0.1:$HTTP" "127.0.0.1:$GRPC" || failed=1
 exit $failed

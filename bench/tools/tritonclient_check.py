@@ -2,13 +2,17 @@
 """Triton's Python client, tritonclient, against a running Tutti server.
 
   PYTHONPATH=~/.cache/tutti/tritonclient bench/tools/tritonclient_check.py HTTP_URL GRPC_URL
+  PYTHONPATH=… bench/tools/tritonclient_check.py --strings HTTP_URL GRPC_URL
 
 (tritonclient assembled by bench/tools/build_tritonclient.sh; a server of
 demo_repository, as scripts/run.sh starts). Checks, over HTTP and gRPC:
 get_model_config, infer (of FP32 and of typed tensors), get_inference_statistics, and stream_infer with a
 sequence of the stateful gru_rows sent over one stream, whose answers must
 come in order and end where the same sequence sent request by request over
-HTTP ends. Prints a line per check; exits 1 if any failed.
+HTTP ends. With --strings, a server of the TorchScript fixture `strings`
+(testdata/torchscript_repo): BYTES (numpy object arrays), UINT16-64 and an
+optional input left out, over both protocols. Prints a line per check;
+exits 1 if any failed.
 """
 import queue
 import sys
@@ -97,7 +101,45 @@ def main(http_url, grpc_url):
     return 1 if failures else 0
 
 
+def strings(http_url, grpc_url):
+    """The fixture `strings`: text upper-cased and measured, UINT16-64
+    echoed, the optional mask summed (zeros when left out)."""
+    text = np.array([[b"tutti", b"caf\xc3\xa9"], [b"a\x00b", b""]], dtype=np.object_)
+    wide = {"in_uint16": np.array([[0, 65535], [1, 2]], dtype=np.uint16),
+            "in_uint32": np.array([[4294967295, 3], [4, 5]], dtype=np.uint32),
+            "in_uint64": np.array([[18446744073709551615, 6], [7, 8]], dtype=np.uint64)}
+    for client, module, name in ((httpclient.InferenceServerClient(http_url), httpclient, "HTTP"),
+                                 (grpcclient.InferenceServerClient(grpc_url), grpcclient, "gRPC")):
+        for binary in ((False, True) if module is httpclient else (True,)):
+            inputs = [module.InferInput("text", [2, 2], "BYTES")]
+            if module is httpclient:
+                inputs[0].set_data_from_numpy(text, binary_data=binary)
+            else:
+                inputs[0].set_data_from_numpy(text)
+            for key, values in wide.items():
+                inputs.append(module.InferInput(key, [2, 2], key.replace("in_", "").upper()))
+                inputs[-1].set_data_from_numpy(values)
+            answer = client.infer("strings", inputs)
+            how = f"{name}{' binary' if binary and module is httpclient else ''}"
+            upper = [[e.encode() if isinstance(e, str) else e for e in row] for row in answer.as_numpy("upper").tolist()]
+            check(upper == [[b"TUTTI", b"CAF\xc3\xa9"], [b"A\x00B", b""]],
+                  f"infer over {how}: BYTES in and out (numpy object arrays), any bytes")
+            check(answer.as_numpy("length").tolist() == [[5, 5], [3, 0]], f"infer over {how}: BYTES lengths")
+            check(all(np.array_equal(answer.as_numpy(k.replace("in_", "out_")), v) for k, v in wide.items()),
+                  f"infer over {how}: UINT16, UINT32 and UINT64 come back whole")
+            check(answer.as_numpy("mask_sum").tolist() == [[0], [0]],
+                  f"infer over {how}: the optional mask left out reads as zeros")
+        config = client.get_model_config("strings", **({} if module is httpclient else {"as_json": True}))
+        config = config if module is httpclient else config["config"]
+        check([i.get("optional", False) for i in config["input"]] == [False, False, False, False, True]
+              and config["input"][0]["data_type"] == "TYPE_STRING",
+              f"get_model_config over {name}: TYPE_STRING, and the mask optional")
+    return 1 if failures else 0
+
+
 if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--strings":
+        sys.exit(strings(sys.argv[2], sys.argv[3]))
     if len(sys.argv) != 3:
         sys.exit(__doc__)
     sys.exit(main(sys.argv[1], sys.argv[2]))
