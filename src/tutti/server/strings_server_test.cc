@@ -2,10 +2,7 @@
 // TorchScript fixture `strings`: BYTES text (upper-cased and measured),
 // UINT16–64 (echoed) and an optional INT32 mask (summed).
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <tuple>
 
 #include <grpcpp/grpcpp.h>
@@ -15,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
+#include "tutti/server/fixture_server_test_util.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
@@ -45,20 +43,9 @@ std::string Raw(const std::vector<T>& values) {
 class StringsServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string source = testing::FixtureRepo() + "/strings/1/";
-    std::filesystem::create_directories(dir_.path() + "/strings/1");
-    std::filesystem::copy_file(source + "model.pt", dir_.path() + "/strings/1/model.pt");
-    std::ifstream in(source + "config.yaml");
-    std::stringstream config;
-    config << in.rdbuf() << "profiles: {cpu: {batch: [1, 8], latency_us: [1000, 2000]}}\n";
-    dir_.WriteFile("strings/1/config.yaml", config.str());
-    absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir_.path());
-    ASSERT_TRUE(repo.ok()) << repo.status();
-    absl::StatusOr<ServerConfig> serve = ParseServerConfig("http: {port: 0}\ngrpc: {port: 0}\n");
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    serve = ResolveServerConfig(*serve, *repo);
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *serve, &clock_);
+    absl::StatusOr<std::unique_ptr<Server>> server =
+        testing::ServeFixture(dir_, testing::FixtureRepo(), "strings", "model.pt",
+                              "profiles: {cpu: {batch: [1, 8], latency_us: [1000, 2000]}}\n", &clock_);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }

@@ -4,10 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <tuple>
 #include <type_traits>
 
@@ -21,6 +18,7 @@
 #include "rapidjson/document.h"
 #include "tutti/codec/typed_tensors.h"
 #include "tutti/core/real_clock.h"
+#include "tutti/server/fixture_server_test_util.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
@@ -89,21 +87,10 @@ std::string Lower(std::string s) {
 class TypedServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string source = testing::OnnxFixtureRepo() + "/typed/1/";
-    std::filesystem::create_directories(dir_.path() + "/typed/1");
-    std::filesystem::copy_file(source + "model.onnx", dir_.path() + "/typed/1/model.onnx");
-    std::ifstream in(source + "config.yaml");
-    std::stringstream config;
-    config << in.rdbuf() << "profiles: {cpu: {batch: [1, 8], latency_us: [1000, 2000]}}\n";
-    dir_.WriteFile("typed/1/config.yaml", config.str());
-    absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir_.path());
-    ASSERT_TRUE(repo.ok()) << repo.status();
-    absl::StatusOr<ServerConfig> serve =
-        ParseServerConfig("http: {port: 0}\ngrpc: {port: 0}\nexecutors: [{kind: torch, models: [typed]}]\n");
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    serve = ResolveServerConfig(*serve, *repo);
-    ASSERT_TRUE(serve.ok()) << serve.status();
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *serve, &clock_);
+    absl::StatusOr<std::unique_ptr<Server>> server = testing::ServeFixture(
+        dir_, testing::OnnxFixtureRepo(), "typed", "model.onnx",
+        "profiles: {cpu: {batch: [1, 8], latency_us: [1000, 2000]}}\n", &clock_,
+        "executors: [{kind: torch, models: [typed]}]\n");
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
   }
@@ -221,23 +208,13 @@ namespace {
 // 4 and 8.
 TEST(VariableServerTest, RequestsArePaddedToTheirBucketAndAnsweredAtTheirLength) {
   testing::TempDir dir;
-  const std::string source = testing::OnnxFixtureRepo() + "/variable/1/";
-  std::filesystem::create_directories(dir.path() + "/variable/1");
-  std::filesystem::copy_file(source + "model.onnx", dir.path() + "/variable/1/model.onnx");
-  std::ifstream in(source + "config.yaml");
-  std::stringstream config;
-  config << in.rdbuf() << "profiles:\n  cpu: {batch: [1, 8], latency_us: [1000, 2000]}\n"
-         << "  cpu/4: {batch: [1, 8], latency_us: [500, 900]}\n"
-         << "  cpu/8: {batch: [1, 8], latency_us: [1000, 2000]}\n";
-  dir.WriteFile("variable/1/config.yaml", config.str());
-  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir.path());
-  ASSERT_TRUE(repo.ok()) << repo.status();
-  absl::StatusOr<ServerConfig> serve = ParseServerConfig("http: {port: 0}\ngrpc: {port: 0}\n");
-  ASSERT_TRUE(serve.ok()) << serve.status();
-  serve = ResolveServerConfig(*serve, *repo);
-  ASSERT_TRUE(serve.ok()) << serve.status();
   RealClock clock;
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(*repo, *serve, &clock);
+  absl::StatusOr<std::unique_ptr<Server>> server =
+      testing::ServeFixture(dir, testing::OnnxFixtureRepo(), "variable", "model.onnx",
+                            "profiles:\n  cpu: {batch: [1, 8], latency_us: [1000, 2000]}\n"
+                            "  cpu/4: {batch: [1, 8], latency_us: [500, 900]}\n"
+                            "  cpu/8: {batch: [1, 8], latency_us: [1000, 2000]}\n",
+                            &clock);
   ASSERT_TRUE(server.ok()) << server.status();
   EXPECT_THAT((*server)->Describe(), ::testing::HasSubstr("variable[4]"));
   HttpTestClient c((*server)->port());
