@@ -97,6 +97,13 @@ absl::Status CheckObjective(double objective_ms) {
                              kMinObjectiveMs, kMaxObjectiveMs));
 }
 
+absl::Status CheckTimeout(bool integer, int64_t timeout_us) {
+  if (integer && timeout_us >= 0 && timeout_us <= static_cast<int64_t>(kMaxObjectiveMs) * 1000) {
+    return absl::OkStatus();
+  }
+  return Bad("parameter 'timeout' must be an integer number of microseconds, from 0 (none) to 86400000000 (a day)");
+}
+
 std::string ConfigDataTypeName(DataType type) {
   return type == DataType::kBytes ? "TYPE_STRING" : absl::StrCat("TYPE_", DataTypeName(type));
 }

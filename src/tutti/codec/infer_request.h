@@ -10,13 +10,15 @@
 #ifndef TUTTI_CODEC_INFER_REQUEST_H_
 #define TUTTI_CODEC_INFER_REQUEST_H_
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "tutti/repository/model_config.h"
+#include "tutti/core/cancel_flag.h"
 #include "tutti/core/ids.h"
+#include "tutti/repository/model_config.h"
 
 namespace tutti {
 
@@ -39,7 +41,16 @@ struct InferRequest {
   bool binary_output = false;   // answer with binary output data (HTTP only)
   SequenceRef sequence;         // sequence_id, sequence_start, sequence_end (Triton's)
   double min_accuracy = 0;      // the "accuracy" parameter, 0..1: what a model-less request needs
+  // Triton's "timeout" parameter, in microseconds: a request not yet in a
+  // batch this long after it arrived is withdrawn (answered Cancelled).
+  // 0: none.
+  int64_t timeout_us = 0;
+  // Set by the transport when its client goes away or cancels the call
+  // (CancelFlag); null where it cannot tell.
+  std::shared_ptr<CancelFlag> cancel;
 };
+// The "timeout" parameter: microseconds, an integer from 0 (none) to a day.
+absl::Status CheckTimeout(bool integer, int64_t timeout_us);
 
 // The `sequence_id` parameter (Triton's convention): an unsigned integer
 // below 2^63 or a string; 0 and "" mean none. A string maps to an id with

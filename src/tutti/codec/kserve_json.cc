@@ -74,6 +74,11 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
     if (absl::Status s = CheckObjective(ms); !s.ok()) return s;
     out->objective_ms = ms;
   }
+  if (p.HasMember("timeout")) {
+    const Value& v = p["timeout"];
+    TUTTI_RETURN_IF_ERROR(CheckTimeout(v.IsInt64(), v.IsInt64() ? v.GetInt64() : -1));
+    out->timeout_us = v.GetInt64();
+  }
   if (p.HasMember("accuracy")) {
     const Value& v = p["accuracy"];
     if (!v.IsNumber() || !(v.GetDouble() >= 0 && v.GetDouble() <= 1)) {

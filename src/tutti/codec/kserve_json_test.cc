@@ -64,6 +64,20 @@ TEST(KserveJsonTest, LatencyObjectiveParameter) {
               HasSubstr("'latency_objective_ms' must be a positive number"));
 }
 
+TEST(KserveJsonTest, TimeoutParameterIsTritonsMicroseconds) {
+  auto with = [](const std::string& value) {
+    return Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", R"("parameters":{"timeout":)" + value + "},");
+  };
+  absl::StatusOr<InferRequest> r = ParseInferRequest(with("2500"), Mlp());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->timeout_us, 2500);
+  EXPECT_EQ(ParseInferRequest(with("0"), Mlp())->timeout_us, 0);
+  for (const char* bad : {"-1", "1.5", "\"10\"", "86400000001"}) {
+    EXPECT_THAT(ErrorOf(with(bad)), HasSubstr("parameter 'timeout' must be an integer number of microseconds"))
+        << bad;
+  }
+}
+
 TEST(KserveJsonTest, SequenceParameters) {
   auto parse = [](const std::string& params) {
     return ParseInferRequest(Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", "\"parameters\":" + params + ","),

@@ -14,6 +14,9 @@ struct OutcomeCounts {
   int64_t late = 0;     // answered after it
   int64_t dropped = 0;  // not run: its deadline could not be met
   int64_t error = 0;    // failed
+  // Withdrawn before it ran because no one waited for it any more: neither
+  // good nor bad, and not counted in ended().
+  int64_t cancelled = 0;
 
   int64_t bad() const { return late + dropped + error; }
   int64_t ended() const { return good + bad(); }
@@ -25,11 +28,12 @@ struct OutcomeCounts {
     late += o.late;
     dropped += o.dropped;
     error += o.error;
+    cancelled += o.cancelled;
     return *this;
   }
   // What `o` had not counted yet (counts since it was taken).
   OutcomeCounts Since(const OutcomeCounts& o) const {
-    return {good - o.good, late - o.late, dropped - o.dropped, error - o.error};
+    return {good - o.good, late - o.late, dropped - o.dropped, error - o.error, cancelled - o.cancelled};
   }
 };
 

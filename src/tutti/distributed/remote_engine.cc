@@ -163,11 +163,11 @@ void RemoteEngine::FailUnplannedLocked(const absl::Status& why, Answers* answers
 
 absl::Status RemoteEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                   InferenceCallback done) {
-  return SubmitInSequence(model, {}, std::move(input), objective, std::move(done));
+  return SubmitWith(model, {}, std::move(input), objective, std::move(done));
 }
 
-absl::Status RemoteEngine::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
-                                            Duration objective, InferenceCallback done) {
+absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                                      Duration objective, InferenceCallback done) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
   TUTTI_ASSIGN_OR_RETURN(const Time deadline, table_.Admit(model, input.size(), objective, now));
@@ -175,7 +175,7 @@ absl::Status RemoteEngine::SubmitInSequence(ModelId model, SequenceRef sequence,
     return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
   }
   const uint64_t id = table_.Add(model, std::move(input), std::move(done), now, deadline);
-  if (sequence.id != 0) table_.Find(id)->sequence = sequence;
+  table_.Find(id)->sequence = context.sequence;
   if (sync_.synced()) HoldLocked(id, now);
   return absl::OkStatus();
 }

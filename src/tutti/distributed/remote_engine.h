@@ -82,7 +82,7 @@ class RemoteEngine final : public InferenceEngine {
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
   // A stateful model's request: its sequence goes with its inputs to the
   // backend (the sequence's order is its SequenceEngine's, in front).
-  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration objective,
                                 InferenceCallback done) override;
   void StopAccepting() override;
   void WaitIdle() override;

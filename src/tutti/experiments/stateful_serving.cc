@@ -123,7 +123,7 @@ class Clients {
       answered_.push_back(false);
     }
     const Time sent = clock_->Now();
-    absl::Status s = engine_->SubmitInSequence(model_, ref, std::move(input), setup_.objective,
+    absl::Status s = engine_->SubmitWith(model_, {.sequence = ref}, std::move(input), setup_.objective,
                                                [this, c, id, sent, ref](InferenceOutcome o) {
                                                  OnAnswer(c, id, sent, ref, std::move(o));
                                                });

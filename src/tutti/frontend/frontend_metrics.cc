@@ -47,10 +47,11 @@ std::string InferenceFrontend::StatsJson(int model) const {
   const ModelState& s = *models_[model];
   const double timed = static_cast<double>(std::max<int64_t>(1, s.queue_seconds.count()));
   return absl::StrFormat(
-      R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,)"
+      R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,"cancelled":%d,)"
       R"("rejected":%d,"overloaded":%d,"queued":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
       R"("mean_compute_us":%.1f,"peak_rps":%.1f,"delays":%s%s})",
-      s.served.config.name, s.served.version, c.good, c.late, c.dropped, c.error, s.rejected.load(), s.overloaded.load(),
+      s.served.config.name, s.served.version, c.good, c.late, c.dropped, c.error, c.cancelled, s.rejected.load(),
+      s.overloaded.load(),
       s.queued.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6, s.served.peak_rps,
@@ -115,7 +116,7 @@ std::string InferenceFrontend::PrometheusText() const {
     const ModelState& s = *models_[m];
     const std::string label = absl::StrFormat("model=\"%s\"", s.served.config.name);
     for (const auto& [outcome, n] : {std::pair<const char*, int64_t>{"success", c.good}, {"late", c.late},
-                                     {"dropped", c.dropped}, {"error", c.error},
+                                     {"dropped", c.dropped}, {"error", c.error}, {"cancelled", c.cancelled},
                                      {"rejected", s.rejected.load()}, {"overloaded", s.overloaded.load()}}) {
       absl::StrAppendFormat(&out, "tutti_requests_total{%s,outcome=\"%s\"} %d\n", label, outcome, n);
     }

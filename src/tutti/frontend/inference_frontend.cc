@@ -151,10 +151,16 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
     }
     Release(state, batch);
   };
+  std::shared_ptr<CancelFlag> cancel = std::move(request.cancel);
+  if (request.timeout_us > 0) {
+    if (cancel == nullptr) cancel = std::make_shared<CancelFlag>();
+    cancel->ExpireAt(engine_->Now() + Micros(request.timeout_us));
+  }
+  const RequestContext context{request.sequence, std::move(cancel)};
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
-    absl::Status s = engine_->SubmitInSequence(engine_model, request.sequence, std::move(item), objective,
-                                               [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
+    absl::Status s = engine_->SubmitWith(engine_model, context, std::move(item), objective,
+                                         [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
   }
 }

@@ -19,6 +19,19 @@ class HoldingEngine final : public InferenceEngine {
     held_.push_back(std::move(done));
     return absl::OkStatus();
   }
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration objective,
+                          InferenceCallback done) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      flags_.push_back(context.cancel);
+    }
+    return InferenceEngine::SubmitWith(model, context, std::move(input), objective, std::move(done));
+  }
+  // The cancel flag each item was submitted with.
+  std::vector<std::shared_ptr<const CancelFlag>> flags() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return flags_;
+  }
   void StopAccepting() override {}
   void WaitIdle() override {}
   int64_t in_flight() const override { return static_cast<int64_t>(held_.size()); }
@@ -44,6 +57,7 @@ class HoldingEngine final : public InferenceEngine {
  private:
   std::mutex mu_;
   std::vector<InferenceCallback> held_;
+  std::vector<std::shared_ptr<const CancelFlag>> flags_;
 };
 
 class AdmissionTest : public ::testing::Test {
@@ -93,6 +107,32 @@ TEST_F(AdmissionTest, RequestsBeyondTheQueueLimitAreRefusedAtOnceAndPlacesFreeAs
   Infer(3, &later);
   EXPECT_FALSE(later.has_value());  // accepted, held
   EXPECT_EQ(engine_.in_flight(), 4);
+}
+
+// A request's items carry one cancel flag: the transport's, expiring
+// `timeout` after the request came (the engine's clock reads 0 here).
+TEST_F(AdmissionTest, ATimeoutAndTheTransportsCancelReachTheEngineOnOneFlag) {
+  InferRequest r;
+  r.batch = 2;
+  r.data.assign(4, 0.5f);
+  r.timeout_us = 2500;
+  r.cancel = std::make_shared<CancelFlag>();
+  const std::shared_ptr<CancelFlag> transport = r.cancel;
+  frontend_->Infer(0, std::move(r), [](absl::StatusOr<InferenceFrontend::InferResult>) {});
+  const std::vector<std::shared_ptr<const CancelFlag>> flags = engine_.flags();
+  ASSERT_EQ(flags.size(), 2u);
+  EXPECT_EQ(flags[0], transport);
+  EXPECT_EQ(flags[1], transport);
+  EXPECT_FALSE(flags[0]->Cancelled(Micros(2500)));
+  EXPECT_TRUE(flags[0]->Cancelled(Micros(2501)));
+  InferRequest plain;
+  plain.batch = 1;
+  plain.data.assign(2, 0.5f);
+  frontend_->Infer(0, std::move(plain), [](absl::StatusOr<InferenceFrontend::InferResult>) {});
+  EXPECT_EQ(engine_.flags().back(), nullptr) << "no timeout, no transport flag: never withdrawn";
+  transport->Cancel();
+  EXPECT_TRUE(flags[1]->Cancelled(0));
+  for (int i = 0; i < 3; ++i) engine_.AnswerOne();
 }
 
 // Model control: an unload stops new requests at once, answers every one it

@@ -23,10 +23,13 @@ absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(wha
 
 // ModelInfer's reactor: answers into the raw response; once the answer has
 // gone out (OnDone), the frontend learns how long it took to leave (its
-// response delay).
+// response delay). A call the client cancels, or whose deadline passes,
+// sets its request's cancel flag.
 class InferReactor final : public grpc::ServerUnaryReactor {
  public:
   InferReactor(InferenceFrontend* frontend, grpc::ByteBuffer* response) : frontend_(frontend), response_(response) {}
+  const std::shared_ptr<CancelFlag>& cancel() const { return cancel_; }
+  void OnCancel() override { cancel_->Cancel(); }
   void Answer(const absl::Status& status, const inference::ModelInferResponse& out, std::vector<WrittenAnswer> written) {
     if (!status.ok()) return Finish(ToGrpcStatus(status));
     written_ = std::move(written);
@@ -44,6 +47,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   InferenceFrontend* const frontend_;
   grpc::ByteBuffer* const response_;
   std::vector<WrittenAnswer> written_;
+  const std::shared_ptr<CancelFlag> cancel_ = std::make_shared<CancelFlag>();
 };
 
 inference::DataType ConfigDataType(DataType type) {
@@ -335,6 +339,15 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
     if (!(accuracy >= 0 && accuracy <= 1)) return Bad("parameter 'accuracy' must be a number from 0 to 1");
     out.min_accuracy = accuracy;
   }
+  if (auto it = request.parameters().find("timeout"); it != request.parameters().end()) {
+    const InferParameter& p = it->second;
+    const bool integer = p.parameter_choice_case() == InferParameter::kInt64Param ||
+                         (p.parameter_choice_case() == InferParameter::kUint64Param && p.uint64_param() >> 63 == 0);
+    const int64_t us = p.parameter_choice_case() == InferParameter::kInt64Param ? p.int64_param()
+                                                                                : static_cast<int64_t>(p.uint64_param());
+    TUTTI_RETURN_IF_ERROR(CheckTimeout(integer, us));
+    out.timeout_us = us;
+  }
   if (auto it = request.parameters().find("sequence_id"); it != request.parameters().end()) {
     const InferParameter& p = it->second;
     switch (p.parameter_choice_case()) {
@@ -498,14 +511,17 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
     reactor->Fail(Bad("the request is not a well-formed inference.ModelInferRequest message"));
     return reactor;
   }
-  RunInfer(request, [reactor](const absl::Status& status, inference::ModelInferResponse out,
-                              std::vector<WrittenAnswer> written) {
-    reactor->Answer(status, out, std::move(written));
-  });
+  RunInfer(
+      request,
+      [reactor](const absl::Status& status, inference::ModelInferResponse out, std::vector<WrittenAnswer> written) {
+        reactor->Answer(status, out, std::move(written));
+      },
+      reactor->cancel());
   return reactor;
 }
 
-void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, InferAnswer done) {
+void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, InferAnswer done,
+                                 std::shared_ptr<CancelFlag> cancel) {
   auto fail = [&](const absl::Status& status) { done(status, inference::ModelInferResponse(), {}); };
   // Model-less (INFaaS): no model_name, and a "task" parameter; the variant
   // is chosen as on HTTP's /v2/tasks/{task}/infer.
@@ -541,6 +557,7 @@ void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, In
     model = choice.model;
   }
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
+  parsed->cancel = std::move(cancel);
   const std::string id = parsed->id;
   AnswerLayout answer = parsed->answer;
   frontend_->Infer(*model, *std::move(parsed),

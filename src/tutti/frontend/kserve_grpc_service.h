@@ -39,9 +39,11 @@
 #define TUTTI_FRONTEND_KSERVE_GRPC_SERVICE_H_
 
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/core/cancel_flag.h"
 #include "tutti/frontend/inference_frontend.h"
 #include "tutti/proto/grpc_predict_v2.grpc.pb.h"
 
@@ -95,8 +97,10 @@ class KserveGrpcService final
   using InferAnswer =
       std::function<void(const absl::Status&, inference::ModelInferResponse, std::vector<WrittenAnswer>)>;
   // Runs one request, ModelInfer's or ModelStreamInfer's; `done` is called
-  // exactly once, possibly before this returns.
-  void RunInfer(const inference::ModelInferRequest& request, InferAnswer done);
+  // exactly once, possibly before this returns. `cancel`, when given, is
+  // set once the client has given up on the call.
+  void RunInfer(const inference::ModelInferRequest& request, InferAnswer done,
+                std::shared_ptr<CancelFlag> cancel = nullptr);
 
  private:
   // Whether the call may run (InferenceFrontend::Authorize on its

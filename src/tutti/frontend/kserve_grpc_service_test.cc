@@ -331,6 +331,10 @@ TEST_F(KserveGrpcServiceTest, BadRequestsGetTheProtocolsCodesAndTheServerKeepsSe
        "unknown output 'probs'"},
       {[](auto& r) { (*r.mutable_parameters())["latency_objective_ms"].set_string_param("soon"); },
        grpc::StatusCode::INVALID_ARGUMENT, "'latency_objective_ms' must be a positive number"},
+      {[](auto& r) { (*r.mutable_parameters())["timeout"].set_int64_param(-5); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "parameter 'timeout' must be an integer number of microseconds"},
+      {[](auto& r) { (*r.mutable_parameters())["timeout"].set_double_param(10); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "parameter 'timeout' must be an integer number of microseconds"},
       // ℓ(1) = 1.1 ms cannot be met within 0.5 ms: an explicit error, never silence.
       {[](auto& r) { (*r.mutable_parameters())["latency_objective_ms"].set_double_param(0.5); },
        grpc::StatusCode::DEADLINE_EXCEEDED, ""},
@@ -344,7 +348,7 @@ TEST_F(KserveGrpcServiceTest, BadRequestsGetTheProtocolsCodesAndTheServerKeepsSe
   }
   inference::ModelInferResponse ok;
   EXPECT_TRUE(Infer(Request(2), &ok).ok());
-  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("rejected":11)"));  // the 11 INVALID_ARGUMENT cases
+  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("rejected":13)"));  // the 13 INVALID_ARGUMENT cases
 }
 
 TEST_F(KserveGrpcServiceTest, RefusesTheSameBadShapeAsHttpWithTheSameMessage) {

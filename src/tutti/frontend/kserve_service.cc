@@ -28,6 +28,7 @@ int HttpStatusOf(const absl::Status& s) {
     case absl::StatusCode::kNotFound:
       return 404;
     case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kCancelled:  // its `timeout` passed before it ran
     case absl::StatusCode::kUnavailable:
     case absl::StatusCode::kResourceExhausted:
       return 503;
@@ -180,7 +181,11 @@ absl::StatusOr<InferRequest> KserveService::Parse(int model, const HttpRequest& 
     json_length = n;
   }
   absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, frontend_->served(model).config, json_length);
-  if (!parsed.ok()) frontend_->CountRejected(model);
+  if (!parsed.ok()) {
+    frontend_->CountRejected(model);
+    return parsed;
+  }
+  parsed->cancel = request.cancel;  // the client closing its connection withdraws the request
   return parsed;
 }
 

@@ -73,7 +73,7 @@ struct GraphEngine::Run {
   Time arrival;
   Time deadline;
   Duration objective;
-  SequenceRef sequence;  // passed to every step (stateful ones keep it)
+  RequestContext context;  // passed to every step (stateful ones keep its sequence; a cancel withdraws the rest)
   std::shared_ptr<const std::vector<double>> due;  // per step, share of the objective
   InferenceCallback done;
 
@@ -149,18 +149,18 @@ absl::StatusOr<std::unique_ptr<GraphEngine>> GraphEngine::Create(InferenceEngine
 }
 
 absl::Status GraphEngine::Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) {
-  return SubmitInSequence(model, {}, std::move(input), objective, std::move(done));
+  return SubmitWith(model, {}, std::move(input), objective, std::move(done));
 }
 
-absl::Status GraphEngine::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
-                                           Duration objective, InferenceCallback done) {
+absl::Status GraphEngine::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                                     Duration objective, InferenceCallback done) {
   const int g = model - inner_models_;
   if (g < 0) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!accepting_) return absl::UnavailableError("the server is shutting down");
     }
-    return inner_->SubmitInSequence(model, sequence, std::move(input), objective, std::move(done));
+    return inner_->SubmitWith(model, context, std::move(input), objective, std::move(done));
   }
   if (g >= static_cast<int>(graphs_.size())) return absl::NotFoundError(absl::StrCat("unknown model id ", model));
   auto run = std::make_shared<Run>();
@@ -178,7 +178,7 @@ absl::Status GraphEngine::SubmitInSequence(ModelId model, SequenceRef sequence, 
     run->arrival = now;
     run->objective = objective > 0 ? objective : graph.objective;
     run->deadline = now + run->objective;
-    run->sequence = sequence;
+    run->context = context;
     run->due = due_[g];
     ++in_flight_;
     MaybeResplit(g);  // before this request: those counted have all reached their first steps
@@ -282,8 +282,8 @@ absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, Start start
   } else {
     input = std::move(start.input);
   }
-  return inner_->SubmitInSequence(step.model, run->sequence, std::move(input), left,
-                                  [this, run, i](InferenceOutcome outcome) { OnStep(run, i, std::move(outcome)); });
+  return inner_->SubmitWith(step.model, run->context, std::move(input), left,
+                            [this, run, i](InferenceOutcome outcome) { OnStep(run, i, std::move(outcome)); });
 }
 
 void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outcome) {

@@ -113,7 +113,7 @@ class GraphEngine final : public LayeredEngine {
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
   // A graph request of a sequence passes it to each of its steps (stateful
   // steps keep it; triton #5188).
-  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration objective,
                                 InferenceCallback done) override;
   // New requests, for graphs and the inner models alike, are refused; graphs
   // under way finish their steps. WaitIdle() waits for them, then for the

@@ -98,7 +98,7 @@ Outcome RunGraph(ReplicationMode mode, int rounds, int kill_after) {
     }
     for (int q = 0; q < 8; ++q) {
       const SequenceRef ref{static_cast<uint64_t>(q + 1), round == 0, round == rounds - 1};
-      absl::Status s = engine->SubmitInSequence(3, ref, {1.0f}, 0, [&, q](InferenceOutcome o) {
+      absl::Status s = engine->SubmitWith(3, {.sequence = ref}, {1.0f}, 0, [&, q](InferenceOutcome o) {
         std::lock_guard<std::mutex> lock(mu);
         ++answered;
         if (o.status.ok()) {

@@ -69,14 +69,15 @@ void SequenceEngine::ExpireIdle(Time now) {
 
 absl::Status SequenceEngine::Submit(ModelId model, std::vector<float> input, Duration objective,
                                     InferenceCallback done) {
-  return SubmitInSequence(model, {}, std::move(input), objective, std::move(done));
+  return SubmitWith(model, {}, std::move(input), objective, std::move(done));
 }
 
-absl::Status SequenceEngine::SubmitInSequence(ModelId model, SequenceRef ref, std::vector<float> input,
-                                              Duration objective, InferenceCallback done) {
-  if (model < 0 || model >= static_cast<ModelId>(batching_.size()) || !batching_[model]) {
-    return inner_->Submit(model, std::move(input), objective, std::move(done));  // stateless: no sequence
+absl::Status SequenceEngine::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                                        Duration objective, InferenceCallback done) {
+  if (model < 0 || model >= static_cast<ModelId>(batching_.size()) || !batching_[model]) {  // stateless: no sequence
+    return inner_->SubmitWith(model, {.cancel = context.cancel}, std::move(input), objective, std::move(done));
   }
+  const SequenceRef& ref = context.sequence;  // a sequence's requests are never withdrawn: its state must advance
   if (ref.id == 0) {
     return absl::InvalidArgumentError(absl::StrCat("model '", spec_.models[model].name,
                                                    "' is stateful: each request needs a sequence_id parameter, "
@@ -124,8 +125,8 @@ absl::Status SequenceEngine::Pass(ModelId model, Queued q, bool refuse) {
   for (std::optional<Queued> cur = std::move(q); cur.has_value();) {
     const SequenceRef ref = cur->ref;
     InferenceCallback done = std::move(cur->done);
-    absl::Status s = inner_->SubmitInSequence(
-        model, ref, std::move(cur->input), cur->objective,
+    absl::Status s = inner_->SubmitWith(
+        model, {.sequence = ref}, std::move(cur->input), cur->objective,
         [this, model, ref, done](InferenceOutcome out) { OnAnswer(model, ref, done, std::move(out)); });
     if (s.ok()) return first;
     // Refused before it ran: the sequence's next request, if any, goes on.

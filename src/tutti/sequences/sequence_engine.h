@@ -53,7 +53,7 @@ class SequenceEngine final : public LayeredEngine {
 
   // A stateful model's request without a sequence is refused.
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;
-  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration objective,
                                 InferenceCallback done) override;
   void WaitIdle() override;
   int64_t in_flight() const override;  // the inner engine's, plus requests waiting for their sequence

@@ -21,12 +21,12 @@ class RecordingEngine final : public InferenceEngine {
     InferenceCallback done;
   };
   absl::Status Submit(ModelId model, std::vector<float> input, Duration, InferenceCallback done) override {
-    return SubmitInSequence(model, {}, std::move(input), 0, std::move(done));
+    return SubmitWith(model, {}, std::move(input), 0, std::move(done));
   }
-  absl::Status SubmitInSequence(ModelId model, SequenceRef ref, std::vector<float> input, Duration,
-                                InferenceCallback done) override {
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration,
+                          InferenceCallback done) override {
     if (refuse) return absl::UnavailableError("refused");
-    calls.push_back({model, ref, std::move(input), std::move(done)});
+    calls.push_back({model, context.sequence, std::move(input), std::move(done)});
     return absl::OkStatus();
   }
   // Answers call `i` with `status`.
@@ -61,7 +61,7 @@ class SequenceEngineTest : public ::testing::Test {
                                                &clock_);
   }
   absl::Status Send(uint64_t id, bool start = false, bool end = false, std::vector<absl::Status>* answers = nullptr) {
-    return engine_->SubmitInSequence(0, {id, start, end}, {1}, 0, [answers](InferenceOutcome o) {
+    return engine_->SubmitWith(0, {.sequence = {id, start, end}}, {1}, 0, [answers](InferenceOutcome o) {
       if (answers != nullptr) answers->push_back(o.status);
     });
   }
@@ -87,7 +87,7 @@ TEST_F(SequenceEngineTest, ProtocolErrorsNameTheSequenceAndModel) {
   EXPECT_EQ(engine_->live_sequences(), 0);  // ended: forgotten
   EXPECT_THAT(Send(7).message(), HasSubstr("is not in progress"));
   // Stateless models ignore sequences.
-  EXPECT_TRUE(engine_->SubmitInSequence(1, {9, false, false}, {1}, 0, [](InferenceOutcome) {}).ok());
+  EXPECT_TRUE(engine_->SubmitWith(1, {.sequence = {9, false, false}}, {1}, 0, [](InferenceOutcome) {}).ok());
   EXPECT_EQ(inner_.calls.back().model, 1);
 }
 

@@ -90,25 +90,27 @@ InferenceCore::~InferenceCore() {
 
 absl::Status InferenceCore::Submit(ModelId model, std::vector<float> input, Duration objective,
                                    InferenceCallback done) {
-  return SubmitInSequence(model, {}, std::move(input), objective, std::move(done));
+  return SubmitWith(model, {}, std::move(input), objective, std::move(done));
 }
 
-absl::Status InferenceCore::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
-                                             Duration objective, InferenceCallback done) {
+absl::Status InferenceCore::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                                       Duration objective, InferenceCallback done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     TUTTI_ASSIGN_OR_RETURN(const Time deadline, table_.Admit(model, input.size(), objective, clock_->Now()));
-    SubmitLocked(model, std::move(input), deadline, std::move(done), sequence);
+    SubmitLocked(model, std::move(input), deadline, std::move(done), context);
   }
   Flush();
   return absl::OkStatus();
 }
 
 void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
-                                 SequenceRef sequence) {
+                                 const RequestContext& context) {
   const Time now = clock_->Now();
   const Request r{table_.Add(model, std::move(input), std::move(done), now, deadline), model, now, deadline};
-  if (sequence.id != 0) table_.Find(r.id)->sequence = sequence;
+  Pending& p = *table_.Find(r.id);
+  p.sequence = context.sequence;
+  p.cancel = context.cancel;
   delays_->RecordArrival(model, r.arrival);
   scheduler_->Submit(r);
 }
@@ -122,16 +124,24 @@ void InferenceCore::OnDrop(const Request& r) {
 
 void InferenceCore::OnDispatch(Batch batch) {
   const ModelShape& shape = shapes_[batch.model];
+  // Withdrawn: the requests whose cancel flag is set now, unless the batch's
+  // stage plans with them or they are of a sequence (whose state must advance).
+  const bool withdraws = staged_->stage(batch.model) == nullptr;
+  const Time now = clock_->Now();
+  Answers cancelled;
   std::vector<uint64_t> ids;
   ids.reserve(batch.requests.size());
   ExecBatch exec;
   exec.model = local_index_[batch.model];
-  exec.size = static_cast<int>(batch.requests.size());
   exec.start_at = batch.exec_at;
-  exec.input.reserve(exec.size * shape.input_elements);
+  exec.input.reserve(batch.requests.size() * shape.input_elements);
   Time earliest = kInfiniteFuture;
   for (const Request& r : batch.requests) {
     Pending& p = *table_.Find(r.id);
+    if (withdraws && p.cancel != nullptr && p.sequence.id == 0 && p.cancel->Cancelled(now)) {
+      table_.Answer(r.id, Table::ErrorOutcome(p, CancelledError(spec_, r.model), now), &cancelled);
+      continue;
+    }
     earliest = std::min(earliest, p.deadline);
     exec.input.insert(exec.input.end(), p.input.begin(), p.input.end());
     if (p.sequence.id != 0) {
@@ -140,6 +150,18 @@ void InferenceCore::OnDispatch(Batch batch) {
     }
     std::vector<float>().swap(p.input);
     ids.push_back(r.id);
+  }
+  exec.size = static_cast<int>(ids.size());
+  if (!cancelled.empty()) {
+    const int64_t n = static_cast<int64_t>(cancelled.size());
+    outbox_.push_back([this, answers = std::move(cancelled), n]() mutable { Answer(std::move(answers), n); });
+  }
+  if (exec.size == 0) {  // all withdrawn: the GPU the scheduler gave the batch is free
+    outbox_.push_back([this, gpu = batch.gpu] {
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_->OnBatchDone(gpu);
+    });
+    return;
   }
   ModelCounters& c = table_.counters(batch.model);
   ++c.batches;

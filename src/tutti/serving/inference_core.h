@@ -81,7 +81,11 @@ class InferenceCore final : public InferenceEngine {
                       InferenceCallback done) override;
   // Passes the sequence with the request to the executor that runs it
   // (ExecBatch::sequences); sequences are checked before (SequenceEngine).
-  absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input, Duration objective,
+  // A request whose cancel flag is set when its batch is dispatched is
+  // answered Cancelled and left out of the batch, unless it is of a
+  // sequence (whose state must advance) or of a model with a batch stage
+  // (whose batches it plans).
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration objective,
                                 InferenceCallback done) override;
 
   void StopAccepting() override;
@@ -137,7 +141,7 @@ class InferenceCore final : public InferenceEngine {
   void OnDrop(const Request& request);
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
   void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
-                    SequenceRef sequence = {});
+                    const RequestContext& context = {});
   void OnExecuted(const Dispatched& batch, ExecResult result);
   // Delivers what stages answered. REQUIRES: mu_ held.
   void QueueStageAnswers();

@@ -18,7 +18,8 @@ namespace {
 using ::testing::HasSubstr;
 
 // One model, ℓ(b) = 1 ms · b + 5 ms, SLO 20 ms, on `gpus` emulated GPUs.
-std::unique_ptr<InferenceCore> EmulatedCore(Clock* clock, int gpus, const std::string& policy) {
+std::unique_ptr<InferenceCore> EmulatedCore(Clock* clock, int gpus, const std::string& policy,
+                                            bool await_completion = false) {
   ClusterSpec spec;
   spec.models = {{"resnet", *LatencyProfile::Linear(Millis(1), Millis(5), 16), Millis(20)}};
   spec.gpus = gpus;
@@ -29,6 +30,7 @@ std::unique_ptr<InferenceCore> EmulatedCore(Clock* clock, int gpus, const std::s
   }
   InferenceCore::Options options;
   options.policy = policy;
+  options.scheduler.await_completion = await_completion;
   return *InferenceCore::Create(spec, {{4, 10}}, std::move(executors), options, clock);
 }
 
@@ -95,6 +97,60 @@ TEST(InferenceCoreTest, BadRequestsAreRefusedWithoutACallback) {
   EXPECT_EQ(core->Submit(0, std::vector<float>(4), 0, answers.Fn()).code(), absl::StatusCode::kUnavailable);
   clock.AdvanceBy(Seconds(1));
   EXPECT_TRUE(answers.got.empty());
+}
+
+// 1,000 requests queued behind a busy GPU (which takes nothing more until
+// its batch is done), each cancelled while queued: each is answered
+// Cancelled and none runs, though the batches they were planned in are
+// dispatched; a request whose timeout passes while queued is withdrawn the
+// same way, and one that reaches a batch in time runs.
+TEST(InferenceCoreTest, CancelledRequestsAreAnsweredAndNeverRun) {
+  for (const std::string& policy : SchedulerPolicyNames()) {
+    if (policy == "nexus") continue;  // plans its GPUs ahead, from rates: a burst is not what it plans for
+    SCOPED_TRACE(policy);
+    ManualClock clock;
+    std::unique_ptr<InferenceCore> core = EmulatedCore(&clock, 1, policy, /*await_completion=*/true);
+    Answers first, cancelled, timed_out, kept;
+    const Duration objective = Seconds(30);  // nothing is dropped for its deadline
+    for (int i = 0; i < 16; ++i) {  // a full batch: it takes the idle GPU at once, for ℓ(16) = 21 ms
+      ASSERT_TRUE(core->Submit(0, std::vector<float>(4), objective, first.Fn()).ok());
+    }
+    std::vector<std::shared_ptr<CancelFlag>> flags;
+    for (int i = 0; i < 1000; ++i) {  // each cancelled while queued
+      flags.push_back(std::make_shared<CancelFlag>());
+      ASSERT_TRUE(core->SubmitWith(0, {.cancel = flags.back()}, std::vector<float>(4), objective, cancelled.Fn()).ok());
+      flags.back()->Cancel();
+    }
+    auto timeout = std::make_shared<CancelFlag>();
+    timeout->ExpireAt(clock.Now() + Micros(100));
+    ASSERT_TRUE(core->SubmitWith(0, {.cancel = timeout}, std::vector<float>(4), objective, timed_out.Fn()).ok());
+    clock.AdvanceBy(Micros(200));
+    auto late_timeout = std::make_shared<CancelFlag>();
+    late_timeout->ExpireAt(clock.Now() + Seconds(40));  // past the 30 s deadline: it runs before
+    ASSERT_TRUE(core->SubmitWith(0, {.cancel = late_timeout}, std::vector<float>(4), objective, kept.Fn()).ok());
+    clock.AdvanceBy(Seconds(35));
+
+    ASSERT_EQ(first.got.size(), 16u);
+    for (const InferenceOutcome& o : first.got) EXPECT_TRUE(o.status.ok()) << o.status;
+    ASSERT_EQ(cancelled.got.size(), 1000u);
+    for (const InferenceOutcome& o : cancelled.got) {
+      ASSERT_EQ(o.status.code(), absl::StatusCode::kCancelled) << o.status;
+      EXPECT_THAT(o.status.message(), HasSubstr("was cancelled"));
+    }
+    ASSERT_EQ(timed_out.got.size(), 1u);
+    EXPECT_EQ(timed_out.got[0].status.code(), absl::StatusCode::kCancelled);
+    ASSERT_EQ(kept.got.size(), 1u);
+    EXPECT_TRUE(kept.got[0].status.ok()) << kept.got[0].status;
+    // The executor's batch log: the 17 requests that were not withdrawn, nothing else.
+    int64_t ran = 0;
+    for (const BatchTrace& b : core->RecentBatches(0)) ran += b.size;
+    EXPECT_EQ(ran, 17);
+    const ModelCounters c = core->Counters()[0];
+    EXPECT_EQ(c.cancelled, 1001);
+    EXPECT_EQ(c.good, 17);
+    EXPECT_EQ(c.batched_requests, 17);
+    EXPECT_EQ(core->in_flight(), 0);
+  }
 }
 
 TEST(InferenceCoreTest, CreateChecksCounts) {

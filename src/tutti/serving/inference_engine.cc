@@ -19,10 +19,15 @@ absl::Status CheckSubmission(const ClusterSpec& spec, const std::vector<ModelSha
   return absl::OkStatus();
 }
 
-absl::Status InferenceEngine::SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
-                                               Duration objective, InferenceCallback done) {
-  if (sequence.id != 0) return absl::InvalidArgumentError("this server keeps no sequences");
+absl::Status InferenceEngine::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                                         Duration objective, InferenceCallback done) {
+  if (context.sequence.id != 0) return absl::InvalidArgumentError("this server keeps no sequences");
   return Submit(model, std::move(input), objective, std::move(done));
+}
+
+absl::Status CancelledError(const ClusterSpec& spec, ModelId model) {
+  return absl::CancelledError(absl::StrCat("this '", spec.models[model].name, "' request was cancelled (its client "
+                                           "went away or cancelled it, or its timeout passed) before it ran"));
 }
 
 absl::Status DroppedError(const ClusterSpec& spec, ModelId model) {

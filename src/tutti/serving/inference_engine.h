@@ -9,11 +9,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "tutti/core/cancel_flag.h"
 #include "tutti/core/outcome_counts.h"
 #include "tutti/core/time.h"
 #include "tutti/delays/delay_model.h"
@@ -94,12 +96,14 @@ struct ModelShape {
 };
 
 // Counts an ended request in `c`: OK is `late` or good, DeadlineExceeded
-// dropped, anything else an error.
+// dropped, Cancelled cancelled, anything else an error.
 inline void CountOutcome(const absl::Status& status, bool late, OutcomeCounts* c) {
   if (status.ok()) {
     ++(late ? c->late : c->good);
   } else if (status.code() == absl::StatusCode::kDeadlineExceeded) {
     ++c->dropped;
+  } else if (status.code() == absl::StatusCode::kCancelled) {
+    ++c->cancelled;
   } else {
     ++c->error;
   }
@@ -121,6 +125,15 @@ inline Time DeadlineOf(const ClusterSpec& spec, ModelId model, Time now, Duratio
   return now + (objective > 0 ? objective : spec.models[model].slo);
 }
 
+// The answer to a request withdrawn by its CancelFlag.
+absl::Status CancelledError(const ClusterSpec& spec, ModelId model);
+
+// What a request carries besides its input (InferenceEngine::SubmitWith).
+struct RequestContext {
+  SequenceRef sequence;                     // id 0: none
+  std::shared_ptr<const CancelFlag> cancel;  // null: it is never withdrawn
+};
+
 // Thread-safety: every method may be called from any thread.
 class InferenceEngine {
  public:
@@ -135,12 +148,14 @@ class InferenceEngine {
   virtual absl::Status Submit(ModelId model, std::vector<float> input, Duration objective,
                               InferenceCallback done) = 0;
 
-  // Submit() for a request of a stateful model's sequence (model_config.h
-  // SequenceBatching; `sequence.id` != 0). Engines that keep sequences
-  // check them (serving/sequence_engine.h); the default passes a request
-  // with no sequence to Submit() and refuses one with a sequence.
-  virtual absl::Status SubmitInSequence(ModelId model, SequenceRef sequence, std::vector<float> input,
-                                        Duration objective, InferenceCallback done);
+  // Submit() with what else a request carries (RequestContext): a stateful
+  // model's sequence (`sequence.id` != 0), which engines that keep
+  // sequences check (serving/sequence_engine.h); and a cancel flag, which
+  // engines that can withdraw a request check before it joins a batch. The
+  // default passes a request with no sequence to Submit(), ignoring its
+  // flag, and refuses one with a sequence.
+  virtual absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                                  Duration objective, InferenceCallback done);
 
   // New requests are refused from now on; accepted ones still complete.
   virtual void StopAccepting() = 0;

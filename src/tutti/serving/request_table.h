@@ -55,6 +55,7 @@ class RequestTable {
     Time arrival;
     Time deadline;
     SequenceRef sequence{};  // of a stateful model's request; set by the owner
+    std::shared_ptr<const CancelFlag> cancel;  // set by the owner; null: never withdrawn
     Extra extra{};
   };
 

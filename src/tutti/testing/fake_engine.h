@@ -9,7 +9,9 @@
 //     shorter than the model's ℓ(1) is dropped with DroppedError, as a
 //     scheduler drops what it cannot meet;
 //   - it arrives and starts at Now() (the ManualClock given, which the test
-//     may advance) and finishes ℓ(1) later: on time.
+//     may advance) and finishes ℓ(1) later: on time;
+//   - one whose cancel flag is set then is answered Cancelled, as an engine
+//     withdraws it at dispatch.
 // BusyFractions() are the `busy` given, so metrics have something to show;
 // Delays() reports the compute ratios SetComputeRatio gave (a model's
 // batches measured that much slower than its profile), and nothing else.
@@ -68,6 +70,24 @@ class FakeEngine final : public InferenceEngine {
         ++c.batches;
         ++c.batched_requests;
       }
+    }
+    done(std::move(out));
+    return absl::OkStatus();
+  }
+
+  absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
+                          Duration objective, InferenceCallback done) override {
+    if (context.cancel == nullptr || !context.cancel->Cancelled(clock_->Now())) {
+      return InferenceEngine::SubmitWith(model, context, std::move(input), objective, std::move(done));
+    }
+    TUTTI_RETURN_IF_ERROR(CheckSubmission(spec_, shapes_, model, input.size(), objective));
+    InferenceOutcome out;
+    out.arrival = out.finished = clock_->Now();
+    out.deadline = DeadlineOf(spec_, model, out.arrival, objective);
+    out.status = CancelledError(spec_, model);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++counters_[model].cancelled;
     }
     done(std::move(out));
     return absl::OkStatus();
