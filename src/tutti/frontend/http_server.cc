@@ -159,7 +159,6 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
     const bool keep_alive = req.keep_alive();
     const unsigned version = req.version();
     Lowest().expires_never();
-    WatchForClose(request.cancel);
     ++shared_->unanswered;
     handler_->Handle(std::move(request), [self = this->shared_from_this(), keep_alive, version](HttpResponse r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version]() mutable {
@@ -168,28 +167,7 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
     });
   }
 
-  // While the handler works on a request, the socket turning readable with
-  // nothing to read means the client closed the connection: no one waits
-  // for the answer any more. Bytes of a next request end the watch.
-  void WatchForClose(std::shared_ptr<CancelFlag> cancel) {
-    watching_ = true;
-    Lowest().socket().async_wait(tcp::socket::wait_read, [self = this->shared_from_this(),
-                                                          cancel = std::move(cancel)](beast::error_code ec) {
-      if (ec || !self->watching_) return;
-      self->watching_ = false;
-      beast::error_code available;
-      if (self->buffer_.size() == 0 && self->Lowest().socket().available(available) == 0 && !available) {
-        cancel->Cancel();
-      }
-    });
-  }
-
   void Write(HttpResponse r, bool keep_alive, unsigned version, bool answers_handler = false) {
-    if (watching_) {  // the answer is here: the watch ends before the socket is used again
-      watching_ = false;
-      beast::error_code ec;
-      Lowest().socket().cancel(ec);
-    }
     if (r.prepare) std::exchange(r.prepare, nullptr)(&r);
     if (r.stream) return StartStream(std::move(r), version, answers_handler);
     auto res = std::make_shared<http::response<http::string_body>>(static_cast<http::status>(r.status), version);
@@ -288,7 +266,6 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
   HttpHandler* handler_;
   Shared* const shared_;
   bool reading_ = false;  // waiting for a request
-  bool watching_ = false;  // for the client's close while its request is handled (WatchForClose)
   bool closing_ = false;  // TLS: shutting down
   // A streamed response (HttpResponse::stream): what waits to be written.
   static constexpr size_t kMaxQueuedStreamBytes = 1 << 20;

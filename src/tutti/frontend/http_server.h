@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tutti/core/cancel_flag.h"
 #include "tutti/core/time.h"
 #include "tutti/net/event_loop.h"
 #include "tutti/net/tls.h"
@@ -29,9 +28,6 @@ struct HttpRequest {
   std::string method;  // "GET", "POST", …
   std::string target;  // path and query
   std::string body;
-  // Cancelled once the client closes its connection before the response
-  // (plain TCP; behind TLS, when the close comes without close_notify).
-  std::shared_ptr<CancelFlag> cancel = std::make_shared<CancelFlag>();
   std::vector<std::pair<std::string, std::string>> headers;
 
   // The first header with this (case-insensitive) name, or "".

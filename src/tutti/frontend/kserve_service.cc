@@ -181,11 +181,7 @@ absl::StatusOr<InferRequest> KserveService::Parse(int model, const HttpRequest& 
     json_length = n;
   }
   absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, frontend_->served(model).config, json_length);
-  if (!parsed.ok()) {
-    frontend_->CountRejected(model);
-    return parsed;
-  }
-  parsed->cancel = request.cancel;  // the client closing its connection withdraws the request
+  if (!parsed.ok()) frontend_->CountRejected(model);
   return parsed;
 }
 
