@@ -136,9 +136,10 @@ void WriteTypedJsonOutputs(KserveJsonWriter& w, const ModelConfig& config, const
       w.Key("data");
       w.StartArray();
       if (spec.datatype == DataType::kBytes) {
+        // Well formed: TypedOutputs wrote it.
         const absl::StatusOr<std::vector<absl::string_view>> elements = SplitBytesElements(bytes, spec.name);
-        for (absl::string_view e : elements.ok() ? *elements : std::vector<absl::string_view>()) {
-          WriteElement(w, WireScalar{.kind = WireScalar::kBytes, .s = e});
+        for (size_t i = 0; elements.ok() && i < elements->size(); ++i) {
+          WriteElement(w, WireScalar{.kind = WireScalar::kBytes, .s = (*elements)[i]});
         }
       } else {
         const int64_t n = static_cast<int64_t>(bytes.size() / DataTypeSize(spec.datatype));

@@ -175,7 +175,7 @@ absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& conte
     return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
   }
   const uint64_t id = table_.Add(model, std::move(input), std::move(done), now, deadline);
-  table_.Find(id)->sequence = context.sequence;
+  if (context.sequence.id != 0) table_.Find(id)->sequence = context.sequence;
   if (sync_.synced()) HoldLocked(id, now);
   return absl::OkStatus();
 }
