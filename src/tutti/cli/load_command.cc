@@ -1,4 +1,5 @@
 // tutti load: the open-loop load generator.
+#include <algorithm>
 #include <iostream>
 #include <optional>
 
@@ -36,7 +37,7 @@ absl::Status ParseSchedule(const std::string& text, WorkloadSpec* w) {
 
 int LoadCommand(const Args& args) {
   LoadSpec spec;
-  std::string models, arrival = "poisson", schedule, csv, protocol = "http", html;
+  std::string models, arrival = "poisson", schedule, csv, protocol = "http", html, priorities;
   double rate = 100, duration_s = 10, warmup_s = 1, slo_ms = 100, gamma_shape = 1, zipf = 0, tolerance = 0.02;
   int64_t seed = 1;
   bool json = false, find_goodput = false;
@@ -61,6 +62,13 @@ int LoadCommand(const Args& args) {
   flags.Double("duration-s", &duration_s, "sending time per run, warm-up included");
   flags.Double("warmup-s", &warmup_s, "leading seconds not measured");
   flags.Double("slo-ms", &slo_ms, "latency objective sent with every request and judged");
+  flags.String("priorities", &priorities,
+               "shares of the requests sent at Triton's priority 1 (the highest), 2, …, e.g. 0.5,0.5 (each "
+               "request draws one; results are also reported per priority). The models need "
+               "dynamic_batching.priority_levels");
+  flags.Double("timeout-share", &spec.timeout_share,
+               "send Triton's timeout parameter at this share of --slo-ms (a client that gives up then; "
+               "0: none)");
   flags.Int("connections", &spec.connections, "most keep-alive connections (http)");
   flags.Bool("json", &json, "send JSON tensors instead of the binary tensor extension (http)");
   flags.Bool("kernel-timestamps", &spec.kernel_timestamps,
@@ -105,6 +113,20 @@ int LoadCommand(const Args& args) {
     if (absl::Status s = ParseSchedule(schedule, &spec.workload); !s.ok()) return Fail(s);
   }
   if (!(slo_ms > 0)) return Fail(absl::InvalidArgumentError("--slo-ms must be positive"));
+  if (!(spec.timeout_share >= 0)) return Fail(absl::InvalidArgumentError("--timeout-share must not be negative"));
+  for (absl::string_view share : absl::StrSplit(priorities, ',', absl::SkipEmpty())) {
+    double x = 0;
+    if (!absl::SimpleAtod(share, &x) || !(x >= 0)) {
+      return Fail(absl::InvalidArgumentError(
+          absl::StrCat("--priorities: '", share, "' is not a share (a non-negative number), in ", priorities)));
+    }
+    spec.workload.priority_shares.push_back(x);
+  }
+  if (!spec.workload.priority_shares.empty() &&
+      std::all_of(spec.workload.priority_shares.begin(), spec.workload.priority_shares.end(),
+                  [](double x) { return x == 0; })) {
+    return Fail(absl::InvalidArgumentError("--priorities: the shares must not all be 0"));
+  }
   if (spec.concurrency < 0) return Fail(absl::InvalidArgumentError("--concurrency must not be negative"));
   if (spec.concurrency > 0 && find_goodput) {
     return Fail(absl::InvalidArgumentError("--find-goodput searches open-loop rates; drop --concurrency"));

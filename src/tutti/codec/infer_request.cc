@@ -104,6 +104,19 @@ absl::Status CheckTimeout(bool integer, int64_t timeout_us) {
   return Bad("parameter 'timeout' must be an integer number of microseconds, from 0 (none) to 86400000000 (a day)");
 }
 
+absl::Status CheckPriority(bool integer) {
+  if (integer) return absl::OkStatus();
+  return Bad("parameter 'priority' must be a non-negative integer (1: the highest level; 0: the model's default)");
+}
+
+int PriorityLevel(const ModelConfig& config, uint64_t priority) {
+  if (config.priority_levels == 0) return 0;
+  const uint64_t level = priority == 0 || priority > static_cast<uint64_t>(config.priority_levels)
+                             ? static_cast<uint64_t>(config.default_priority_level)
+                             : priority;
+  return static_cast<int>(level) - 1;
+}
+
 std::string ConfigDataTypeName(DataType type) {
   return type == DataType::kBytes ? "TYPE_STRING" : absl::StrCat("TYPE_", DataTypeName(type));
 }

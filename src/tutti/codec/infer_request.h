@@ -45,12 +45,21 @@ struct InferRequest {
   // batch this long after it arrived is withdrawn (answered Cancelled).
   // 0: none.
   int64_t timeout_us = 0;
+  // Triton's "priority" parameter: 1 is the highest of the model's
+  // priority_levels; 0, or a level the model lacks, its default.
+  uint64_t priority = 0;
   // Set by the transport when its client goes away or cancels the call
   // (CancelFlag); null where it cannot tell.
   std::shared_ptr<CancelFlag> cancel;
 };
 // The "timeout" parameter: microseconds, an integer from 0 (none) to a day.
 absl::Status CheckTimeout(bool integer, int64_t timeout_us);
+// The "priority" parameter: a non-negative integer.
+absl::Status CheckPriority(bool integer);
+// The scheduler's level (Request::level, 0 first) of a request of `config`
+// sent with `priority`: as Triton, 0 and levels the model lacks mean its
+// default_priority_level.
+int PriorityLevel(const ModelConfig& config, uint64_t priority);
 
 // The `sequence_id` parameter (Triton's convention): an unsigned integer
 // below 2^63 or a string; 0 and "" mean none. A string maps to an id with

@@ -79,6 +79,11 @@ absl::Status ParseParameters(const Value& request, InferRequest* out) {
     TUTTI_RETURN_IF_ERROR(CheckTimeout(v.IsInt64(), v.IsInt64() ? v.GetInt64() : -1));
     out->timeout_us = v.GetInt64();
   }
+  if (p.HasMember("priority")) {
+    const Value& v = p["priority"];
+    TUTTI_RETURN_IF_ERROR(CheckPriority(v.IsUint64()));
+    out->priority = v.GetUint64();
+  }
   if (p.HasMember("accuracy")) {
     const Value& v = p["accuracy"];
     if (!v.IsNumber() || !(v.GetDouble() >= 0 && v.GetDouble() <= 1)) {
@@ -308,17 +313,25 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
 }
 
 EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector<int64_t>& shape,
-                                      absl::Span<const float> data, double objective_ms, bool binary,
+                                      absl::Span<const float> data, const InferParameters& params, bool binary,
                                       double min_accuracy) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();
-  if (objective_ms > 0 || binary || min_accuracy >= 0) {
+  if (params.objective_ms > 0 || params.priority > 0 || params.timeout_us > 0 || binary || min_accuracy >= 0) {
     w.Key("parameters");
     w.StartObject();
-    if (objective_ms > 0) {
+    if (params.objective_ms > 0) {
       w.Key("latency_objective_ms");
-      w.Double(objective_ms);
+      w.Double(params.objective_ms);
+    }
+    if (params.priority > 0) {
+      w.Key("priority");
+      w.Uint64(params.priority);
+    }
+    if (params.timeout_us > 0) {
+      w.Key("timeout");
+      w.Int64(params.timeout_us);
     }
     if (min_accuracy >= 0) {
       w.Key("accuracy");
@@ -486,6 +499,12 @@ std::string WriteModelConfig(const ModelConfig& config) {
     if (config.max_queue_delay_us) {
       w.Key("max_queue_delay_microseconds");
       w.Int64(*config.max_queue_delay_us);
+    }
+    if (config.priority_levels > 0) {
+      w.Key("priority_levels");
+      w.Int64(config.priority_levels);
+      w.Key("default_priority_level");
+      w.Int64(config.default_priority_level);
     }
     w.EndObject();
   }

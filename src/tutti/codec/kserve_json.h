@@ -60,10 +60,20 @@ InferResponseBody WriteInferResponse(const ModelConfig& config, int64_t version,
 
 // The client side of the same protocol (the load generator, tests).
 
+// A request's parameters, each left out at its default: due
+// `objective_ms` after receipt (latency_objective_ms; 0: the model's
+// default), Triton's `priority` (0: the model's default) and `timeout` (µs;
+// 0: none).
+struct InferParameters {
+  double objective_ms = 0;
+  uint64_t priority = 0;
+  int64_t timeout_us = 0;
+};
+
 // A request for one FP32 input `name` of `shape` (batch dimension
-// included) carrying `data`, due `objective_ms` after receipt (0: the
-// model's default). With `binary`, the data and the answer travel as raw
-// bytes; the body is then json_length bytes of JSON followed by the data.
+// included) carrying `data`. With `binary`, the data and the answer travel
+// as raw bytes; the body is then json_length bytes of JSON followed by the
+// data.
 struct EncodedInferRequest {
   std::string body;
   std::optional<size_t> json_length;  // the Inference-Header-Content-Length to send
@@ -71,7 +81,7 @@ struct EncodedInferRequest {
 // `min_accuracy` ≥ 0 adds the model-less parameter "accuracy" (a request to
 // /v2/tasks/{task}/infer).
 EncodedInferRequest WriteInferRequest(const std::string& name, const std::vector<int64_t>& shape,
-                                      absl::Span<const float> data, double objective_ms, bool binary,
+                                      absl::Span<const float> data, const InferParameters& params, bool binary,
                                       double min_accuracy = -1);
 
 // What a client reads from an inference response: the first output's values

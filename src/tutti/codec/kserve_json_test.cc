@@ -64,6 +64,26 @@ TEST(KserveJsonTest, LatencyObjectiveParameter) {
               HasSubstr("'latency_objective_ms' must be a positive number"));
 }
 
+TEST(KserveJsonTest, PriorityParameterIsTritonsAndMapsToALevel) {
+  auto with = [](const std::string& value) {
+    return Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", R"("parameters":{"priority":)" + value + "},");
+  };
+  absl::StatusOr<InferRequest> r = ParseInferRequest(with("1"), Mlp());
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->priority, 1u);
+  for (const char* bad : {"-1", "1.5", "\"1\"", "true"}) {
+    EXPECT_THAT(ErrorOf(with(bad)), HasSubstr("parameter 'priority' must be a non-negative integer")) << bad;
+  }
+  ModelConfig config = Mlp();
+  EXPECT_EQ(PriorityLevel(config, 1), 0) << "no levels: one";
+  config.priority_levels = 3;
+  config.default_priority_level = 2;
+  EXPECT_EQ(PriorityLevel(config, 1), 0);
+  EXPECT_EQ(PriorityLevel(config, 3), 2);
+  EXPECT_EQ(PriorityLevel(config, 0), 1) << "0: the default";
+  EXPECT_EQ(PriorityLevel(config, 4), 1) << "a level the model lacks: the default, as Triton";
+}
+
 TEST(KserveJsonTest, TimeoutParameterIsTritonsMicroseconds) {
   auto with = [](const std::string& value) {
     return Request("[1,1,2,2]", "[1,2,3,4]", "FP32", "image", R"("parameters":{"timeout":)" + value + "},");
@@ -192,7 +212,7 @@ TEST(KserveJsonErrorTest, BinaryLengthsThatLie) {
 TEST(KserveJsonTest, ClientSideRoundTripsThroughTheServerSide) {
   const std::vector<float> data = {0.25f, -1, 3.5f, 4, 5, 6, 7, 1e-7f};
   for (bool binary : {false, true}) {
-    const EncodedInferRequest req = WriteInferRequest("image", {2, 1, 2, 2}, data, 7.5, binary);
+    const EncodedInferRequest req = WriteInferRequest("image", {2, 1, 2, 2}, data, {.objective_ms = 7.5}, binary);
     EXPECT_EQ(req.json_length.has_value(), binary);
     absl::StatusOr<InferRequest> parsed = ParseInferRequest(req.body, Mlp(), req.json_length);
     ASSERT_TRUE(parsed.ok()) << parsed.status();

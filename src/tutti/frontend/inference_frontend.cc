@@ -156,7 +156,8 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
     if (cancel == nullptr) cancel = std::make_shared<CancelFlag>();
     cancel->ExpireAt(engine_->Now() + Micros(request.timeout_us));
   }
-  const RequestContext context{request.sequence, std::move(cancel)};
+  const RequestContext context{request.sequence, std::move(cancel),
+                               PriorityLevel(state.served.config, request.priority)};
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
     absl::Status s = engine_->SubmitWith(engine_model, context, std::move(item), objective,

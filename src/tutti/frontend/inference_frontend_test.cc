@@ -24,6 +24,7 @@ class HoldingEngine final : public InferenceEngine {
     {
       std::lock_guard<std::mutex> lock(mu_);
       flags_.push_back(context.cancel);
+      levels_.push_back(context.level);
     }
     return InferenceEngine::SubmitWith(model, context, std::move(input), objective, std::move(done));
   }
@@ -31,6 +32,11 @@ class HoldingEngine final : public InferenceEngine {
   std::vector<std::shared_ptr<const CancelFlag>> flags() {
     std::lock_guard<std::mutex> lock(mu_);
     return flags_;
+  }
+  // The priority level each item was submitted at.
+  std::vector<int> levels() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return levels_;
   }
   void StopAccepting() override {}
   void WaitIdle() override {}
@@ -58,6 +64,7 @@ class HoldingEngine final : public InferenceEngine {
   std::mutex mu_;
   std::vector<InferenceCallback> held_;
   std::vector<std::shared_ptr<const CancelFlag>> flags_;
+  std::vector<int> levels_;
 };
 
 class AdmissionTest : public ::testing::Test {
@@ -107,6 +114,28 @@ TEST_F(AdmissionTest, RequestsBeyondTheQueueLimitAreRefusedAtOnceAndPlacesFreeAs
   Infer(3, &later);
   EXPECT_FALSE(later.has_value());  // accepted, held
   EXPECT_EQ(engine_.in_flight(), 4);
+}
+
+// Triton's priority reaches the engine as the model's level (0 first):
+// 0, or a level the model lacks, is its default.
+TEST(PriorityTest, ARequestsPriorityReachesTheEngineAsTheModelsLevel) {
+  HoldingEngine engine;
+  ModelConfig config;
+  config.name = "mlp";
+  config.inputs = {{"image", DataType::kFp32, {2}}};
+  config.outputs = {{"logits", DataType::kFp32, {3}}};
+  config.priority_levels = 3;
+  config.default_priority_level = 2;
+  InferenceFrontend frontend(&engine, {{config, 1}}, {});
+  for (uint64_t priority : {1, 3, 0, 7}) {
+    InferRequest r;
+    r.batch = 2;
+    r.data.assign(4, 0.5f);
+    r.priority = priority;
+    frontend.Infer(0, std::move(r), [](absl::StatusOr<InferenceFrontend::InferResult>) {});
+  }
+  EXPECT_EQ(engine.levels(), (std::vector<int>{0, 0, 2, 2, 1, 1, 1, 1}));
+  for (int i = 0; i < 8; ++i) engine.AnswerOne();
 }
 
 // A request's items carry one cancel flag: the transport's, expiring

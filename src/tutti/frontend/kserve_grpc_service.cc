@@ -96,6 +96,8 @@ void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out
   } else {
     inference::ModelDynamicBatching* batching = out->mutable_dynamic_batching();
     if (c.max_queue_delay_us) batching->set_max_queue_delay_microseconds(*c.max_queue_delay_us);
+    batching->set_priority_levels(static_cast<uint64_t>(c.priority_levels));
+    batching->set_default_priority_level(static_cast<uint64_t>(c.default_priority_level));
   }
 }
 
@@ -347,6 +349,13 @@ absl::StatusOr<InferRequest> ParseModelInfer(const inference::ModelInferRequest&
                                                                                 : static_cast<int64_t>(p.uint64_param());
     TUTTI_RETURN_IF_ERROR(CheckTimeout(integer, us));
     out.timeout_us = us;
+  }
+  if (auto it = request.parameters().find("priority"); it != request.parameters().end()) {
+    const InferParameter& p = it->second;
+    const bool uint = p.parameter_choice_case() == InferParameter::kUint64Param;
+    const bool int64 = p.parameter_choice_case() == InferParameter::kInt64Param && p.int64_param() >= 0;
+    TUTTI_RETURN_IF_ERROR(CheckPriority(uint || int64));
+    out.priority = uint ? p.uint64_param() : static_cast<uint64_t>(p.int64_param());
   }
   if (auto it = request.parameters().find("sequence_id"); it != request.parameters().end()) {
     const InferParameter& p = it->second;

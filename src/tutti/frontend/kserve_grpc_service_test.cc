@@ -335,6 +335,10 @@ TEST_F(KserveGrpcServiceTest, BadRequestsGetTheProtocolsCodesAndTheServerKeepsSe
        "parameter 'timeout' must be an integer number of microseconds"},
       {[](auto& r) { (*r.mutable_parameters())["timeout"].set_double_param(10); }, grpc::StatusCode::INVALID_ARGUMENT,
        "parameter 'timeout' must be an integer number of microseconds"},
+      {[](auto& r) { (*r.mutable_parameters())["priority"].set_int64_param(-1); }, grpc::StatusCode::INVALID_ARGUMENT,
+       "parameter 'priority' must be a non-negative integer"},
+      {[](auto& r) { (*r.mutable_parameters())["priority"].set_string_param("high"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "parameter 'priority' must be a non-negative integer"},
       // ℓ(1) = 1.1 ms cannot be met within 0.5 ms: an explicit error, never silence.
       {[](auto& r) { (*r.mutable_parameters())["latency_objective_ms"].set_double_param(0.5); },
        grpc::StatusCode::DEADLINE_EXCEEDED, ""},
@@ -348,7 +352,7 @@ TEST_F(KserveGrpcServiceTest, BadRequestsGetTheProtocolsCodesAndTheServerKeepsSe
   }
   inference::ModelInferResponse ok;
   EXPECT_TRUE(Infer(Request(2), &ok).ok());
-  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("rejected":13)"));  // the 13 INVALID_ARGUMENT cases
+  EXPECT_THAT(frontend_->StatsJson(0), HasSubstr(R"("rejected":15)"));  // the 15 INVALID_ARGUMENT cases
 }
 
 TEST_F(KserveGrpcServiceTest, RefusesTheSameBadShapeAsHttpWithTheSameMessage) {

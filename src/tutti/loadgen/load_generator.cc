@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <random>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -97,6 +98,16 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     if (!targets[m].task.empty()) result.models[m].asked_accuracy = targets[m].min_accuracy;
     result.models[m].metrics.slo = spec.slo;
   }
+  const std::vector<double>& shares = spec.workload.priority_shares;
+  for (size_t level = 0; level < shares.size(); ++level) {
+    LoadModelResult& l = result.levels.emplace_back();
+    l.metrics.name = absl::StrCat("priority ", level + 1);
+    l.metrics.slo = spec.slo;
+  }
+  // Each request's priority, from its own seeded stream.
+  std::mt19937_64 level_rng(spec.seed * 977 + 3);
+  std::discrete_distribution<int> draw_level(shares.begin(), shares.end());
+  const Duration timeout = static_cast<Duration>(spec.timeout_share * static_cast<double>(spec.slo));
   SteadyClock::time_point last_send ABSL_GUARDED_BY(mu) = SteadyClock::now();
   std::vector<int64_t> sent(targets.size(), 0);
   // The sender runs on a transport thread (HTTP: the I/O thread), woken by a
@@ -113,10 +124,12 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   auto send = [&](const Arrival& a) {
     const LoadTarget& t = targets[a.model];
     int64_t image;
+    int level = 0;
     {
       std::lock_guard<std::mutex> lock(mu);  // closed loop: sends come from answer callbacks too
       image = sent[a.model]++ % std::max<int64_t>(1, images.size());
       lag.Record(std::max<Duration>(0, Since(start) - a.time));
+      if (!shares.empty()) level = draw_level(level_rng);
     }
     const bool measured = a.time >= spec.warmup;
     const int label = t.images ? images.labels[image] : -1;
@@ -128,7 +141,10 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     }
     const absl::Span<const float> data = t.images ? absl::MakeConstSpan(&pixels[image * 784], 784)
                                                   : absl::MakeConstSpan(zeros.data(), t.input_elements);
-    transport->Infer(t, data, ToMillis(spec.slo), [&, model = a.model, measured, label, sent_at](LoadAnswer r) {
+    const InferParameters params{.objective_ms = ToMillis(spec.slo),
+                                 .priority = shares.empty() ? 0 : static_cast<uint64_t>(level + 1),
+                                 .timeout_us = timeout / kMicrosecond};
+    transport->Infer(t, data, params, [&, model = a.model, measured, label, level, sent_at](LoadAnswer r) {
       const bool kernel = spec.kernel_timestamps && r.arrived;
       const Duration latency =
           kernel ? std::max<Duration>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(*r.arrived - sent_at).count())
@@ -137,8 +153,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
       if (spec.concurrency > 0) again(model);  // before this one stops counting as outstanding
       std::lock_guard<std::mutex> lock(mu);
       result.kernel_timed |= kernel;
-      if (measured) {
-        LoadModelResult& m = result.models[model];
+      auto record = [&](LoadModelResult& m) {
         ++m.metrics.arrived;
         if (!r.error.empty()) {
           ++m.metrics.error;
@@ -163,6 +178,10 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
             m.correct += predicted == label;
           }
         }
+      };
+      if (measured) {
+        record(result.models[model]);
+        if (!result.levels.empty()) record(result.levels[level]);
       }
       if (--outstanding == 0) answered.notify_all();
     });
@@ -328,6 +347,10 @@ void PrintLoadResult(const LoadResult& r, std::ostream& out) {
   }
   row(r.total, "-");
   who(r.total);
+  for (const LoadModelResult& l : r.levels) {  // every model's requests, by the priority they were sent at
+    row(l, "-");
+    for (const auto& [what, n] : l.errors) out << absl::StrFormat("    %d × %s\n", n, what);
+  }
   out << absl::StrFormat("SLO %s ms; measured %.1f s; sender lag p99 %s ms, max %s ms; latency to %s\n",
                          FormatMillis(r.total.metrics.slo), w, FormatMillis(r.p99_send_lag), FormatMillis(r.max_send_lag),
                          r.kernel_timed ? "the kernel's receipt of the answer" : "the client's reading of the answer");
@@ -349,6 +372,7 @@ absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
   };
   for (const LoadModelResult& m : r.models) row(m, m.Accuracy());
   row(r.total, 0);
+  for (const LoadModelResult& l : r.levels) row(l, l.Accuracy());
   return WriteFileAtomic(path, csv);
 }
 

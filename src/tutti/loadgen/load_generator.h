@@ -35,6 +35,10 @@ struct LoadSpec {
   Duration warmup = kSecond;             // requests sent before this are not measured
   uint64_t seed = 1;
   Duration slo = 100 * kMillisecond;     // sent as latency_objective_ms; p99 is judged against it
+  // Sent as Triton's `timeout` parameter: this share of the SLO (a client
+  // that gives up then; the server withdraws the request if still queued,
+  // answered as an error). 0: none.
+  double timeout_share = 0;
   // Most keep-alive connections open at once. HTTP/1.1 carries one request
   // at a time per connection, so this must exceed rate × latency (Little's
   // law): 20k r/s answered in 20 ms need 400.
@@ -82,6 +86,9 @@ struct LoadResult {
   double rate = 0;                       // offered total rate
   Duration window = 0;                   // measured sending span
   std::vector<LoadModelResult> models;
+  // With workload.priority_shares: every model's requests by the priority
+  // they were sent at ("priority 1", …).
+  std::vector<LoadModelResult> levels;
   LoadModelResult total;
   Duration max_send_lag = 0;             // worst lateness of a send vs its schedule
   Duration p99_send_lag = 0;

@@ -132,6 +132,26 @@ TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
   }
 }
 
+// Triton's priority and timeout parameters go with every request and the
+// server takes them (an ill-formed one would be answered 400); the results
+// come per priority too, each request counted once.
+TEST_F(LoadGeneratorTest, PrioritiesAndTimeoutsAreSentAndReportedPerPriority) {
+  spec_.workload.priority_shares = {0.25, 0.75};
+  spec_.timeout_share = 10;  // 500 ms: never reached here
+  for (const LoadProtocol protocol : {LoadProtocol::kHttp, LoadProtocol::kGrpc}) {
+    spec_.protocol = protocol;
+    spec_.port = protocol == LoadProtocol::kGrpc ? server_->grpc_port() : server_->port();
+    absl::StatusOr<LoadResult> r = RunLoad(spec_);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(r->levels.size(), 2u);
+    EXPECT_EQ(r->levels[0].metrics.name, "priority 1");
+    EXPECT_EQ(r->levels[0].metrics.arrived + r->levels[1].metrics.arrived, r->total.metrics.arrived);
+    EXPECT_GT(r->levels[1].metrics.arrived, 2 * r->levels[0].metrics.arrived);
+    EXPECT_EQ(r->total.metrics.error, 0);
+    EXPECT_EQ(r->levels[0].metrics.error + r->levels[1].metrics.error, 0);
+  }
+}
+
 // Model-less load (INFaaS): "task:toy@0.9" asks for accuracy 0.9, which only
 // image_hq has; "task:toy" asks for none. Every answer names its variant.
 TEST_F(LoadGeneratorTest, ModelLessTargetsCountTheVariantsThatServedThem) {

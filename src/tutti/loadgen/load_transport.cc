@@ -120,8 +120,8 @@ class HttpTransport final : public LoadTransport {
     return t;
   }
 
-  void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
-    EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, objective_ms, binary_, t.min_accuracy);
+  void Infer(const LoadTarget& t, absl::Span<const float> data, const InferParameters& params, Done done) override {
+    EncodedInferRequest encoded = WriteInferRequest(t.input, t.shape, data, params, binary_, t.min_accuracy);
     ClientRequest r{"POST",
                     t.task.empty() ? absl::StrCat("/v2/models/", t.name, "/infer")
                                    : absl::StrCat("/v2/tasks/", t.task, "/infer"),
@@ -215,7 +215,7 @@ class GrpcTransport final : public LoadTransport {
     return t;
   }
 
-  void Infer(const LoadTarget& t, absl::Span<const float> data, double objective_ms, Done done) override {
+  void Infer(const LoadTarget& t, absl::Span<const float> data, const InferParameters& params, Done done) override {
     auto call = std::make_shared<Call>();
     if (!authorization_.empty()) call->context.AddMetadata("authorization", authorization_);
     inference::ModelInferRequest& r = call->request;
@@ -225,7 +225,9 @@ class GrpcTransport final : public LoadTransport {
       (*r.mutable_parameters())["task"].set_string_param(t.task);
       if (t.min_accuracy >= 0) (*r.mutable_parameters())["accuracy"].set_double_param(t.min_accuracy);
     }
-    (*r.mutable_parameters())["latency_objective_ms"].set_double_param(objective_ms);
+    if (params.objective_ms > 0) (*r.mutable_parameters())["latency_objective_ms"].set_double_param(params.objective_ms);
+    if (params.priority > 0) (*r.mutable_parameters())["priority"].set_uint64_param(params.priority);
+    if (params.timeout_us > 0) (*r.mutable_parameters())["timeout"].set_int64_param(params.timeout_us);
     auto* in = r.add_inputs();
     in->set_name(t.input);
     in->set_datatype("FP32");

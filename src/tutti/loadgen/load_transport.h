@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "tutti/codec/kserve_json.h"
 #include "tutti/core/time.h"
 
 namespace tutti {
@@ -60,9 +61,10 @@ class LoadTransport {
   // variant's). NotFound for a model or task the server does not serve;
   // Unavailable when the server cannot be reached.
   virtual absl::StatusOr<LoadTarget> Describe(const std::string& model) = 0;
-  // Sends one request of `data` (one item) due `objective_ms` after receipt;
-  // `done` is called exactly once unless the transport is destroyed first.
-  virtual void Infer(const LoadTarget& target, absl::Span<const float> data, double objective_ms, Done done) = 0;
+  // Sends one request of `data` (one item) with `params`; `done` is called
+  // exactly once unless the transport is destroyed first.
+  virtual void Infer(const LoadTarget& target, absl::Span<const float> data, const InferParameters& params,
+                     Done done) = 0;
   // Readies the transport for `concurrency` requests in flight at once
   // (HTTP: opens that many keep-alive connections), so that the first
   // seconds of a run do not pay for connection set-up. Blocking.

@@ -82,7 +82,7 @@ absl::StatusOr<std::vector<OfflineAnswer>> RunOfflineJob(int64_t total, const Of
       ++answers[i].attempts;
       lock.unlock();
       const std::vector<float> data = io.input(i);
-      io.transport->Infer(io.target, data, options.objective_ms, [&, i](LoadAnswer a) {
+      io.transport->Infer(io.target, data, {.objective_ms = options.objective_ms}, [&, i](LoadAnswer a) {
         std::unique_lock<std::mutex> l(mu);
         --in_flight;
         ++own_ended;

@@ -17,7 +17,7 @@ using ::testing::HasSubstr;
 class HeldTransport final : public LoadTransport {
  public:
   absl::StatusOr<LoadTarget> Describe(const std::string& model) override { return LoadTarget{model, "x"}; }
-  void Infer(const LoadTarget&, absl::Span<const float> data, double, Done done) override {
+  void Infer(const LoadTarget&, absl::Span<const float> data, const InferParameters&, Done done) override {
     held_.emplace_back(static_cast<int64_t>(data[0]), std::move(done));
     sent_ += 1;
     most_held_ = std::max<int64_t>(most_held_, static_cast<int64_t>(held_.size()));

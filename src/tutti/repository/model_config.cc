@@ -257,6 +257,10 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     TUTTI_RETURN_IF_ERROR(br.CheckIsMap());
     TUTTI_ASSIGN_OR_RETURN(c.max_queue_delay_us,
                            br.OptionalScalar<int64_t>("max_queue_delay_microseconds", "an integer"));
+    TUTTI_ASSIGN_OR_RETURN(auto levels, br.OptionalScalar<int64_t>("priority_levels", "an integer"));
+    TUTTI_ASSIGN_OR_RETURN(auto default_level, br.OptionalScalar<int64_t>("default_priority_level", "an integer"));
+    c.priority_levels = levels.value_or(0);
+    c.default_priority_level = default_level.value_or(0);
     TUTTI_RETURN_IF_ERROR(br.CheckNoUnknownFields());
   }
   YAML::Node profiles = r.Get("profiles");
@@ -460,6 +464,17 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.latency_objective_ms && !(*c.latency_objective_ms > 0)) {
     return Invalid("latency_objective_ms", "must be positive");
   }
+  if (c.priority_levels < 0 || c.priority_levels > kMaxPriorityLevels) {
+    return Invalid("dynamic_batching.priority_levels", absl::StrCat("must be from 0 to ", kMaxPriorityLevels));
+  }
+  if (c.priority_levels > 0 && (c.default_priority_level < 1 || c.default_priority_level > c.priority_levels)) {
+    return Invalid("dynamic_batching.default_priority_level",
+                   absl::StrCat("must be from 1 to priority_levels (", c.priority_levels, "), got ",
+                                c.default_priority_level));
+  }
+  if (c.priority_levels == 0 && c.default_priority_level != 0) {
+    return Invalid("dynamic_batching.default_priority_level", "needs priority_levels");
+  }
   if (c.parity) {
     if (c.parity->deployed.empty()) return Invalid("parity.deployed", "name the deployed model");
     if (c.parity->deployed == c.name) return Invalid("parity.deployed", "a parity model cannot protect itself");
@@ -568,9 +583,14 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     out << YAML::Key << "latency_objective_ms" << YAML::Value << absl::StrFormat("%g", *c.latency_objective_ms);
   }
   if (c.load_ms) out << YAML::Key << "load_ms" << YAML::Value << absl::StrFormat("%.3f", *c.load_ms);
-  if (c.max_queue_delay_us) {
-    out << YAML::Key << "dynamic_batching" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key
-        << "max_queue_delay_microseconds" << YAML::Value << *c.max_queue_delay_us << YAML::EndMap;
+  if (c.max_queue_delay_us || c.priority_levels > 0) {
+    out << YAML::Key << "dynamic_batching" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    if (c.max_queue_delay_us) out << YAML::Key << "max_queue_delay_microseconds" << YAML::Value << *c.max_queue_delay_us;
+    if (c.priority_levels > 0) {
+      out << YAML::Key << "priority_levels" << YAML::Value << c.priority_levels << YAML::Key
+          << "default_priority_level" << YAML::Value << c.default_priority_level;
+    }
+    out << YAML::EndMap;
   }
   if (!c.profiles.empty()) {
     out << YAML::Key << "profiles" << YAML::Value << YAML::BeginMap;

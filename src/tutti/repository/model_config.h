@@ -148,6 +148,9 @@ struct SequenceBatching {
   bool operator==(const SequenceBatching&) const = default;
 };
 
+// The most priority levels a model may have (dynamic_batching.priority_levels).
+inline constexpr int64_t kMaxPriorityLevels = 16;
+
 struct ModelConfig {
   std::string name;
   Platform platform = Platform::kBuiltin;
@@ -170,6 +173,11 @@ struct ModelConfig {
   // batch took on this CPU, in ms, measured by `tutti profile`.
   std::optional<double> load_ms;
   std::optional<int64_t> max_queue_delay_us;  // dynamic_batching.max_queue_delay_microseconds
+  // dynamic_batching.priority_levels and default_priority_level (Triton's):
+  // requests name a level from 1 (served first) to priority_levels with
+  // their "priority" parameter; 0 or none: the default. 0 levels: one.
+  int64_t priority_levels = 0;
+  int64_t default_priority_level = 0;
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
   std::optional<ParitySpec> parity;                // set for parity models only
   std::vector<EnsembleStep> steps;                 // platform ensemble only

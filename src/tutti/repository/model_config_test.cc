@@ -206,6 +206,26 @@ TEST(ModelConfigErrorTest, BadDynamicBatching) {
               HasSubstr("dynamic_batching.max_queue_delay_microseconds"));
   EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "preferred_batch_size: [4]")),
               HasSubstr("unknown field 'dynamic_batching.preferred_batch_size'"));
+  EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "priority_levels: 2, default_priority_level: 3")),
+              HasSubstr("dynamic_batching.default_priority_level': must be from 1 to priority_levels (2), got 3"));
+  EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "priority_levels: 2")),
+              HasSubstr("dynamic_batching.default_priority_level"));
+  EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "priority_levels: 17, default_priority_level: 1")),
+              HasSubstr("dynamic_batching.priority_levels': must be from 0 to 16"));
+  EXPECT_THAT(ErrorOf(Edit("max_queue_delay_microseconds: 500", "default_priority_level: 1")),
+              HasSubstr("needs priority_levels"));
+}
+
+TEST(ModelConfigTest, PriorityLevelsAreTritonsAndRoundTrip) {
+  absl::StatusOr<ModelConfig> c =
+      ParseModelConfig(Edit("max_queue_delay_microseconds: 500", "priority_levels: 3, default_priority_level: 2"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->priority_levels, 3);
+  EXPECT_EQ(c->default_priority_level, 2);
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->priority_levels, 3);
+  EXPECT_EQ(again->default_priority_level, 2);
 }
 
 TEST(ModelConfigErrorTest, WrongType) {

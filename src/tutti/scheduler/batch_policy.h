@@ -21,10 +21,12 @@
 
 namespace tutti {
 
-// A model's waiting requests, ordered by deadline (ties: arrival order).
+// A model's waiting requests, ordered by priority level (Request::level,
+// 0 first), then by deadline (ties: arrival order).
 using RequestQueue = std::deque<Request>;
 
-// Inserts keeping deadline order; O(1) when deadlines arrive in order.
+// Inserts keeping that order; O(1) when deadlines arrive in order at one
+// level.
 void EnqueueByDeadline(RequestQueue* queue, const Request& request);
 
 enum class BatchPolicyKind { kDeferred, kEager, kTimeout };
@@ -94,6 +96,11 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 // A head that fits the typical case but not the tail (the plan grew after
 // its batch was planned, or its timer fired late) is not dropped: deferred
 // and eager send the largest batch that fits the typical case at once.
+// With several priority levels queued, the head is the highest level's
+// first, and is not dropped early while lower levels are queued (dropping
+// theirs keeps batches full); each lower level's first is judged by the
+// same rules counting the requests ahead of it, and dropped first; a batch
+// of b is due by the earliest deadline of its b requests.
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,
                            const DropFn& on_drop);
 

@@ -249,5 +249,92 @@ TEST(HoldPaysTest, HoldingPaysOnlyForExpectedBatchMatesWorthTheWait) {
   EXPECT_TRUE(HoldPays(unlikely));
 }
 
+Request AtLevel(RequestId id, Time deadline, int level) { return Request{id, 0, 0, deadline, level}; }
+
+TEST(BatchPolicyTest, TheQueueKeepsHigherLevelsFirstThenDeadlines) {
+  RequestQueue q;
+  EnqueueByDeadline(&q, AtLevel(1, Millis(5), 1));
+  EnqueueByDeadline(&q, AtLevel(2, Millis(10), 0));
+  EnqueueByDeadline(&q, AtLevel(3, Millis(7), 0));
+  EnqueueByDeadline(&q, AtLevel(4, Millis(3), 1));
+  EnqueueByDeadline(&q, AtLevel(5, Millis(7), 0));  // ties keep arrival order
+  std::vector<RequestId> order;
+  for (const Request& r : q) order.push_back(r.id);
+  EXPECT_EQ(order, (std::vector<RequestId>{3, 5, 2, 4, 1}));
+}
+
+// ℓ(b) = b + 5 ms. Eight requests of level 0 due at 12 ms fill a batch of 7
+// (ℓ(7) = 12); an older request of level 1, due at 7 ms, would have led a
+// batch of two at one level (ℓ(2) = 7), but behind the eight it cannot
+// (ℓ(9) = 14): it is dropped, and the batch is the level-0 one.
+TEST(BatchPolicyTest, ALowerLevelThatCannotMakeItBehindTheHigherOneIsDroppedFirst) {
+  ModelSpec m = ExampleModel();
+  for (const BatchPolicyKind kind : {BatchPolicyKind::kDeferred, BatchPolicyKind::kEager}) {
+    RequestQueue q;
+    for (int i = 0; i < 8; ++i) EnqueueByDeadline(&q, AtLevel(i + 1, Millis(12), 0));
+    EnqueueByDeadline(&q, AtLevel(100, Millis(7), 1));
+    Dropped dropped;
+    const Candidate c = ComputeCandidate(kind, &q, BatchContext{0, 0, &m, {}, DropPolicy::kLazy}, dropped.Fn());
+    EXPECT_EQ(dropped.ids, std::vector<RequestId>{100});
+    EXPECT_EQ(c.size, 7);
+    EXPECT_EQ(q.size(), 8u);
+    for (const Request& r : q) EXPECT_EQ(r.level, 0);
+
+    RequestQueue one_level;  // the same requests at one level: the old one goes first
+    for (int i = 0; i < 8; ++i) EnqueueByDeadline(&one_level, At(i + 1, 0, m));
+    EnqueueByDeadline(&one_level, Request{100, 0, Millis(-5), Millis(7)});
+    Dropped none;
+    EXPECT_EQ(ComputeCandidate(kind, &one_level, BatchContext{0, 0, &m, {}, DropPolicy::kLazy}, none.Fn()).size, 2);
+    EXPECT_EQ(one_level.front().id, 100u);
+    EXPECT_TRUE(none.ids.empty());
+  }
+}
+
+// A lower level's request that fits rides in the batch behind the higher
+// ones, and its deadline bounds the batch: due at 10 ms behind four due at
+// 12 ms, a batch of five (ℓ(5) = 10) still makes it.
+TEST(BatchPolicyTest, ALowerLevelRidesBehindTheHigherOneWithinItsDeadline) {
+  ModelSpec m = ExampleModel();
+  RequestQueue q;
+  for (int i = 0; i < 4; ++i) EnqueueByDeadline(&q, AtLevel(i + 1, Millis(12), 0));
+  EnqueueByDeadline(&q, AtLevel(5, Millis(10), 1));
+  EnqueueByDeadline(&q, AtLevel(6, Millis(30), 1));
+  Dropped dropped;
+  const Candidate c =
+      ComputeCandidate(BatchPolicyKind::kEager, &q, BatchContext{0, 0, &m, {}, DropPolicy::kLazy}, dropped.Fn());
+  EXPECT_TRUE(dropped.ids.empty());
+  EXPECT_EQ(c.size, 5);  // six would end at 11 ms, past the 10 ms of the fifth
+  EXPECT_EQ(c.latest_dispatch, Millis(10 - 10));
+  const Batch b = TakeBatch(&q, 0, 0, c.exec_at, 0, c.size);
+  EXPECT_EQ(b.requests.back().id, 5u);
+  EXPECT_EQ(q.front().id, 6u);
+}
+
+// Early drop (window 4) at 4 ms: a batch of four (ℓ(4) = 9) would miss the
+// 12 ms of the head. At one level the two requests due then are dropped
+// early; with a lower level queued they are kept (theirs is the level early
+// drop thins) and lead a batch of three.
+TEST(BatchPolicyTest, TheHeadIsNotDroppedEarlyWhileALowerLevelIsQueued) {
+  ModelSpec m = ExampleModel();
+  m.early_drop_window = 4;
+  for (int low : {0, 1}) {
+    SCOPED_TRACE(low ? "two levels" : "one level");
+    RequestQueue q;
+    for (int i = 0; i < 2; ++i) EnqueueByDeadline(&q, AtLevel(i + 1, Millis(12), 0));
+    for (int i = 0; i < 3; ++i) EnqueueByDeadline(&q, AtLevel(i + 10, Millis(40), low));
+    Dropped dropped;
+    const Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &q,
+                                         BatchContext{Millis(4), Millis(4), &m, {}, DropPolicy::kEarly}, dropped.Fn());
+    if (low) {
+      EXPECT_TRUE(dropped.ids.empty());
+      EXPECT_EQ(c.size, 3);  // ends at 12 ms
+      EXPECT_EQ(q.front().id, 1u);
+    } else {
+      EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1, 2}));
+      EXPECT_EQ(q.front().id, 10u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tutti

@@ -21,6 +21,9 @@ struct Request {
   ModelId model = 0;
   Time arrival = 0;
   Time deadline = 0;  // the response must reach the client by then
+  // Its priority level among its model's requests: 0 is served first
+  // (Triton's priority 1). Lower levels wait behind it and are dropped first.
+  int level = 0;
 };
 
 // A batch the scheduler dispatched: `gpu` runs `requests` of `model`

@@ -107,7 +107,8 @@ absl::Status InferenceCore::SubmitWith(ModelId model, const RequestContext& cont
 void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
                                  const RequestContext& context) {
   const Time now = clock_->Now();
-  const Request r{table_.Add(model, std::move(input), std::move(done), now, deadline), model, now, deadline};
+  const Request r{table_.Add(model, std::move(input), std::move(done), now, deadline), model, now, deadline,
+                  context.level};
   if (context.sequence.id != 0 || context.cancel != nullptr) {  // most requests carry neither
     Pending& p = *table_.Find(r.id);
     p.sequence = context.sequence;

@@ -132,6 +132,7 @@ absl::Status CancelledError(const ClusterSpec& spec, ModelId model);
 struct RequestContext {
   SequenceRef sequence;                     // id 0: none
   std::shared_ptr<const CancelFlag> cancel;  // null: it is never withdrawn
+  int level = 0;                            // its priority level (Request::level)
 };
 
 // Thread-safety: every method may be called from any thread.

@@ -95,6 +95,19 @@ absl::Status ReadWorkload(const YAML::Node& node, const std::string& base_dir, W
   if (YAML::Node weights = r.Get("weights"); weights.IsSequence()) {
     for (const auto& x : weights) w->weights.push_back(x.as<double>());
   }
+  if (YAML::Node shares = r.Get("priorities"); shares.IsDefined()) {
+    if (!shares.IsSequence() || shares.size() == 0) {
+      return Invalid("workload.priorities", "expected a list of shares: priority 1's, 2's, …");
+    }
+    double sum = 0;
+    for (const auto& x : shares) {
+      const double share = x.as<double>();
+      if (!(share >= 0)) return Invalid("workload.priorities", "shares must not be negative");
+      w->priority_shares.push_back(share);
+      sum += share;
+    }
+    if (!(sum > 0)) return Invalid("workload.priorities", "shares must not all be 0");
+  }
   if (YAML::Node phases = r.Get("phases"); phases.IsSequence()) {
     for (size_t i = 0; i < phases.size(); ++i) {
       MapReader pr(phases[i], absl::StrCat("workload.phases[", i, "]"));

@@ -37,6 +37,7 @@
 //     gamma_shape: 0.5
 //     zipf: 1.0             # or weights: [...]
 //     phases: [{at_s: 5, rate: 8000}]
+//     priorities: [0.5, 0.5]   # shares sent at priority 1 (highest), 2, …
 //     trace: arrivals.csv   # time_ms,model_index
 //
 // Per-model optional keys: max_batch, max_queue_delay_ms, early_drop_window;

@@ -48,6 +48,7 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
     split.push_back(absl::StrFormat("%s %.1f ms", m.name, ToMillis(m.slo)));
   }
   if (!split.empty()) out << "graph: the objective split as " << absl::StrJoin(split, ", ") << "\n";
+  for (const ModelMetrics& m : r.levels) Row(m, w, out);  // requests by priority level, every model's
   out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%% (%.1f GPU-s running batches), %d batch(es) waited "
                          "for a busy GPU\n",
                          r.gpus_used, r.gpu_busy.size(), 100 * r.MeanBusy(), r.BusySeconds(), r.delayed_starts);

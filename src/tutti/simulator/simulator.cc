@@ -112,6 +112,9 @@ class Cluster final : public SchedulerListener {
       mm.slo = m.slo;
       result_->models.push_back(std::move(mm));
     }
+    for (size_t level = 0; level < config.workload.priority_shares.size(); ++level) {
+      result_->levels.emplace_back().name = absl::StrCat("priority ", level + 1);
+    }
   }
 
   bool Measured(const Request& r) const { return r.arrival >= config_.warmup; }
@@ -183,6 +186,12 @@ class Cluster final : public SchedulerListener {
       mm.latency.Record(response - r.arrival);
       mm.queueing.Record(start - r.arrival);
       ++(response <= r.deadline ? mm.good : mm.late);
+      if (!result_->levels.empty()) {
+        ModelMetrics& level = result_->levels[r.level];
+        level.latency.Record(response - r.arrival);
+        level.queueing.Record(start - r.arrival);
+        ++(response <= r.deadline ? level.good : level.late);
+      }
     }
     delays_->Record(Delay::kResponse, sample.at, sample.delay);
     if (measured_batch) mm.RecordBatch(static_cast<int>(batch.requests.size()));
@@ -192,6 +201,7 @@ class Cluster final : public SchedulerListener {
     if (series_) series_->Count(r.model, r.arrival, /*good=*/false);
     ++window_.outcomes.dropped;
     if (Measured(r)) ++result_->models[r.model].dropped;
+    if (Measured(r) && !result_->levels.empty()) ++result_->levels[r.level].dropped;
     if (!config_.graph) return;
     const auto [q, step] = items_.at(r.id);
     items_.erase(r.id);
@@ -405,6 +415,10 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   const int num_models = config.model_less ? 1 : static_cast<int>(config.cluster.models.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(config.workload, num_models, config.duration, config.seed));
+  // Each request's priority level, drawn from its own seeded stream.
+  std::mt19937_64 level_rng(config.seed * 977 + 3);
+  const std::vector<double>& shares = config.workload.priority_shares;
+  std::discrete_distribution<int> draw_level(shares.begin(), shares.end());
   Arrival a;
   while (source->Next(&a)) {
     clock.AdvanceTo(a.time);  // timers due first, in (time, insertion) order
@@ -421,8 +435,10 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     } else {
       objective = config.cluster.models[a.model].slo;
     }
-    const Request r{cluster.NextId(), a.model, a.time, a.time + objective};
+    const int level = shares.empty() ? 0 : draw_level(level_rng);
+    const Request r{cluster.NextId(), a.model, a.time, a.time + objective, level};
     if (r.arrival >= config.warmup) ++result.models[a.model].arrived;
+    if (r.arrival >= config.warmup && !shares.empty()) ++result.levels[level].arrived;
     cluster.submit(r);
   }
   while ((scheduler->queued() > 0 || cluster.open_queries() > 0) && clock.RunNextTimer()) {

@@ -123,6 +123,7 @@ struct SimResult {
   Duration window = 0;                // measured span: duration − warmup
   std::vector<ModelMetrics> models;  // with a graph: one, its queries
   std::vector<ModelMetrics> steps;   // with a graph: per step (model), its items
+  std::vector<ModelMetrics> levels;  // with workload.priority_shares: per level, its requests
   ModelMetrics total;
   std::vector<Duration> gpu_busy;     // per GPU, inside the window
   int gpus_used = 0;                  // GPUs that ran at least one batch

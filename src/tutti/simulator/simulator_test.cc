@@ -106,6 +106,38 @@ TEST(SimulatorTest, OverloadIsReportedAndScalingAdviceAddsGpus) {
 }
 
 // Symphony Figure 15's panels: a light first second, an overloaded second.
+// Two priority levels, half the requests each, at 1.5 times capacity
+// (Symphony's ResNet50 on 8 A100s, SLO 20 ms, deferred with early drop):
+// priority 1 keeps its p99 within the objective while priority 2 absorbs
+// the excess, and the whole keeps one level's goodput at capacity.
+TEST(SimulatorTest, AtOneAndAHalfTimesCapacityTheHigherPriorityKeepsItsObjective) {
+  SimConfig c;
+  ModelSpec resnet;
+  resnet.name = "ResNet50";
+  resnet.profile = *LatencyProfile::Linear(Millis(0.268), Millis(5.172), 64);
+  resnet.slo = Millis(20);
+  c.cluster.models = {resnet};
+  c.cluster.gpus = 8;
+  c.policy = "deferred";
+  c.options.drop = DropPolicy::kEarly;
+  c.duration = Seconds(3);
+  c.warmup = Millis(500);
+  c.workload.rate = 20000;  // about its goodput at one level
+  const SimResult one = *RunSimulation(c);
+  EXPECT_TRUE(one.levels.empty());
+  c.workload.rate = 30000;
+  const SimResult flat = *RunSimulation(c);
+  c.workload.priority_shares = {0.5, 0.5};
+  const SimResult two = *RunSimulation(c);
+  ASSERT_EQ(two.levels.size(), 2u);
+  EXPECT_EQ(two.levels[0].arrived + two.levels[1].arrived, two.total.arrived);
+  EXPECT_NEAR(static_cast<double>(two.levels[0].arrived) / two.total.arrived, 0.5, 0.02);
+  EXPECT_GT(flat.total.rate(), 0.25) << "one level: every request pays for the excess";
+  EXPECT_LE(two.levels[0].rate(), 0.01) << "priority 1: p99 within the objective";
+  EXPECT_GT(two.levels[1].rate(), 0.5) << "priority 2 absorbs the excess";
+  EXPECT_GE(two.Goodput(), 0.95 * one.Goodput());
+}
+
 TEST(SimulatorTest, SeriesFollowAChangingWorkload) {
   SimConfig c = Config("deferred", 300);
   c.workload.phases = {{kSecond, 20000}};

@@ -37,6 +37,9 @@ struct WorkloadSpec {
   double zipf_s = 0;              // popularity exponent across models
   std::vector<double> weights;    // explicit shares per model (override zipf)
   std::string trace_path;         // kTrace: CSV lines "time_ms,model_index"
+  // Shares of the requests sent at priority 1 (the highest), 2, …; empty:
+  // one level. Each request draws its level independently.
+  std::vector<double> priority_shares;
 };
 
 // Shares per model (summing to 1) for `num_models` models.
