@@ -175,7 +175,10 @@ absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& conte
     return absl::UnavailableError("no scheduler is leading the cluster (failover in progress); retry");
   }
   const uint64_t id = table_.Add(model, std::move(input), std::move(done), now, deadline);
-  if (context.sequence.id != 0) table_.Find(id)->sequence = context.sequence;
+  Pending& p = *table_.Find(id);
+  p.sequence = context.sequence;
+  p.cancel = context.cancel;
+  p.extra.level = context.level;
   if (sync_.synced()) HoldLocked(id, now);
   return absl::OkStatus();
 }
@@ -244,8 +247,18 @@ void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
       m->set_id(id);
       m->set_model(p.model);
       m->set_deadline(sync_.ToCluster(p.deadline));
+      if (p.extra.level != 0) m->set_level(p.extra.level);
     }
   });
+}
+
+bool RemoteEngine::WithdrawnLocked(uint64_t id, Time now, Answers* answers) {
+  const Pending& p = *table_.Find(id);
+  if (p.cancel == nullptr || p.sequence.id != 0 || staged_->stage(p.model) != nullptr || !p.cancel->Cancelled(now)) {
+    return false;
+  }
+  table_.Answer(id, ErrorOutcomeLocked(id, CancelledError(spec_, p.model)), answers);
+  return true;
 }
 
 void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
@@ -260,9 +273,11 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
     part->set_parts(plan.parts());
     part->set_source(source_);
     std::string& inputs = *part->mutable_inputs();
+    const Time now = clock_->Now();
     for (uint64_t id : plan.ids()) {
       Pending* p = table_.Find(id);
       if (p == nullptr) continue;  // answered meanwhile: left out
+      if (WithdrawnLocked(id, now, answers)) continue;  // cancelled: left out, never run
       p->extra.state = State::kPlanned;
       p->extra.batch_deadline = sync_.synced() ? sync_.ToLocal(plan.deadline()) : plan.deadline();
       part->add_ids(id);

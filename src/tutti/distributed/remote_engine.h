@@ -101,6 +101,7 @@ class RemoteEngine final : public InferenceEngine {
     State state = State::kWaiting;
     Time batch_deadline = 0;  // once planned: its batch's earliest deadline, this clock
     uint64_t staged = 0;      // its staged part (staged_), if its model has a stage
+    int level = 0;            // its priority level (RequestContext::level)
   };
   using Table = RequestTable<Progress>;
   using Pending = Table::Entry;
@@ -110,6 +111,10 @@ class RemoteEngine final : public InferenceEngine {
   void OnOutputs(internal::FeedUp& up);
   // REQUIRES: mu_ held.
   void SubmitLocked(const std::vector<uint64_t>& ids);
+  // Answers request `id` Cancelled into `answers` if its cancel flag is set
+  // by `now`, unless it is of a sequence or its model's stage plans with
+  // it (as InferenceCore withdraws); returns whether it did.
+  bool WithdrawnLocked(uint64_t id, Time now, Answers* answers);
   // Metadata and samples for the leader wait (held_, held_samples_) until
   // flush_by_, or go earlier with the first event past 3/4 of their wait
   // (which spares the timer's wake-up when events are frequent).

@@ -122,7 +122,7 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
       refused.push_back(m.id());
       continue;
     }
-    const Request r{next_request_++, m.model(), now, m.deadline()};
+    const Request r{next_request_++, m.model(), now, m.deadline(), std::max(0, m.level())};
     origins_[r.id] = Origin{frontend, m.id()};
     if (delays_) delays_->RecordArrival(r.model, now);
     scheduler_->Submit(r);
