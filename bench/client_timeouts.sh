@@ -108,7 +108,7 @@ done
     done
   done
   echo
-  echo "Offered $rate r/s: 1.5 times the simulated goodput ($peak r/s) for a 100 ms objective. $ROUNDS rounds of $DURATION s per policy, the two clients taking turns; medians, the worst round in brackets."
+  echo "Offered $rate r/s: 1.5 times the simulated goodput ($peak r/s) for a 100 ms objective. $ROUNDS runs of $DURATION s per policy and client, the two clients taking turns; medians, the worst run in brackets."
 } > "$OUT/table.md"
 cat "$OUT/table.md"
 

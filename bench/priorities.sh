@@ -154,7 +154,7 @@ echo "real clock on $REAL_PROFILE: single-level simulated peak $peak r/s, overlo
 
 if [ "$WRITE_DOCS" = 1 ]; then
   echo >> "$OUT/table.md"
-  echo "Offered: 1.5 P, with P the simulator's single-level goodput (A100: $(cut -d' ' -f1 "$OUT/sim_a100.peak") r/s; 1080Ti: $(cut -d' ' -f1 "$OUT/sim_1080ti.peak") r/s); the real clock's first row runs one level at P. Real clock: $ROUNDS rounds of $DURATION s (2 s warm-up), medians, the worst round in brackets; bad counts late answers and errors (requests dropped: HTTP 503) as the client saw them." >> "$OUT/table.md"
+  echo "Offered: 1.5 P, with P the simulator's single-level goodput (A100: $(cut -d' ' -f1 "$OUT/sim_a100.peak") r/s; 1080Ti: $(cut -d' ' -f1 "$OUT/sim_1080ti.peak") r/s); the real clock's first row runs one level at P. Real clock: $ROUNDS runs of $DURATION s (2 s warm-up), medians, the worst run in brackets; bad counts late answers and errors (requests dropped: HTTP 503) as the client saw them." >> "$OUT/table.md"
   write_results_page priorities "Priorities under overload" \
     "At 1.5 times capacity, with half the requests at priority 1 and half at 2, does priority 1 keep its bad rate within 1% while priority 2 absorbs the excess, and does the whole keep its goodput within 5% of the single-level peak?" \
     "bench/priorities.sh --write-docs" \
