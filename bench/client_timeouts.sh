@@ -90,15 +90,7 @@ done
   echo "|---|---|---|---|---|---|"
   for policy in "${POLICIES[@]}"; do
     for client in silent timeout; do
-      cat "$OUT/${policy}_${client}"_*.row | awk -v p="$policy" -v k="$client" '
-        function med(c,   i, j, x, v) {
-          for (i = 1; i <= NR; i++) v[i] = col[i, c]
-          for (i = 2; i <= NR; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-          return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        }
-        function worst(c, high,   i, w) {
-          w = col[1, c]; for (i = 2; i <= NR; i++) if (high ? col[i, c] > w : col[i, c] < w) w = col[i, c]; return w
-        }
+      cat "$OUT/${policy}_${client}"_*.row | awk -v p="$policy" -v k="$client" "$COLUMN_STATS_AWK"'
         {for (c = 1; c <= 4; c++) col[NR, c] = $c}
         END {
           name = k == "silent" ? "no timeout" : "timeout at 50 ms"

@@ -126,15 +126,7 @@ table() {
             "$OUT/peak_$r.rows" "$OUT/one_$r.rows" "$OUT/${k}_$r.rows"
         done > "$OUT/$k.summary"
         # Median and worst of each column (worst: the highest bad, the lowest goodput).
-        awk -v k="$k" -v peak="$peak" -v over="$over" -v p="$REAL_PROFILE" '
-          function med(c,   i, j, x, v) {
-            for (i = 1; i <= NR; i++) v[i] = col[i, c]
-            for (i = 2; i <= NR; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-          }
-          function worst(c, high,   i, w) {
-            w = col[1, c]; for (i = 2; i <= NR; i++) if (high ? col[i, c] > w : col[i, c] < w) w = col[i, c]; return w
-          }
+        awk -v k="$k" -v peak="$peak" -v over="$over" -v p="$REAL_PROFILE" "$COLUMN_STATS_AWK"'
           {for (c = 1; c <= 5; c++) col[NR, c] = $c}
           END {
             name = k == "two" ? "two levels" : "one level"

@@ -53,3 +53,17 @@ write_results_page() {
   } > "$page"
   echo "wrote $page"
 }
+
+# Awk functions over a table of rows read into col[row, column] (rows
+# 1..NR): med(c), the median of column c, and worst(c, high), its highest
+# (high = 1) or lowest value. Prepend to a program: awk "$COLUMN_STATS_AWK"'…'.
+COLUMN_STATS_AWK='
+  function med(c,   i, j, x, v) {
+    for (i = 1; i <= NR; i++) v[i] = col[i, c]
+    for (i = 2; i <= NR; i++) { x = v[i]; for (j = i - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+    return NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  }
+  function worst(c, high,   i, w) {
+    w = col[1, c]; for (i = 2; i <= NR; i++) if (high ? col[i, c] > w : col[i, c] < w) w = col[i, c]; return w
+  }
+'
