@@ -75,7 +75,8 @@ absl::Status SequenceEngine::Submit(ModelId model, std::vector<float> input, Dur
 absl::Status SequenceEngine::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
                                         Duration objective, InferenceCallback done) {
   if (model < 0 || model >= static_cast<ModelId>(batching_.size()) || !batching_[model]) {  // stateless: no sequence
-    return inner_->SubmitWith(model, {.cancel = context.cancel}, std::move(input), objective, std::move(done));
+    return inner_->SubmitWith(model, {.cancel = context.cancel, .level = context.level}, std::move(input), objective,
+                              std::move(done));
   }
   const SequenceRef& ref = context.sequence;  // a sequence's requests are never withdrawn: its state must advance
   if (ref.id == 0) {
@@ -84,7 +85,7 @@ absl::Status SequenceEngine::SubmitWith(ModelId model, const RequestContext& con
                                                    "and a sequence's first request sequence_start"));
   }
   const Key key{model, ref.id};
-  Queued q{ref, std::move(input), objective, std::move(done)};
+  Queued q{ref, context.level, std::move(input), objective, std::move(done)};
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Time now = clock_->Now();
@@ -126,7 +127,7 @@ absl::Status SequenceEngine::Pass(ModelId model, Queued q, bool refuse) {
     const SequenceRef ref = cur->ref;
     InferenceCallback done = std::move(cur->done);
     absl::Status s = inner_->SubmitWith(
-        model, {.sequence = ref}, std::move(cur->input), cur->objective,
+        model, {.sequence = ref, .level = cur->level}, std::move(cur->input), cur->objective,
         [this, model, ref, done](InferenceOutcome out) { OnAnswer(model, ref, done, std::move(out)); });
     if (s.ok()) return first;
     // Refused before it ran: the sequence's next request, if any, goes on.

@@ -64,6 +64,7 @@ class SequenceEngine final : public LayeredEngine {
  private:
   struct Queued {
     SequenceRef ref;
+    int level = 0;  // its priority level (RequestContext::level)
     std::vector<float> input;
     Duration objective;
     InferenceCallback done;

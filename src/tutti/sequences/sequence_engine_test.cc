@@ -19,6 +19,8 @@ class RecordingEngine final : public InferenceEngine {
     SequenceRef ref;
     std::vector<float> input;
     InferenceCallback done;
+    int level = 0;
+    std::shared_ptr<const CancelFlag> cancel;
   };
   absl::Status Submit(ModelId model, std::vector<float> input, Duration, InferenceCallback done) override {
     return SubmitWith(model, {}, std::move(input), 0, std::move(done));
@@ -26,7 +28,7 @@ class RecordingEngine final : public InferenceEngine {
   absl::Status SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input, Duration,
                           InferenceCallback done) override {
     if (refuse) return absl::UnavailableError("refused");
-    calls.push_back({model, context.sequence, std::move(input), std::move(done)});
+    calls.push_back({model, context.sequence, std::move(input), std::move(done), context.level, context.cancel});
     return absl::OkStatus();
   }
   // Answers call `i` with `status`.
@@ -71,6 +73,22 @@ class SequenceEngineTest : public ::testing::Test {
   RecordingEngine inner_;
   std::unique_ptr<SequenceEngine> engine_;
 };
+
+// What else a request carries goes on with it: a stateless model's request
+// keeps its priority level and cancel flag; a sequence's its level.
+TEST_F(SequenceEngineTest, ARequestsLevelAndCancelFlagGoOnToTheInnerEngine) {
+  const auto flag = std::make_shared<CancelFlag>();
+  ASSERT_TRUE(engine_->SubmitWith(1, {.cancel = flag, .level = 2}, {1}, 0, [](InferenceOutcome) {}).ok());
+  ASSERT_TRUE(engine_->SubmitWith(0, {.sequence = {7, true, false}, .level = 1}, {1}, 0, [](InferenceOutcome) {}).ok());
+  ASSERT_EQ(inner_.calls.size(), 2u);
+  EXPECT_EQ(inner_.calls[0].level, 2);
+  EXPECT_EQ(inner_.calls[0].cancel, flag);
+  EXPECT_EQ(inner_.calls[1].level, 1);
+  EXPECT_EQ(inner_.calls[1].ref.id, 7u);
+  EXPECT_EQ(inner_.calls[1].cancel, nullptr) << "a sequence's requests are never withdrawn";
+  inner_.Answer(0);
+  inner_.Answer(1);
+}
 
 TEST_F(SequenceEngineTest, ProtocolErrorsNameTheSequenceAndModel) {
   EXPECT_THAT(engine_->Submit(0, {1}, 0, [](InferenceOutcome) {}).message(),
