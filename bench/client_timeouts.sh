@@ -57,10 +57,7 @@ for policy in "${POLICIES[@]}"; do
   "${SERVER_CPUS[@]}" build/bin/tutti serve --repo bench/emulated_repository --config bench/serve_resnet50_1080ti_8gpu.yaml \
     --policy "$policy" --port "$PORT" --grpc-port -1 > "$OUT/server_$policy.log" 2>&1 &
   SERVER=$!
-  until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do
-    kill -0 "$SERVER" 2> /dev/null || { cat "$OUT/server_$policy.log" >&2; exit 1; }
-    sleep 0.2
-  done
+  await_server "$PORT" "$SERVER" "$OUT/server_$policy.log"
   for r in $(seq "$ROUNDS"); do
     echo "$policy: round $r of $ROUNDS" >&2
     for client in silent timeout; do

@@ -54,12 +54,7 @@ serve() {  # $1: mode; all four run at once, idle but for the one a client loads
     --grpc-port -1 > "$OUT/server_$1.log" 2>&1 &
   SERVERS[$1]=$!
 }
-await_ready() {  # $1: mode
-  until curl -sf "127.0.0.1:${PORTS[$1]}/v2/health/ready" > /dev/null; do
-    kill -0 "${SERVERS[$1]}" 2> /dev/null || { cat "$OUT/server_$1.log" >&2; exit 1; }
-    sleep 0.2
-  done
-}
+await_ready() { await_server "${PORTS[$1]}" "${SERVERS[$1]}" "$OUT/server_$1.log"; }  # $1: mode
 stop() {
   local pid
   for pid in "${SERVERS[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done

@@ -82,10 +82,7 @@ if [ "$ROUNDS" -gt 0 ]; then
     --grpc-port -1 > "$OUT/server.log" 2>&1 &
   SERVER=$!
   trap 'kill -TERM $SERVER 2>/dev/null; wait $SERVER 2>/dev/null || true' EXIT
-  until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do
-    kill -0 $SERVER 2> /dev/null || { cat "$OUT/server.log" >&2; exit 1; }
-    sleep 0.2
-  done
+  await_server "$PORT" "$SERVER" "$OUT/server.log"
   load() {  # $1: rate, $2: --priorities value ("" : none), $3: output
     "${CLIENT_CPUS[@]}" build/bin/tutti load --models resnet50 --rate "$1" --slo-ms "$SLO" --duration-s "$DURATION" \
       --warmup-s 2 --port "$PORT" --seed "$RANDOM" ${2:+--priorities "$2"} > "$3" 2>&1 || true

@@ -67,3 +67,12 @@ COLUMN_STATS_AWK='
     w = col[1, c]; for (i = 2; i <= NR; i++) if (high ? col[i, c] > w : col[i, c] < w) w = col[i, c]; return w
   }
 '
+
+# Waits until the server on PORT is ready; if its process PID exits first,
+# prints its LOG and exits 1.
+await_server() {  # PORT PID LOG
+  until curl -sf "127.0.0.1:$1/v2/health/ready" > /dev/null; do
+    kill -0 "$2" 2> /dev/null || { cat "$3" >&2; exit 1; }
+    sleep 0.2
+  done
+}

@@ -254,9 +254,7 @@ void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
 
 bool RemoteEngine::WithdrawnLocked(uint64_t id, Time now, Answers* answers) {
   const Pending& p = *table_.Find(id);
-  if (p.cancel == nullptr || p.sequence.id != 0 || staged_->stage(p.model) != nullptr || !p.cancel->Cancelled(now)) {
-    return false;
-  }
+  if (!p.Withdrawn(now) || staged_->stage(p.model) != nullptr) return false;
   table_.Answer(id, ErrorOutcomeLocked(id, CancelledError(spec_, p.model)), answers);
   return true;
 }

@@ -111,9 +111,9 @@ class RemoteEngine final : public InferenceEngine {
   void OnOutputs(internal::FeedUp& up);
   // REQUIRES: mu_ held.
   void SubmitLocked(const std::vector<uint64_t>& ids);
-  // Answers request `id` Cancelled into `answers` if its cancel flag is set
-  // by `now`, unless it is of a sequence or its model's stage plans with
-  // it (as InferenceCore withdraws); returns whether it did.
+  // Answers request `id` Cancelled into `answers` if it is withdrawn by
+  // `now` (Entry::Withdrawn) and its model's stage does not plan with it,
+  // as InferenceCore withdraws; returns whether it did.
   bool WithdrawnLocked(uint64_t id, Time now, Answers* answers);
   // Metadata and samples for the leader wait (held_, held_samples_) until
   // flush_by_, or go earlier with the first event past 3/4 of their wait

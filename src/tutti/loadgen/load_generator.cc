@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
-#include <random>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
@@ -101,12 +100,10 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   const std::vector<double>& shares = spec.workload.priority_shares;
   for (size_t level = 0; level < shares.size(); ++level) {
     LoadModelResult& l = result.levels.emplace_back();
-    l.metrics.name = absl::StrCat("priority ", level + 1);
+    l.metrics.name = PriorityName(static_cast<int>(level));
     l.metrics.slo = spec.slo;
   }
-  // Each request's priority, from its own seeded stream.
-  std::mt19937_64 level_rng(spec.seed * 977 + 3);
-  std::discrete_distribution<int> draw_level(shares.begin(), shares.end());
+  LevelDraw levels(shares, spec.seed);
   const Duration timeout = static_cast<Duration>(spec.timeout_share * static_cast<double>(spec.slo));
   SteadyClock::time_point last_send ABSL_GUARDED_BY(mu) = SteadyClock::now();
   std::vector<int64_t> sent(targets.size(), 0);
@@ -129,7 +126,7 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
       std::lock_guard<std::mutex> lock(mu);  // closed loop: sends come from answer callbacks too
       image = sent[a.model]++ % std::max<int64_t>(1, images.size());
       lag.Record(std::max<Duration>(0, Since(start) - a.time));
-      if (!shares.empty()) level = draw_level(level_rng);
+      level = levels.Next();
     }
     const bool measured = a.time >= spec.warmup;
     const int label = t.images ? images.labels[image] : -1;

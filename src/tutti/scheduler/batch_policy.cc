@@ -108,7 +108,6 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
   // earliest deadline among them (earliest[b − 1]); with one level, the head's.
   std::vector<Time> earliest;
   auto due = [&](int b) { return earliest.empty() ? queue->front().deadline : earliest[b - 1]; };
-  Time d = 0;  // when the batch's computation must end, once its size is known
   auto fits = [&](int b) { return start(b) + run(b) <= due(b) - ctx.delays.resp; };
   // The typical case: the configured delays, no compute tail.
   const NetworkDelays& floor = ctx.floor_delays ? *ctx.floor_delays : ctx.delays;
@@ -162,7 +161,7 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
     return c;
   }
   c.exec_at = start(c.size);
-  d = due(c.size) - ctx.delays.resp;
+  const Time d = due(c.size) - ctx.delays.resp;  // when the batch's computation must end
   if (kind == BatchPolicyKind::kDeferred && c.size < max_batch) {
     const Request& head = queue->front();
     const Duration objective = head.deadline - head.arrival;

@@ -141,7 +141,7 @@ void InferenceCore::OnDispatch(Batch batch) {
   Time earliest = kInfiniteFuture;
   for (const Request& r : batch.requests) {
     Pending& p = *table_.Find(r.id);
-    if (withdraws && p.cancel != nullptr && p.sequence.id == 0 && p.cancel->Cancelled(now)) {
+    if (withdraws && p.Withdrawn(now)) {
       table_.Answer(r.id, Table::ErrorOutcome(p, CancelledError(spec_, r.model), now), &cancelled);
       continue;
     }

@@ -57,6 +57,11 @@ class RequestTable {
     SequenceRef sequence{};  // of a stateful model's request; set by the owner
     std::shared_ptr<const CancelFlag> cancel;  // set by the owner; null: never withdrawn
     Extra extra{};
+
+    // Whether it is to be withdrawn before it runs: its flag is set by
+    // `now`, and it is of no sequence (whose state must advance). Owners
+    // also keep the requests their model's batch stage plans with.
+    bool Withdrawn(Time now) const { return cancel != nullptr && sequence.id == 0 && cancel->Cancelled(now); }
   };
 
   // `spec` and `shapes` (by model id) must outlive the table; the spec's

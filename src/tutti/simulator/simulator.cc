@@ -113,7 +113,7 @@ class Cluster final : public SchedulerListener {
       result_->models.push_back(std::move(mm));
     }
     for (size_t level = 0; level < config.workload.priority_shares.size(); ++level) {
-      result_->levels.emplace_back().name = absl::StrCat("priority ", level + 1);
+      result_->levels.emplace_back().name = PriorityName(static_cast<int>(level));
     }
   }
 
@@ -415,10 +415,7 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
   const int num_models = config.model_less ? 1 : static_cast<int>(config.cluster.models.size());
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ArrivalSource> source,
                          MakeArrivalSource(config.workload, num_models, config.duration, config.seed));
-  // Each request's priority level, drawn from its own seeded stream.
-  std::mt19937_64 level_rng(config.seed * 977 + 3);
-  const std::vector<double>& shares = config.workload.priority_shares;
-  std::discrete_distribution<int> draw_level(shares.begin(), shares.end());
+  LevelDraw levels(config.workload.priority_shares, config.seed);
   Arrival a;
   while (source->Next(&a)) {
     clock.AdvanceTo(a.time);  // timers due first, in (time, insertion) order
@@ -435,10 +432,10 @@ absl::StatusOr<SimResult> RunSimulation(const SimConfig& config) {
     } else {
       objective = config.cluster.models[a.model].slo;
     }
-    const int level = shares.empty() ? 0 : draw_level(level_rng);
+    const int level = levels.Next();
     const Request r{cluster.NextId(), a.model, a.time, a.time + objective, level};
     if (r.arrival >= config.warmup) ++result.models[a.model].arrived;
-    if (r.arrival >= config.warmup && !shares.empty()) ++result.levels[level].arrived;
+    if (r.arrival >= config.warmup && !result.levels.empty()) ++result.levels[level].arrived;
     cluster.submit(r);
   }
   while ((scheduler->queued() > 0 || cluster.open_queries() > 0) && clock.RunNextTimer()) {

@@ -197,4 +197,6 @@ std::vector<double> InitialModelRates(const WorkloadSpec& spec, int num_models) 
   return rates;
 }
 
+std::string PriorityName(int level) { return "priority " + std::to_string(level + 1); }
+
 }  // namespace tutti

@@ -42,6 +42,25 @@ struct WorkloadSpec {
   std::vector<double> priority_shares;
 };
 
+// Each request's priority level (0: priority 1) by `shares`
+// (WorkloadSpec::priority_shares; empty: always 0), drawn from a stream of
+// its own seeded by `seed`, so that the simulator and the load generator
+// draw alike. Not thread-safe.
+class LevelDraw {
+ public:
+  LevelDraw(const std::vector<double>& shares, uint64_t seed)
+      : any_(!shares.empty()), rng_(seed * 977 + 3), pick_(shares.begin(), shares.end()) {}
+  int Next() { return any_ ? pick_(rng_) : 0; }
+
+ private:
+  bool any_;
+  std::mt19937_64 rng_;
+  std::discrete_distribution<int> pick_;
+};
+
+// How results name a level's requests: "priority 1" for level 0.
+std::string PriorityName(int level);
+
 // Shares per model (summing to 1) for `num_models` models.
 std::vector<double> ModelShares(const WorkloadSpec& spec, int num_models);
 
