@@ -23,6 +23,8 @@
 # neither side always runs first); prints each run's figures, the medians
 # and worst runs of each side, and the ratios pair by pair (this machine
 # drifts ±10% within minutes: a pair shares its drift).
+# WITH=trace: the "with" side traces instead (`--trace-ratio`, TRACE_RATIO,
+# default 0.01, its spans to a file): what tracing costs.
 #   bench/serving_overhead.sh           (after scripts/build.sh)
 #   CONSOLE=1 bench/serving_overhead.sh
 #   PAIRS=7 bench/serving_overhead.sh   (SEARCH=1 adds the open-loop search)
@@ -34,6 +36,13 @@ if [ "${PIN:-1}" = 1 ] && command -v taskset > /dev/null && [ "$(nproc)" -ge 2 ]
   SERVER_CPUS=0 CLIENT_CPUS="1-$(($(nproc) - 1))"
   ON_SERVER=(taskset -c "$SERVER_CPUS") ON_CLIENT=(taskset -c "$CLIENT_CPUS")
 fi
+WITH=${WITH:-console}
+case "$WITH" in
+  console) WITH_NAME="a console" ;;
+  trace) WITH_NAME="tracing at ${TRACE_RATIO:-0.01}" ;;
+  *) echo "WITH must be console or trace" >&2; exit 2 ;;
+esac
+TRACE_FILE=${TRACE_FILE:-/tmp/tutti_serving_overhead_spans.jsonl}
 SERVER="" CONSOLE_CLIENT=""
 stop() {
   [ -n "$CONSOLE_CLIENT" ] && kill "$CONSOLE_CLIENT" 2> /dev/null || true
@@ -42,13 +51,19 @@ stop() {
 }
 trap stop EXIT
 
-one_run() {  # $1: 1 with a console client connected; $2: 1 with the open-loop search
+one_run() {  # $1: 1 with a console client connected (WITH=trace: tracing); $2: 1 with the open-loop search
+  local trace=()
+  if [ "$1" = 1 ] && [ "$WITH" = trace ]; then
+    rm -f "$TRACE_FILE"
+    trace=(--trace-file "$TRACE_FILE" --trace-ratio "${TRACE_RATIO:-0.01}")
+  fi
   "${ON_SERVER[@]}" build/bin/tutti serve --repo bench/emulated_repository \
-    --config bench/serve_zero_cost.yaml --port "$PORT" --grpc-port 0 > /dev/null 2>&1 &
+    --config bench/serve_zero_cost.yaml --port "$PORT" --grpc-port 0 "${trace[@]}" > /dev/null 2>&1 &
   SERVER=$!
   until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
   echo "== server on CPUs $SERVER_CPUS, clients on CPUs $CLIENT_CPUS"
-  if [ "$1" = 1 ]; then
+  [ "${#trace[@]}" -gt 0 ] && echo "== tracing ${TRACE_RATIO:-0.01} of requests to $TRACE_FILE"
+  if [ "$1" = 1 ] && [ "$WITH" = console ]; then
     "${ON_CLIENT[@]}" curl -sN "127.0.0.1:$PORT/console/events" > "${CONSOLE_LOG:-/dev/null}" &
     CONSOLE_CLIENT=$!
     echo "== a console client is connected to /console/events"
@@ -66,7 +81,7 @@ one_run() {  # $1: 1 with a console client connected; $2: 1 with the open-loop s
 }
 
 if [ -z "${PAIRS:-}" ]; then
-  one_run "${CONSOLE:-0}" "${SEARCH:-1}"
+  one_run "${CONSOLE:-$([ "$WITH" = trace ] && echo 1 || echo 0)}" "${SEARCH:-1}"
   exit 0
 fi
 SEARCH=${SEARCH:-0}
@@ -82,14 +97,14 @@ figures() {
        END {print cap, cap99, (g == "" ? "-" : g), p50, p99}'
 }
 declare -A v  # v[side,metric]: space-separated values, one per run
-echo "serving_overhead: $PAIRS pairs, without and with a console client, alternated; server on CPUs $SERVER_CPUS"
+echo "serving_overhead: $PAIRS pairs, without and with $WITH_NAME, alternated; server on CPUs $SERVER_CPUS"
 for i in $(seq "$PAIRS"); do
   order=(0 1)
   [ $((i % 2)) = 0 ] && order=(1 0)
   for c in "${order[@]}"; do
     read -r cap cap99 g p50 p99 < <(one_run "$c" "$SEARCH" | figures)
     for m in cap cap99 g p50 p99; do v[$c,$m]+="${!m} "; done
-    echo "  pair $i, $([ "$c" = 1 ] && echo "with a console   " || echo "without a console"):" \
+    echo "  pair $i, $([ "$c" = 1 ] && echo "with $WITH_NAME" || echo "without $WITH_NAME"):" \
       "capacity $cap r/s (p99 $cap99 ms); open-loop search $g r/s; at 1,000 r/s p50 $p50 ms, p99 $p99 ms"
   done
 done
@@ -98,7 +113,7 @@ least() { tr ' ' '\n' | grep -v '^$' | sort -g | head -1; }
 most() { tr ' ' '\n' | grep -v '^$' | sort -g | tail -1; }
 for c in 0 1; do
   printf '%s capacity median %s r/s (worst %s; p99 median %s ms, worst %s); p50 at 1,000 r/s median %s ms (worst %s), p99 median %s ms (worst %s)' \
-    "$([ "$c" = 1 ] && echo "with a console:   " || echo "without a console:")" \
+    "$([ "$c" = 1 ] && echo "with $WITH_NAME:" || echo "without $WITH_NAME:")" \
     "$(median <<< "${v[$c,cap]}")" "$(least <<< "${v[$c,cap]}")" "$(median <<< "${v[$c,cap99]}")" "$(most <<< "${v[$c,cap99]}")" \
     "$(median <<< "${v[$c,p50]}")" "$(most <<< "${v[$c,p50]}")" "$(median <<< "${v[$c,p99]}")" "$(most <<< "${v[$c,p99]}")"
   [ "$SEARCH" = 1 ] && printf '; open-loop search median %s r/s (worst %s)' "$(median <<< "${v[$c,g]}")" "$(least <<< "${v[$c,g]}")"
@@ -112,9 +127,9 @@ compare() {  # $1: metric, $2: its name
   local ratios=""
   for i in "${!a[@]}"; do ratios+="$(awk -v a="${a[$i]}" -v b="${b[$i]}" 'BEGIN {printf "%.4f", b / a}') "; done
   awk -v a="$(median <<< "${v[0,$1]}")" -v b="$(median <<< "${v[1,$1]}")" -v m="$(median <<< "$ratios")" \
-    -v w="$(least <<< "$ratios")" -v name="$2" \
-    'BEGIN {printf "%s with / without: the medians %+.1f%%; pair by pair median %+.1f%%, worst %+.1f%% (goal: within 5%%)\n",
-            name, 100 * (b / a - 1), 100 * (m - 1), 100 * (w - 1)}'
+    -v w="$(least <<< "$ratios")" -v name="$2" -v goal="$([ "$WITH" = trace ] && echo 2 || echo 5)" \
+    'BEGIN {printf "%s with / without: the medians %+.1f%%; pair by pair median %+.1f%%, worst %+.1f%% (goal: within %d%%)\n",
+            name, 100 * (b / a - 1), 100 * (m - 1), 100 * (w - 1), goal}'
 }
 compare cap "capacity"
 [ "$SEARCH" = 1 ] && compare g "open-loop search"

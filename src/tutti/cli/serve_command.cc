@@ -53,7 +53,8 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
 
 int ServeCommand(const Args& args) {
   std::string repo_dir = "demo_repository", config_path, address, policy;
-  std::string tls_cert, tls_key, tls_client_ca, inference_tokens, admin_tokens;
+  std::string tls_cert, tls_key, tls_client_ca, inference_tokens, admin_tokens, trace_file, trace_endpoint;
+  double trace_ratio = 0;
   int port = 8000, grpc_port = 8001;
   int64_t max_queue_size = 16384;
   double duration_s = 0;
@@ -82,6 +83,14 @@ int ServeCommand(const Args& args) {
   flags.Int64("max-queue-size", &max_queue_size,
               "per model: items waiting or running before requests are refused (503 / RESOURCE_EXHAUSTED); 0: no "
               "limit (overrides the config's)");
+  flags.String("trace-file", &trace_file,
+               "trace requests (W3C traceparent, OpenTelemetry): append their spans to this file as OTLP/JSON "
+               "lines (overrides the config's tracing.file)");
+  flags.String("trace-endpoint", &trace_endpoint,
+               "trace requests: POST their spans to this OTLP/HTTP collector, e.g. http://localhost:4318/v1/traces");
+  flags.Double("trace-ratio", &trace_ratio,
+               "with tracing: the share of requests without a traceparent that start a trace, 0 to 1 (default 0: "
+               "only those whose caller samples them)");
   if (int rc = ParseOrExit(flags, args); rc >= 0) return rc;
 
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(repo_dir);
@@ -102,6 +111,12 @@ int ServeCommand(const Args& args) {
   if (flags.WasSet("max-queue-size")) {
     if (max_queue_size < 0) return Fail(absl::InvalidArgumentError("--max-queue-size must not be negative"));
     config->max_queue_size = max_queue_size;
+  }
+  if (!trace_file.empty() || !trace_endpoint.empty() || flags.WasSet("trace-ratio")) {
+    TracerOptions& t = config->tracing ? *config->tracing : config->tracing.emplace();
+    if (!trace_file.empty()) t.file = trace_file;
+    if (!trace_endpoint.empty()) t.otlp_endpoint = trace_endpoint;
+    if (flags.WasSet("trace-ratio")) t.sampling_ratio = trace_ratio;
   }
   repo = ServedRepository(*repo, *config);  // with model_less: and the task's generated variants
   if (!repo.ok()) return Fail(repo.status());

@@ -11,6 +11,7 @@
 #define TUTTI_CODEC_INFER_REQUEST_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "tutti/core/cancel_flag.h"
 #include "tutti/core/ids.h"
 #include "tutti/repository/model_config.h"
+#include "tutti/tracing/trace_context.h"
 
 namespace tutti {
 
@@ -51,6 +53,9 @@ struct InferRequest {
   // Set by the transport when its client goes away or cancels the call
   // (CancelFlag); null where it cannot tell.
   std::shared_ptr<CancelFlag> cancel;
+  // The caller's span, from its W3C `traceparent` header (HTTP) or
+  // metadata (gRPC); nullopt when absent or malformed.
+  std::optional<TraceContext> traceparent;
 };
 // The "timeout" parameter: microseconds, an integer from 0 (none) to a day.
 absl::Status CheckTimeout(bool integer, int64_t timeout_us);

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "tutti/autoscale/autoscaler.h"
@@ -89,6 +90,27 @@ absl::Status ParseTls(const YAML::Node& node, TlsOptions* tls) {
   if (tls->cert_file.empty() != tls->key_file.empty()) return Invalid("tls", "set both cert and key");
   if (tls->cert_file.empty() && !tls->client_ca_file.empty()) return Invalid("tls.client_ca", "needs cert and key");
   return absl::OkStatus();
+}
+
+absl::StatusOr<TracerOptions> ParseTracing(const YAML::Node& node) {
+  MapReader r(node, "tracing");
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TracerOptions t;
+  TUTTI_ASSIGN_OR_RETURN(auto ratio, r.OptionalScalar<double>("sampling_ratio", "a number in [0, 1]"));
+  TUTTI_ASSIGN_OR_RETURN(auto file, r.OptionalScalar<std::string>("file", "a file path"));
+  TUTTI_ASSIGN_OR_RETURN(auto endpoint, r.OptionalScalar<std::string>("otlp_endpoint", "an http:// URL"));
+  TUTTI_ASSIGN_OR_RETURN(auto service, r.OptionalScalar<std::string>("service_name", "a string"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (ratio && !(*ratio >= 0 && *ratio <= 1)) return Invalid("tracing.sampling_ratio", "must be in [0, 1]");
+  if (!file && !endpoint) return Invalid("tracing", "set file, otlp_endpoint or both: where the spans go");
+  if (endpoint && !absl::StartsWith(*endpoint, "http://")) {
+    return Invalid("tracing.otlp_endpoint", "must be an http:// URL, e.g. http://localhost:4318/v1/traces");
+  }
+  t.sampling_ratio = ratio.value_or(t.sampling_ratio);
+  t.file = file.value_or("");
+  t.otlp_endpoint = endpoint.value_or("");
+  t.service_name = service.value_or(t.service_name);
+  return t;
 }
 
 absl::Status ParseAuth(const YAML::Node& node, AuthConfig* auth) {
@@ -194,6 +216,9 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
     c.grpc.tls = c.http.tls;
   }
   if (YAML::Node auth = r.Get("auth"); auth.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseAuth(auth, &c.auth));
+  if (YAML::Node tracing = r.Get("tracing"); tracing.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(c.tracing, ParseTracing(tracing));
+  }
   if (YAML::Node http = r.Get("http"); http.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseHttp(http, &c.http));
   if (YAML::Node grpc = r.Get("grpc"); grpc.IsDefined()) TUTTI_RETURN_IF_ERROR(ParseGrpc(grpc, &c.grpc));
   if (YAML::Node net = r.Get("network_us"); net.IsDefined()) {

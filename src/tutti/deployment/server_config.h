@@ -54,6 +54,10 @@
 //         client_ca: ca.pem}                 # optional: clients need a certificate from it
 //   auth: {inference_tokens_file: FILE,      # bearer tokens, one per line (frontend/access.h)
 //          admin_tokens_file: FILE}
+//   tracing: {sampling_ratio: 0.01,          # W3C/OpenTelemetry tracing (tracing/tracer.h): the
+//             file: spans.jsonl,             # share of requests without a traceparent traced; the
+//             otlp_endpoint: http://localhost:4318/v1/traces,  # OTLP/JSON file and/or
+//             service_name: tutti}           # OTLP/HTTP collector their spans go to
 //   max_queue_size: 16384                    # per model: items waiting or running; more are
 //                                            # refused at once (503 / RESOURCE_EXHAUSTED); 0: no limit
 //   autoscale: {interval_s: 10, headroom: 0.2, min_gpus: 1, max_gpus: 0,
@@ -104,6 +108,7 @@
 #include "tutti/planner/scaling.h"
 #include "tutti/frontend/frontend_options.h"
 #include "tutti/replication/replicated_executor.h"
+#include "tutti/tracing/tracer.h"
 #include "tutti/repository/model_repository.h"
 #include "tutti/repository/variants.h"
 #include "tutti/scheduler/cluster_spec.h"
@@ -167,6 +172,8 @@ struct ServerConfig {
   std::optional<AutoscaleOptions> autoscale;
   // Model-less autoscaling of one task's generated variants (INFaaS).
   std::optional<ModelLessOptions> model_less;
+  // Request tracing; none without.
+  std::optional<TracerOptions> tracing;
 };
 
 // Parses a serve config. InvalidArgument names the field: unknown fields,

@@ -90,8 +90,24 @@ absl::Status InferenceFrontend::RequestShutdown() {
 
 void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer) {
   ModelState& state = *models_[model];
-  auto done = [this, &state, received = engine_->Now(), answer = std::move(answer)](absl::StatusOr<InferResult> r) {
+  const TraceContext trace =
+      options_.tracer != nullptr ? options_.tracer->StartRequest(request.traceparent) : TraceContext{};
+  auto done = [this, &state, model, trace, received = engine_->Now(),
+               answer = std::move(answer)](absl::StatusOr<InferResult> r) {
     CountAnswer(state, received, r);
+    if (trace.recording()) {
+      if (r.ok()) {  // its span ends once the answer is written (AnswerWritten)
+        r->written.trace = trace;
+        r->written.model = model;
+        r->written.received = received;
+        r->written.answered = engine_->Now();
+      } else {
+        Span span{trace, RequestSpanName(model), Span::Kind::kServer, received, engine_->Now()};
+        span.attributes.push_back({"tutti.model", state.served.config.name});
+        span.error = std::string(r.status().message());
+        options_.tracer->Record(std::move(span));
+      }
+    }
     answer(std::move(r));
   };
   if (absl::Status s = CheckSequenceBatch(request); !s.ok()) return done(s);
@@ -119,7 +135,11 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
   auto pending = std::make_shared<PendingInfer>();
   pending->result.outputs.resize(request.batch);
   pending->remaining = request.batch;
-  auto finish = [&state, pending, batch = request.batch, done = std::move(done)](int item, InferenceOutcome o) {
+  // A graph's steps record their own (GraphEngine).
+  Tracer* const item_tracer = trace.recording() && state.served.config.steps.empty() ? options_.tracer : nullptr;
+  auto finish = [&state, pending, batch = request.batch, item_tracer, trace,
+                 done = std::move(done)](int item, InferenceOutcome o) {
+    if (item_tracer != nullptr) RecordRequestSpans(*item_tracer, trace, state.served.config.name, o);
     {
       std::lock_guard<std::mutex> lock(pending->mu);
       InferResult& r = pending->result;
@@ -132,7 +152,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
         r.max_queue = std::max(r.max_queue, o.started - o.arrival);
         r.max_compute = std::max(r.max_compute, o.finished - o.started);
         r.arrival = r.arrival == 0 ? o.arrival : std::min(r.arrival, o.arrival);
-        r.written.push_back(o.Written());
+        r.written.items.push_back(o.Written());
         state.queue_seconds.Observe(ToSeconds(o.started - o.arrival));
         state.compute_seconds.Observe(ToSeconds(o.finished - o.started));
         state.batch_size.Observe(o.batch_size);
@@ -157,13 +177,28 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
     cancel->ExpireAt(engine_->Now() + Micros(request.timeout_us));
   }
   const RequestContext context{request.sequence, std::move(cancel),
-                               PriorityLevel(state.served.config, request.priority)};
+                               PriorityLevel(state.served.config, request.priority), trace};
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
     absl::Status s = engine_->SubmitWith(engine_model, context, std::move(item), objective,
                                          [finish, i](InferenceOutcome o) { finish(i, std::move(o)); });
     if (!s.ok()) finish(i, InferenceOutcome{s});  // refused: answer that item with the error
   }
+}
+
+std::string InferenceFrontend::RequestSpanName(int model) const {
+  return absl::StrCat("infer ", models_[model]->served.config.name);
+}
+
+void InferenceFrontend::AnswerWritten(const AnswerReceipt& written) {
+  for (const WrittenAnswer& w : written.items) engine_->OnAnswerWritten(w);
+  if (!written.trace.recording() || options_.tracer == nullptr) return;
+  const Time now = engine_->Now();
+  options_.tracer->Record({Tracer::Child(written.trace), "respond", Span::Kind::kInternal, written.answered, now});
+  Span span{written.trace, RequestSpanName(written.model), Span::Kind::kServer, written.received, now};
+  span.attributes = {{"tutti.model", models_[written.model]->served.config.name},
+                     {"tutti.items", static_cast<int64_t>(written.items.size())}};
+  options_.tracer->Record(std::move(span));
 }
 
 void InferenceFrontend::CountAnswer(ModelState& state, Time received, const absl::StatusOr<InferResult>& answer) const {

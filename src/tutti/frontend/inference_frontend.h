@@ -34,6 +34,7 @@
 #include "tutti/planner/variant_selection.h"
 #include "tutti/repository/model_config.h"
 #include "tutti/serving/inference_engine.h"
+#include "tutti/tracing/tracer.h"
 
 namespace tutti {
 
@@ -63,6 +64,22 @@ struct InferenceFrontendOptions {
     double utilisation = 0;
   };
   std::function<std::optional<RoutedStatus>(absl::string_view model)> routed_status;
+  // Starts each request's trace (Tracer::StartRequest) and records the
+  // frontend's spans of those it samples: the request, server-side, from
+  // receipt to its answer written, and "respond", its writing (null: no
+  // tracing). Outlives the frontend.
+  Tracer* tracer = nullptr;
+};
+
+// What a transport hands back once a request's answer is written
+// (InferenceFrontend::AnswerWritten): per item, what the engine learns its
+// response delay from; and the request's span.
+struct AnswerReceipt {
+  std::vector<WrittenAnswer> items;
+  TraceContext trace;  // recording(): the frontend records its spans
+  int model = -1;
+  Time received = 0;   // on the engine's clock
+  Time answered = 0;
 };
 
 class InferenceFrontend {
@@ -77,7 +94,7 @@ class InferenceFrontend {
     int max_batch = 0;           // the largest batch an item ran in
     Duration max_queue = 0, max_compute = 0;
     Time arrival = 0;            // the engine received it (its deadline's start), on the engine's clock
-    std::vector<WrittenAnswer> written;  // per item: what to report once the answer is written
+    AnswerReceipt written;       // what to report once the answer is written
   };
   using InferDone = std::function<void(absl::StatusOr<InferResult>)>;
   using Options = InferenceFrontendOptions;
@@ -187,10 +204,9 @@ class InferenceFrontend {
   // receipt: the `tutti_server_us` of its answer.
   Duration ServerTime(const InferResult& result) const { return engine_->Now() - result.arrival; }
   // The answer of a request (InferResult::written) was written to its
-  // client's connection: the engine learns its response delay.
-  void AnswerWritten(const std::vector<WrittenAnswer>& written) {
-    for (const WrittenAnswer& w : written) engine_->OnAnswerWritten(w);
-  }
+  // client's connection: the engine learns its response delay, and the
+  // request's spans are recorded.
+  void AnswerWritten(const AnswerReceipt& written);
 
   // {"model_name", "success", "late", …, "mean_compute_us", "peak_rps",
   // "delays": {…}}: counts, mean durations, its ServedModel::peak_rps, and
@@ -243,6 +259,8 @@ class InferenceFrontend {
   // `n` of the model's items are answered (or refused); completes an unload
   // that waited for them.
   static void Release(ModelState& state, int64_t n);
+  // The name of the span of a request for `model`.
+  std::string RequestSpanName(int model) const;
   // Counts a request's answer in its model's Statistics.
   void CountAnswer(ModelState& state, Time received, const absl::StatusOr<InferResult>& answer) const;
 

@@ -21,6 +21,14 @@ using inference::InferParameter;
 
 absl::Status Bad(absl::string_view what) { return absl::InvalidArgumentError(what); }
 
+// The call's W3C `traceparent` metadata, if it has a well-formed one.
+std::optional<TraceContext> Traceparent(const grpc::CallbackServerContext* context) {
+  const auto& metadata = context->client_metadata();
+  const auto it = metadata.find("traceparent");
+  if (it == metadata.end()) return std::nullopt;
+  return ParseTraceparent(absl::string_view(it->second.data(), it->second.size()));
+}
+
 // ModelInfer's reactor: answers into the raw response; once the answer has
 // gone out (OnDone), the frontend learns how long it took to leave (its
 // response delay). A call the client cancels, or whose deadline passes,
@@ -30,7 +38,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
   InferReactor(InferenceFrontend* frontend, grpc::ByteBuffer* response) : frontend_(frontend), response_(response) {}
   const std::shared_ptr<CancelFlag>& cancel() const { return cancel_; }
   void OnCancel() override { cancel_->Cancel(); }
-  void Answer(const absl::Status& status, const inference::ModelInferResponse& out, std::vector<WrittenAnswer> written) {
+  void Answer(const absl::Status& status, const inference::ModelInferResponse& out, AnswerReceipt written) {
     if (!status.ok()) return Finish(ToGrpcStatus(status));
     written_ = std::move(written);
     bool own = false;
@@ -46,7 +54,7 @@ class InferReactor final : public grpc::ServerUnaryReactor {
  private:
   InferenceFrontend* const frontend_;
   grpc::ByteBuffer* const response_;
-  std::vector<WrittenAnswer> written_;
+  AnswerReceipt written_;
   const std::shared_ptr<CancelFlag> cancel_ = std::make_shared<CancelFlag>();
 };
 
@@ -110,8 +118,9 @@ void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out
 class StreamReactor final
     : public grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse> {
  public:
-  StreamReactor(KserveGrpcService* service, InferenceFrontend* frontend, const absl::Status& access)
-      : service_(service), frontend_(frontend) {
+  StreamReactor(KserveGrpcService* service, InferenceFrontend* frontend, const absl::Status& access,
+                std::optional<TraceContext> traceparent)
+      : service_(service), frontend_(frontend), traceparent_(traceparent) {
     if (!access.ok()) {
       Finish(ToGrpcStatus(access));
       return;
@@ -136,7 +145,7 @@ class StreamReactor final
     const std::string id = request_.id(), model = request_.model_name(), version = request_.model_version();
     service_->RunInfer(request_, [this, id, model, version](const absl::Status& status,
                                                           inference::ModelInferResponse response,
-                                                          std::vector<WrittenAnswer> written) {
+                                                          AnswerReceipt written) {
       Pending answer;
       if (status.ok()) {
         *answer.response.mutable_infer_response() = std::move(response);
@@ -156,13 +165,13 @@ class StreamReactor final
         if (!writing_) next = NextLocked();
       }
       Do(next);
-    });
+    }, nullptr, traceparent_);
     request_.Clear();
     StartRead(&request_);
   }
 
   void OnWriteDone(bool ok) override {
-    std::vector<WrittenAnswer> written;
+    AnswerReceipt written;
     Next next;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -180,7 +189,7 @@ class StreamReactor final
  private:
   struct Pending {
     inference::ModelStreamInferResponse response;
-    std::vector<WrittenAnswer> written;
+    AnswerReceipt written;
   };
   // What to do once the lock is released: write `write`, or finish.
   struct Next {
@@ -207,6 +216,7 @@ class StreamReactor final
 
   KserveGrpcService* const service_;
   InferenceFrontend* const frontend_;
+  const std::optional<TraceContext> traceparent_;  // the stream's: each request's span is its child
   inference::ModelInferRequest request_;  // the one being read
   std::mutex mu_;
   bool reading_ = true;
@@ -522,15 +532,15 @@ grpc::ServerUnaryReactor* KserveGrpcService::ModelInfer(grpc::CallbackServerCont
   }
   RunInfer(
       request,
-      [reactor](const absl::Status& status, inference::ModelInferResponse out, std::vector<WrittenAnswer> written) {
+      [reactor](const absl::Status& status, inference::ModelInferResponse out, AnswerReceipt written) {
         reactor->Answer(status, out, std::move(written));
       },
-      reactor->cancel());
+      reactor->cancel(), Traceparent(context));
   return reactor;
 }
 
 void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, InferAnswer done,
-                                 std::shared_ptr<CancelFlag> cancel) {
+                                 std::shared_ptr<CancelFlag> cancel, std::optional<TraceContext> traceparent) {
   auto fail = [&](const absl::Status& status) { done(status, inference::ModelInferResponse(), {}); };
   // Model-less (INFaaS): no model_name, and a "task" parameter; the variant
   // is chosen as on HTTP's /v2/tasks/{task}/infer.
@@ -567,6 +577,7 @@ void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, In
   }
   const InferenceFrontend::ServedModel& served = frontend_->served(*model);
   parsed->cancel = std::move(cancel);
+  parsed->traceparent = traceparent;
   const std::string id = parsed->id;
   AnswerLayout answer = parsed->answer;
   frontend_->Infer(*model, *std::move(parsed),
@@ -588,7 +599,7 @@ void KserveGrpcService::RunInfer(const inference::ModelInferRequest& request, In
 
 grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
 KserveGrpcService::ModelStreamInfer(grpc::CallbackServerContext* context) {
-  return new StreamReactor(this, frontend_, Authorize(context, Api::kInference));
+  return new StreamReactor(this, frontend_, Authorize(context, Api::kInference), Traceparent(context));
 }
 
 grpc::ServerUnaryReactor* KserveGrpcService::ModelConfig(grpc::CallbackServerContext* context,

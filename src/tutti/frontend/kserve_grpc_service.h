@@ -95,12 +95,14 @@ class KserveGrpcService final
   // (the model's name and the request's id either way), and what to report
   // once it is written.
   using InferAnswer =
-      std::function<void(const absl::Status&, inference::ModelInferResponse, std::vector<WrittenAnswer>)>;
+      std::function<void(const absl::Status&, inference::ModelInferResponse, AnswerReceipt)>;
   // Runs one request, ModelInfer's or ModelStreamInfer's; `done` is called
   // exactly once, possibly before this returns. `cancel`, when given, is
-  // set once the client has given up on the call.
+  // set once the client has given up on the call; `traceparent` is the
+  // call's (its `traceparent` metadata).
   void RunInfer(const inference::ModelInferRequest& request, InferAnswer done,
-                std::shared_ptr<CancelFlag> cancel = nullptr);
+                std::shared_ptr<CancelFlag> cancel = nullptr,
+                std::optional<TraceContext> traceparent = std::nullopt);
 
  private:
   // Whether the call may run (InferenceFrontend::Authorize on its

@@ -181,7 +181,11 @@ absl::StatusOr<InferRequest> KserveService::Parse(int model, const HttpRequest& 
     json_length = n;
   }
   absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, frontend_->served(model).config, json_length);
-  if (!parsed.ok()) frontend_->CountRejected(model);
+  if (!parsed.ok()) {
+    frontend_->CountRejected(model);
+  } else if (const std::string h = request.Header("traceparent"); !h.empty()) {
+    parsed->traceparent = ParseTraceparent(h);
+  }
   return parsed;
 }
 

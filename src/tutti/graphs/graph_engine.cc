@@ -76,6 +76,10 @@ struct GraphEngine::Run {
   RequestContext context;  // passed to every step (stateful ones keep its sequence; a cancel withdraws the rest)
   std::shared_ptr<const std::vector<double>> due;  // per step, share of the objective
   InferenceCallback done;
+  // Traced: per step, its span and its start (each written by the step's
+  // start, read by its end).
+  std::vector<TraceContext> step_trace;
+  std::vector<Time> step_start;
 
   std::mutex mu;
   std::vector<float> input ABSL_GUARDED_BY(mu);  // the graph's, while a waiting step reads it
@@ -187,6 +191,10 @@ absl::Status GraphEngine::SubmitWith(ModelId model, const RequestContext& contex
   }
   run->done = std::move(done);
   const size_t n = parents_[g].size();
+  if (options_.tracer != nullptr && context.trace.recording()) {
+    run->step_trace.resize(n);
+    run->step_start.resize(n);
+  }
   std::vector<Start> starts;
   {
     std::lock_guard<std::mutex> lock(run->mu);
@@ -199,8 +207,10 @@ absl::Status GraphEngine::SubmitWith(ModelId model, const RequestContext& contex
   // The first steps read only the graph's input: a refusal of the first is
   // the caller's to hear (and `done` is never called); later ones are
   // answered as step errors.
+  const int first_step = starts.front().step;
   absl::Status first = StartStep(run, std::move(starts.front()));
   if (!first.ok()) {
+    RecordStep(*run, first_step, first, inner_->Now());
     {
       std::lock_guard<std::mutex> lock(run->mu);
       run->answered = true;
@@ -270,6 +280,11 @@ absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, Start start
     std::lock_guard<std::mutex> lock(mu_);
     ++windows_[run->graph].reached[i];
   }
+  RequestContext context = run->context;
+  if (!run->step_trace.empty()) {
+    context.trace = run->step_trace[i] = Tracer::Child(run->context.trace);
+    run->step_start[i] = inner_->Now();
+  }
   const Duration left = run->DueOf(i) - inner_->Now();
   if (left <= 0) {
     return absl::DeadlineExceededError("its share of the latency objective had run out before it could start");
@@ -282,8 +297,19 @@ absl::Status GraphEngine::StartStep(const std::shared_ptr<Run>& run, Start start
   } else {
     input = std::move(start.input);
   }
-  return inner_->SubmitWith(step.model, run->context, std::move(input), left,
+  return inner_->SubmitWith(step.model, context, std::move(input), left,
                             [this, run, i](InferenceOutcome outcome) { OnStep(run, i, std::move(outcome)); });
+}
+
+void GraphEngine::RecordStep(const Run& run, int i, const absl::Status& status, Time end) const {
+  if (run.step_trace.empty()) return;
+  const std::string& model = inner_spec_.models[graphs_[run.graph].steps[i].model].name;
+  Span span{run.step_trace[i], absl::StrCat("step ", model), Span::Kind::kInternal, run.step_start[i],
+            std::max(run.step_start[i], end)};
+  span.attributes = {{"tutti.step", int64_t{i}}, {"tutti.model", model},
+                     {"tutti.due_us", static_cast<int64_t>(ToMicros(run.DueOf(i) - run.arrival))}};
+  if (!status.ok()) span.error = std::string(status.message());
+  options_.tracer->Record(std::move(span));
 }
 
 void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outcome) {
@@ -294,6 +320,10 @@ void GraphEngine::CountStep(const Run& run, int i, const InferenceOutcome& outco
 void GraphEngine::OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome) {
   const GraphSpec& graph = graphs_[run->graph];
   CountStep(*run, i, outcome);
+  RecordStep(*run, i, outcome.status, outcome.finished);
+  if (!run->step_trace.empty()) {
+    RecordRequestSpans(*options_.tracer, run->step_trace[i], inner_spec_.models[graph.steps[i].model].name, outcome);
+  }
   const std::vector<int>& outputs = outputs_[run->graph];
   std::vector<Start> starts;
   bool answer = false;

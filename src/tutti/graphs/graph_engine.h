@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/serving/layered_engine.h"
+#include "tutti/tracing/tracer.h"
 
 namespace tutti {
 
@@ -98,6 +99,10 @@ std::vector<double> MakeGraphShares(const GraphSpec& graph, const ClusterSpec& s
 struct GraphOptions {
   int64_t resplit_every = 1000;  // graph requests between checks of γ (0: never)
   double gamma_drift = 0.1;      // re-split when a measured γ differs by more than this
+  // Records a span per step of the graph requests whose trace is recording,
+  // as children of the request's span; the step's own request is traced
+  // under it (null: none). Outlives the engine.
+  Tracer* tracer = nullptr;
 };
 
 class GraphEngine final : public LayeredEngine {
@@ -144,6 +149,8 @@ class GraphEngine final : public LayeredEngine {
   void OnStep(const std::shared_ptr<Run>& run, int i, InferenceOutcome outcome);
   // Counts a step's outcome, against the step's own deadline.
   void CountStep(const Run& run, int i, const InferenceOutcome& outcome);
+  // Records step i's span, ended at `end` with `status`, when traced.
+  void RecordStep(const Run& run, int i, const absl::Status& status, Time end) const;
   void Finish(const std::shared_ptr<Run>& run, InferenceOutcome outcome);
   // Under run.mu: the merge of the outputs of the output steps that ran.
   std::vector<float> Merged(Run& run) const;

@@ -17,9 +17,10 @@
 namespace tutti {
 
 absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine, const ClusterSpec& spec,
-                                                         ClusterLayout* layout) {
+                                                         ClusterLayout* layout, Tracer* tracer) {
   if (layout->graphs.empty()) return nullptr;
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GraphEngine> graphs, GraphEngine::Create(engine, spec, layout->graphs));
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<GraphEngine> graphs,
+                         GraphEngine::Create(engine, spec, layout->graphs, GraphOptions{.tracer = tracer}));
   layout->served.insert(layout->served.end(), layout->graph_served.begin(), layout->graph_served.end());
   return graphs;
 }

@@ -15,6 +15,7 @@
 #include "tutti/sequences/sequence_engine.h"
 #include "tutti/deployment/cluster_layout.h"
 #include "tutti/serving/batch_stage.h"
+#include "tutti/tracing/tracer.h"
 
 namespace tutti {
 
@@ -29,8 +30,9 @@ absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> Mak
 // The layout's graphs served over `engine` (which serves `spec`'s models):
 // a GraphEngine, with the graphs' configs appended to layout->served for the
 // frontends; null (and the layout unchanged) when there is no graph.
+// `tracer` (null: none) records the steps of traced graph requests.
 absl::StatusOr<std::unique_ptr<GraphEngine>> ServeGraphs(InferenceEngine* engine, const ClusterSpec& spec,
-                                                         ClusterLayout* layout);
+                                                         ClusterLayout* layout, Tracer* tracer = nullptr);
 
 // The layout's stateful models' sequences kept over `engine` (which serves
 // `spec`'s models): a SequenceEngine; null when no model is stateful.

@@ -236,12 +236,16 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
                            std::lock_guard<std::mutex> lock(p->autoscale_mu_);
                            p->autoscale_ = v;
                          }));
+  if (config.tracing) {
+    TUTTI_ASSIGN_OR_RETURN(p->tracer_, Tracer::Create(*config.tracing, p->loop_.get()));
+  }
   InferenceEngine* served = p->engine_.get();
   p->sequences_ = ServeSequences(served, layout.spec, layout, p->loop_.get());  // a sequence's order is kept here
   if (p->sequences_) served = p->sequences_.get();
-  TUTTI_ASSIGN_OR_RETURN(p->graphs_, ServeGraphs(served, layout.spec, &layout));  // graphs run on this frontend
+  TUTTI_ASSIGN_OR_RETURN(p->graphs_, ServeGraphs(served, layout.spec, &layout, p->tracer_.get()));  // graphs run here
   if (p->graphs_) served = p->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
+  frontend.frontend.tracer = p->tracer_.get();
   frontend.frontend.shutdown = options.on_shutdown_request;
   frontend.frontend.extra_metrics = [p = p.get()] { return p->AutoscaleMetrics(); };
   frontend.console.cluster = [p = p.get(), keys = ClusterKeys(options.cluster)] { return p->ConsoleJson(keys); };

@@ -149,6 +149,7 @@ class FrontendProcess {
   std::unique_ptr<WireConnector> connector_;
   std::string name_;
   std::unique_ptr<EtcdClient> etcd_;
+  std::unique_ptr<Tracer> tracer_;  // null: no tracing; outlives what records spans
   std::unique_ptr<RemoteEngine> engine_;
   std::unique_ptr<SequenceEngine> sequences_;  // over engine_, under graphs_
   std::unique_ptr<GraphEngine> graphs_;  // over engine_; null: no graph served

@@ -39,6 +39,16 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
       executors.push_back(std::move(e));
     }
   }
+  if (config.tracing) {
+    TUTTI_ASSIGN_OR_RETURN(server->tracer_, Tracer::Create(*config.tracing, clock));
+    std::vector<std::string> to;
+    for (const std::string& where : {config.tracing->file, config.tracing->otlp_endpoint}) {
+      if (!where.empty()) to.push_back(where);
+    }
+    absl::StrAppendFormat(&d, "tracing: %g of requests without a traceparent (and those their caller samples), "
+                          "spans to %s\n", config.tracing->sampling_ratio, absl::StrJoin(to, " and "));
+  }
+  Tracer* tracer = server->tracer_.get();
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
   TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(spec, std::move(layout.shapes),
@@ -47,9 +57,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   InferenceEngine* engine = server->core_.get();
   server->sequences_ = ServeSequences(engine, spec, layout, clock);
   if (server->sequences_) engine = server->sequences_.get();
-  TUTTI_ASSIGN_OR_RETURN(server->graphs_, ServeGraphs(engine, spec, &layout));
+  TUTTI_ASSIGN_OR_RETURN(server->graphs_, ServeGraphs(engine, spec, &layout, tracer));
   if (server->graphs_) engine = server->graphs_.get();
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
+  frontend.frontend.tracer = tracer;
   frontend.frontend.shutdown = std::move(on_shutdown_request);
   if (config.model_less) StartTaskAutoscaler(repo, config, clock, server.get(), &frontend.frontend);
   frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get(),

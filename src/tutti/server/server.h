@@ -64,6 +64,7 @@ class Server {
 
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
+  std::unique_ptr<Tracer> tracer_;  // null: no tracing; outlives what records spans
   std::unique_ptr<InferenceCore> core_;
   std::unique_ptr<SequenceEngine> sequences_;  // null: no stateful model served
   std::unique_ptr<GraphEngine> graphs_;  // null: no graph served

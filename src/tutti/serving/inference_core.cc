@@ -231,6 +231,9 @@ void InferenceCore::OnExecuted(const Dispatched& d, ExecResult result) {
       out.started = result.started;
       out.finished = result.finished;
       out.batch_size = static_cast<int>(n);
+      out.dispatched = trace.decided;
+      out.planned_start = trace.planned_start;
+      out.executor = gpu;
       if (out.status.ok()) {
         out.batch_id = batch;
         out.batch_deadline = d.earliest_deadline;

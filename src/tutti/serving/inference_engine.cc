@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "tutti/tracing/tracer.h"
 
 namespace tutti {
 
@@ -33,6 +34,29 @@ absl::Status CancelledError(const ClusterSpec& spec, ModelId model) {
 absl::Status DroppedError(const ClusterSpec& spec, ModelId model) {
   return absl::DeadlineExceededError(absl::StrCat("the latency objective of this '", spec.models[model].name,
                                                   "' request cannot be met; it was dropped before execution"));
+}
+
+void RecordRequestSpans(Tracer& tracer, const TraceContext& parent, const std::string& model,
+                        const InferenceOutcome& out) {
+  const bool ran = out.batch_size > 0;
+  if (!parent.recording() || (!ran && out.arrival == 0)) return;  // refused: it had no life in the engine
+  Span queue{Tracer::Child(parent), "queue", Span::Kind::kInternal, out.arrival, ran ? out.started : out.finished};
+  queue.attributes.push_back({"tutti.model", model});
+  if (ran && out.dispatched > 0) {
+    // Relative to its arrival: what the scheduler planned, what it did.
+    queue.attributes.push_back({"tutti.planned_start_us", static_cast<int64_t>(ToMicros(out.planned_start - out.arrival))});
+    queue.attributes.push_back({"tutti.dispatched_us", static_cast<int64_t>(ToMicros(out.dispatched - out.arrival))});
+    queue.attributes.push_back({"tutti.started_us", static_cast<int64_t>(ToMicros(out.started - out.arrival))});
+  } else if (!ran && !out.status.ok()) {
+    queue.error = std::string(out.status.message());
+  }
+  tracer.Record(std::move(queue));
+  if (!ran) return;
+  Span compute{Tracer::Child(parent), "compute", Span::Kind::kInternal, out.started, out.finished};
+  compute.attributes = {{"tutti.model", model}, {"tutti.batch_size", int64_t{out.batch_size}}, {"tutti.late", out.late}};
+  if (out.executor >= 0) compute.attributes.push_back({"tutti.executor", int64_t{out.executor}});
+  if (!out.status.ok()) compute.error = std::string(out.status.message());
+  tracer.Record(std::move(compute));
 }
 
 }  // namespace tutti

@@ -22,6 +22,7 @@
 #include "tutti/delays/response_tracker.h"
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/request.h"
+#include "tutti/tracing/trace_context.h"
 
 namespace tutti {
 
@@ -36,6 +37,11 @@ struct InferenceOutcome {
   Time started = 0;           // its batch started executing
   Time finished = 0;
   int batch_size = 0;
+  // Its batch as the scheduler planned it: when it dispatched the batch,
+  // the start it planned, and the executor (-1: it ran in no batch).
+  Time dispatched = 0;
+  Time planned_start = 0;
+  int executor = -1;
   // Its batch, for the response delay (delays/response_tracker.h): the
   // engine's id (0: none, e.g. an error or a reconstruction), the answers
   // of it the engine hands out, and its earliest deadline.
@@ -133,7 +139,18 @@ struct RequestContext {
   SequenceRef sequence;                     // id 0: none
   std::shared_ptr<const CancelFlag> cancel;  // null: it is never withdrawn
   int level = 0;                            // its priority level (Request::level)
+  TraceContext trace;                       // its span, when traced (engines that trace record under it)
 };
+
+class Tracer;
+// Records the spans of a request of `model` whose span is `parent`, as
+// its outcome `out` tells its life: "queue" (arrival to its batch's start,
+// with the dispatch the scheduler planned and the one it made) and, when
+// it ran, "compute" (its batch). Nothing unless parent.recording(), nor
+// for a refusal (no arrival, no batch). Called
+// by whoever receives the outcome, outside the engine's locks.
+void RecordRequestSpans(Tracer& tracer, const TraceContext& parent, const std::string& model,
+                        const InferenceOutcome& out);
 
 // Thread-safety: every method may be called from any thread.
 class InferenceEngine {
