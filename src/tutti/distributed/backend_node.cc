@@ -95,6 +95,11 @@ void BackendNode::OnPart(const std::shared_ptr<FeedPeer>& link, pb::Part& part) 
         piece.sequences.push_back({part.sequence_ids(i), (flags & 1) != 0, (flags & 2) != 0});
       }
     }
+    if (options_.tracer != nullptr && part.traceparents_size() == part.ids_size()) {
+      for (const std::string& t : part.traceparents()) {
+        piece.traces.push_back(t.empty() ? TraceContext{} : ParseTraceparent(t).value_or(TraceContext{}));
+      }
+    }
     if (static_cast<int>(a.pieces.size()) < a.parts) return;
     clock_->Cancel(a.grace_timer);
     complete = std::move(a);
@@ -123,6 +128,7 @@ void BackendNode::Run(uint64_t batch, Assembly assembly) {
   for (Piece& p : assembly.pieces) {
     if (p.inputs.size() != p.ids.size() * item_bytes) {  // a part that does not add up: left out
       p.ids.clear();
+      p.traces.clear();
       continue;
     }
     const size_t at = exec.input.size();
@@ -172,6 +178,15 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
     done.set_could_start(ToCluster(std::max(result.ready, ready)));
     done.set_started(started);
     done.set_finished(finished);
+  }
+  for (const Piece& p : assembly.pieces) {
+    for (const TraceContext& t : p.traces) {
+      if (!t.recording()) continue;
+      Span span{Tracer::Child(t), "execute", Span::Kind::kInternal, result.started, result.finished};
+      span.attributes = {{"tutti.backend", options_.id}, {"tutti.batch_size", int64_t{n}}};
+      if (!result.status.ok()) span.error = std::string(result.status.message());
+      options_.tracer->Record(std::move(span));
+    }
   }
   // Each part's outputs go back on the stream it came on.
   size_t offset = 0;

@@ -35,6 +35,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "tutti/tracing/tracer.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
 #include "tutti/distributed/links.h"
@@ -56,6 +57,9 @@ class BackendNode {
     std::function<void(const internal::Role&)> on_role;
     // Whether it serves as such a group's primary now (told in its hello).
     std::function<bool()> is_primary;
+    // Records an "execute" span (its batch's run) for each traced request
+    // (null: none). Outlives the node.
+    Tracer* tracer = nullptr;
   };
   // `shapes[i]` is the size of the executor's model i. `clock` and
   // `connector` must outlive the node.
@@ -85,6 +89,7 @@ class BackendNode {
     std::string inputs;
     std::vector<SequenceRef> sequences;  // a stateful model's: per id
     uint64_t source = 0;                 // the frontend's name, hashed
+    std::vector<TraceContext> traces;    // when any is traced: per id, its frontend's span
   };
   struct Assembly {  // a batch whose parts are coming in
     int model = 0;

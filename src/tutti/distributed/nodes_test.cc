@@ -2,7 +2,9 @@
 // BackendNode — connected in memory (memory_links.h) on one ManualClock:
 // deterministic tests of the distributed logic, with no processes, sockets
 // or threads. distributed_test.cc runs the same nodes as processes.
+#include <map>
 #include <memory>
+#include <set>
 #include <optional>
 #include <random>
 #include <string>
@@ -11,7 +13,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rapidjson/document.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/distributed/backend_node.h"
 #include "tutti/distributed/memory_links.h"
@@ -21,9 +25,12 @@
 #include "tutti/graphs/graph_engine.h"
 #include "tutti/scheduler/adaptive_scheduler.h"
 #include "tutti/stages/parm_stage.h"
+#include "tutti/tracing/tracer.h"
 
 namespace tutti {
 namespace {
+
+using ::testing::UnorderedElementsAre;
 
 constexpr int kInput = 16, kOutput = 10;
 
@@ -74,6 +81,8 @@ class Nodes {
     bool measure_delays = true;  // false: plan with the profile and the fixed delays
     Duration metadata_hold = 0;  // RemoteEngine::Options::metadata_hold
     std::optional<AutoscaleOptions> autoscale;  // SchedulerNode::Options::autoscale
+    Tracer* scheduler_tracer = nullptr;  // SchedulerNode::Options::tracer
+    Tracer* backend_tracer = nullptr;    // BackendNode::Options::tracer
   };
 
   explicit Nodes(const Options& o) : options_(o), network_(&clock_, o.latency) {
@@ -96,6 +105,7 @@ class Nodes {
       so.detect_after = o.detect_after;
       so.stateful_groups = {o.detect_after > 0};
       so.autoscale = o.autoscale;
+      so.tracer = o.scheduler_tracer;
       schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
       SchedulerNode* node = schedulers_.back().get();
       network_.Listen(absl::StrCat("s", i),
@@ -144,6 +154,7 @@ class Nodes {
     const std::string id = absl::StrCat("b", backends_.size());
     std::vector<EmulatedExecutor::Model> models = {{ResNet50(slowdown), kOutput}};
     BackendNode::Options options{id, group};
+    options.tracer = options_.backend_tracer;
     const size_t index = backends_.size();
     roles_.emplace_back();
     options.on_role = [this, index](const internal::Role& r) {
@@ -566,6 +577,84 @@ TEST(DistributedNodesTest, AGraphOnTheFrontendRunsItsStepsThroughTheLeader) {
   EXPECT_EQ(c[1].good, 200);  // head
   EXPECT_EQ(c[2].good, 200);  // the graph
   EXPECT_EQ(c[2].steps[0].good, 200) << "every first step within its 20 ms";
+}
+
+// Exports kept as they come, for a test to read back.
+class KeptExports final : public SpanExporter {
+ public:
+  explicit KeptExports(std::vector<std::string>* out) : out_(out) {}
+  absl::Status Export(const std::string& json) override {
+    out_->push_back(json);
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<std::string>* const out_;
+};
+
+TEST(DistributedNodesTest, AGraphRequestsTraceHasSpansFromTheFrontendTheSchedulerAndTheBackends) {
+  ManualClock epoch(0);
+  std::vector<std::string> exported;
+  auto tracer = [&](const std::string& service) {
+    std::vector<std::unique_ptr<SpanExporter>> e;
+    e.push_back(std::make_unique<KeptExports>(&exported));
+    return std::make_unique<Tracer>(TracerOptions{.service_name = service, .flush_interval = 3600 * kSecond}, &epoch,
+                                    std::move(e));
+  };
+  std::unique_ptr<Tracer> frontend = tracer("frontend"), scheduler = tracer("scheduler"), backend = tracer("backend");
+  Nodes n({.graph = true, .scheduler_tracer = scheduler.get(), .backend_tracer = backend.get()});
+  n.Lead(0);
+  GraphSpec pair{"pair", Millis(40), kInput, kOutput, {{0, -1}, {1, 0}}, {0.5, 0.5}};
+  std::unique_ptr<GraphEngine> graphs =
+      *GraphEngine::Create(&n.frontend(), n.spec(), {pair}, GraphOptions{.tracer = frontend.get()});
+  TraceContext caller;
+  caller.trace_id = NewTraceId();
+  caller.span_id = 7;
+  caller.sampled = true;
+  RequestContext context;
+  context.trace = frontend->StartRequest(caller);  // what the HTTP frontend does with a traceparent
+  bool answered = false;
+  n.clock().ScheduleAt(Millis(100), [&] {
+    ASSERT_TRUE(graphs
+                    ->SubmitWith(2, context, std::vector<float>(kInput, 0.5f), 0,
+                                 [&](InferenceOutcome o) { answered = o.status.ok(); })
+                    .ok());
+  });
+  // And one the caller does not sample: nothing of it anywhere.
+  TraceContext unsampled = caller;
+  unsampled.sampled = false;
+  RequestContext quiet;
+  quiet.trace = frontend->StartRequest(unsampled);
+  n.clock().ScheduleAt(Millis(150), [&] {
+    ASSERT_TRUE(graphs->SubmitWith(2, quiet, std::vector<float>(kInput, 0.5f), 0, [](InferenceOutcome) {}).ok());
+  });
+  n.clock().AdvanceTo(Seconds(1));
+  ASSERT_TRUE(answered);
+  for (Tracer* t : {frontend.get(), scheduler.get(), backend.get()}) t->Flush();
+
+  // (service, name) of each span, by parent; every span in the caller's trace.
+  std::map<std::string, std::multiset<std::string>> children;
+  std::map<std::string, std::string> step_ids;  // "step resnet50" -> its span id
+  for (const std::string& json : exported) {
+    rapidjson::Document d;
+    ASSERT_FALSE(d.Parse(json.c_str()).HasParseError());
+    const auto& rs = d["resourceSpans"][0];
+    const std::string service = rs["resource"]["attributes"][0]["value"]["stringValue"].GetString();
+    for (const auto& s : rs["scopeSpans"][0]["spans"].GetArray()) {
+      EXPECT_EQ(s["traceId"].GetString(), TraceIdHex(caller.trace_id));
+      const std::string name = s["name"].GetString();
+      children[s["parentSpanId"].GetString()].insert(service + " " + name);
+      if (name.rfind("step ", 0) == 0) step_ids[name] = s["spanId"].GetString();
+    }
+  }
+  EXPECT_THAT(children[SpanIdHex(context.trace.span_id)],
+              UnorderedElementsAre("frontend step resnet50", "frontend step head"));
+  for (const char* step : {"step resnet50", "step head"}) {
+    EXPECT_THAT(children[step_ids[step]],
+                UnorderedElementsAre("frontend queue", "frontend compute", "scheduler schedule", "backend execute"))
+        << step;
+  }
+  EXPECT_EQ(children.size(), 3u) << "the request's span, and its two steps'";
 }
 
 TEST(DistributedNodesTest, ASpareRefusesStreamsUntilItLeads) {

@@ -179,6 +179,7 @@ absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& conte
   p.sequence = context.sequence;
   p.cancel = context.cancel;
   p.extra.level = context.level;
+  p.extra.trace = context.trace;
   if (sync_.synced()) HoldLocked(id, now);
   return absl::OkStatus();
 }
@@ -248,6 +249,7 @@ void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
       m->set_model(p.model);
       m->set_deadline(sync_.ToCluster(p.deadline));
       if (p.extra.level != 0) m->set_level(p.extra.level);
+      if (p.extra.trace.recording()) m->set_traceparent(FormatTraceparent(p.extra.trace));
     }
   });
 }
@@ -291,6 +293,13 @@ void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {
       if (p->sequence.id != 0 || part->sequence_ids_size() > 0) {
         part->add_sequence_ids(p->sequence.id);
         part->add_sequence_flags((p->sequence.start ? 1u : 0u) | (p->sequence.end ? 2u : 0u));
+      }
+      // Likewise traces: from the first traced request on, one per id.
+      if (p->extra.trace.recording() && part->traceparents_size() == 0) {
+        for (int k = 1; k < part->ids_size(); ++k) part->add_traceparents("");
+      }
+      if (p->extra.trace.recording() || part->traceparents_size() > 0) {
+        part->add_traceparents(p->extra.trace.recording() ? FormatTraceparent(p->extra.trace) : "");
       }
       inputs.append(reinterpret_cast<const char*>(p->input.data()), p->input.size() * sizeof(float));
     }

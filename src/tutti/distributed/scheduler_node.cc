@@ -123,7 +123,10 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
       continue;
     }
     const Request r{next_request_++, m.model(), now, m.deadline(), std::max(0, m.level())};
-    origins_[r.id] = Origin{frontend, m.id()};
+    Origin& origin = origins_[r.id] = Origin{frontend, m.id()};
+    if (!m.traceparent().empty() && options_.tracer != nullptr) {
+      origin.trace = ParseTraceparent(m.traceparent()).value_or(TraceContext{});
+    }
     if (delays_) delays_->RecordArrival(r.model, now);
     scheduler_->Submit(r);
   }
@@ -146,7 +149,22 @@ void SchedulerNode::OnDrop(const Request& r) {
   if (it == origins_.end()) return;
   const Origin o = it->second;
   origins_.erase(it);
+  RecordSchedule(o, r, nullptr, "dropped: its latency objective cannot be met");
   Send<pb::FrontendDown>(frontends_[o.frontend].link, [id = o.id](pb::FrontendDown* d) { d->add_dropped(id); });
+}
+
+void SchedulerNode::RecordSchedule(const Origin& origin, const Request& r, const Batch* batch,
+                                   const std::string& error) {
+  if (options_.tracer == nullptr || !origin.trace.recording()) return;
+  Span span{Tracer::Child(origin.trace), "schedule", Span::Kind::kInternal, r.arrival, clock_->Now()};
+  span.attributes.push_back({"tutti.model", spec_.models[r.model].name});
+  if (batch != nullptr) {
+    span.attributes.push_back({"tutti.planned_start_us", static_cast<int64_t>(ToMicros(batch->exec_at - r.arrival))});
+    span.attributes.push_back({"tutti.batch_size", static_cast<int64_t>(batch->requests.size())});
+    span.attributes.push_back({"tutti.gpu", int64_t{batch->gpu}});
+  }
+  span.error = error;
+  options_.tracer->Record(std::move(span));
 }
 
 void SchedulerNode::OnDispatch(Batch batch) {
@@ -160,7 +178,10 @@ void SchedulerNode::OnDispatch(Batch batch) {
   }
   const Time now = clock_->Now();
   Time deadline = kInfiniteFuture;
-  for (const Request& r : batch.requests) deadline = std::min(deadline, r.deadline);
+  for (const Request& r : batch.requests) {
+    deadline = std::min(deadline, r.deadline);
+    RecordSchedule(origins_.at(r.id), r, &batch, "");
+  }
   in_flight_[batch_id] = InFlight{batch.gpu, now, batch.exec_at + batch.latency, std::move(batch.requests)};
   if (parts.empty()) {  // nobody to answer: nothing runs (done from a timer: not inside the scheduler's call)
     locked_clock_.ScheduleAt(now, [this, batch_id] {

@@ -61,6 +61,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "tutti/tracing/tracer.h"
 #include "tutti/autoscale/autoscaler.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/serialized_clock.h"
@@ -94,6 +95,9 @@ class SchedulerNode {
     // Closed-loop autoscaling over the slots (one executor group); none:
     // every slot is wanted.
     std::optional<AutoscaleOptions> autoscale;
+    // Records a "schedule" span (receipt to dispatch or drop) for each
+    // traced request (null: none). Outlives the node.
+    Tracer* tracer = nullptr;
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.
@@ -135,6 +139,7 @@ class SchedulerNode {
   struct Origin {  // where a request came from
     int frontend = 0;
     uint64_t id = 0;
+    TraceContext trace;  // its frontend's span, when traced
   };
   struct FrontendState {
     std::string name;
@@ -170,6 +175,9 @@ class SchedulerNode {
   void OnBackendGone(const std::shared_ptr<BackendPeer>& link, const std::string& id);
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
+  // The "schedule" span of a traced request: dispatched in `batch`, or
+  // (null) dropped with `error`.
+  void RecordSchedule(const Origin& origin, const Request& r, const Batch* batch, const std::string& error);
   // REQUIRES: mu_ held.
   // Gives free slots to members without one (slot_assignment.h).
   void AssignSlotsLocked();  // then SendRolesLocked()

@@ -120,6 +120,10 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   TUTTI_ASSIGN_OR_RETURN(p->etcd_, EtcdClient::Connect(options.etcd, options.etcd_timeout, options.tls));
   TUTTI_ASSIGN_OR_RETURN(std::shared_ptr<PeerTls> tls, ClusterTls(options));
   SchedulerNode::Options node_options{config.policy, config.scheduler, config.delays};
+  if (config.tracing) {
+    TUTTI_ASSIGN_OR_RETURN(p->tracer_, Tracer::Create(*config.tracing, p->loop_.get()));
+    node_options.tracer = p->tracer_.get();
+  }
   // Stateful groups: roles for HAMS's primary-backup, and a primary that
   // stops answering replaced after replication.detect_after, not only when
   // its lease expires.
@@ -366,6 +370,10 @@ absl::StatusOr<std::unique_ptr<BackendProcess>> BackendProcess::Start(const Clus
   std::vector<ModelShape> shapes;
   for (ModelId m : layout.spec.sub_clusters[group].models) shapes.push_back(layout.shapes[m]);
   BackendNode::Options node_options{p->id_, group};
+  if (config.tracing) {
+    TUTTI_ASSIGN_OR_RETURN(p->tracer_, Tracer::Create(*config.tracing, p->loop_.get()));
+    node_options.tracer = p->tracer_.get();
+  }
   if (auto* slot = dynamic_cast<ReplicatedExecutor*>(executor.get())) {
     p->slot_ = slot;
     p->replica_ = std::make_unique<ReplicaNode>(slot, p->connector_.get(), p->loop_.get());

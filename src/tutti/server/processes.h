@@ -111,6 +111,7 @@ class SchedulerProcess {
   void PublishAutoscaling(const ClusterKeys& keys);  // until stop_
 
   std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Tracer> tracer_;  // null: no tracing; outlives node_
   std::string address_;
   std::unique_ptr<EtcdClient> etcd_;
   int64_t lease_ = 0;
@@ -182,6 +183,7 @@ class BackendProcess {
  private:
   BackendProcess() = default;
   std::unique_ptr<EventLoop> loop_;
+  std::unique_ptr<Tracer> tracer_;  // null: no tracing; outlives node_
   std::unique_ptr<WireConnector> connector_;
   std::string id_;
   std::string address_;
