@@ -1,7 +1,8 @@
 // The HTTP request path into the KServe codec: KserveService::Handle — the
 // routes, headers (the binary extension's Inference-Header-Content-Length,
-// Authorization) and bodies — over an engine that answers at once, on an
-// open server and on one guarded by tokens.
+// Authorization, traceparent) and bodies — over an engine that answers at
+// once, on an open server that traces every request and on one guarded by
+// tokens.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,7 +11,9 @@
 #include "absl/strings/str_split.h"
 #include "fuzz/fuzz_util.h"
 #include "tutti/frontend/inference_frontend.h"
+#include "tutti/core/manual_clock.h"
 #include "tutti/frontend/kserve_service.h"
+#include "tutti/tracing/tracer.h"
 
 namespace tutti::fuzz {
 namespace {
@@ -36,13 +39,28 @@ class InstantEngine final : public InferenceEngine {
   DelayReport Delays() const override { return {}; }
 };
 
+// Spans go nowhere (they are still built and encoded).
+class Discard final : public SpanExporter {
+ public:
+  absl::Status Export(const std::string&) override { return absl::OkStatus(); }
+};
+
+Tracer* EveryRequestTraced() {
+  static ManualClock clock(0);
+  std::vector<std::unique_ptr<SpanExporter>> exporters;
+  exporters.push_back(std::make_unique<Discard>());
+  static Tracer tracer(TracerOptions{.sampling_ratio = 1}, &clock, std::move(exporters));
+  return &tracer;
+}
+
 }  // namespace
 }  // namespace tutti::fuzz
 
 // The input: "METHOD TARGET\nName: value\n…\n\nBODY" (any bytes anywhere).
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static tutti::fuzz::InstantEngine engine;
-  static tutti::InferenceFrontend frontend(&engine, {{tutti::fuzz::Model(), 1}});
+  static tutti::InferenceFrontend frontend(&engine, {{tutti::fuzz::Model(), 1}},
+                                           tutti::InferenceFrontend::Options{.tracer = tutti::fuzz::EveryRequestTraced()});
   static tutti::KserveService service(&frontend);
   static tutti::InferenceFrontend guarded_frontend(
       &engine, {{tutti::fuzz::Model(), 1}},
@@ -65,6 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto respond = [](tutti::HttpResponse r) {
     if (r.prepare) r.prepare(&r);
+    if (r.on_written) r.on_written();
   };
   guarded.Handle(request, respond);
   service.Handle(std::move(request), respond);

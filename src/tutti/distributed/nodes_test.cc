@@ -2,6 +2,8 @@
 // BackendNode — connected in memory (memory_links.h) on one ManualClock:
 // deterministic tests of the distributed logic, with no processes, sockets
 // or threads. distributed_test.cc runs the same nodes as processes.
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
@@ -579,25 +581,15 @@ TEST(DistributedNodesTest, AGraphOnTheFrontendRunsItsStepsThroughTheLeader) {
   EXPECT_EQ(c[2].steps[0].good, 200) << "every first step within its 20 ms";
 }
 
-// Exports kept as they come, for a test to read back.
-class KeptExports final : public SpanExporter {
- public:
-  explicit KeptExports(std::vector<std::string>* out) : out_(out) {}
-  absl::Status Export(const std::string& json) override {
-    out_->push_back(json);
-    return absl::OkStatus();
-  }
-
- private:
-  std::vector<std::string>* const out_;
-};
-
 TEST(DistributedNodesTest, AGraphRequestsTraceHasSpansFromTheFrontendTheSchedulerAndTheBackends) {
+  // The three processes' tracers export to one file (their exports take
+  // turns: one thread runs this test).
   ManualClock epoch(0);
-  std::vector<std::string> exported;
+  const std::string file = ::testing::TempDir() + "/distributed_trace.jsonl";
+  std::remove(file.c_str());
   auto tracer = [&](const std::string& service) {
     std::vector<std::unique_ptr<SpanExporter>> e;
-    e.push_back(std::make_unique<KeptExports>(&exported));
+    e.push_back(*NewFileExporter(file));
     return std::make_unique<Tracer>(TracerOptions{.service_name = service, .flush_interval = 3600 * kSecond}, &epoch,
                                     std::move(e));
   };
@@ -635,7 +627,8 @@ TEST(DistributedNodesTest, AGraphRequestsTraceHasSpansFromTheFrontendTheSchedule
   // (service, name) of each span, by parent; every span in the caller's trace.
   std::map<std::string, std::multiset<std::string>> children;
   std::map<std::string, std::string> step_ids;  // "step resnet50" -> its span id
-  for (const std::string& json : exported) {
+  std::ifstream in(file);
+  for (std::string json; std::getline(in, json);) {
     rapidjson::Document d;
     ASSERT_FALSE(d.Parse(json.c_str()).HasParseError());
     const auto& rs = d["resourceSpans"][0];
