@@ -506,6 +506,31 @@ std::string WriteModelConfig(const ModelConfig& config) {
       w.Key("default_priority_level");
       w.Int64(config.default_priority_level);
     }
+    auto policy = [&w](const QueuePolicy& p) {
+      w.StartObject();
+      w.Key("timeout_action");
+      w.String("REJECT");
+      w.Key("default_timeout_microseconds");
+      w.Int64(p.default_timeout_us);
+      w.Key("allow_timeout_override");
+      w.Bool(p.allow_timeout_override);
+      w.Key("max_queue_size");
+      w.Int64(p.max_queue_size);
+      w.EndObject();
+    };
+    if (config.default_queue_policy) {
+      w.Key("default_queue_policy");
+      policy(*config.default_queue_policy);
+    }
+    if (!config.priority_queue_policy.empty()) {
+      w.Key("priority_queue_policy");
+      w.StartObject();
+      for (const auto& [level, p] : config.priority_queue_policy) {
+        w.Key(std::to_string(level).c_str());
+        policy(p);
+      }
+      w.EndObject();
+    }
     w.EndObject();
   }
   if (const std::optional<SequenceBatching>& sb = config.sequence_batching) {

@@ -352,6 +352,24 @@ TEST(KserveJsonTest, ServerMetadataListsItsExtensions) {
 
 // Triton's model configuration JSON: a stateful step's sequence batching
 // with its implicit state, a graph's steps, Tutti's fields as parameters.
+TEST(KserveJsonTest, QueuePoliciesInTritonsShape) {
+  ModelConfig config = Mlp();
+  config.priority_levels = 2;
+  config.default_priority_level = 2;
+  config.default_queue_policy = QueuePolicy{.default_timeout_us = 5000, .allow_timeout_override = true};
+  config.priority_queue_policy[1] = QueuePolicy{.max_queue_size = 8};
+  rapidjson::Document d;
+  d.Parse(WriteModelConfig(config).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  const auto& b = d["dynamic_batching"];
+  EXPECT_EQ(b["priority_levels"].GetInt(), 2);
+  EXPECT_STREQ(b["default_queue_policy"]["timeout_action"].GetString(), "REJECT");
+  EXPECT_EQ(b["default_queue_policy"]["default_timeout_microseconds"].GetInt(), 5000);
+  EXPECT_TRUE(b["default_queue_policy"]["allow_timeout_override"].GetBool());
+  EXPECT_EQ(b["priority_queue_policy"]["1"]["max_queue_size"].GetInt(), 8);
+  EXPECT_FALSE(b["priority_queue_policy"].HasMember("2"));
+}
+
 TEST(KserveJsonTest, ModelConfigInTritonsShape) {
   ModelConfig gru;
   gru.name = "gru";

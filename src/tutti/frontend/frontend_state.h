@@ -5,6 +5,7 @@
 #ifndef TUTTI_FRONTEND_FRONTEND_STATE_H_
 #define TUTTI_FRONTEND_FRONTEND_STATE_H_
 
+#include <array>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -21,6 +22,9 @@ struct InferenceFrontend::ModelState {
   std::atomic<int64_t> rejected{0};    // refused before scheduling (bad input)
   std::atomic<int64_t> overloaded{0};  // refused by admission control (queue full)
   std::atomic<int64_t> queued{0};      // items accepted and not yet answered
+  // Of those, by scheduler level (0 first), for the levels whose queue
+  // policy has a max_queue_size.
+  std::array<std::atomic<int64_t>, kMaxPriorityLevels> level_queued{};
   // Model control: kReady, kUnloading (until queued is 0), kUnavailable.
   // Changed under control_mu; read without it.
   enum Control { kReady, kUnloading, kUnavailable };

@@ -132,12 +132,28 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
         "model '", state.served.config.name, "' has ", queued - request.batch,
         " items queued, at its limit of ", options_.max_queue_size, " (max_queue_size): retry later")));
   }
+  // The level's queue policy (Triton's priority_queue_policy, else
+  // default_queue_policy): its own limit, and the timeout it sets.
+  const int level = PriorityLevel(state.served.config, request.priority);
+  const QueuePolicy* policy = state.served.config.QueuePolicyOf(level + 1);
+  const bool level_counted = policy != nullptr && policy->max_queue_size > 0;
+  if (level_counted) {
+    const int64_t at_level = state.level_queued[level].fetch_add(request.batch) + request.batch;
+    if (at_level > policy->max_queue_size) {
+      state.level_queued[level].fetch_sub(request.batch);
+      Release(state, request.batch);
+      ++state.overloaded;
+      return done(absl::ResourceExhaustedError(absl::StrCat(
+          "model '", state.served.config.name, "' has ", at_level - request.batch, " items queued at priority level ",
+          level + 1, ", at its limit of ", policy->max_queue_size, " (its queue policy's max_queue_size): retry later")));
+    }
+  }
   auto pending = std::make_shared<PendingInfer>();
   pending->result.outputs.resize(request.batch);
   pending->remaining = request.batch;
   // A graph's steps record their own (GraphEngine).
   Tracer* const item_tracer = trace.recording() && state.served.config.steps.empty() ? options_.tracer : nullptr;
-  auto finish = [&state, pending, batch = request.batch, item_tracer, trace,
+  auto finish = [&state, pending, batch = request.batch, item_tracer, trace, level_counted, level,
                  done = std::move(done)](int item, InferenceOutcome o) {
     if (item_tracer != nullptr) RecordRequestSpans(*item_tracer, trace, state.served.config.name, o);
     {
@@ -169,15 +185,19 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
     } else {
       done(std::move(pending->result));
     }
+    if (level_counted) state.level_queued[level].fetch_sub(batch);
     Release(state, batch);
   };
   std::shared_ptr<CancelFlag> cancel = std::move(request.cancel);
-  if (request.timeout_us > 0) {
+  // A queue policy's timeout, unless it lets the request's own replace it.
+  const int64_t timeout_us = policy == nullptr || (policy->allow_timeout_override && request.timeout_us > 0)
+                                 ? request.timeout_us
+                                 : policy->default_timeout_us;
+  if (timeout_us > 0) {
     if (cancel == nullptr) cancel = std::make_shared<CancelFlag>();
-    cancel->ExpireAt(engine_->Now() + Micros(request.timeout_us));
+    cancel->ExpireAt(engine_->Now() + Micros(timeout_us));
   }
-  const RequestContext context{request.sequence, std::move(cancel),
-                               PriorityLevel(state.served.config, request.priority), trace};
+  const RequestContext context{request.sequence, std::move(cancel), level, trace};
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
     absl::Status s = engine_->SubmitWith(engine_model, context, std::move(item), objective,

@@ -138,6 +138,57 @@ TEST(PriorityTest, ARequestsPriorityReachesTheEngineAsTheModelsLevel) {
   for (int i = 0; i < 8; ++i) engine.AnswerOne();
 }
 
+// Triton's queue policies, per level: priority 1 may hold 2 items, and
+// takes no timeout; priority 2 has the default policy, whose timeout of
+// 1 ms no request may replace.
+TEST(PriorityTest, EachLevelHasItsQueuePolicysLimitAndTimeout) {
+  HoldingEngine engine;
+  ModelConfig config;
+  config.name = "mlp";
+  config.inputs = {{"image", DataType::kFp32, {2}}};
+  config.outputs = {{"logits", DataType::kFp32, {3}}};
+  config.priority_levels = 2;
+  config.default_priority_level = 2;
+  config.default_queue_policy = QueuePolicy{.default_timeout_us = 1000};
+  config.priority_queue_policy[1] = QueuePolicy{.max_queue_size = 2};
+  InferenceFrontend frontend(&engine, {{config, 1}}, {});
+  std::vector<absl::Status> answers;
+  auto infer = [&](uint64_t priority, int64_t timeout_us) {
+    InferRequest r;
+    r.batch = 1;
+    r.data.assign(2, 0.5f);
+    r.priority = priority;
+    r.timeout_us = timeout_us;
+    frontend.Infer(0, std::move(r), [&](absl::StatusOr<InferenceFrontend::InferResult> a) {
+      answers.push_back(a.status());
+    });
+  };
+  infer(1, 5000);
+  infer(1, 0);
+  infer(1, 0);  // a third at level 1: refused at once
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(answers[0].message(), HasSubstr("2 items queued at priority level 1, at its limit of 2"));
+  infer(2, 5000);  // level 2 has no limit; its timeout is the policy's
+  infer(0, 0);
+  EXPECT_EQ(engine.in_flight(), 4);
+  const std::vector<std::shared_ptr<const CancelFlag>> flags = engine.flags();
+  ASSERT_EQ(flags.size(), 4u);
+  EXPECT_EQ(flags[0], nullptr) << "level 1's policy has no timeout, and lets no request set one";
+  EXPECT_EQ(flags[1], nullptr);
+  for (int i : {2, 3}) {
+    ASSERT_NE(flags[i], nullptr);
+    EXPECT_FALSE(flags[i]->Cancelled(Micros(1000)));
+    EXPECT_TRUE(flags[i]->Cancelled(Micros(1001)));
+  }
+  engine.AnswerOne();  // a level-1 item answered: its place is free again
+  infer(1, 0);
+  EXPECT_EQ(engine.in_flight(), 4);
+  EXPECT_EQ(answers.size(), 2u);
+  for (int i = 0; i < 4; ++i) engine.AnswerOne();
+  EXPECT_EQ(answers.size(), 6u);
+}
+
 // A request's items carry one cancel flag: the transport's, expiring
 // `timeout` after the request came (the engine's clock reads 0 here).
 TEST_F(AdmissionTest, ATimeoutAndTheTransportsCancelReachTheEngineOnOneFlag) {

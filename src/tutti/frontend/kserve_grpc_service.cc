@@ -106,6 +106,16 @@ void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out
     if (c.max_queue_delay_us) batching->set_max_queue_delay_microseconds(*c.max_queue_delay_us);
     batching->set_priority_levels(static_cast<uint64_t>(c.priority_levels));
     batching->set_default_priority_level(static_cast<uint64_t>(c.default_priority_level));
+    auto policy = [](const QueuePolicy& p, inference::ModelQueuePolicy* out) {
+      out->set_timeout_action(inference::ModelQueuePolicy::REJECT);
+      out->set_default_timeout_microseconds(static_cast<uint64_t>(p.default_timeout_us));
+      out->set_allow_timeout_override(p.allow_timeout_override);
+      out->set_max_queue_size(static_cast<uint32_t>(std::min<int64_t>(p.max_queue_size, UINT32_MAX)));
+    };
+    if (c.default_queue_policy) policy(*c.default_queue_policy, batching->mutable_default_queue_policy());
+    for (const auto& [level, p] : c.priority_queue_policy) {
+      policy(p, &(*batching->mutable_priority_queue_policy())[static_cast<uint64_t>(level)]);
+    }
   }
 }
 

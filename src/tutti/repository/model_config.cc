@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -207,6 +208,29 @@ absl::StatusOr<LatencyProfile> ParseProfile(const YAML::Node& node, const std::s
   return profile;
 }
 
+// Triton's ModelQueuePolicy, at `path`.
+absl::StatusOr<QueuePolicy> ParseQueuePolicy(const YAML::Node& node, const std::string& path) {
+  MapReader r(node, path);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  TUTTI_ASSIGN_OR_RETURN(auto action, r.OptionalScalar<std::string>("timeout_action", "REJECT"));
+  TUTTI_ASSIGN_OR_RETURN(auto timeout, r.OptionalScalar<int64_t>("default_timeout_microseconds", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto override_, r.OptionalScalar<bool>("allow_timeout_override", "true or false"));
+  TUTTI_ASSIGN_OR_RETURN(auto size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (action && *action != "REJECT") {
+    return Invalid(path + ".timeout_action",
+                   *action == "DELAY" ? "DELAY is not supported: a request past its timeout is withdrawn (REJECT)"
+                                      : "expected REJECT");
+  }
+  QueuePolicy p;
+  p.default_timeout_us = timeout.value_or(0);
+  p.allow_timeout_override = override_.value_or(false);
+  p.max_queue_size = size.value_or(0);
+  if (p.default_timeout_us < 0) return Invalid(path + ".default_timeout_microseconds", "must not be negative");
+  if (p.max_queue_size < 0) return Invalid(path + ".max_queue_size", "must not be negative (0: no limit)");
+  return p;
+}
+
 absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
   MapReader r(root, "");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
@@ -261,6 +285,21 @@ absl::StatusOr<ModelConfig> ParseFields(const YAML::Node& root) {
     TUTTI_ASSIGN_OR_RETURN(auto default_level, br.OptionalScalar<int64_t>("default_priority_level", "an integer"));
     c.priority_levels = levels.value_or(0);
     c.default_priority_level = default_level.value_or(0);
+    if (YAML::Node p = br.Get("default_queue_policy"); p.IsDefined() && !p.IsNull()) {
+      TUTTI_ASSIGN_OR_RETURN(c.default_queue_policy, ParseQueuePolicy(p, "dynamic_batching.default_queue_policy"));
+    }
+    if (YAML::Node p = br.Get("priority_queue_policy"); p.IsDefined() && !p.IsNull()) {
+      if (!p.IsMap()) {
+        return Invalid("dynamic_batching.priority_queue_policy", "expected a mapping from priority level to policy");
+      }
+      for (const auto& kv : p) {
+        const std::string key = kv.first.as<std::string>();
+        const std::string field = absl::StrCat("dynamic_batching.priority_queue_policy.", key);
+        int64_t level = 0;
+        if (!absl::SimpleAtoi(key, &level)) return Invalid(field, "a priority level must be an integer");
+        TUTTI_ASSIGN_OR_RETURN(c.priority_queue_policy[level], ParseQueuePolicy(kv.second, field));
+      }
+    }
     TUTTI_RETURN_IF_ERROR(br.CheckNoUnknownFields());
   }
   YAML::Node profiles = r.Get("profiles");
@@ -475,6 +514,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (c.priority_levels == 0 && c.default_priority_level != 0) {
     return Invalid("dynamic_batching.default_priority_level", "needs priority_levels");
   }
+  for (const auto& [level, policy] : c.priority_queue_policy) {
+    if (level < 1 || level > c.priority_levels) {
+      return Invalid(absl::StrCat("dynamic_batching.priority_queue_policy.", level),
+                     absl::StrCat("no such priority level (the model has ", c.priority_levels, ")"));
+    }
+  }
   if (c.parity) {
     if (c.parity->deployed.empty()) return Invalid("parity.deployed", "name the deployed model");
     if (c.parity->deployed == c.name) return Invalid("parity.deployed", "a parity model cannot protect itself");
@@ -583,12 +628,30 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
     out << YAML::Key << "latency_objective_ms" << YAML::Value << absl::StrFormat("%g", *c.latency_objective_ms);
   }
   if (c.load_ms) out << YAML::Key << "load_ms" << YAML::Value << absl::StrFormat("%.3f", *c.load_ms);
-  if (c.max_queue_delay_us || c.priority_levels > 0) {
+  if (c.max_queue_delay_us || c.priority_levels > 0 || c.default_queue_policy) {
     out << YAML::Key << "dynamic_batching" << YAML::Value << YAML::Flow << YAML::BeginMap;
     if (c.max_queue_delay_us) out << YAML::Key << "max_queue_delay_microseconds" << YAML::Value << *c.max_queue_delay_us;
     if (c.priority_levels > 0) {
       out << YAML::Key << "priority_levels" << YAML::Value << c.priority_levels << YAML::Key
           << "default_priority_level" << YAML::Value << c.default_priority_level;
+    }
+    auto policy = [&out](const QueuePolicy& p) {
+      out << YAML::BeginMap << YAML::Key << "timeout_action" << YAML::Value << "REJECT" << YAML::Key
+          << "default_timeout_microseconds" << YAML::Value << p.default_timeout_us << YAML::Key
+          << "allow_timeout_override" << YAML::Value << p.allow_timeout_override << YAML::Key << "max_queue_size"
+          << YAML::Value << p.max_queue_size << YAML::EndMap;
+    };
+    if (c.default_queue_policy) {
+      out << YAML::Key << "default_queue_policy" << YAML::Value;
+      policy(*c.default_queue_policy);
+    }
+    if (!c.priority_queue_policy.empty()) {
+      out << YAML::Key << "priority_queue_policy" << YAML::Value << YAML::BeginMap;
+      for (const auto& [level, p] : c.priority_queue_policy) {
+        out << YAML::Key << level << YAML::Value;
+        policy(p);
+      }
+      out << YAML::EndMap;
     }
     out << YAML::EndMap;
   }
@@ -650,6 +713,11 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
   if (!c.stage_hashes.empty()) out << YAML::Key << "stage_hashes" << YAML::Value << YAML::Flow << c.stage_hashes;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
+}
+
+const QueuePolicy* ModelConfig::QueuePolicyOf(int64_t level) const {
+  if (auto it = priority_queue_policy.find(level); it != priority_queue_policy.end()) return &it->second;
+  return default_queue_policy ? &*default_queue_policy : nullptr;
 }
 
 }  // namespace tutti

@@ -151,6 +151,17 @@ struct SequenceBatching {
 // The most priority levels a model may have (dynamic_batching.priority_levels).
 inline constexpr int64_t kMaxPriorityLevels = 16;
 
+// Triton's ModelQueuePolicy: what the requests of one priority level may
+// ask of the queue. A request waiting longer than its timeout before it
+// joins a batch is withdrawn (timeout_action REJECT, the only action: a
+// withdrawn request is answered Cancelled).
+struct QueuePolicy {
+  int64_t default_timeout_us = 0;       // default_timeout_microseconds; 0: none
+  bool allow_timeout_override = false;  // a request's "timeout" parameter replaces it
+  int64_t max_queue_size = 0;           // items of the level waiting or running; 0: no limit
+  bool operator==(const QueuePolicy&) const = default;
+};
+
 struct ModelConfig {
   std::string name;
   Platform platform = Platform::kBuiltin;
@@ -178,6 +189,14 @@ struct ModelConfig {
   // their "priority" parameter; 0 or none: the default. 0 levels: one.
   int64_t priority_levels = 0;
   int64_t default_priority_level = 0;
+  // dynamic_batching.default_queue_policy and priority_queue_policy (by
+  // level, 1 to priority_levels): a level without a policy of its own has
+  // the default one; none: no limit, and a request's own timeout.
+  std::optional<QueuePolicy> default_queue_policy;
+  std::map<int64_t, QueuePolicy> priority_queue_policy;
+  // The policy of requests at `level` (1-based, as priority_queue_policy's
+  // keys); null: none.
+  const QueuePolicy* QueuePolicyOf(int64_t level) const;
   std::map<std::string, LatencyProfile> profiles;  // executor kind → ℓ(b)
   std::optional<ParitySpec> parity;                // set for parity models only
   std::vector<EnsembleStep> steps;                 // platform ensemble only

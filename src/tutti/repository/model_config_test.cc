@@ -228,6 +228,47 @@ TEST(ModelConfigTest, PriorityLevelsAreTritonsAndRoundTrip) {
   EXPECT_EQ(again->default_priority_level, 2);
 }
 
+TEST(ModelConfigTest, QueuePoliciesAreTritonsAndRoundTrip) {
+  absl::StatusOr<ModelConfig> c = ParseModelConfig(Edit(
+      "max_queue_delay_microseconds: 500",
+      "priority_levels: 2, default_priority_level: 2, "
+      "default_queue_policy: {default_timeout_microseconds: 5000, allow_timeout_override: true}, "
+      "priority_queue_policy: {1: {max_queue_size: 8}, 2: {timeout_action: REJECT, max_queue_size: 64}}"));
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_TRUE(c->default_queue_policy.has_value());
+  EXPECT_EQ(c->default_queue_policy->default_timeout_us, 5000);
+  EXPECT_TRUE(c->default_queue_policy->allow_timeout_override);
+  EXPECT_EQ(c->QueuePolicyOf(1)->max_queue_size, 8);
+  EXPECT_EQ(c->QueuePolicyOf(1)->default_timeout_us, 0) << "a level's own policy replaces the default whole";
+  EXPECT_EQ(c->QueuePolicyOf(2)->max_queue_size, 64);
+  absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->default_queue_policy, c->default_queue_policy);
+  EXPECT_EQ(again->priority_queue_policy, c->priority_queue_policy);
+  // Without levels, the default policy is every request's.
+  absl::StatusOr<ModelConfig> one = ParseModelConfig(
+      Edit("max_queue_delay_microseconds: 500", "default_queue_policy: {max_queue_size: 4}"));
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->QueuePolicyOf(1)->max_queue_size, 4);
+  EXPECT_EQ(ParseModelConfig(Edit("max_queue_delay_microseconds: 500", "priority_levels: 0"))->QueuePolicyOf(1),
+            nullptr);
+}
+
+TEST(ModelConfigErrorTest, QueuePoliciesAreChecked) {
+  const auto policy = [](const std::string& fields) {
+    return ErrorOf(Edit("max_queue_delay_microseconds: 500", "priority_levels: 2, default_priority_level: 1, " + fields));
+  };
+  EXPECT_THAT(policy("default_queue_policy: {timeout_action: DELAY}"),
+              HasSubstr("default_queue_policy.timeout_action': DELAY is not supported"));
+  EXPECT_THAT(policy("priority_queue_policy: {3: {max_queue_size: 1}}"),
+              HasSubstr("priority_queue_policy.3': no such priority level (the model has 2)"));
+  EXPECT_THAT(policy("priority_queue_policy: {first: {max_queue_size: 1}}"),
+              HasSubstr("a priority level must be an integer"));
+  EXPECT_THAT(policy("default_queue_policy: {max_queue_size: -1}"), HasSubstr("must not be negative"));
+  EXPECT_THAT(policy("default_queue_policy: {default_timeout_microseconds: -5}"), HasSubstr("must not be negative"));
+  EXPECT_THAT(policy("default_queue_policy: {max_size: 5}"), HasSubstr("max_size"));
+}
+
 TEST(ModelConfigErrorTest, WrongType) {
   EXPECT_THAT(ErrorOf(Edit("max_batch_size: 64", "max_batch_size: lots")),
               HasSubstr("field 'max_batch_size': expected an integer, got 'lots'"));
