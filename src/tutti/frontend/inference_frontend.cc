@@ -102,10 +102,7 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
         r->written.received = received;
         r->written.answered = engine_->Now();
       } else {
-        Span span{trace, RequestSpanName(model), Span::Kind::kServer, received, engine_->Now()};
-        span.attributes.push_back({"tutti.model", state.served.config.name});
-        span.error = std::string(r.status().message());
-        options_.tracer->Record(std::move(span));
+        RecordRequestSpan(trace, model, received, engine_->Now(), 0, std::string(r.status().message()));
       }
     }
     answer(std::move(r));
@@ -206,8 +203,14 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
   }
 }
 
-std::string InferenceFrontend::RequestSpanName(int model) const {
-  return absl::StrCat("infer ", models_[model]->served.config.name);
+void InferenceFrontend::RecordRequestSpan(const TraceContext& trace, int model, Time start, Time end, int64_t items,
+                                          std::string error) const {
+  const std::string& name = models_[model]->served.config.name;
+  Span span{trace, absl::StrCat("infer ", name), Span::Kind::kServer, start, end};
+  span.attributes.push_back({"tutti.model", name});
+  if (items > 0) span.attributes.push_back({"tutti.items", items});
+  span.error = std::move(error);
+  options_.tracer->Record(std::move(span));
 }
 
 void InferenceFrontend::AnswerWritten(const AnswerReceipt& written) {
@@ -215,10 +218,8 @@ void InferenceFrontend::AnswerWritten(const AnswerReceipt& written) {
   if (!written.trace.recording() || options_.tracer == nullptr) return;
   const Time now = engine_->Now();
   options_.tracer->Record({Tracer::Child(written.trace), "respond", Span::Kind::kInternal, written.answered, now});
-  Span span{written.trace, RequestSpanName(written.model), Span::Kind::kServer, written.received, now};
-  span.attributes = {{"tutti.model", models_[written.model]->served.config.name},
-                     {"tutti.items", static_cast<int64_t>(written.items.size())}};
-  options_.tracer->Record(std::move(span));
+  RecordRequestSpan(written.trace, written.model, written.received, now, static_cast<int64_t>(written.items.size()),
+                    "");
 }
 
 void InferenceFrontend::CountAnswer(ModelState& state, Time received, const absl::StatusOr<InferResult>& answer) const {

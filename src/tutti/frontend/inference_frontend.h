@@ -259,8 +259,10 @@ class InferenceFrontend {
   // `n` of the model's items are answered (or refused); completes an unload
   // that waited for them.
   static void Release(ModelState& state, int64_t n);
-  // The name of the span of a request for `model`.
-  std::string RequestSpanName(int model) const;
+  // Records the SERVER span of a request for `model` ("infer <model>"),
+  // with its answer's item count (0: none) or its error.
+  void RecordRequestSpan(const TraceContext& trace, int model, Time start, Time end, int64_t items,
+                         std::string error) const;
   // Counts a request's answer in its model's Statistics.
   void CountAnswer(ModelState& state, Time received, const absl::StatusOr<InferResult>& answer) const;
 

@@ -40,6 +40,36 @@ inline absl::StatusOr<std::unique_ptr<Server>> ServeFixture(const TempDir& dir, 
   return Server::Start(*repo, *serve, clock);
 }
 
+// Writes into `dir` a graph "pair" (objective `objective_ms`) that runs the
+// emulated "first" (image [4] → features [3]) on the request, then the
+// emulated "second" (features → logits [2]) on first's output. Each step's
+// profile is given by its latencies at batches 1 and 8, in µs.
+inline void WritePairGraph(const TempDir& dir, int first_us_1, int first_us_8, int second_us_1, int second_us_8,
+                           int objective_ms) {
+  auto step = [&](const std::string& name, const std::string& in, int in_dims, const std::string& out, int out_dims,
+                  int us_1, int us_8) {
+    dir.WriteFile(name + "/1/config.yaml",
+                  "name: " + name + "\nplatform: emulated\nmax_batch_size: 8\ninputs: [{name: " + in +
+                      ", datatype: FP32, shape: [" + std::to_string(in_dims) + "]}]\noutputs: [{name: " + out +
+                      ", datatype: FP32, shape: [" + std::to_string(out_dims) +
+                      "]}]\nprofiles: {a100: {batch: [1, 8], latency_us: [" + std::to_string(us_1) + ", " +
+                      std::to_string(us_8) + "]}}\n");
+  };
+  step("first", "image", 4, "features", 3, first_us_1, first_us_8);
+  step("second", "features", 3, "logits", 2, second_us_1, second_us_8);
+  dir.WriteFile("pair/1/config.yaml", R"(name: pair
+platform: ensemble
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: scores, datatype: FP32, shape: [2]}]
+latency_objective_ms: )" + std::to_string(objective_ms) + R"(
+ensemble_scheduling:
+  step:
+    - {model_name: first, input_map: {image: image}, output_map: {features: f}}
+    - {model_name: second, input_map: {features: f}, output_map: {logits: scores}}
+)");
+}
+
 }  // namespace tutti::testing
 
 #endif  // TUTTI_SERVER_FIXTURE_SERVER_TEST_UTIL_H_

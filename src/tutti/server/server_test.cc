@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
+#include "tutti/server/fixture_server_test_util.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
 #include "tutti/testing/torchscript_fixture.h"
@@ -405,31 +406,7 @@ TEST_F(ServerTest, HostileBodiesAndNamesGetClearErrorsAndTheServerKeepsServing) 
 // margins are wide (tens of milliseconds), so that a loaded machine's late
 // timers and measured delays cannot change which step is dropped.
 TEST_F(ServerTest, GraphsAreServedLikeModelsAndAnswerOnceWhenAStepIsDropped) {
-  dir_.WriteFile("first/1/config.yaml", R"(name: first
-platform: emulated
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [4]}]
-outputs: [{name: features, datatype: FP32, shape: [3]}]
-profiles: {a100: {batch: [1, 8], latency_us: [10000, 12000]}}
-)");
-  dir_.WriteFile("second/1/config.yaml", R"(name: second
-platform: emulated
-max_batch_size: 8
-inputs: [{name: features, datatype: FP32, shape: [3]}]
-outputs: [{name: logits, datatype: FP32, shape: [2]}]
-profiles: {a100: {batch: [1, 8], latency_us: [75000, 80000]}}
-)");
-  dir_.WriteFile("pair/1/config.yaml", R"(name: pair
-platform: ensemble
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [4]}]
-outputs: [{name: scores, datatype: FP32, shape: [2]}]
-latency_objective_ms: 200
-ensemble_scheduling:
-  step:
-    - {model_name: first, input_map: {image: image}, output_map: {features: f}}
-    - {model_name: second, input_map: {features: f}, output_map: {logits: scores}}
-)");
+  testing::WritePairGraph(dir_, 10000, 12000, 75000, 80000, 200);
   std::unique_ptr<Server> server = Start(R"(
 http: {port: 0}
 grpc: {port: 0}

@@ -12,6 +12,7 @@
 #include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/proto/grpc_predict_v2.grpc.pb.h"
+#include "tutti/server/fixture_server_test_util.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
@@ -74,31 +75,7 @@ constexpr char kGrpcCaller[] = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba9
 
 TEST(TracingServerTest, AGraphRequestsSpansNestFromTheCallerToEachStepsBatch) {
   testing::TempDir dir;
-  dir.WriteFile("first/1/config.yaml", R"(name: first
-platform: emulated
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [4]}]
-outputs: [{name: features, datatype: FP32, shape: [3]}]
-profiles: {a100: {batch: [1, 8], latency_us: [1000, 2000]}}
-)");
-  dir.WriteFile("second/1/config.yaml", R"(name: second
-platform: emulated
-max_batch_size: 8
-inputs: [{name: features, datatype: FP32, shape: [3]}]
-outputs: [{name: logits, datatype: FP32, shape: [2]}]
-profiles: {a100: {batch: [1, 8], latency_us: [2000, 3000]}}
-)");
-  dir.WriteFile("pair/1/config.yaml", R"(name: pair
-platform: ensemble
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [4]}]
-outputs: [{name: scores, datatype: FP32, shape: [2]}]
-latency_objective_ms: 500
-ensemble_scheduling:
-  step:
-    - {model_name: first, input_map: {image: image}, output_map: {features: f}}
-    - {model_name: second, input_map: {features: f}, output_map: {logits: scores}}
-)");
+  testing::WritePairGraph(dir, 1000, 2000, 2000, 3000, 500);
   const std::string file = dir.path() + "/spans.jsonl";
   absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir.path());
   ASSERT_TRUE(repo.ok()) << repo.status();
