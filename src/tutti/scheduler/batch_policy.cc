@@ -120,9 +120,11 @@ Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const Batc
     DropReason reason = DropReason::kDeadline;
     bool keep = fits_typical(1);
     // With lower levels queued, the head is not dropped early: dropping
-    // theirs keeps the batches full.
-    if (keep && early && queue->back().level == queue->front().level) {
-      const Request& head = queue->front();
+    // theirs keeps the batches full. Nor while a lower level runs: its
+    // share of the GPUs is the head level's to take back.
+    const Request& head = queue->front();
+    const bool lower_running = ctx.lower_level_ran >= ctx.now - (head.deadline - head.arrival);
+    if (keep && early && queue->back().level == head.level && !lower_running) {
       const int window = std::min<int>(EarlyDropWindow(ctx, head.deadline - head.arrival), queue->size());
       keep = fits(window);
       reason = DropReason::kEarlyDrop;

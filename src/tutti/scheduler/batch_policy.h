@@ -14,6 +14,7 @@
 
 #include <deque>
 #include <functional>
+#include <limits>
 
 #include "tutti/scheduler/cluster_spec.h"
 #include "tutti/scheduler/delay_plan.h"
@@ -59,6 +60,11 @@ struct BatchContext {
   // with the sub-cluster's other models. Sets early drop's window when the
   // model sets none (EarlyDropWindow).
   double gpus = 1;
+  // When a batch holding requests of a level below the queue's first
+  // level last went to a GPU (never: the earliest Time). While that is
+  // within the head's objective, the lower level takes GPU time the head's
+  // level can have back, so the head is not dropped early.
+  Time lower_level_ran = std::numeric_limits<Time>::min();
 };
 
 // Early drop's window for a head whose objective is `objective`: the
@@ -98,7 +104,7 @@ using DropFn = std::function<void(const Request&, DropReason)>;
 // and eager send the largest batch that fits the typical case at once.
 // With several priority levels queued, the head is the highest level's
 // first, and is not dropped early while lower levels are queued (dropping
-// theirs keeps batches full); each lower level's first is judged by the
+// theirs keeps batches full) or ran within its objective (lower_level_ran); each lower level's first is judged by the
 // same rules counting the requests ahead of it, and dropped first; a batch
 // of b is due by the earliest deadline of its b requests.
 Candidate ComputeCandidate(BatchPolicyKind kind, RequestQueue* queue, const BatchContext& ctx,

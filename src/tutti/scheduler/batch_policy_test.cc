@@ -336,5 +336,25 @@ TEST(BatchPolicyTest, TheHeadIsNotDroppedEarlyWhileALowerLevelIsQueued) {
   }
 }
 
+TEST(BatchPolicyTest, TheHeadIsNotDroppedEarlyWhileALowerLevelRanWithinItsObjective) {
+  ModelSpec m = ExampleModel();
+  m.early_drop_window = 4;
+  for (const Duration ago : {Millis(1), Millis(12), Millis(13)}) {
+    SCOPED_TRACE(ago);
+    RequestQueue q;
+    for (int i = 0; i < 5; ++i) EnqueueByDeadline(&q, AtLevel(i + 1, Millis(12), 0));
+    BatchContext ctx{Millis(4), Millis(4), &m, {}, DropPolicy::kEarly};
+    ctx.lower_level_ran = ctx.now - ago;  // the heads' objective is 12 ms
+    Dropped dropped;
+    const Candidate c = ComputeCandidate(BatchPolicyKind::kEager, &q, ctx, dropped.Fn());
+    if (ago <= Millis(12)) {
+      EXPECT_TRUE(dropped.ids.empty());
+      EXPECT_EQ(c.size, 3);  // the most that end by 12 ms
+    } else {
+      EXPECT_EQ(dropped.ids, (std::vector<RequestId>{1, 2}));  // as with one level
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tutti

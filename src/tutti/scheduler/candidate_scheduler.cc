@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -113,6 +114,12 @@ Candidate CandidateScheduler::Compute(ModelId m, Time now, Time gpu_free) {
   ctx.head_guard_share = options_.head_guard_share;
   ctx.floor_delays = &spec_.delays;
   ctx.gpus = models_[m].gpus;
+  const std::vector<Time>& ran = models_[m].level_ran_at;
+  if (!ran.empty() && !models_[m].queue.empty()) {
+    for (size_t level = models_[m].queue.front().level + 1; level < ran.size(); ++level) {
+      ctx.lower_level_ran = std::max(ctx.lower_level_ran, ran[level]);
+    }
+  }
   return ComputeCandidate(policy.kind, &models_[m].queue, ctx, [this, now](const Request& r, DropReason why) {
     --queued_;
     if (ModelState& s = models_[r.model]; s.outlook) s.outlook->Drop(now);
@@ -308,6 +315,11 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
   const ComputePlan& compute = plan_.Compute(g, m, static_cast<int>(models_.size()));
   Batch batch = TakeBatch(&models_[m].queue, m, g, exec_at, compute.Occupancy(spec_.models[m].profile, size), size);
   queued_ -= size;
+  if (const int lowest = batch.requests.back().level; lowest > 0) {
+    std::vector<Time>& ran = models_[m].level_ran_at;
+    if (ran.size() <= static_cast<size_t>(lowest)) ran.resize(lowest + 1, std::numeric_limits<Time>::min());
+    for (const Request& r : batch.requests) ran[r.level] = now;
+  }
   if (ModelState& s = models_[m]; s.outlook) {
     // Reported done (as options holding GPUs oblige), its requests leave
     // then — an executor runs its batches in order; else no sooner than if

@@ -148,6 +148,9 @@ class CandidateScheduler final : public Scheduler {
     ReadyKey key;
     std::optional<ArrivalOutlook> outlook;  // kept once a rank's policy holds by it
     Time recheck_at = kInfiniteFuture;      // a hold's forecast moves then (Holds)
+    // When a batch last took requests of each level above 0 (by level;
+    // empty while only level 0 ran): BatchContext::lower_level_ran.
+    std::vector<Time> level_ran_at;
   };
   struct GpuState {
     int rank = 0;

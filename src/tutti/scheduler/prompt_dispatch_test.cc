@@ -190,7 +190,7 @@ TEST(PromptDispatchTest, ClosedLoopClientsAnsweredBeforeThePlanSaysAreNotHeldEit
                                  (deferral == Deferral::kLatency ? ", latency" : ", consolidate");
         // Clients that take a while to send again: gathering all of them
         // before each batch would cost a round trip a batch.
-        for (const auto [clients, think] : {std::pair{1, Micros(20)}, {4, Micros(20)}, {16, Micros(300)}}) {
+        for (const auto& [clients, think] : {std::pair{1, Micros(20)}, {4, Micros(20)}, {16, Micros(300)}}) {
           const Served s = Harness(way, spec, Options(deferral), /*early=*/true).ClosedLoop(clients, think, Seconds(3));
           const Served eager = Harness("eager", spec, Options(deferral), true).ClosedLoop(clients, think, Seconds(3));
           EXPECT_GE(s.waits.size(), 0.9 * static_cast<double>(eager.waits.size())) << what << ", " << clients << " clients";
