@@ -410,6 +410,22 @@ void CandidateScheduler::OnBatchDone(GpuId g) {
   Release(g);
 }
 
+void CandidateScheduler::OnBatchWithdrawn(GpuId g) {
+  GpuState& gpu = gpus_[g];
+  const bool released = gpu.awaiting;
+  OnBatchDone(g);
+  if (released || gpu.down || gpu.running > 0) return;
+  // Nothing else runs on it: the time planned for the batch is free now,
+  // unless its release already came (then it is available or given on).
+  std::vector<GpuId>& deferred = ranks_[gpu.rank].deferred;
+  const auto it = std::find(deferred.begin(), deferred.end(), g);
+  if (gpu.timer == kNoTimer && it == deferred.end()) return;
+  if (it != deferred.end()) deferred.erase(it);
+  clock_->Cancel(gpu.timer);
+  gpu.free_at = clock_->Now();
+  Release(g);
+}
+
 absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {
   GpuState& gpu = gpus_[g];
   if (up == !gpu.down) return absl::OkStatus();

@@ -128,6 +128,7 @@ class CandidateScheduler final : public Scheduler {
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
   void OnBatchDone(GpuId gpu) override;
+  void OnBatchWithdrawn(GpuId gpu) override;
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
   void SetDelayPlan(const DelayPlan& plan) override;
 

@@ -435,6 +435,38 @@ TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
   }
 }
 
+// A batch whose requests were all withdrawn before it ran frees its GPU at
+// once: the next request starts then, not at the withdrawn batch's planned
+// end — whether it was queued when the report came (the GPU's release
+// timer was armed) or came after (its release was deferred), and whether
+// the GPU awaits reports or not.
+TEST(CandidateSchedulerTest, AWithdrawnBatchGivesItsGpuBackAtOnce) {
+  ClusterSpec spec;
+  spec.models = {{"m", *LatencyProfile::Linear(0, Millis(20), 1), Millis(100)}};
+  spec.gpus = 1;
+  for (const std::string policy : {"eager", "adaptive"}) {
+    for (bool await : {false, true}) {
+      for (bool queued_before : {true, false}) {
+        SCOPED_TRACE(absl::StrCat(policy, await ? ", awaiting" : "", queued_before ? ", queued before" : ""));
+        ManualClock clock;
+        Recorder rec;
+        std::unique_ptr<Scheduler> s = Make(policy, spec, {.await_completion = await}, &clock, &rec);
+        s->Submit(Request{1, 0, 0, Millis(100)});
+        ASSERT_EQ(rec.batches.size(), 1u);  // planned to run until 20 ms
+        clock.AdvanceTo(Millis(1));
+        if (queued_before) s->Submit(Request{2, 0, Millis(1), Millis(101)});
+        clock.AdvanceTo(Millis(2));
+        s->OnBatchWithdrawn(0);
+        clock.AdvanceTo(Millis(3));
+        if (!queued_before) s->Submit(Request{2, 0, Millis(3), Millis(103)});
+        clock.AdvanceTo(Millis(50));
+        ASSERT_EQ(rec.batches.size(), 2u);
+        EXPECT_EQ(rec.batches[1].exec_at, queued_before ? Millis(2) : Millis(3));
+      }
+    }
+  }
+}
+
 // max_in_flight 2: a GPU whose batches run past their profiled latency
 // holds at most two not reported done — the next waits in the scheduler's
 // queue (where it can still batch), whether the GPU's release came by its

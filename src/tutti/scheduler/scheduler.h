@@ -49,6 +49,13 @@ class Scheduler {
   // giving a GPU new work. Default: ignored.
   virtual void OnBatchDone(GpuId gpu) {}
 
+  // The owner reports that the batch it was last given for `gpu` ran
+  // nothing: every request in it was withdrawn (cancelled) before it
+  // started. Counts as OnBatchDone; a policy that planned the GPU busy
+  // until the batch's end may give it new work at once. Default:
+  // OnBatchDone.
+  virtual void OnBatchWithdrawn(GpuId gpu) { OnBatchDone(gpu); }
+
   // Membership, for distributed mode: a GPU that is down is given no new
   // work; a GPU that comes up takes work from `free_at` on (when the work its
   // backend already holds will be done). Every GPU starts up. Batches

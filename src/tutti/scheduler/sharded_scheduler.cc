@@ -149,6 +149,11 @@ void ShardedScheduler::OnBatchDone(GpuId gpu) {
   Run(p.shard, [p](Shard& sh) { sh.scheduler->OnBatchDone(p.local); });
 }
 
+void ShardedScheduler::OnBatchWithdrawn(GpuId gpu) {
+  const Place p = gpu_place_[gpu];
+  Run(p.shard, [p](Shard& sh) { sh.scheduler->OnBatchWithdrawn(p.local); });
+}
+
 absl::Status ShardedScheduler::SetGpuUp(GpuId gpu, bool up, Time free_at) {
   if (!membership_) return Scheduler::SetGpuUp(gpu, up, free_at);
   const Place p = gpu_place_[gpu];

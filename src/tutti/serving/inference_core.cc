@@ -162,7 +162,7 @@ void InferenceCore::OnDispatch(Batch batch) {
   if (exec.size == 0) {  // all withdrawn: the GPU the scheduler gave the batch is free
     outbox_.push_back([this, gpu = batch.gpu] {
       std::lock_guard<std::mutex> lock(mu_);
-      scheduler_->OnBatchDone(gpu);
+      scheduler_->OnBatchWithdrawn(gpu);
     });
     return;
   }
