@@ -150,7 +150,9 @@ class AdaptiveScheduler final : public Scheduler {
   void Submit(const Request& request) override;
   int64_t queued() const override { return inner_.queued(); }
   void OnBatchDone(GpuId gpu) override { inner_.OnBatchDone(gpu); }
-  void OnBatchWithdrawn(GpuId gpu) override { inner_.OnBatchWithdrawn(gpu); }
+  void OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) override {
+    inner_.OnRequestsWithdrawn(gpu, exec_at, remaining);
+  }
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override { return inner_.SetGpuUp(gpu, up, free_at); }
   void SetDelayPlan(const DelayPlan& plan) override { inner_.SetDelayPlan(plan); }
   std::vector<std::string> Choices() const override;

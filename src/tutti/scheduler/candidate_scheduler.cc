@@ -330,6 +330,7 @@ void CandidateScheduler::Dispatch(ModelId m, GpuId g, int size, Time now) {
     AddDemand(s.rank, now, std::max(0.0, static_cast<double>(batch.latency - s.work * size)));
   }
   gpu.free_at = batch.exec_at + batch.latency;
+  gpu.last = {m, batch.exec_at};
   ++gpu.running;
   ScheduleRelease(g);
   listener_->OnDispatch(std::move(batch));
@@ -410,20 +411,39 @@ void CandidateScheduler::OnBatchDone(GpuId g) {
   Release(g);
 }
 
-void CandidateScheduler::OnBatchWithdrawn(GpuId g) {
+void CandidateScheduler::OnRequestsWithdrawn(GpuId g, Time exec_at, int remaining) {
   GpuState& gpu = gpus_[g];
-  const bool released = gpu.awaiting;
-  OnBatchDone(g);
-  if (released || gpu.down || gpu.running > 0) return;
-  // Nothing else runs on it: the time planned for the batch is free now,
-  // unless its release already came (then it is available or given on).
+  if (remaining == 0) {
+    const bool released = gpu.awaiting;
+    OnBatchDone(g);
+    if (released) return;
+  }
+  if (gpu.last.model < 0 || gpu.last.exec_at != exec_at || gpu.down) return;  // not the last batch it was given
+  // The GPU's planned time past what still runs is free, unless its release
+  // already came (then it is available or given on). Batches before this
+  // one end by its start.
   std::vector<GpuId>& deferred = ranks_[gpu.rank].deferred;
   const auto it = std::find(deferred.begin(), deferred.end(), g);
   if (gpu.timer == kNoTimer && it == deferred.end()) return;
+  const Time now = clock_->Now();
+  const ModelId m = gpu.last.model;
+  Time free_at = exec_at;
+  if (remaining > 0) {
+    free_at += plan_.Compute(g, m, static_cast<int>(models_.size())).Occupancy(spec_.models[m].profile, remaining);
+  } else if (gpu.running == 0) {
+    free_at = now;
+  }
+  free_at = std::max(now, free_at);
+  if (free_at >= gpu.free_at) return;
   if (it != deferred.end()) deferred.erase(it);
   clock_->Cancel(gpu.timer);
-  gpu.free_at = clock_->Now();
-  Release(g);
+  gpu.timer = kNoTimer;
+  gpu.free_at = free_at;
+  if (free_at == now) {
+    OnReleaseTimer(g);
+  } else {
+    ScheduleRelease(g);
+  }
 }
 
 absl::Status CandidateScheduler::SetGpuUp(GpuId g, bool up, Time free_at) {

@@ -128,7 +128,7 @@ class CandidateScheduler final : public Scheduler {
   void Submit(const Request& request) override;
   int64_t queued() const override { return queued_; }
   void OnBatchDone(GpuId gpu) override;
-  void OnBatchWithdrawn(GpuId gpu) override;
+  void OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) override;
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
   void SetDelayPlan(const DelayPlan& plan) override;
 
@@ -164,6 +164,11 @@ class CandidateScheduler final : public Scheduler {
     std::deque<std::pair<ModelId, uint64_t>> answering;
     bool awaiting = false;  // predicted free, but Full: OnBatchDone releases it
     bool down = false;      // SetGpuUp(false): takes no work
+    // The batch it was given last: what OnRequestsWithdrawn may shrink.
+    struct {
+      ModelId model = -1;
+      Time exec_at = 0;
+    } last;
   };
   struct RankState {
     RankPolicy policy;

@@ -456,7 +456,7 @@ TEST(CandidateSchedulerTest, AWithdrawnBatchGivesItsGpuBackAtOnce) {
         clock.AdvanceTo(Millis(1));
         if (queued_before) s->Submit(Request{2, 0, Millis(1), Millis(101)});
         clock.AdvanceTo(Millis(2));
-        s->OnBatchWithdrawn(0);
+        s->OnRequestsWithdrawn(0, 0, 0);
         clock.AdvanceTo(Millis(3));
         if (!queued_before) s->Submit(Request{2, 0, Millis(3), Millis(103)});
         clock.AdvanceTo(Millis(50));
@@ -464,6 +464,36 @@ TEST(CandidateSchedulerTest, AWithdrawnBatchGivesItsGpuBackAtOnce) {
         EXPECT_EQ(rec.batches[1].exec_at, queued_before ? Millis(2) : Millis(3));
       }
     }
+  }
+}
+
+// A batch that lost some of its requests before it ran holds its GPU for
+// what still runs: ℓ(b) = 10 ms·b, a batch of 2 from 10 ms that runs one
+// frees the GPU at 20 ms, not 30.
+TEST(CandidateSchedulerTest, APartlyWithdrawnBatchHoldsItsGpuForWhatRuns) {
+  ClusterSpec spec;
+  spec.models = {{"m", *LatencyProfile::Linear(Millis(10), 0, 4), Millis(100)}};
+  spec.gpus = 1;
+  for (const std::string policy : {"eager", "adaptive"}) {
+    SCOPED_TRACE(policy);
+    ManualClock clock;
+    Recorder rec;
+    std::unique_ptr<Scheduler> s = Make(policy, spec, {}, &clock, &rec);
+    s->Submit(Request{1, 0, 0, Millis(100)});
+    clock.AdvanceTo(Millis(1));
+    s->Submit(Request{2, 0, Millis(1), Millis(101)});
+    s->Submit(Request{3, 0, Millis(1), Millis(101)});
+    clock.AdvanceTo(Millis(11));
+    ASSERT_EQ(rec.batches.size(), 2u);
+    ASSERT_EQ(rec.batches[1].requests.size(), 2u);
+    ASSERT_EQ(rec.batches[1].exec_at, Millis(10));
+    s->OnRequestsWithdrawn(0, Millis(9), 1);  // not that batch: ignored
+    s->OnRequestsWithdrawn(0, Millis(10), 1);
+    clock.AdvanceTo(Millis(12));
+    s->Submit(Request{4, 0, Millis(12), Millis(112)});
+    clock.AdvanceTo(Millis(50));
+    ASSERT_EQ(rec.batches.size(), 3u);
+    EXPECT_EQ(rec.batches[2].exec_at, Millis(20));
   }
 }
 

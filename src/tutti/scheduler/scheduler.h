@@ -49,12 +49,14 @@ class Scheduler {
   // giving a GPU new work. Default: ignored.
   virtual void OnBatchDone(GpuId gpu) {}
 
-  // The owner reports that the batch it was last given for `gpu` ran
-  // nothing: every request in it was withdrawn (cancelled) before it
-  // started. Counts as OnBatchDone; a policy that planned the GPU busy
-  // until the batch's end may give it new work at once. Default:
-  // OnBatchDone.
-  virtual void OnBatchWithdrawn(GpuId gpu) { OnBatchDone(gpu); }
+  // The owner reports that of the batch it was given for `gpu` to start at
+  // `exec_at`, only `remaining` requests run: the others were withdrawn
+  // (cancelled) before it started. With none remaining it counts as
+  // OnBatchDone. A policy that planned the GPU busy for the whole batch may
+  // give it new work sooner. Default: OnBatchDone when none remain.
+  virtual void OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) {
+    if (remaining == 0) OnBatchDone(gpu);
+  }
 
   // Membership, for distributed mode: a GPU that is down is given no new
   // work; a GPU that comes up takes work from `free_at` on (when the work its

@@ -149,9 +149,9 @@ void ShardedScheduler::OnBatchDone(GpuId gpu) {
   Run(p.shard, [p](Shard& sh) { sh.scheduler->OnBatchDone(p.local); });
 }
 
-void ShardedScheduler::OnBatchWithdrawn(GpuId gpu) {
+void ShardedScheduler::OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) {
   const Place p = gpu_place_[gpu];
-  Run(p.shard, [p](Shard& sh) { sh.scheduler->OnBatchWithdrawn(p.local); });
+  Run(p.shard, [p, exec_at, remaining](Shard& sh) { sh.scheduler->OnRequestsWithdrawn(p.local, exec_at, remaining); });
 }
 
 absl::Status ShardedScheduler::SetGpuUp(GpuId gpu, bool up, Time free_at) {

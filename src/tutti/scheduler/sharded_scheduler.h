@@ -82,7 +82,7 @@ class ShardedScheduler final : public Scheduler {
   void Submit(const Request& request) override;
   int64_t queued() const override;
   void OnBatchDone(GpuId gpu) override;
-  void OnBatchWithdrawn(GpuId gpu) override;
+  void OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) override;
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
   // Each shard gets the plan for its GPUs and models. It reaches every
   // shard: without posts, call it only where one thread drives all shards.

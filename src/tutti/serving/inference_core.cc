@@ -159,13 +159,13 @@ void InferenceCore::OnDispatch(Batch batch) {
     const int64_t n = static_cast<int64_t>(cancelled.size());
     outbox_.push_back([this, answers = std::move(cancelled), n]() mutable { Answer(std::move(answers), n); });
   }
-  if (exec.size == 0) {  // all withdrawn: the GPU the scheduler gave the batch is free
-    outbox_.push_back([this, gpu = batch.gpu] {
+  if (exec.size < static_cast<int>(batch.requests.size())) {  // the GPU's time for those withdrawn is free
+    outbox_.push_back([this, gpu = batch.gpu, exec_at = batch.exec_at, remaining = exec.size] {
       std::lock_guard<std::mutex> lock(mu_);
-      scheduler_->OnBatchWithdrawn(gpu);
+      scheduler_->OnRequestsWithdrawn(gpu, exec_at, remaining);
     });
-    return;
   }
+  if (exec.size == 0) return;
   ModelCounters& c = table_.counters(batch.model);
   ++c.batches;
   c.batched_requests += exec.size;
