@@ -115,7 +115,9 @@ class Nodes {
                                   auto handlers = node->AcceptFrontend(std::move(l));
                                   if (handlers) {  // seen on the way in: the requests' metadata
                                     handlers->on_message = [this, in = handlers->on_message](internal::FrontendUp& up) {
-                                      if (up.submit_size() > 0) submits_.push_back(Submits{clock_.Now(), up});
+                                      if (up.submit_size() > 0 || up.withdrawn_size() > 0) {
+                                        submits_.push_back(Submits{clock_.Now(), up});
+                                      }
                                       in(up);
                                     };
                                   }
@@ -237,7 +239,8 @@ class Nodes {
     return t;
   }
 
-  // The messages that brought the scheduler requests, and when each came.
+  // The messages that brought the scheduler requests or withdrew them, and
+  // when each came.
   struct Submits {
     Time at;
     internal::FrontendUp message;
@@ -389,7 +392,19 @@ TEST(DistributedNodesTest, CancelledRequestsNeverRunAndLevelsReachTheScheduler) 
   EXPECT_EQ(sent, 14) << "the scheduler has every request's metadata";
   EXPECT_EQ(at_level_1, 10);
   for (int i = 10; i < 14; ++i) EXPECT_FALSE(outcomes[i].has_value()) << "not yet planned";
+  EXPECT_EQ(n.scheduler(0).queued(), 4);
   flag->Cancel();
+  // Within a sweep (1 ms), before their batch was due: answered, and the
+  // scheduler told to leave them out.
+  n.clock().AdvanceTo(Millis(155));
+  for (int i = 10; i < 14; ++i) {
+    ASSERT_TRUE(outcomes[i].has_value()) << "answered at once";
+    EXPECT_EQ(outcomes[i]->status.code(), absl::StatusCode::kCancelled) << outcomes[i]->status;
+  }
+  int withdrawn = 0;
+  for (const Nodes::Submits& s : n.submits()) withdrawn += s.message.withdrawn_size();
+  EXPECT_EQ(withdrawn, 4);
+  EXPECT_EQ(n.scheduler(0).queued(), 0) << "the scheduler holds them no more";
   n.clock().AdvanceTo(Millis(300));
   for (int i = 0; i < 10; ++i) {
     ASSERT_TRUE(outcomes[i].has_value());

@@ -56,6 +56,7 @@ RemoteEngine::~RemoteEngine() {
     stopping_ = true;
     clock_->Cancel(tick_timer_);
     clock_->Cancel(hold_timer_);
+    clock_->Cancel(withdraw_timer_);
     for (TimerId t : stage_timers_) clock_->Cancel(t);
     ++epoch_;  // the streams' handlers do nothing from now on
     leader = std::move(leader_link_);
@@ -181,6 +182,12 @@ absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& conte
   p.extra.level = context.level;
   p.extra.trace = context.trace;
   if (sync_.synced()) HoldLocked(id, now);
+  if (p.cancel != nullptr && p.sequence.id == 0) {
+    cancellable_.push_back(id);
+    if (withdraw_timer_ == kNoTimer) {
+      withdraw_timer_ = clock_->ScheduleAt(now + options_.withdraw_every, [this] { SweepWithdrawn(); });
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -259,6 +266,38 @@ bool RemoteEngine::WithdrawnLocked(uint64_t id, Time now, Answers* answers) {
   if (!p.Withdrawn(now) || staged_->stage(p.model) != nullptr) return false;
   table_.Answer(id, ErrorOutcomeLocked(id, CancelledError(spec_, p.model)), answers);
   return true;
+}
+
+void RemoteEngine::SweepWithdrawn() {
+  Answers answers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    withdraw_timer_ = kNoTimer;
+    if (stopping_) return;
+    const Time now = clock_->Now();
+    std::vector<uint64_t> told;
+    std::vector<uint64_t> kept;
+    for (uint64_t id : cancellable_) {
+      const Pending* p = table_.Find(id);
+      if (p == nullptr || p->extra.state == State::kPlanned) continue;
+      const bool submitted = p->extra.state == State::kSubmitted;  // else its metadata is still held: it never goes
+      if (!WithdrawnLocked(id, now, &answers)) {
+        kept.push_back(id);
+      } else if (submitted) {
+        told.push_back(id);
+      }
+    }
+    cancellable_.swap(kept);
+    if (!told.empty() && leader_link_ != nullptr) {
+      leader_link_->Send([&told](pb::FrontendUp* up) {
+        for (uint64_t id : told) up->add_withdrawn(id);
+      });
+    }
+    if (!cancellable_.empty()) {
+      withdraw_timer_ = clock_->ScheduleAt(now + options_.withdraw_every, [this] { SweepWithdrawn(); });
+    }
+  }
+  Run(std::move(answers));
 }
 
 void RemoteEngine::PlanLocked(const pb::PlanPart& plan, Answers* answers) {

@@ -61,6 +61,10 @@ class RemoteEngine final : public InferenceEngine {
     // message to the leader: at most this, and at most a tenth of the time
     // it has left. 0: each goes at once.
     Duration metadata_hold = 0;
+    // How often requests that carry a cancel flag are looked at until their
+    // batch is planned: one whose client no longer waits is answered
+    // Cancelled then, and the leader is told to leave it out.
+    Duration withdraw_every = kMillisecond;
     // At most one per model (e.g. MakeParmStages, stages/parm_stage.h).
     std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>> stages;
   };
@@ -116,6 +120,10 @@ class RemoteEngine final : public InferenceEngine {
   // `now` (Entry::Withdrawn) and its model's stage does not plan with it,
   // as InferenceCore withdraws; returns whether it did.
   bool WithdrawnLocked(uint64_t id, Time now, Answers* answers);
+  // Answers the requests of cancellable_ withdrawn by now and tells the
+  // leader of those it holds; looks again after withdraw_every while any
+  // remain unplanned.
+  void SweepWithdrawn();
   // Metadata and samples for the leader wait (held_, held_samples_) until
   // flush_by_, or go earlier with the first event past 3/4 of their wait
   // (which spares the timer's wake-up when events are frequent).
@@ -163,6 +171,8 @@ class RemoteEngine final : public InferenceEngine {
   Time held_since_ ABSL_GUARDED_BY(mu_) = 0;   // when the oldest of held_ and held_samples_ came
   Time flush_by_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // when they must go; kInfiniteFuture: nothing held
   TimerId hold_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
+  std::vector<uint64_t> cancellable_ ABSL_GUARDED_BY(mu_);  // unplanned requests with a cancel flag
+  TimerId withdraw_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   Time hold_timer_at_ ABSL_GUARDED_BY(mu_) = 0;  // hold_timer_'s time (a flush_by_ since lowered re-arms it)
 
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none

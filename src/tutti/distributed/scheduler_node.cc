@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/algorithm/container.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
@@ -25,7 +26,7 @@ SchedulerNode::SchedulerNode(ClusterSpec spec, Options options, Clock* clock)
             if (delays_) delays_->Record(Delay::kTimer, clock_->Now(), clock_->Now() - due);
           }),
       mu_(locked_clock_.mu()),
-      listener_([this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r) { OnDrop(r); }) {
+      listener_([this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r, DropReason why) { OnDrop(r, why); }) {
   // Batch ids: a random high half per node, so that a new leader's never
   // collide with a previous leader's still held by backends.
   next_batch_ = static_cast<uint64_t>(std::random_device{}()) << 32;
@@ -123,7 +124,7 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
       continue;
     }
     const Request r{next_request_++, m.model(), now, m.deadline(), std::max(0, m.level())};
-    Origin& origin = origins_[r.id] = Origin{frontend, m.id()};
+    Origin& origin = origins_[r.id] = Origin{frontend, m.id(), r.model};
     if (!m.traceparent().empty() && options_.tracer != nullptr) {
       origin.trace = ParseTraceparent(m.traceparent()).value_or(TraceContext{});
     }
@@ -135,6 +136,18 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
       for (uint64_t id : refused) d->add_lost(id);
     });
   }
+  if (up.withdrawn_size() > 0) WithdrawLocked(frontend, {up.withdrawn().data(), static_cast<size_t>(up.withdrawn_size())});
+}
+
+void SchedulerNode::WithdrawLocked(int frontend, absl::Span<const uint64_t> ids) {
+  // Rare next to submits: one pass over the requests held, rather than an
+  // index kept for every request.
+  const absl::flat_hash_set<uint64_t> wanted(ids.begin(), ids.end());
+  std::vector<std::pair<RequestId, ModelId>> found;
+  for (const auto& [rid, o] : origins_) {
+    if (o.frontend == frontend && wanted.contains(o.id)) found.emplace_back(rid, o.model);
+  }
+  for (const auto& [rid, model] : found) scheduler_->Withdraw(rid, model);
 }
 
 void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendPeer>& link) {
@@ -143,9 +156,15 @@ void SchedulerNode::OnFrontendGone(int frontend, const std::shared_ptr<FrontendP
   if (frontends_[frontend].link == link) frontends_[frontend].link = nullptr;
 }
 
-void SchedulerNode::OnDrop(const Request& r) {
-  ++window_.outcomes.dropped;
+void SchedulerNode::OnDrop(const Request& r, DropReason reason) {
   auto it = origins_.find(r.id);
+  if (reason == DropReason::kWithdrawn) {  // its frontend has answered it
+    if (it == origins_.end()) return;
+    RecordSchedule(it->second, r, nullptr, "withdrawn: its client no longer waits");
+    origins_.erase(it);
+    return;
+  }
+  ++window_.outcomes.dropped;
   if (it == origins_.end()) return;
   const Origin o = it->second;
   origins_.erase(it);
@@ -403,6 +422,11 @@ void SchedulerNode::DoneLocked(const pb::Done& done) {
 }
 
 // ---- reports --------------------------------------------------------------------
+
+int64_t SchedulerNode::queued() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scheduler_ != nullptr ? scheduler_->queued() : 0;
+}
 
 DelayReport SchedulerNode::Delays() const {
   std::lock_guard<std::mutex> lock(mu_);

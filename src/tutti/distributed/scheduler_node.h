@@ -61,6 +61,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "tutti/tracing/tracer.h"
 #include "tutti/autoscale/autoscaler.h"
 #include "tutti/core/clock.h"
@@ -128,6 +129,8 @@ class SchedulerNode {
   };
   std::optional<AutoscaleState> Autoscaling() const;
   DelayReport Delays() const;
+  // Requests its scheduler holds: queued, not yet in a batch or dropped.
+  int64_t queued() const;
 
   // A frontend (backend) opened a stream to this node; `link` sends to it.
   // The handlers for what it sends, or none — refused — while this node
@@ -139,6 +142,7 @@ class SchedulerNode {
   struct Origin {  // where a request came from
     int frontend = 0;
     uint64_t id = 0;
+    ModelId model = 0;
     TraceContext trace;  // its frontend's span, when traced
   };
   struct FrontendState {
@@ -174,7 +178,10 @@ class SchedulerNode {
   void OnBackendMessage(const std::shared_ptr<BackendPeer>& link, std::string* id, internal::BackendUp& up);
   void OnBackendGone(const std::shared_ptr<BackendPeer>& link, const std::string& id);
   void OnDispatch(Batch batch);
-  void OnDrop(const Request& request);
+  void OnDrop(const Request& request, DropReason reason);
+  // Withdraws the requests of `frontend` (its ids) the scheduler still holds.
+  void WithdrawLocked(int frontend, absl::Span<const uint64_t> ids)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The "schedule" span of a traced request: dispatched in `batch`, or
   // (null) dropped with `error`.
   void RecordSchedule(const Origin& origin, const Request& r, const Batch* batch, const std::string& error);

@@ -66,7 +66,7 @@ void AdaptiveScheduler::LiveCount::OnDispatch(Batch batch) {
 }
 
 void AdaptiveScheduler::LiveCount::OnDrop(const Request& request, DropReason reason) {
-  ++bad_[request.model];
+  if (reason != DropReason::kWithdrawn) ++bad_[request.model];
   owner_->OnDrop(request, reason);
 }
 

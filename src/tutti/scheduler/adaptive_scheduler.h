@@ -149,6 +149,7 @@ class AdaptiveScheduler final : public Scheduler {
 
   void Submit(const Request& request) override;
   int64_t queued() const override { return inner_.queued(); }
+  void Withdraw(RequestId id, ModelId model) override { inner_.Withdraw(id, model); }
   void OnBatchDone(GpuId gpu) override { inner_.OnBatchDone(gpu); }
   void OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) override {
     inner_.OnRequestsWithdrawn(gpu, exec_at, remaining);

@@ -396,6 +396,18 @@ void CandidateScheduler::ArmDeferred(int r) {
   ranks_[r].deferred.clear();
 }
 
+void CandidateScheduler::Withdraw(RequestId id, ModelId m) {
+  ModelState& s = models_[m];
+  const auto it = std::find_if(s.queue.begin(), s.queue.end(), [id](const Request& r) { return r.id == id; });
+  if (it == s.queue.end()) return;
+  const Request r = *it;
+  s.queue.erase(it);
+  --queued_;
+  if (s.outlook) s.outlook->Drop(clock_->Now());
+  listener_->OnDrop(r, DropReason::kWithdrawn);
+  Refresh(m);
+}
+
 void CandidateScheduler::OnBatchDone(GpuId g) {
   GpuState& gpu = gpus_[g];
   gpu.running = std::max(0, gpu.running - 1);

@@ -435,6 +435,34 @@ TEST(AwaitCompletionTest, GpuWaitsForItsReportedCompletion) {
   }
 }
 
+// A request withdrawn while queued leaves the queue, and the listener hears
+// of it once, as withdrawn; one already dispatched is not touched.
+TEST(CandidateSchedulerTest, AWithdrawnRequestLeavesTheQueueAndIsReportedOnce) {
+  ClusterSpec spec = ExampleCluster();
+  ManualClock clock;
+  Recorder rec;
+  std::unique_ptr<Scheduler> s = Make("deferred", spec, {}, &clock, &rec);  // holds them for batch-mates
+  for (RequestId id = 1; id <= 3; ++id) s->Submit(Request{id, 0, 0, Millis(12)});
+  s->Withdraw(2, 0);
+  s->Withdraw(2, 0);   // gone already
+  s->Withdraw(99, 0);  // never held
+  EXPECT_EQ(s->queued(), 2);
+  ASSERT_EQ(rec.drops.size(), 1u);
+  EXPECT_EQ(rec.drops[0].first.id, 2u);
+  EXPECT_EQ(rec.drops[0].second, DropReason::kWithdrawn);
+  clock.AdvanceTo(Millis(20));
+  int64_t run = 0;
+  for (const Batch& b : rec.batches) {
+    for (const Request& r : b.requests) {
+      EXPECT_NE(r.id, 2u);
+      ++run;
+      s->Withdraw(r.id, 0);  // dispatched: nothing changes
+    }
+  }
+  EXPECT_EQ(run, 2);
+  EXPECT_EQ(rec.drops.size(), 1u);
+}
+
 // A batch whose requests were all withdrawn before it ran frees its GPU at
 // once: the next request starts then, not at the withdrawn batch's planned
 // end — whether it was queued when the report came (the GPU's release

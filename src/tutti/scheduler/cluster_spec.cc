@@ -7,7 +7,15 @@
 namespace tutti {
 
 absl::string_view DropReasonName(DropReason reason) {
-  return reason == DropReason::kDeadline ? "deadline" : "early_drop";
+  switch (reason) {
+    case DropReason::kDeadline:
+      return "deadline";
+    case DropReason::kEarlyDrop:
+      return "early_drop";
+    case DropReason::kWithdrawn:
+      return "withdrawn";
+  }
+  return "unknown";
 }
 
 int ModelSpec::EffectiveMaxBatch() const {

@@ -39,11 +39,13 @@ struct Batch {
 enum class DropReason {
   kDeadline,   // cannot meet its deadline any more (lazy drop)
   kEarlyDrop,  // dropped to keep batches at their target size (Nexus early drop)
+  kWithdrawn,  // its owner withdrew it (Scheduler::Withdraw): nobody waits for it
 };
 absl::string_view DropReasonName(DropReason reason);
 
 // Receives the scheduler's decisions. Every submitted request reaches the
-// listener exactly once: inside a dispatched batch or as a drop.
+// listener exactly once: inside a dispatched batch or as a drop (a
+// withdrawal included).
 //
 // Calls arrive on the thread that drives the scheduler (the clock's timer
 // thread or the caller of Submit) and must not call back into the scheduler.
@@ -57,14 +59,18 @@ class SchedulerListener {
 // A listener that forwards to two functions (an owner's private handlers).
 class CallbackListener final : public SchedulerListener {
  public:
-  CallbackListener(std::function<void(Batch)> on_dispatch, std::function<void(const Request&)> on_drop)
+  using DropFunction = std::function<void(const Request&, DropReason)>;
+  CallbackListener(std::function<void(Batch)> on_dispatch, DropFunction on_drop)
       : on_dispatch_(std::move(on_dispatch)), on_drop_(std::move(on_drop)) {}
+  // For owners that take every drop alike.
+  CallbackListener(std::function<void(Batch)> on_dispatch, std::function<void(const Request&)> on_drop)
+      : CallbackListener(std::move(on_dispatch), [f = std::move(on_drop)](const Request& r, DropReason) { f(r); }) {}
   void OnDispatch(Batch batch) override { on_dispatch_(std::move(batch)); }
-  void OnDrop(const Request& request, DropReason) override { on_drop_(request); }
+  void OnDrop(const Request& request, DropReason reason) override { on_drop_(request, reason); }
 
  private:
   std::function<void(Batch)> on_dispatch_;
-  std::function<void(const Request&)> on_drop_;
+  DropFunction on_drop_;
 };
 
 }  // namespace tutti

@@ -40,6 +40,12 @@ class Scheduler {
   // is a model of the cluster; request ids are unique.
   virtual void Submit(const Request& request) = 0;
 
+  // The owner no longer wants request `id` of `model` run (its client
+  // cancelled). If the scheduler still holds it, it leaves the queue and the
+  // listener receives it as a drop (DropReason::kWithdrawn), possibly inside
+  // this call; else nothing changes. Default: nothing changes.
+  virtual void Withdraw(RequestId id, ModelId model) {}
+
   // Requests still held (queued, not yet dispatched or dropped).
   virtual int64_t queued() const = 0;
 

@@ -144,6 +144,14 @@ int64_t ShardedScheduler::queued() const {
   return n;
 }
 
+void ShardedScheduler::Withdraw(RequestId id, ModelId model) {
+  const Place& p = model_place_[model];
+  Run(p.shard, [id, local = p.local](Shard& sh) {
+    sh.scheduler->Withdraw(id, local);
+    sh.Published();
+  });
+}
+
 void ShardedScheduler::OnBatchDone(GpuId gpu) {
   const Place p = gpu_place_[gpu];
   Run(p.shard, [p](Shard& sh) { sh.scheduler->OnBatchDone(p.local); });

@@ -81,6 +81,7 @@ class ShardedScheduler final : public Scheduler {
 
   void Submit(const Request& request) override;
   int64_t queued() const override;
+  void Withdraw(RequestId id, ModelId model) override;
   void OnBatchDone(GpuId gpu) override;
   void OnRequestsWithdrawn(GpuId gpu, Time exec_at, int remaining) override;
   absl::Status SetGpuUp(GpuId gpu, bool up, Time free_at) override;
