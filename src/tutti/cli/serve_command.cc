@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "tutti/cli/command_util.h"
 #include "tutti/cli/stop_signals.h"
@@ -53,7 +54,8 @@ void PrintExamples(const ModelRepository& repo, const ServerConfig& config, int 
 
 int ServeCommand(const Args& args) {
   std::string repo_dir = "demo_repository", config_path, address, policy;
-  std::string tls_cert, tls_key, tls_client_ca, inference_tokens, admin_tokens, trace_file, trace_endpoint;
+  std::string tls_cert, tls_key, tls_client_ca, inference_tokens, admin_tokens, trace_file, trace_endpoint,
+      trace_link;
   double trace_ratio = 0;
   int port = 8000, grpc_port = 8001;
   int64_t max_queue_size = 16384;
@@ -88,6 +90,9 @@ int ServeCommand(const Args& args) {
                "lines (overrides the config's tracing.file)");
   flags.String("trace-endpoint", &trace_endpoint,
                "trace requests: POST their spans to this OTLP/HTTP collector, e.g. http://localhost:4318/v1/traces");
+  flags.String("trace-link", &trace_link,
+               "with tracing: where the console links a slow request's trace, {trace_id} standing for its id, e.g. "
+               "http://localhost:16686/trace/{trace_id} (a Jaeger UI)");
   flags.Double("trace-ratio", &trace_ratio,
                "with tracing: the share of requests without a traceparent that start a trace, 0 to 1 (default 0: "
                "only those whose caller samples them)");
@@ -117,6 +122,13 @@ int ServeCommand(const Args& args) {
     if (!trace_file.empty()) t.file = trace_file;
     if (!trace_endpoint.empty()) t.otlp_endpoint = trace_endpoint;
     if (flags.WasSet("trace-ratio")) t.sampling_ratio = trace_ratio;
+  }
+  if (!trace_link.empty()) {
+    if (!config->tracing) return Fail(absl::InvalidArgumentError("--trace-link needs tracing: --trace-file or --trace-endpoint"));
+    if (!absl::StrContains(trace_link, "{trace_id}")) {
+      return Fail(absl::InvalidArgumentError("--trace-link must contain {trace_id}"));
+    }
+    config->tracing->link = trace_link;
   }
   repo = ServedRepository(*repo, *config);  // with model_less: and the task's generated variants
   if (!repo.ok()) return Fail(repo.status());

@@ -100,7 +100,11 @@ absl::StatusOr<TracerOptions> ParseTracing(const YAML::Node& node) {
   TUTTI_ASSIGN_OR_RETURN(auto file, r.OptionalScalar<std::string>("file", "a file path"));
   TUTTI_ASSIGN_OR_RETURN(auto endpoint, r.OptionalScalar<std::string>("otlp_endpoint", "an http:// URL"));
   TUTTI_ASSIGN_OR_RETURN(auto service, r.OptionalScalar<std::string>("service_name", "a string"));
+  TUTTI_ASSIGN_OR_RETURN(auto link, r.OptionalScalar<std::string>("link", "a URL with {trace_id} in it"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (link && !absl::StrContains(*link, "{trace_id}")) {
+    return Invalid("tracing.link", "must contain {trace_id}, e.g. http://localhost:16686/trace/{trace_id}");
+  }
   if (ratio && !(*ratio >= 0 && *ratio <= 1)) return Invalid("tracing.sampling_ratio", "must be in [0, 1]");
   if (!file && !endpoint) return Invalid("tracing", "set file, otlp_endpoint or both: where the spans go");
   if (endpoint && !absl::StartsWith(*endpoint, "http://")) {
@@ -110,6 +114,7 @@ absl::StatusOr<TracerOptions> ParseTracing(const YAML::Node& node) {
   t.file = file.value_or("");
   t.otlp_endpoint = endpoint.value_or("");
   t.service_name = service.value_or(t.service_name);
+  t.link = link.value_or("");
   return t;
 }
 

@@ -57,7 +57,8 @@
 //   tracing: {sampling_ratio: 0.01,          # W3C/OpenTelemetry tracing (tracing/tracer.h): the
 //             file: spans.jsonl,             # share of requests without a traceparent traced; the
 //             otlp_endpoint: http://localhost:4318/v1/traces,  # OTLP/JSON file and/or
-//             service_name: tutti}           # OTLP/HTTP collector their spans go to
+//             service_name: tutti,           # OTLP/HTTP collector their spans go to; the
+//             link: "http://localhost:16686/trace/{trace_id}"}  # console links slow ones there
 //   max_queue_size: 16384                    # per model: items waiting or running; more are
 //                                            # refused at once (503 / RESOURCE_EXHAUSTED); 0: no limit
 //   autoscale: {interval_s: 10, headroom: 0.2, min_gpus: 1, max_gpus: 0,

@@ -148,6 +148,8 @@ TEST(ServerConfigTest, FrontendOptionsReadTheTokenFiles) {
 }
 
 TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
+  EXPECT_THAT(ParseError("tracing: {file: s.jsonl, link: 'http://jaeger/trace'}"),
+              HasSubstr("field 'tracing.link': must contain {trace_id}"));
   EXPECT_THAT(ParseError("polcy: deferred"), HasSubstr("unknown field 'polcy'"));
   EXPECT_THAT(ParseError("policy: fifo"), HasSubstr("unknown policy 'fifo' (expected one of deferred, adaptive, eager"));
   EXPECT_THAT(ParseError("drop: sometimes"), HasSubstr("field 'drop': expected lazy or early"));

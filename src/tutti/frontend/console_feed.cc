@@ -202,6 +202,24 @@ std::string ConsoleSampleJson(const ConsoleContext& context, const ConsoleReadin
     w.RawValue(context.cluster_json.data(), context.cluster_json.size(), rapidjson::kObjectType);
   }
   w.EndObject();
+  // The slowest traced requests, each with its trace.
+  w.Key("slow_traces");
+  w.StartArray();
+  for (const Tracer::SlowRequest& s : now.slowest) {
+    w.StartObject();
+    w.Key("trace_id");
+    w.String(s.trace_id.c_str());
+    w.Key("name");
+    w.String(s.name.c_str());
+    Number(w, "ms", ToMillis(s.duration));
+    w.Key("error");
+    w.String(s.error.c_str());
+    const std::string url = TraceLink(context.trace_link, s.trace_id);
+    w.Key("url");
+    w.String(url.c_str());
+    w.EndObject();
+  }
+  w.EndArray();
   w.EndObject();
   return buffer.GetString();
 }
@@ -213,6 +231,7 @@ ConsoleFeed::ConsoleFeed(const InferenceFrontend* frontend, Options options)
     context_.model_names.push_back(s.config.name);
     context_.objectives.push_back(s.objective);
   }
+  if (frontend_->tracer() != nullptr) context_.trace_link = frontend_->tracer()->options().link;
 }
 
 ConsoleFeed::~ConsoleFeed() { Stop(); }
@@ -225,6 +244,7 @@ ConsoleReading ConsoleFeed::Read(Time since) const {
   r.busy = engine.BusyTimes();
   r.batches = engine.RecentBatches(since);
   r.delays = engine.Delays();
+  if (frontend_->tracer() != nullptr) r.slowest = frontend_->tracer()->TakeSlowest();
   return r;
 }
 

@@ -31,6 +31,7 @@ struct ConsoleReading {
   std::vector<Duration> busy;        // per executor (empty: executors elsewhere)
   std::vector<BatchTrace> batches;   // finished since the previous reading
   DelayReport delays;
+  std::vector<Tracer::SlowRequest> slowest;  // traced, since the previous reading
 };
 
 // What the sample is about: the served models (names, objectives) and a
@@ -40,6 +41,7 @@ struct ConsoleContext {
   std::vector<std::string> model_names;
   std::vector<Duration> objectives;  // per model
   std::string cluster_json;
+  std::string trace_link;  // TracerOptions::link
 };
 
 // The q-quantile of values counted in buckets (PromHistogram::Buckets over
@@ -57,7 +59,8 @@ std::optional<double> BucketQuantile(const std::vector<double>& bounds, const st
 // interval and its batches (planned and actual instants in ms before
 // now.at); the delays the scheduler plans with; and the cluster: executors
 // in use (busy in the interval), bad rate, idle fraction, and Symphony's
-// autoscaling advice from them (planner/scaling.h). A pure function.
+// autoscaling advice from them (planner/scaling.h); and the slowest traced
+// requests with links to their traces. A pure function.
 std::string ConsoleSampleJson(const ConsoleContext& context, const ConsoleReading& before,
                               const ConsoleReading& now);
 

@@ -90,15 +90,32 @@ TEST(ConsoleSampleTest, RatesQuantilesBusyAndAdviceOverTheInterval) {
   // Symphony: bad rate 15% > 1% → add 2 × 0.15 / 0.85 → 1 GPU (rounded up).
   EXPECT_GE(c["advice"]["add"].GetInt(), 1);
   EXPECT_STREQ(c["process"]["mode"].GetString(), "embedded");
+  EXPECT_EQ(d["slow_traces"].Size(), 0u);
+
+  // The slowest traced requests, linked to their traces where a link is set.
+  now.slowest = {{"0af7651916cd43dd8448eb211c80319c", "infer mlp", Millis(42), "late"}};
+  for (const std::string link : {"", "http://jaeger:16686/trace/{trace_id}"}) {
+    context.trace_link = link;
+    d.Parse(ConsoleSampleJson(context, before, now).c_str());
+    ASSERT_FALSE(d.HasParseError());
+    const auto& t = d["slow_traces"][0];
+    EXPECT_STREQ(t["trace_id"].GetString(), "0af7651916cd43dd8448eb211c80319c");
+    EXPECT_STREQ(t["name"].GetString(), "infer mlp");
+    EXPECT_DOUBLE_EQ(t["ms"].GetDouble(), 42);
+    EXPECT_STREQ(t["error"].GetString(), "late");
+    EXPECT_STREQ(t["url"].GetString(),
+                 link.empty() ? "" : "http://jaeger:16686/trace/0af7651916cd43dd8448eb211c80319c");
+  }
 }
 
 class ConsoleServiceTest : public testing::FakeEngineFrontendTest {
  protected:
-  void Start(AccessOptions access = {}) {
+  void Start(AccessOptions access = {}, Tracer* tracer = nullptr) {
     FrontendOptions options;
     options.http.port = 0;
     options.grpc.port = -1;
     options.frontend.access = std::move(access);
+    options.frontend.tracer = tracer;
     options.console.period = Millis(20);
     options.console.cluster = [] { return std::string(R"({"mode":"test"})"); };
     server_ = *FrontendServer::Start(engine_.get(), {{config_, 1}}, options);
@@ -144,6 +161,35 @@ TEST_F(ConsoleServiceTest, StreamsSamplesAsServerSentEventsAndClosesOnShutdown) 
   StopEngine();
   server_->Shutdown();
   client.ReadUntilClosed();
+  server_.reset();
+}
+
+struct NoExport : SpanExporter {
+  absl::Status Export(const std::string&) override { return absl::OkStatus(); }
+};
+
+// A traced request comes back in a later sample, with the link to its trace.
+TEST_F(ConsoleServiceTest, ASampleLinksTheSlowestTracedRequestsToTheirTraces) {
+  TracerOptions o;
+  o.link = "http://jaeger:16686/trace/{trace_id}";
+  std::vector<std::unique_ptr<SpanExporter>> exporters;
+  exporters.push_back(std::make_unique<NoExport>());
+  Tracer tracer(o, &clock_, std::move(exporters));
+  Start({}, &tracer);
+  HttpTestClient events(server_->port());
+  events.SendRaw("GET /console/events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  events.ReadUntil("}\n\n");  // a first sample: the next is read after the request
+  HttpTestClient client(server_->port());
+  const std::string body = R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,2,2],"data":[1,2,3,4]}]})";
+  ASSERT_EQ(client.Request("POST", "/v2/models/mlp/infer", body,
+                           {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}})
+                .status,
+            200);
+  const std::string linked = events.ReadUntil("/trace/0af7651916cd43dd8448eb211c80319c\"");
+  EXPECT_THAT(linked, HasSubstr(R"("trace_id":"0af7651916cd43dd8448eb211c80319c","name":"infer mlp")"));
+  StopEngine();
+  server_->Shutdown();
+  events.ReadUntilClosed();
   server_.reset();
 }
 

@@ -108,6 +108,7 @@ class InferenceFrontend {
   absl::StatusOr<int> FindModel(absl::string_view name, absl::string_view version = "") const;
   const ServedModel& served(int model) const;
   int num_models() const { return static_cast<int>(models_.size()); }
+  Tracer* tracer() const { return options_.tracer; }  // null: no tracing
   // The models clients see (not ServedModel::internal), in model order.
   std::vector<int> ListedModels() const;
 

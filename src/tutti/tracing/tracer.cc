@@ -1,9 +1,11 @@
 #include "tutti/tracing/tracer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
@@ -186,7 +188,25 @@ void Tracer::Record(Span span) {
     return;
   }
   ++counts_.recorded;
+  const Duration took = span.end - span.start;
+  if (span.kind == Span::Kind::kServer && options_.slowest_kept > 0 &&
+      (slowest_.size() < options_.slowest_kept || took > slowest_.back().duration)) {
+    const auto at = std::find_if(slowest_.begin(), slowest_.end(), [took](const SlowRequest& s) { return took > s.duration; });
+    slowest_.insert(at, SlowRequest{TraceIdHex(span.context.trace_id), span.name, took, span.error});
+    if (slowest_.size() > options_.slowest_kept) slowest_.pop_back();
+  }
   buffer_.push_back(std::move(span));
+}
+
+std::vector<Tracer::SlowRequest> Tracer::TakeSlowest() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<SlowRequest> taken;
+  taken.swap(slowest_);
+  return taken;
+}
+
+std::string TraceLink(const std::string& link_template, const std::string& trace_id) {
+  return absl::StrReplaceAll(link_template, {{"{trace_id}", trace_id}});
 }
 
 void Tracer::Flush() {

@@ -76,7 +76,15 @@ struct TracerOptions {
   std::string service_name = "tutti";  // the resource's service.name
   Duration flush_interval = 1 * kSecond;
   size_t max_buffered = 1 << 16;
+  size_t slowest_kept = 5;  // Tracer::TakeSlowest
+  // Where a trace can be seen, "{trace_id}" standing for its id (e.g. a
+  // Jaeger UI's "http://jaeger:16686/trace/{trace_id}"); "": nowhere known.
+  std::string link;
 };
+
+// A link to trace `trace_id` by `link_template` (TracerOptions::link); ""
+// when the template is empty.
+std::string TraceLink(const std::string& link_template, const std::string& trace_id);
 
 // OTLP/JSON of `spans` from a service called `service_name`, their instants
 // on a clock that reads `unix_offset` nanoseconds behind the Unix epoch.
@@ -103,6 +111,18 @@ class Tracer {
   // Exports what is buffered now; returns once done.
   void Flush();
 
+  // The slowest requests (SERVER spans) recorded since the last call,
+  // slowest first, at most options.slowest_kept: for a console to link a
+  // slow request to its trace.
+  struct SlowRequest {
+    std::string trace_id;  // 32 hex digits
+    std::string name;      // the span's
+    Duration duration = 0;
+    std::string error;     // the span's
+  };
+  std::vector<SlowRequest> TakeSlowest();
+  const TracerOptions& options() const { return options_; }
+
   const Clock* clock() const { return clock_; }
 
   struct Counts {
@@ -124,6 +144,7 @@ class Tracer {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::vector<Span> buffer_;
+  std::vector<SlowRequest> slowest_;  // since the last TakeSlowest, slowest first
   Counts counts_;
   bool stopping_ = false;
   bool exporting_ = false;

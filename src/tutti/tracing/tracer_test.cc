@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
 #include "tutti/core/manual_clock.h"
@@ -95,6 +96,32 @@ TEST(TracerTest, ExportsOtlpJsonWithHexIdsAndEpochTimes) {
   EXPECT_EQ(end - start, Millis(4));
   EXPECT_GT(start, int64_t{1'600'000'000} * kSecond);  // on the Unix epoch, after 2020
   EXPECT_EQ(tracer.counts().exported, 2);
+}
+
+// A console asks for the slowest requests since it last asked: the SERVER
+// spans only, slowest first, at most slowest_kept.
+TEST(TracerTest, KeepsTheSlowestRequestsUntilTaken) {
+  ManualClock clock(0);
+  std::vector<std::string> out;
+  TracerOptions o = Options(1);
+  o.slowest_kept = 2;
+  Tracer tracer(o, &clock, Exporters(&out));
+  std::vector<TraceContext> roots;
+  for (int ms : {3, 9, 1, 5}) {
+    roots.push_back(tracer.StartRequest(std::nullopt));
+    tracer.Record({roots.back(), absl::StrCat("infer m", ms), Span::Kind::kServer, 0, Millis(ms), {}, ms == 9 ? "late" : ""});
+    tracer.Record({Tracer::Child(roots.back()), "queue", Span::Kind::kInternal, 0, Millis(50), {}, ""});
+  }
+  const std::vector<Tracer::SlowRequest> slow = tracer.TakeSlowest();
+  ASSERT_EQ(slow.size(), 2u);
+  EXPECT_EQ(slow[0].trace_id, TraceIdHex(roots[1].trace_id));
+  EXPECT_EQ(slow[0].name, "infer m9");
+  EXPECT_EQ(slow[0].duration, Millis(9));
+  EXPECT_EQ(slow[0].error, "late");
+  EXPECT_EQ(slow[1].duration, Millis(5));
+  EXPECT_TRUE(tracer.TakeSlowest().empty()) << "taken";
+  EXPECT_EQ(TraceLink("http://jaeger:16686/trace/{trace_id}", "ab12"), "http://jaeger:16686/trace/ab12");
+  EXPECT_EQ(TraceLink("", "ab12"), "");
 }
 
 TEST(TracerTest, AFullBufferDropsAndCountsAndDestructionFlushes) {

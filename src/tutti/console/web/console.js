@@ -50,7 +50,11 @@
     const busy = TT.el("div");
     executors.appendChild(busy);
     const delays = TT.section(main, "Delays the scheduler plans with", "delays-section");
-    return {cards, process, events, backends: null, rates, causes, latency, gpus, models, busy, canvas, delays, shown};
+    const traces = TT.section(main, "Slowest traced requests", "traces-section");
+    traces.appendChild(TT.el("div", {class: "note"},
+        "Each second's slowest requests among those traced (tracing.sampling_ratio, or a caller's sampled traceparent), newest first; each links to its trace where tracing.link is set."));
+    return {cards, process, events, backends: null, rates, causes, latency, gpus, models, busy, canvas, delays, shown,
+            traces, slow: []};
   }
 
   function replace(section, node) {
@@ -126,6 +130,13 @@
                                 TT.fmt(x.late_start_us)]));
     }
     replace(ui.delays, kv);
+
+    const when = new Date().toLocaleTimeString();
+    ui.slow = [...(s.slow_traces || []).map((x) => ({...x, when})), ...ui.slow].slice(0, 20);
+    replace(ui.traces, TT.table(document.createElement("div"), ["when", "request", "ms", "error", "trace"],
+        ui.slow.map((x) => [x.when, x.name, TT.fmt(x.ms, 2), x.error || "",
+                            x.url ? TT.el("a", {href: x.url, target: "_blank", rel: "noopener"}, x.trace_id) : x.trace_id]),
+        "slow-traces"));
   }
 
   function connect() {
