@@ -186,6 +186,7 @@ void BackendNode::Finish(uint64_t batch, const Assembly& assembly, Time ready, E
       span.attributes = {{"tutti.backend", options_.id}, {"tutti.batch_size", int64_t{n}}};
       if (!result.status.ok()) span.error = std::string(result.status.message());
       options_.tracer->Record(std::move(span));
+      if (result.released > 0) RecordReplicateSpan(*options_.tracer, t, result.finished, result.released);
     }
   }
   // Each part's outputs go back on the stream it came on.

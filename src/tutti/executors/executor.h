@@ -61,6 +61,10 @@ struct ExecResult {
   // item ended as `status` says.
   std::vector<absl::Status> item_status;
   std::vector<float> state;  // the state the batch's update made, for a batch given one
+  // A replicated stateful batch (replication/replicated_executor.h): when
+  // its outputs were released, its state handed to the backup as the
+  // replication mode asks (HAMS); 0: not such a batch.
+  Time released = 0;
 };
 
 // Thread-safety: Run() may be called from any thread. `done` is called

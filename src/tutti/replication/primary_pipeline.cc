@@ -258,7 +258,8 @@ void ReplicatedExecutor::Impl::AwaitDelivery() {
 }
 
 void ReplicatedExecutor::Impl::Release(uint64_t n) {
-  const Pending& p = pending_.at(n);
+  Pending& p = pending_.at(n);
+  p.result.released = clock_->Now();
   stats_.release_time += clock_->Now() - p.computed;
   if (p.waited) {
     ++stats_.held_batches;

@@ -33,6 +33,25 @@ TEST(ReplicatedExecutorTest, StatesFollowTheirSequencesAndAnswersCarryNoState) {
   EXPECT_EQ(s.slot->stats().live_states, 1);  // sequence 2
 }
 
+// A stateful batch's outputs are released once the backup has what the
+// mode asks: the answer says when (ExecResult::released, traced as the
+// request's "replicate" span); without replication, nothing is stamped.
+TEST(ReplicatedExecutorTest, AnswersSayWhenTheirHandOffToTheBackupEnded) {
+  for (ReplicationMode mode : {ReplicationMode::kNone, ReplicationMode::kNspb}) {
+    SCOPED_TRACE(ReplicationModeName(mode));
+    ManualClock clock;
+    ReplicatedExecutor slot(&clock, std::make_unique<SumExecutor>(&clock), std::make_unique<SumExecutor>(&clock),
+                            {kSum}, ReplicationOptions{.mode = mode, .link_rtt = 3 * kMillisecond});
+    Answers a;
+    const Time t0 = clock.Now();
+    slot.Run(Step({1}, {1}, true), a.Collect());
+    clock.AdvanceBy(3 * kMillisecond);
+    a.WaitFor(1);
+    EXPECT_EQ(a.results[0].finished, t0);
+    EXPECT_EQ(a.results[0].released, mode == ReplicationMode::kNone ? t0 : t0 + 3 * kMillisecond);
+  }
+}
+
 // Hands `slot` a sequence's first step planned to start kPlannedAhead from
 // now, and waits for its answer (a.results[0]).
 constexpr Duration kPlannedAhead = 2 * kMillisecond;

@@ -234,6 +234,7 @@ void InferenceCore::OnExecuted(const Dispatched& d, ExecResult result) {
       out.dispatched = trace.decided;
       out.planned_start = trace.planned_start;
       out.executor = gpu;
+      out.released = result.released;
       if (out.status.ok()) {
         out.batch_id = batch;
         out.batch_deadline = d.earliest_deadline;

@@ -57,6 +57,13 @@ void RecordRequestSpans(Tracer& tracer, const TraceContext& parent, const std::s
   if (out.executor >= 0) compute.attributes.push_back({"tutti.executor", int64_t{out.executor}});
   if (!out.status.ok()) compute.error = std::string(out.status.message());
   tracer.Record(std::move(compute));
+  if (out.released > 0) RecordReplicateSpan(tracer, parent, out.finished, out.released);
+}
+
+void RecordReplicateSpan(Tracer& tracer, const TraceContext& parent, Time computed, Time released) {
+  Span span{Tracer::Child(parent), "replicate", Span::Kind::kInternal, computed, std::max(computed, released)};
+  span.attributes.push_back({"tutti.held_us", static_cast<int64_t>(ToMicros(std::max<Duration>(0, released - computed)))});
+  tracer.Record(std::move(span));
 }
 
 }  // namespace tutti

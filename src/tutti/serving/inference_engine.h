@@ -42,6 +42,7 @@ struct InferenceOutcome {
   Time dispatched = 0;
   Time planned_start = 0;
   int executor = -1;
+  Time released = 0;  // a replicated stateful batch's outputs released (ExecResult::released); 0: none
   // Its batch, for the response delay (delays/response_tracker.h): the
   // engine's id (0: none, e.g. an error or a reconstruction), the answers
   // of it the engine hands out, and its earliest deadline.
@@ -151,6 +152,11 @@ class Tracer;
 // by whoever receives the outcome, outside the engine's locks.
 void RecordRequestSpans(Tracer& tracer, const TraceContext& parent, const std::string& model,
                         const InferenceOutcome& out);
+// A replicated stateful batch's hand-off, "replicate": from its
+// computation's end to its outputs' release (the backup has what the
+// replication mode asks). RecordRequestSpans records it when the outcome
+// has one.
+void RecordReplicateSpan(Tracer& tracer, const TraceContext& parent, Time computed, Time released);
 
 // Thread-safety: every method may be called from any thread.
 class InferenceEngine {
