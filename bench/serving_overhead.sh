@@ -25,6 +25,9 @@
 # drifts ±10% within minutes: a pair shares its drift).
 # WITH=trace: the "with" side traces instead (`--trace-ratio`, TRACE_RATIO,
 # default 0.01, its spans to a file): what tracing costs.
+# WITH=binary: the "with" side serves with the tutti binary WITH_BINARY (a
+# build of other code; the load generator is always build/bin/tutti): what
+# a change costs, pair by pair.
 #   bench/serving_overhead.sh           (after scripts/build.sh)
 #   CONSOLE=1 bench/serving_overhead.sh
 #   PAIRS=7 bench/serving_overhead.sh   (SEARCH=1 adds the open-loop search)
@@ -40,7 +43,10 @@ WITH=${WITH:-console}
 case "$WITH" in
   console) WITH_NAME="a console" ;;
   trace) WITH_NAME="tracing at ${TRACE_RATIO:-0.01}" ;;
-  *) echo "WITH must be console or trace" >&2; exit 2 ;;
+  binary)
+    [ -x "${WITH_BINARY:-}" ] || { echo "WITH=binary needs WITH_BINARY, a tutti binary" >&2; exit 2; }
+    WITH_NAME="$WITH_BINARY" ;;
+  *) echo "WITH must be console, trace or binary" >&2; exit 2 ;;
 esac
 TRACE_FILE=${TRACE_FILE:-/tmp/tutti_serving_overhead_spans.jsonl}
 SERVER="" CONSOLE_CLIENT=""
@@ -52,12 +58,13 @@ stop() {
 trap stop EXIT
 
 one_run() {  # $1: 1 with a console client connected (WITH=trace: tracing); $2: 1 with the open-loop search
-  local trace=()
+  local trace=() bin=build/bin/tutti
+  [ "$1" = 1 ] && [ "$WITH" = binary ] && bin=$WITH_BINARY
   if [ "$1" = 1 ] && [ "$WITH" = trace ]; then
     rm -f "$TRACE_FILE"
     trace=(--trace-file "$TRACE_FILE" --trace-ratio "${TRACE_RATIO:-0.01}")
   fi
-  "${ON_SERVER[@]}" build/bin/tutti serve --repo bench/emulated_repository \
+  "${ON_SERVER[@]}" "$bin" serve --repo bench/emulated_repository \
     --config bench/serve_zero_cost.yaml --port "$PORT" --grpc-port 0 "${trace[@]}" > /dev/null 2>&1 &
   SERVER=$!
   until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done

@@ -45,6 +45,7 @@ absl::Status ParseHttp(const YAML::Node& node, HttpServerOptions* http) {
   TUTTI_ASSIGN_OR_RETURN(auto timeout_s, r.OptionalScalar<double>("read_timeout_s", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto header_kb, r.OptionalScalar<double>("max_header_kb", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto connections, r.OptionalScalar<int>("max_connections", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto cancel, r.OptionalScalar<bool>("cancel_on_disconnect", "true or false"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (port && (*port < 0 || *port > 65535)) return Invalid("http.port", "must be in [0, 65535]");
   if (threads && *threads < 1) return Invalid("http.threads", "must be at least 1");
@@ -59,6 +60,7 @@ absl::Status ParseHttp(const YAML::Node& node, HttpServerOptions* http) {
   if (timeout_s) http->read_timeout = Seconds(*timeout_s);
   if (header_kb) http->max_header_bytes = static_cast<size_t>(*header_kb * 1024);
   if (connections) http->max_connections = *connections;
+  if (cancel) http->cancel_on_disconnect = *cancel;
   return absl::OkStatus();
 }
 

@@ -47,7 +47,8 @@
 //   torch_threads: 1                 # intra-op threads per torch executor
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
 //          max_body_mb: 64, max_header_kb: 64, read_timeout_s: 10,
-//          max_connections: 16384}
+//          max_connections: 16384,
+//          cancel_on_disconnect: true}  # a client closing its connection withdraws its request
 //   grpc: {address: 127.0.0.1, port: 8001,   # KServe v2 gRPC; port -1: off
 //          max_message_mb: 64}
 //   tls: {cert: server.pem, key: server.key, # TLS on both listeners

@@ -59,7 +59,8 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
 
  public:
   Session(Stream stream, const HttpServerOptions& options, HttpHandler* handler, Shared* shared)
-      : stream_(std::move(stream)), options_(options), handler_(handler), shared_(shared) {
+      : stream_(std::move(stream)), idle_(stream_.get_executor()), options_(options), handler_(handler),
+        shared_(shared) {
     ++shared_->sessions;
   }
   ~Session() override { --shared_->sessions; }
@@ -82,7 +83,7 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
   void Drain() override {
     net::dispatch(stream_.get_executor(), [self = this->shared_from_this()] {
       if (self->streamed_) return self->EndStream();
-      if (self->reading_ && !self->RequestBytesWaiting()) self->Close(/*both=*/true);
+      if ((self->reading_ || self->resume_read_) && !self->RequestBytesWaiting()) self->Close(/*both=*/true);
     });
   }
 
@@ -115,6 +116,13 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
     Lowest().expires_after(std::chrono::nanoseconds(options_.read_timeout));
     reading_ = true;
     if (shared_->draining && !RequestBytesWaiting()) return Close(/*both=*/true);
+    // A whole request already in buffer_ (read ahead) is taken at once.
+    if (buffer_.size() > 0) {
+      parser_->eager(true);
+      beast::error_code ec;
+      buffer_.consume(parser_->put(buffer_.data(), ec));
+      if (ec != http::error::need_more && (ec || parser_->is_done())) return OnRead(ec, 0);
+    }
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&Session::OnRead, this->shared_from_this()));
   }
 
@@ -160,10 +168,61 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
     const unsigned version = req.version();
     Lowest().expires_never();
     ++shared_->unanswered;
+    if (!kTls && options_.cancel_on_disconnect) request.gone = gone_ = std::make_shared<CancelFlag>();
     handler_->Handle(std::move(request), [self = this->shared_from_this(), keep_alive, version](HttpResponse r) {
       net::post(self->stream_.get_executor(), [self, r = std::move(r), keep_alive, version]() mutable {
         self->Write(std::move(r), keep_alive, version, /*answers_handler=*/true);
       });
+    });
+    ReadAhead();
+  }
+
+  // While a request is handled, the socket is read on (no extra wake-up:
+  // the read a next request needs anyway, begun sooner), so that a client
+  // that closes its connection is noticed — its request's `gone` flag is
+  // set — and what it sends next waits in buffer_. Plain TCP only: a TLS
+  // stream takes one read at a time, and its shutdown reads.
+  void ReadAhead() {
+    if constexpr (!kTls) {
+      if (read_ahead_ || streamed_ || !options_.cancel_on_disconnect) return;
+      read_ahead_ = true;
+      stream_.async_read_some(buffer_.prepare(kReadAheadBytes),
+                              [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                                self->OnReadAhead(ec, n);
+                              });
+    }
+  }
+
+  void OnReadAhead(beast::error_code ec, size_t n) {
+    read_ahead_ = false;
+    if (!ec) {
+      buffer_.commit(n);
+    } else if (ec != net::error::operation_aborted) {  // the client closed or reset the connection
+      peer_gone_ = true;
+      if (gone_) gone_->Cancel();
+      if (streamed_) return EndStream(/*now=*/true);
+    }
+    if (!resume_read_) return;  // the request is still being answered
+    resume_read_ = false;
+    if (peer_gone_) return Close(/*both=*/true);
+    Read();
+  }
+
+  // Closes the connection once it has idled read_timeout waiting for its
+  // read ahead. One timer per connection, re-armed each read_timeout or at
+  // the idle spell's end, rather than armed per request.
+  void WatchIdle() {
+    watching_idle_ = true;
+    const auto timeout = std::chrono::nanoseconds(options_.read_timeout);
+    const auto now = std::chrono::steady_clock::now();
+    idle_.expires_at(resume_read_ && idle_since_ + timeout > now ? idle_since_ + timeout : now + timeout);
+    idle_.async_wait([weak = this->weak_from_this(), timeout](beast::error_code e) {
+      const std::shared_ptr<Session> self = weak.lock();
+      if (e || self == nullptr) return;
+      if (self->resume_read_ && std::chrono::steady_clock::now() - self->idle_since_ >= timeout) {
+        return self->Close(/*both=*/true);
+      }
+      self->WatchIdle();
     });
   }
 
@@ -182,11 +241,17 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
     http::async_write(stream_, *res, [self = this->shared_from_this(), res, answers_handler](beast::error_code ec,
                                                                                              size_t) {
       if (answers_handler) --self->shared_->unanswered;
-      if (ec || !res->keep_alive()) {
+      self->gone_.reset();
+      if (ec || !res->keep_alive() || self->peer_gone_) {
         self->Close(/*both=*/false);
         return;
       }
-      self->Read();
+      if (!self->read_ahead_) return self->Read();
+      // The next request comes through the read begun ahead; till then the
+      // connection idles, for read_timeout at most.
+      self->resume_read_ = true;
+      self->idle_since_ = std::chrono::steady_clock::now();
+      if (!self->watching_idle_) self->WatchIdle();
     });
     // The write has begun: a response of a few kilobytes is in the socket's
     // buffer by now (the completion handler runs only after the loop's other
@@ -247,6 +312,9 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
   // TLS first says so (close_notify), waiting up to a second for the
   // client's.
   void Close(bool both) {
+    resume_read_ = false;
+    idle_.cancel();
+    watching_idle_ = false;
     if constexpr (kTls) {
       if (closing_) return;
       closing_ = true;
@@ -256,16 +324,28 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
       beast::error_code ec;
       Lowest().socket().shutdown(both ? tcp::socket::shutdown_both : tcp::socket::shutdown_send, ec);
       if (both) Lowest().socket().close(ec);
+      if (read_ahead_) Lowest().socket().cancel(ec);  // nothing more is read: the session may end
     }
   }
 
   Stream stream_;
+  net::steady_timer idle_;  // a connection idle while its read ahead waits
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const HttpServerOptions& options_;
   HttpHandler* handler_;
   Shared* const shared_;
   bool reading_ = false;  // waiting for a request
+  // ReadAhead: the read under way, whether the response is out (the next
+  // request is read once the read ahead ends), whether the client went
+  // away, and the flag of the request being answered.
+  static constexpr size_t kReadAheadBytes = 4096;
+  bool read_ahead_ = false;
+  bool resume_read_ = false;
+  bool peer_gone_ = false;
+  std::shared_ptr<CancelFlag> gone_;
+  bool watching_idle_ = false;  // WatchIdle's timer is set
+  std::chrono::steady_clock::time_point idle_since_;  // the last response's end, while resume_read_
   bool closing_ = false;  // TLS: shutting down
   // A streamed response (HttpResponse::stream): what waits to be written.
   static constexpr size_t kMaxQueuedStreamBytes = 1 << 20;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "tutti/core/cancel_flag.h"
 #include "tutti/core/time.h"
 #include "tutti/net/event_loop.h"
 #include "tutti/net/tls.h"
@@ -29,6 +30,9 @@ struct HttpRequest {
   std::string target;  // path and query
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
+  // Cancelled once the client closes its connection before the answer is
+  // written (null: not watched, e.g. over TLS).
+  std::shared_ptr<CancelFlag> gone;
 
   // The first header with this (case-insensitive) name, or "".
   std::string Header(const std::string& name) const;
@@ -87,6 +91,9 @@ struct HttpServerOptions {
   Duration read_timeout = 10 * kSecond;        // to receive a whole request (and a TLS handshake);
                                                // also how long a kept-alive connection may idle
   int max_connections = 16384;                 // beyond: 503 and close at once
+  // A client that closes its connection (or half-closes it) before its
+  // answer withdraws its request (HttpRequest::gone). Plain HTTP only.
+  bool cancel_on_disconnect = true;
   TlsOptions tls;                              // cert set: HTTPS only
 };
 

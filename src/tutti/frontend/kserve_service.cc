@@ -183,8 +183,9 @@ absl::StatusOr<InferRequest> KserveService::Parse(int model, const HttpRequest& 
   absl::StatusOr<InferRequest> parsed = ParseInferRequest(request.body, frontend_->served(model).config, json_length);
   if (!parsed.ok()) {
     frontend_->CountRejected(model);
-  } else if (const std::string h = request.Header("traceparent"); !h.empty()) {
-    parsed->traceparent = ParseTraceparent(h);
+  } else {
+    parsed->cancel = request.gone;  // its client closing the connection withdraws it
+    if (const std::string h = request.Header("traceparent"); !h.empty()) parsed->traceparent = ParseTraceparent(h);
   }
   return parsed;
 }

@@ -1,6 +1,10 @@
 #include "tutti/frontend/kserve_service.h"
 
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -87,6 +91,80 @@ TEST_F(KserveServiceTest, AKeptAliveConnectionIsAnsweredWhileDrainingThenClosed)
   EXPECT_THAT(answer, HasSubstr("Connection: close"));
   EXPECT_TRUE(server_->Drain(kSecond));
   EXPECT_EQ(idle.ReadUntilClosed(), "") << "an idle connection is closed by Drain";
+}
+
+// The flag reaches the engine as the request's cancel flag: a request whose
+// client has gone is withdrawn, not run.
+TEST_F(KserveServiceTest, AnInferenceWhoseClientLeftIsWithdrawn) {
+  HttpRequest r{"POST", "/v2/models/mlp/infer", Infer("[1,1,2,2]", "[1,2,3,4]"), {}};
+  r.gone = std::make_shared<CancelFlag>();
+  r.gone->Cancel();
+  std::optional<HttpResponse> got;
+  service_->Handle(std::move(r), [&](HttpResponse x) { got = std::move(x); });
+  ASSERT_TRUE(got.has_value());
+  EXPECT_EQ(got->status, 503);
+  EXPECT_THAT(got->body, HasSubstr("was cancelled"));
+  EXPECT_EQ(engine_->Counters()[0].cancelled, 1);
+  EXPECT_EQ(engine_->Counters()[0].batched_requests, 0);
+}
+
+// A client that closes its connection while its request is handled: the
+// request's `gone` flag is set (the engine then withdraws it, as for a
+// cancelled gRPC call); a client that stays keeps its flag clear and its
+// kept-alive connection reads its next request.
+TEST(HttpServerTest, AClientThatClosesItsConnectionSetsItsRequestsGoneFlag) {
+  struct Holding : HttpHandler {
+    void Handle(HttpRequest request, Respond respond) override {
+      if (request.target == "/now") return respond(HttpResponse{200, "{}"});
+      std::lock_guard<std::mutex> lock(mu);
+      held.emplace_back(std::move(request), std::move(respond));
+      arrived.notify_all();
+    }
+    HttpRequest& Await(size_t n) {
+      std::unique_lock<std::mutex> lock(mu);
+      EXPECT_TRUE(arrived.wait_for(lock, std::chrono::seconds(10), [&] { return held.size() >= n; }));
+      return held[n - 1].first;
+    }
+    std::mutex mu;
+    std::condition_variable arrived;
+    std::deque<std::pair<HttpRequest, Respond>> held;
+  } handler;
+  std::unique_ptr<HttpServer> server = *HttpServer::Start(HttpServerOptions{.port = 0}, &handler);
+  const std::string request = "POST /held HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
+  std::shared_ptr<CancelFlag> gone;
+  {
+    HttpTestClient leaving(server->port());
+    leaving.SendRaw(request);
+    gone = handler.Await(1).gone;
+    ASSERT_NE(gone, nullptr);
+    EXPECT_FALSE(gone->Cancelled(0));
+  }  // it closes its connection
+  // Set on the server's I/O thread once it reads the close: polled, with a bound.
+  for (int i = 0; i < 10000 && !gone->Cancelled(0); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(gone->Cancelled(0)) << "the server noticed the client leave";
+  handler.held[0].second(HttpResponse{200, "{}"});  // an answer nobody reads: dropped quietly
+
+  HttpTestClient staying(server->port());
+  staying.SendRaw(request);
+  const std::shared_ptr<CancelFlag> kept = handler.Await(2).gone;
+  handler.held[1].second(HttpResponse{200, R"({"answer":1})"});
+  EXPECT_THAT(staying.ReadUntil(R"({"answer":1})"), HasSubstr("HTTP/1.1 200"));
+  EXPECT_FALSE(kept->Cancelled(0));
+  EXPECT_EQ(staying.Request("GET", "/now").status, 200) << "the next request on the connection";
+  handler.held.clear();  // their responders hold the sessions, which must end before the server
+  server->StopAccepting();
+  server->Stop();
+
+  // Turned off: no flag, and the connection is read only for the next request.
+  server = *HttpServer::Start(HttpServerOptions{.port = 0, .cancel_on_disconnect = false}, &handler);
+  HttpTestClient unwatched(server->port());
+  unwatched.SendRaw(request);
+  EXPECT_EQ(handler.Await(1).gone, nullptr);
+  handler.held[0].second(HttpResponse{200, R"({"answer":2})"});
+  EXPECT_THAT(unwatched.ReadUntil(R"({"answer":2})"), HasSubstr("HTTP/1.1 200"));
+  handler.held.clear();
+  server->StopAccepting();
+  server->Stop();
 }
 
 // Triton's model repository extension over HTTP: index, unload, load and
