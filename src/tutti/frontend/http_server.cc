@@ -184,7 +184,8 @@ class Session final : public Draining, public std::enable_shared_from_this<Sessi
   // stream takes one read at a time, and its shutdown reads.
   void ReadAhead() {
     if constexpr (!kTls) {
-      if (read_ahead_ || streamed_ || !options_.cancel_on_disconnect) return;
+      // Not with a pipelined request in buffer_: it is read next, at once.
+      if (read_ahead_ || streamed_ || !options_.cancel_on_disconnect || buffer_.size() > 0) return;
       read_ahead_ = true;
       stream_.async_read_some(buffer_.prepare(kReadAheadBytes),
                               [self = this->shared_from_this()](beast::error_code ec, size_t n) {
