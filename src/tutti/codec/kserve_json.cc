@@ -509,7 +509,7 @@ std::string WriteModelConfig(const ModelConfig& config) {
     auto policy = [&w](const QueuePolicy& p) {
       w.StartObject();
       w.Key("timeout_action");
-      w.String("REJECT");
+      w.String(p.delay ? "DELAY" : "REJECT");
       w.Key("default_timeout_microseconds");
       w.Int64(p.default_timeout_us);
       w.Key("allow_timeout_override");

@@ -180,6 +180,7 @@ absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& conte
   p.sequence = context.sequence;
   p.cancel = context.cancel;
   p.extra.level = context.level;
+  p.extra.delay_at = context.delay_at;
   p.extra.trace = context.trace;
   if (sync_.synced()) HoldLocked(id, now);
   if (p.cancel != nullptr && p.sequence.id == 0) {
@@ -256,6 +257,7 @@ void RemoteEngine::SubmitLocked(const std::vector<uint64_t>& ids) {
       m->set_model(p.model);
       m->set_deadline(sync_.ToCluster(p.deadline));
       if (p.extra.level != 0) m->set_level(p.extra.level);
+      if (p.extra.delay_at != kInfiniteFuture) m->set_delay_at(sync_.ToCluster(p.extra.delay_at));
       if (p.extra.trace.recording()) m->set_traceparent(FormatTraceparent(p.extra.trace));
     }
   });

@@ -106,6 +106,7 @@ class RemoteEngine final : public InferenceEngine {
     Time batch_deadline = 0;  // once planned: its batch's earliest deadline, this clock
     uint64_t staged = 0;      // its staged part (staged_), if its model has a stage
     int level = 0;            // its priority level (RequestContext::level)
+    Time delay_at = kInfiniteFuture;  // RequestContext::delay_at, this clock
     TraceContext trace;       // its span, when traced: the scheduler's and the backend's go under it
   };
   using Table = RequestTable<Progress>;

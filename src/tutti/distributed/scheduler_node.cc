@@ -123,7 +123,8 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
       refused.push_back(m.id());
       continue;
     }
-    const Request r{next_request_++, m.model(), now, m.deadline(), std::max(0, m.level())};
+    const Request r{next_request_++, m.model(), now, m.deadline(), std::clamp(m.level(), 0, kDelayedLevel - 1),
+                    m.delay_at() > 0 ? m.delay_at() : kInfiniteFuture};
     Origin& origin = origins_[r.id] = Origin{frontend, m.id(), r.model};
     if (!m.traceparent().empty() && options_.tracer != nullptr) {
       origin.trace = ParseTraceparent(m.traceparent()).value_or(TraceContext{});

@@ -190,11 +190,14 @@ void InferenceFrontend::Infer(int model, InferRequest request, InferDone answer)
   const int64_t timeout_us = policy == nullptr || (policy->allow_timeout_override && request.timeout_us > 0)
                                  ? request.timeout_us
                                  : policy->default_timeout_us;
-  if (timeout_us > 0) {
+  Time delay_at = kInfiniteFuture;
+  if (timeout_us > 0 && policy != nullptr && policy->delay) {
+    delay_at = engine_->Now() + Micros(timeout_us);  // DELAY: behind the others from then
+  } else if (timeout_us > 0) {
     if (cancel == nullptr) cancel = std::make_shared<CancelFlag>();
     cancel->ExpireAt(engine_->Now() + Micros(timeout_us));
   }
-  const RequestContext context{request.sequence, std::move(cancel), level, trace};
+  const RequestContext context{request.sequence, std::move(cancel), level, trace, delay_at};
   for (int i = 0; i < request.batch; ++i) {
     std::vector<float> item(request.data.begin() + i * per_item, request.data.begin() + (i + 1) * per_item);
     absl::Status s = engine_->SubmitWith(engine_model, context, std::move(item), objective,

@@ -9,6 +9,7 @@
 namespace tutti {
 namespace {
 
+using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // An engine that holds every request until the test answers it.
@@ -25,6 +26,7 @@ class HoldingEngine final : public InferenceEngine {
       std::lock_guard<std::mutex> lock(mu_);
       flags_.push_back(context.cancel);
       levels_.push_back(context.level);
+      delays_.push_back(context.delay_at);
     }
     return InferenceEngine::SubmitWith(model, context, std::move(input), objective, std::move(done));
   }
@@ -37,6 +39,11 @@ class HoldingEngine final : public InferenceEngine {
   std::vector<int> levels() {
     std::lock_guard<std::mutex> lock(mu_);
     return levels_;
+  }
+  // Each item's RequestContext::delay_at.
+  std::vector<Time> delays() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return delays_;
   }
   void StopAccepting() override {}
   void WaitIdle() override {}
@@ -65,6 +72,7 @@ class HoldingEngine final : public InferenceEngine {
   std::vector<InferenceCallback> held_;
   std::vector<std::shared_ptr<const CancelFlag>> flags_;
   std::vector<int> levels_;
+  std::vector<Time> delays_;
 };
 
 class AdmissionTest : public ::testing::Test {
@@ -187,6 +195,30 @@ TEST(PriorityTest, EachLevelHasItsQueuePolicysLimitAndTimeout) {
   EXPECT_EQ(answers.size(), 2u);
   for (int i = 0; i < 4; ++i) engine.AnswerOne();
   EXPECT_EQ(answers.size(), 6u);
+  for (Time at : engine.delays()) EXPECT_EQ(at, kInfiniteFuture) << "REJECT delays nothing";
+}
+
+// DELAY: past its timeout a request is not withdrawn but waits behind the
+// others (the engine's scheduler moves it at delay_at).
+TEST(PriorityTest, ADelayPolicysTimeoutDelaysInsteadOfWithdrawing) {
+  HoldingEngine engine;
+  ModelConfig config;
+  config.name = "mlp";
+  config.inputs = {{"image", DataType::kFp32, {2}}};
+  config.outputs = {{"logits", DataType::kFp32, {3}}};
+  config.default_queue_policy = QueuePolicy{.delay = true, .default_timeout_us = 1000, .allow_timeout_override = true};
+  InferenceFrontend frontend(&engine, {{config, 1}}, {});
+  for (int64_t timeout_us : {0, 3000}) {
+    InferRequest r;
+    r.batch = 1;
+    r.data.assign(2, 0.5f);
+    r.timeout_us = timeout_us;
+    frontend.Infer(0, std::move(r), [](absl::StatusOr<InferenceFrontend::InferResult>) {});
+  }
+  EXPECT_THAT(engine.delays(), ElementsAre(Micros(1000), Micros(3000)));
+  for (const auto& flag : engine.flags()) EXPECT_EQ(flag, nullptr) << "never withdrawn for its timeout";
+  engine.AnswerOne();
+  engine.AnswerOne();
 }
 
 // A request's items carry one cancel flag: the transport's, expiring

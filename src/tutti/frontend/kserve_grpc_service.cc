@@ -107,7 +107,7 @@ void WriteModelConfig(const ::tutti::ModelConfig& c, inference::ModelConfig* out
     batching->set_priority_levels(static_cast<uint64_t>(c.priority_levels));
     batching->set_default_priority_level(static_cast<uint64_t>(c.default_priority_level));
     auto policy = [](const QueuePolicy& p, inference::ModelQueuePolicy* out) {
-      out->set_timeout_action(inference::ModelQueuePolicy::REJECT);
+      out->set_timeout_action(p.delay ? inference::ModelQueuePolicy::DELAY : inference::ModelQueuePolicy::REJECT);
       out->set_default_timeout_microseconds(static_cast<uint64_t>(p.default_timeout_us));
       out->set_allow_timeout_override(p.allow_timeout_override);
       out->set_max_queue_size(static_cast<uint32_t>(std::min<int64_t>(p.max_queue_size, UINT32_MAX)));

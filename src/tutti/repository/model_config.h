@@ -156,6 +156,10 @@ inline constexpr int64_t kMaxPriorityLevels = 16;
 // joins a batch is withdrawn (timeout_action REJECT, the only action: a
 // withdrawn request is answered Cancelled).
 struct QueuePolicy {
+  // timeout_action: REJECT withdraws a request not in a batch by its
+  // timeout (answered Cancelled); DELAY (delay = true) sends it behind every
+  // request of any level not past its own, still within its objective.
+  bool delay = false;
   int64_t default_timeout_us = 0;       // default_timeout_microseconds; 0: none
   bool allow_timeout_override = false;  // a request's "timeout" parameter replaces it
   int64_t max_queue_size = 0;           // items of the level waiting or running; 0: no limit

@@ -233,7 +233,7 @@ TEST(ModelConfigTest, QueuePoliciesAreTritonsAndRoundTrip) {
       "max_queue_delay_microseconds: 500",
       "priority_levels: 2, default_priority_level: 2, "
       "default_queue_policy: {default_timeout_microseconds: 5000, allow_timeout_override: true}, "
-      "priority_queue_policy: {1: {max_queue_size: 8}, 2: {timeout_action: REJECT, max_queue_size: 64}}"));
+      "priority_queue_policy: {1: {max_queue_size: 8}, 2: {timeout_action: DELAY, max_queue_size: 64}}"));
   ASSERT_TRUE(c.ok()) << c.status();
   ASSERT_TRUE(c->default_queue_policy.has_value());
   EXPECT_EQ(c->default_queue_policy->default_timeout_us, 5000);
@@ -241,6 +241,8 @@ TEST(ModelConfigTest, QueuePoliciesAreTritonsAndRoundTrip) {
   EXPECT_EQ(c->QueuePolicyOf(1)->max_queue_size, 8);
   EXPECT_EQ(c->QueuePolicyOf(1)->default_timeout_us, 0) << "a level's own policy replaces the default whole";
   EXPECT_EQ(c->QueuePolicyOf(2)->max_queue_size, 64);
+  EXPECT_TRUE(c->QueuePolicyOf(2)->delay);
+  EXPECT_FALSE(c->QueuePolicyOf(1)->delay);
   absl::StatusOr<ModelConfig> again = ParseModelConfig(ModelConfigToYaml(*c));
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->default_queue_policy, c->default_queue_policy);
@@ -258,8 +260,8 @@ TEST(ModelConfigErrorTest, QueuePoliciesAreChecked) {
   const auto policy = [](const std::string& fields) {
     return ErrorOf(Edit("max_queue_delay_microseconds: 500", "priority_levels: 2, default_priority_level: 1, " + fields));
   };
-  EXPECT_THAT(policy("default_queue_policy: {timeout_action: DELAY}"),
-              HasSubstr("default_queue_policy.timeout_action': DELAY is not supported"));
+  EXPECT_THAT(policy("default_queue_policy: {timeout_action: DROP}"),
+              HasSubstr("default_queue_policy.timeout_action': expected REJECT or DELAY"));
   EXPECT_THAT(policy("priority_queue_policy: {3: {max_queue_size: 1}}"),
               HasSubstr("priority_queue_policy.3': no such priority level (the model has 2)"));
   EXPECT_THAT(policy("priority_queue_policy: {first: {max_queue_size: 1}}"),

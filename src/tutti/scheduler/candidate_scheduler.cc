@@ -60,6 +60,7 @@ void CandidateScheduler::CountGpus(int rank) {
 CandidateScheduler::~CandidateScheduler() {
   for (ModelState& m : models_) clock_->Cancel(m.timer);
   for (GpuState& g : gpus_) clock_->Cancel(g.timer);
+  for (const auto& [id, timer] : delay_timers_) clock_->Cancel(timer);
 }
 
 void CandidateScheduler::Submit(const Request& request) {
@@ -69,7 +70,24 @@ void CandidateScheduler::Submit(const Request& request) {
   }
   EnqueueByDeadline(&models_[request.model].queue, request);
   ++queued_;
+  if (request.delay_at != kInfiniteFuture && request.level < kDelayedLevel) {
+    delay_timers_[request.id] = clock_->ScheduleAt(request.delay_at, [this, id = request.id, m = request.model] {
+      delay_timers_.erase(id);
+      Delay(id, m);
+    });
+  }
   Refresh(request.model);
+}
+
+void CandidateScheduler::Delay(RequestId id, ModelId m) {
+  RequestQueue& q = models_[m].queue;
+  const auto it = std::find_if(q.begin(), q.end(), [id](const Request& r) { return r.id == id; });
+  if (it == q.end()) return;  // in a batch or dropped by now
+  Request r = *it;
+  q.erase(it);
+  r.level = kDelayedLevel;
+  EnqueueByDeadline(&q, r);
+  Refresh(m);
 }
 
 std::vector<bool> CandidateScheduler::ClosedLoops() {

@@ -78,6 +78,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "tutti/scheduler/arrival_outlook.h"
 #include "tutti/scheduler/batch_policy.h"
 #include "tutti/scheduler/scheduler.h"
@@ -258,8 +259,13 @@ class CandidateScheduler final : public Scheduler {
   std::vector<ComputePlan> worst_;  // per model: the worst over its sub-cluster's GPUs
   Clock* const clock_;
   SchedulerListener* const listener_;
+  // Moves request `id` of model `m`, if still queued, to kDelayedLevel
+  // (Request::delay_at).
+  void Delay(RequestId id, ModelId m);
+
   std::vector<ModelState> models_;
   std::vector<GpuState> gpus_;
+  absl::flat_hash_map<RequestId, TimerId> delay_timers_;  // Request::delay_at's, until they fire
   std::vector<RankState> ranks_;
   int64_t queued_ = 0;
   std::vector<bool> assumed_closed_;

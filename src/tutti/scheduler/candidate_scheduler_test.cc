@@ -463,6 +463,30 @@ TEST(CandidateSchedulerTest, AWithdrawnRequestLeavesTheQueueAndIsReportedOnce) {
   EXPECT_EQ(rec.drops.size(), 1u);
 }
 
+// Triton's DELAY: a request still queued at its delay_at goes behind every
+// request of any level not past its own.
+TEST(CandidateSchedulerTest, ADelayedRequestWaitsBehindEveryLevel) {
+  ClusterSpec spec;
+  spec.models = {{"m", *LatencyProfile::Linear(0, Millis(10), 1), Millis(100)}};
+  spec.gpus = 1;
+  for (bool delayed : {false, true}) {
+    SCOPED_TRACE(delayed ? "delayed at 3 ms" : "never delayed");
+    ManualClock clock;
+    Recorder rec;
+    std::unique_ptr<Scheduler> s = Make("eager", spec, {}, &clock, &rec);
+    s->Submit(Request{1, 0, 0, Millis(100)});  // runs until 10 ms
+    clock.AdvanceTo(Millis(1));
+    s->Submit(Request{2, 0, Millis(1), Millis(101), 0, delayed ? Millis(3) : kInfiniteFuture});
+    clock.AdvanceTo(Millis(2));
+    s->Submit(Request{3, 0, Millis(2), Millis(102), 0});
+    s->Submit(Request{4, 0, Millis(2), Millis(102), 1});  // a lower level
+    clock.AdvanceTo(Millis(60));
+    std::vector<RequestId> order;
+    for (const Batch& b : rec.batches) order.push_back(b.requests[0].id);
+    EXPECT_EQ(order, delayed ? (std::vector<RequestId>{1, 3, 4, 2}) : (std::vector<RequestId>{1, 2, 3, 4}));
+  }
+}
+
 // A batch whose requests were all withdrawn before it ran frees its GPU at
 // once: the next request starts then, not at the withdrawn batch's planned
 // end — whether it was queued when the report came (the GPU's release

@@ -24,7 +24,14 @@ struct Request {
   // Its priority level among its model's requests: 0 is served first
   // (Triton's priority 1). Lower levels wait behind it and are dropped first.
   int level = 0;
+  // Triton's DELAY timeout action: from this instant, if still queued, it
+  // moves to kDelayedLevel, behind every request of any level not past its
+  // own (kInfiniteFuture: never).
+  Time delay_at = kInfiniteFuture;
 };
+
+// Below every priority level a model may have (Triton allows 16 here).
+inline constexpr int kDelayedLevel = 16;
 
 // A batch the scheduler dispatched: `gpu` runs `requests` of `model`
 // starting at `exec_at`, expected to take `latency` = ℓ(|requests|).

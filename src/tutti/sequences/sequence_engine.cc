@@ -75,8 +75,9 @@ absl::Status SequenceEngine::Submit(ModelId model, std::vector<float> input, Dur
 absl::Status SequenceEngine::SubmitWith(ModelId model, const RequestContext& context, std::vector<float> input,
                                         Duration objective, InferenceCallback done) {
   if (model < 0 || model >= static_cast<ModelId>(batching_.size()) || !batching_[model]) {  // stateless: no sequence
-    return inner_->SubmitWith(model, {.cancel = context.cancel, .level = context.level}, std::move(input), objective,
-                              std::move(done));
+    RequestContext stateless = context;
+    stateless.sequence = {};
+    return inner_->SubmitWith(model, stateless, std::move(input), objective, std::move(done));
   }
   const SequenceRef& ref = context.sequence;  // a sequence's requests are never withdrawn: its state must advance
   if (ref.id == 0) {

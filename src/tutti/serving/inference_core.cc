@@ -108,7 +108,7 @@ void InferenceCore::SubmitLocked(ModelId model, std::vector<float> input, Time d
                                  const RequestContext& context) {
   const Time now = clock_->Now();
   const Request r{table_.Add(model, std::move(input), std::move(done), now, deadline), model, now, deadline,
-                  context.level};
+                  context.level, context.delay_at};
   if (context.sequence.id != 0 || context.cancel != nullptr) {  // most requests carry neither
     Pending& p = *table_.Find(r.id);
     p.sequence = context.sequence;

@@ -141,6 +141,7 @@ struct RequestContext {
   std::shared_ptr<const CancelFlag> cancel;  // null: it is never withdrawn
   int level = 0;                            // its priority level (Request::level)
   TraceContext trace;                       // its span, when traced (engines that trace record under it)
+  Time delay_at = kInfiniteFuture;          // Request::delay_at (Triton's DELAY timeout action)
 };
 
 class Tracer;
