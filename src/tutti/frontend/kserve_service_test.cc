@@ -111,7 +111,8 @@ TEST_F(KserveServiceTest, AnInferenceWhoseClientLeftIsWithdrawn) {
 // A client that closes its connection while its request is handled: the
 // request's `gone` flag is set (the engine then withdraws it, as for a
 // cancelled gRPC call); a client that stays keeps its flag clear and its
-// kept-alive connection reads its next request.
+// kept-alive connection reads its next request, and is closed once it has
+// idled read_timeout.
 TEST(HttpServerTest, AClientThatClosesItsConnectionSetsItsRequestsGoneFlag) {
   struct Holding : HttpHandler {
     void Handle(HttpRequest request, Respond respond) override {
@@ -129,7 +130,8 @@ TEST(HttpServerTest, AClientThatClosesItsConnectionSetsItsRequestsGoneFlag) {
     std::condition_variable arrived;
     std::deque<std::pair<HttpRequest, Respond>> held;
   } handler;
-  std::unique_ptr<HttpServer> server = *HttpServer::Start(HttpServerOptions{.port = 0}, &handler);
+  std::unique_ptr<HttpServer> server =
+      *HttpServer::Start(HttpServerOptions{.port = 0, .read_timeout = Millis(300)}, &handler);
   const std::string request = "POST /held HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n";
   std::shared_ptr<CancelFlag> gone;
   {
@@ -151,6 +153,7 @@ TEST(HttpServerTest, AClientThatClosesItsConnectionSetsItsRequestsGoneFlag) {
   EXPECT_THAT(staying.ReadUntil(R"({"answer":1})"), HasSubstr("HTTP/1.1 200"));
   EXPECT_FALSE(kept->Cancelled(0));
   EXPECT_EQ(staying.Request("GET", "/now").status, 200) << "the next request on the connection";
+  EXPECT_EQ(staying.ReadUntilClosed(), "") << "idle past read_timeout: closed";
   handler.held.clear();  // their responders hold the sessions, which must end before the server
   server->StopAccepting();
   server->Stop();
