@@ -24,6 +24,7 @@
 #include "tutti/loadgen/load_generator.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/source_dir.h"
+#include "tutti/testing/span_file.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -171,6 +172,38 @@ TEST_F(DistributedTest, TwoFrontendsThreeBackendsMatchEmbeddedMode) {
   EXPECT_EQ(distributed.arrived, embedded.arrived) << "same arrivals (same seeds)";
   EXPECT_GT(distributed.arrived, 5000);
   EXPECT_GT(distributed.good, 0);
+}
+
+// Tracing across the processes: a request its caller traces leaves spans
+// from the frontend, the scheduler and the backend that ran it, all in the
+// caller's trace, each process exporting to the config's file (read back
+// once they have stopped, which flushes them).
+TEST_F(DistributedTest, ATracedRequestHasSpansFromEveryProcess) {
+  const std::string file = dir_.path() + "/spans.jsonl";
+  options_.config = dir_.WriteFile("traced.yaml", absl::StrCat(kConfig, "tracing: {sampling_ratio: 0, file: ", file, "}\n"));
+  {
+    std::unique_ptr<LocalCluster> cluster = StartCluster(1, 1);
+    ASSERT_NE(cluster, nullptr);
+    testing::HttpTestClient c(cluster->frontends()[0].http_port);
+    const std::string body = R"({"inputs":[{"name":"input","datatype":"FP32","shape":[1,16],"data":[)"
+                             "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0]}]}";
+    ASSERT_EQ(c.Request("POST", "/v2/models/resnet50/infer", body,
+                        {{"traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}})
+                  .status,
+              200);
+    ASSERT_EQ(c.Request("POST", "/v2/models/resnet50/infer", body).status, 200);  // not traced at ratio 0
+  }
+  const std::map<std::string, testing::ReadSpan> spans = testing::ReadSpans(file);
+  const testing::ReadSpan* request = nullptr;
+  for (const auto& [id, s] : spans) {
+    EXPECT_EQ(s.trace, "0af7651916cd43dd8448eb211c80319c") << s.name;
+    if (s.name == "infer resnet50") request = &s;
+  }
+  ASSERT_NE(request, nullptr) << "the frontend's span";
+  EXPECT_EQ(request->parent, "b7ad6b7169203331");
+  EXPECT_THAT(testing::Children(spans, request->id),
+              ::testing::UnorderedElementsAre("queue", "compute", "respond", "schedule", "execute"))
+      << "the frontend's, the scheduler's and the backend's";
 }
 
 // kill -9 of a backend under load: every request is answered, and the

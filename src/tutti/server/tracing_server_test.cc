@@ -15,6 +15,7 @@
 #include "tutti/server/fixture_server_test_util.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/http_test_client.h"
+#include "tutti/testing/span_file.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -23,43 +24,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::UnorderedElementsAre;
 
-struct ReadSpan {
-  std::string trace, id, parent, name;
-  int kind = 0;
-  int64_t start = 0, end = 0;
-  int status = 0;
-};
-
-// Every span of every line of an OTLP/JSON file, by span id.
-std::map<std::string, ReadSpan> ReadSpans(const std::string& path) {
-  std::map<std::string, ReadSpan> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    rapidjson::Document d;
-    EXPECT_FALSE(d.Parse(line.c_str()).HasParseError()) << line;
-    for (const auto& rs : d["resourceSpans"].GetArray()) {
-      for (const auto& ss : rs["scopeSpans"].GetArray()) {
-        for (const auto& s : ss["spans"].GetArray()) {
-          ReadSpan r{s["traceId"].GetString(), s["spanId"].GetString(),
-                     s.HasMember("parentSpanId") ? s["parentSpanId"].GetString() : "", s["name"].GetString(),
-                     s["kind"].GetInt(), std::stoll(s["startTimeUnixNano"].GetString()),
-                     std::stoll(s["endTimeUnixNano"].GetString()), s["status"]["code"].GetInt()};
-          out[r.id] = r;
-        }
-      }
-    }
-  }
-  return out;
-}
-
-// The names of `parent`'s children.
-std::vector<std::string> Children(const std::map<std::string, ReadSpan>& spans, const std::string& parent) {
-  std::vector<std::string> names;
-  for (const auto& [id, s] : spans) {
-    if (s.parent == parent) names.push_back(s.name);
-  }
-  return names;
-}
+using testing::Children;
+using testing::ReadSpan;
+using testing::ReadSpans;
 
 const ReadSpan* Find(const std::map<std::string, ReadSpan>& spans, const std::string& parent, const std::string& name) {
   for (const auto& [id, s] : spans) {
