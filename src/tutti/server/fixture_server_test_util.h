@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/core/clock.h"
+#include "tutti/proto/grpc_predict_v2.pb.h"
 #include "tutti/server/server.h"
 #include "tutti/testing/temp_dir.h"
 
@@ -68,6 +69,19 @@ ensemble_scheduling:
     - {model_name: first, input_map: {image: image}, output_map: {features: f}}
     - {model_name: second, input_map: {features: f}, output_map: {logits: scores}}
 )");
+}
+
+// A gRPC ModelInfer request for `model` of the pair graph's one image
+// [1, 2, 3, 4] (shape [1, 4]).
+inline inference::ModelInferRequest PairImageRequest(const std::string& model) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  auto* in = request.add_inputs();
+  in->set_name("image");
+  in->set_datatype("FP32");
+  for (int64_t dim : {1, 4}) in->add_shape(dim);
+  for (float v : {1, 2, 3, 4}) in->mutable_contents()->add_fp32_contents(v);
+  return request;
 }
 
 }  // namespace tutti::testing

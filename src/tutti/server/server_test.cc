@@ -437,14 +437,8 @@ executors:
   // The same over gRPC: one clear error, DEADLINE_EXCEEDED.
   auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", server->grpc_port()), grpc::InsecureChannelCredentials()));
-  inference::ModelInferRequest request;
-  request.set_model_name("pair");
+  inference::ModelInferRequest request = testing::PairImageRequest("pair");
   (*request.mutable_parameters())["latency_objective_ms"].set_double_param(80);
-  auto* in = request.add_inputs();
-  in->set_name("image");
-  in->set_datatype("FP32");
-  for (int64_t dim : {1, 4}) in->add_shape(dim);
-  for (float v : {1, 2, 3, 4}) in->mutable_contents()->add_fp32_contents(v);
   inference::ModelInferResponse response;
   grpc::ClientContext context;
   grpc::Status status = stub->ModelInfer(&context, request, &response);

@@ -81,13 +81,7 @@ executors:
     // Over gRPC, with its metadata.
     auto stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
         absl::StrCat("127.0.0.1:", (*server)->grpc_port()), grpc::InsecureChannelCredentials()));
-    inference::ModelInferRequest request;
-    request.set_model_name("first");
-    auto* in = request.add_inputs();
-    in->set_name("image");
-    in->set_datatype("FP32");
-    for (int64_t dim : {1, 4}) in->add_shape(dim);
-    for (float v : {1, 2, 3, 4}) in->mutable_contents()->add_fp32_contents(v);
+    const inference::ModelInferRequest request = testing::PairImageRequest("first");
     inference::ModelInferResponse response;
     grpc::ClientContext context;
     context.AddMetadata("traceparent", kGrpcCaller);
