@@ -79,14 +79,20 @@ void CandidateScheduler::Submit(const Request& request) {
   Refresh(request.model);
 }
 
-void CandidateScheduler::Delay(RequestId id, ModelId m) {
+std::optional<Request> CandidateScheduler::Unqueue(ModelId m, RequestId id) {
   RequestQueue& q = models_[m].queue;
   const auto it = std::find_if(q.begin(), q.end(), [id](const Request& r) { return r.id == id; });
-  if (it == q.end()) return;  // in a batch or dropped by now
-  Request r = *it;
+  if (it == q.end()) return std::nullopt;
+  const Request r = *it;
   q.erase(it);
-  r.level = kDelayedLevel;
-  EnqueueByDeadline(&q, r);
+  return r;
+}
+
+void CandidateScheduler::Delay(RequestId id, ModelId m) {
+  std::optional<Request> r = Unqueue(m, id);
+  if (!r) return;  // in a batch or dropped by now
+  r->level = kDelayedLevel;
+  EnqueueByDeadline(&models_[m].queue, *r);
   Refresh(m);
 }
 
@@ -415,14 +421,11 @@ void CandidateScheduler::ArmDeferred(int r) {
 }
 
 void CandidateScheduler::Withdraw(RequestId id, ModelId m) {
-  ModelState& s = models_[m];
-  const auto it = std::find_if(s.queue.begin(), s.queue.end(), [id](const Request& r) { return r.id == id; });
-  if (it == s.queue.end()) return;
-  const Request r = *it;
-  s.queue.erase(it);
+  const std::optional<Request> r = Unqueue(m, id);
+  if (!r) return;
   --queued_;
-  if (s.outlook) s.outlook->Drop(clock_->Now());
-  listener_->OnDrop(r, DropReason::kWithdrawn);
+  if (ModelState& s = models_[m]; s.outlook) s.outlook->Drop(clock_->Now());
+  listener_->OnDrop(*r, DropReason::kWithdrawn);
   Refresh(m);
 }
 

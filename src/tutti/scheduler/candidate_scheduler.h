@@ -259,6 +259,8 @@ class CandidateScheduler final : public Scheduler {
   std::vector<ComputePlan> worst_;  // per model: the worst over its sub-cluster's GPUs
   Clock* const clock_;
   SchedulerListener* const listener_;
+  // Takes request `id` out of model `m`'s queue; nullopt if it is not there.
+  std::optional<Request> Unqueue(ModelId m, RequestId id);
   // Moves request `id` of model `m`, if still queued, to kDelayedLevel
   // (Request::delay_at).
   void Delay(RequestId id, ModelId m);
