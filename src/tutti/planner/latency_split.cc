@@ -1,6 +1,7 @@
 #include "tutti/planner/latency_split.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
@@ -84,22 +85,22 @@ double GpusForSplit(const std::vector<SplitStage>& stages, double rate, const st
   return gpus;
 }
 
-absl::StatusOr<LatencySplitResult> SplitLatency(const std::vector<SplitStage>& stages, double rate,
-                                                Duration objective, Duration epsilon) {
-  if (epsilon <= 0 || objective < epsilon) {
-    return absl::InvalidArgumentError("the budget step must be positive and at most the objective");
-  }
-  absl::StatusOr<Tree> made = MakeTree(stages, rate);
-  if (!made.ok()) return made.status();
-  const Tree& tree = *made;
+namespace {
+
+// The DP of SplitLatency over `steps` budget steps of `epsilon`; with
+// `whole`, each stage's GPUs are rounded up to whole ones.
+LatencySplitResult SplitByDp(const std::vector<SplitStage>& stages, const Tree& tree, int steps, Duration epsilon,
+                             bool whole) {
   const int n = static_cast<int>(stages.size());
-  const int steps = static_cast<int>(objective / epsilon);
   // f[v][t]: the fewest GPUs for v's subtree within t steps; k[v][t]: v's own share.
   std::vector<std::vector<double>> f(n, std::vector<double>(steps + 1, kInf));
   std::vector<std::vector<int>> k(n, std::vector<int>(steps + 1, 0));
   for (int v : tree.bottom_up) {
     std::vector<double> own(steps + 1);
-    for (int s = 1; s <= steps; ++s) own[s] = Gpus(tree.rates[v], stages[v].throughput(s * epsilon));
+    for (int s = 1; s <= steps; ++s) {
+      own[s] = Gpus(tree.rates[v], stages[v].throughput(s * epsilon));
+      if (whole && own[s] < kInf) own[s] = std::ceil(own[s] - 1e-9);
+    }
     for (int t = 1; t <= steps; ++t) {
       for (int s = 1; s <= t; ++s) {
         double total = own[s];
@@ -126,6 +127,59 @@ absl::StatusOr<LatencySplitResult> SplitLatency(const std::vector<SplitStage>& s
   return out;
 }
 
+absl::Status CheckSteps(Duration objective, Duration epsilon) {
+  if (epsilon <= 0 || objective < epsilon) {
+    return absl::InvalidArgumentError("the budget step must be positive and at most the objective");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<LatencySplitResult> SplitLatency(const std::vector<SplitStage>& stages, double rate,
+                                                Duration objective, Duration epsilon) {
+  if (absl::Status s = CheckSteps(objective, epsilon); !s.ok()) return s;
+  absl::StatusOr<Tree> tree = MakeTree(stages, rate);
+  if (!tree.ok()) return tree.status();
+  return SplitByDp(stages, *tree, static_cast<int>(objective / epsilon), epsilon, /*whole=*/false);
+}
+
+absl::StatusOr<WholeGpuSplit> SplitLatencyOnWholeGpus(const std::vector<SplitStage>& stages, int gpus,
+                                                      Duration objective, Duration epsilon) {
+  if (absl::Status s = CheckSteps(objective, epsilon); !s.ok()) return s;
+  if (gpus < 1) return absl::InvalidArgumentError("at least one GPU is needed");
+  const int steps = static_cast<int>(objective / epsilon);
+  auto at = [&](double rate) -> absl::StatusOr<LatencySplitResult> {
+    absl::StatusOr<Tree> tree = MakeTree(stages, rate);
+    if (!tree.ok()) return tree.status();
+    return SplitByDp(stages, *tree, steps, epsilon, /*whole=*/true);
+  };
+  // The rate where the fewest whole GPUs first exceed `gpus`: doubled, then
+  // halved to within a thousandth (below a millionth of a query per
+  // second, nothing fits).
+  double lo = 0, hi = 1;
+  for (;;) {
+    absl::StatusOr<LatencySplitResult> r = at(hi);
+    if (!r.ok()) return r.status();
+    if (r->gpus > gpus) break;
+    lo = hi;
+    hi *= 2;
+    if (hi > 1e9) break;
+  }
+  while (hi - lo > 1e-3 * hi && hi > 1e-6) {
+    const double mid = (lo + hi) / 2;
+    absl::StatusOr<LatencySplitResult> r = at(mid);
+    if (!r.ok()) return r.status();
+    (r->gpus <= gpus ? lo : hi) = mid;
+  }
+  WholeGpuSplit out;
+  out.rate = lo;
+  absl::StatusOr<LatencySplitResult> r = at(std::max(lo, 1e-9));
+  if (!r.ok()) return r.status();
+  out.split = *std::move(r);
+  return out;
+}
+
 absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage>& stages, double rate,
                                                     Duration objective) {
   absl::StatusOr<Tree> tree = MakeTree(stages, rate);
@@ -140,7 +194,7 @@ absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const Lat
                                                      const std::vector<int>& parents,
                                                      const std::vector<double>& gammas, double rate,
                                                      Duration objective, Duration epsilon, bool even,
-                                                     Duration overhead, bool duty_cycle) {
+                                                     Duration overhead, bool duty_cycle, int whole_gpus) {
   std::vector<SplitStage> stages;
   for (size_t v = 0; v < profiles.size(); ++v) {
     const LatencyProfile* profile = profiles[v];
@@ -148,7 +202,14 @@ absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const Lat
                         return ThroughputWithin(*profile, (budget - overhead) / (duty_cycle ? 2 : 1));
                       }});
   }
-  return even ? EvenLatencySplit(stages, rate, objective) : SplitLatency(stages, rate, objective, epsilon);
+  if (even) return EvenLatencySplit(stages, rate, objective);
+  if (whole_gpus > 0) {
+    absl::StatusOr<WholeGpuSplit> whole = SplitLatencyOnWholeGpus(stages, whole_gpus, objective, epsilon);
+    if (!whole.ok()) return whole.status();
+    if (whole->rate == 0) whole->split.gpus = kInf;
+    return whole->split;
+  }
+  return SplitLatency(stages, rate, objective, epsilon);
 }
 
 std::vector<double> PathShares(const std::vector<int>& parents, const std::vector<double>& shares) {

@@ -53,6 +53,19 @@ double GpusForSplit(const std::vector<SplitStage>& stages, double rate, const st
 absl::StatusOr<LatencySplitResult> SplitLatency(const std::vector<SplitStage>& stages, double rate,
                                                 Duration objective, Duration epsilon);
 
+// Nexus's DP counts GPUs fractionally, as if stages could share them
+// without loss; on a small cluster whole GPUs decide. The split over
+// budgets in multiples of `epsilon` that serves the highest query rate
+// when each stage gets whole GPUs of its own, `gpus` in all: the DP with
+// each stage's GPUs rounded up, at the highest rate (to a thousandth)
+// where it fits. rate 0: no split fits even the lowest rate.
+struct WholeGpuSplit {
+  LatencySplitResult split;  // gpus: the whole GPUs it needs at `rate`
+  double rate = 0;           // queries/s
+};
+absl::StatusOr<WholeGpuSplit> SplitLatencyOnWholeGpus(const std::vector<SplitStage>& stages, int gpus,
+                                                      Duration objective, Duration epsilon);
+
 // The baseline: objective / (stages on the longest root-to-leaf path) each.
 absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage>& stages, double rate,
                                                     Duration objective);
@@ -64,12 +77,14 @@ absl::StatusOr<LatencySplitResult> EvenLatencySplit(const std::vector<SplitStage
 // `epsilon`, or with `even`, EvenLatencySplit. With `duty_cycle`, a batch
 // must fit half of that (Nexus's runtime: a request may wait out one duty
 // cycle, as long as a batch, and then run in the next). The profiles must
-// outlive the call.
+// outlive the call. With `whole_gpus` > 0 and not `even`: the split of
+// SplitLatencyOnWholeGpus on that many GPUs (gpus = +inf if none fits).
 absl::StatusOr<LatencySplitResult> SplitOverProfiles(const std::vector<const LatencyProfile*>& profiles,
                                                      const std::vector<int>& parents,
                                                      const std::vector<double>& gammas, double rate,
                                                      Duration objective, Duration epsilon, bool even,
-                                                     Duration overhead = 0, bool duty_cycle = false);
+                                                     Duration overhead = 0, bool duty_cycle = false,
+                                                     int whole_gpus = 0);
 
 // Each stage's share plus its ancestors': what the path from the root to
 // it takes of the objective. REQUIRES: parents come before children.

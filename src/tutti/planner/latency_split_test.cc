@@ -164,6 +164,58 @@ TEST(LatencySplitTest, DutyCyclesPlanABatchWithinHalfTheBudget) {
   EXPECT_GT(half->gpus, whole->gpus);
 }
 
+// The highest query rate of a two-stage chain on `gpus` whole GPUs, by
+// brute force: every split in steps of `epsilon`, every number of GPUs for
+// the first stage (the rest serve the second).
+double BruteForceWholeGpus(const std::vector<SplitStage>& chain, int gpus, int steps, Duration epsilon) {
+  double best = 0;
+  for (int s = 1; s < steps; ++s) {
+    const double t0 = chain[0].throughput(s * epsilon);
+    const double t1 = chain[1].throughput((steps - s) * epsilon);
+    for (int p = 1; p < gpus; ++p) best = std::max(best, std::min(p * t0, (gpus - p) * t1 / chain[1].gamma));
+  }
+  return best;
+}
+
+TEST(LatencySplitTest, OnWholeGpusTheSplitServesTheHighestRateABruteForceFinds) {
+  std::mt19937_64 rng(11);
+  const Duration epsilon = Millis(5);
+  const int steps = 40;  // a 200 ms objective
+  int fractional_worse = 0;
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<SplitStage> chain;
+    for (int v = 0; v < 2; ++v) {
+      const double alpha = std::uniform_real_distribution<double>(0.5, 10)(rng);
+      const double beta = std::uniform_real_distribution<double>(2, 40)(rng);
+      const double gamma = std::vector<double>{0.1, 1, 10}[std::uniform_int_distribution<int>(0, 2)(rng)];
+      const LatencyProfile profile = *LatencyProfile::Linear(Millis(alpha), Millis(beta), 32);
+      chain.push_back({v - 1, gamma, [profile](Duration b) { return ThroughputWithin(profile, b); }});
+    }
+    const int gpus = std::uniform_int_distribution<int>(2, 12)(rng);
+    absl::StatusOr<WholeGpuSplit> whole = SplitLatencyOnWholeGpus(chain, gpus, steps * epsilon, epsilon);
+    ASSERT_TRUE(whole.ok()) << whole.status();
+    const double brute = BruteForceWholeGpus(chain, gpus, steps, epsilon);
+    EXPECT_NEAR(whole->rate, brute, 2e-3 * brute) << "trial " << trial;
+    EXPECT_LE(whole->split.gpus, gpus) << "trial " << trial;
+    EXPECT_LE(whole->split.budgets[0] + whole->split.budgets[1], steps * epsilon) << "trial " << trial;
+    // The fractional DP's split, given whole GPUs: never more, often less.
+    absl::StatusOr<LatencySplitResult> dp = SplitLatency(chain, 1, steps * epsilon, epsilon);
+    ASSERT_TRUE(dp.ok());
+    double dp_rate = 0;
+    const double t0 = chain[0].throughput(dp->budgets[0]), t1 = chain[1].throughput(dp->budgets[1]);
+    for (int p = 1; p < gpus; ++p) dp_rate = std::max(dp_rate, std::min(p * t0, (gpus - p) * t1 / chain[1].gamma));
+    EXPECT_LE(dp_rate, brute * (1 + 1e-9)) << "trial " << trial;
+    if (dp_rate < 0.97 * brute) ++fractional_worse;
+  }
+  EXPECT_GT(fractional_worse, 5);  // whole GPUs change the best split
+  // No split fits: rate 0, at once.
+  const LatencyProfile slow = *LatencyProfile::Linear(Millis(10), Millis(100), 4);
+  const SplitStage stage{-1, 1, [slow](Duration b) { return ThroughputWithin(slow, b); }};
+  absl::StatusOr<WholeGpuSplit> none = SplitLatencyOnWholeGpus({stage}, 4, Millis(50), Millis(5));
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->rate, 0);
+}
+
 TEST(LatencySplitTest, BadTreesAreClearErrors) {
   const SplitStage any = Table(-1, 1, {{1, 1}});
   SplitStage child = any;

@@ -126,8 +126,16 @@ absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterS
   MapReader r(node, "graph");
   TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
   TUTTI_ASSIGN_OR_RETURN(auto objective_ms, r.RequireScalar<double>("objective_ms", "a number"));
-  TUTTI_ASSIGN_OR_RETURN(auto split, r.OptionalScalar<std::string>("split", "dp or even"));
+  // `split`: dp, even, or each model's budget in milliseconds.
+  std::optional<std::string> split;
+  std::vector<double> split_ms;
+  if (YAML::Node s = r.Get("split"); s.IsSequence()) {
+    for (const auto& b : s) split_ms.push_back(b.as<double>());
+  } else if (s.IsDefined()) {
+    TUTTI_ASSIGN_OR_RETURN(split, r.OptionalScalar<std::string>("split", "dp, even or a list of budgets in ms"));
+  }
   TUTTI_ASSIGN_OR_RETURN(auto duty_cycle, r.OptionalScalar<bool>("duty_cycle", "true or false"));
+  TUTTI_ASSIGN_OR_RETURN(auto whole_gpus, r.OptionalScalar<bool>("whole_gpus", "true or false"));
   TUTTI_ASSIGN_OR_RETURN(YAML::Node gammas, r.Require("gamma"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   const size_t n = cluster->models.size();
@@ -135,7 +143,18 @@ absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterS
     return Invalid("graph.gamma", absl::StrCat("expected ", n - 1, " numbers: one per model after the first"));
   }
   if (!(objective_ms > 0)) return Invalid("graph.objective_ms", "must be positive");
-  if (split && *split != "dp" && *split != "even") return Invalid("graph.split", "expected dp or even");
+  if (split && *split != "dp" && *split != "even") {
+    return Invalid("graph.split", "expected dp, even or a list of budgets in ms");
+  }
+  if (!split_ms.empty()) {
+    if (split_ms.size() != n) return Invalid("graph.split", absl::StrCat("expected ", n, " budgets: one per model"));
+    double sum = 0;
+    for (double b : split_ms) {
+      if (!(b > 0)) return Invalid("graph.split", "budgets must be positive");
+      sum += b;
+    }
+    if (sum > objective_ms + 1e-9) return Invalid("graph.split", "the budgets add up to more than objective_ms");
+  }
   SimGraph graph;
   graph.objective = Millis(objective_ms);
   graph.gamma = {1.0};
@@ -147,9 +166,13 @@ absl::StatusOr<SimGraph> ReadGraph(const YAML::Node& node, double rate, ClusterS
     profiles.push_back(&cluster->models[k].profile);
     parents.push_back(static_cast<int>(k) - 1);
   }
-  absl::StatusOr<LatencySplitResult> shares =
-      SplitOverProfiles(profiles, parents, graph.gamma, std::max(rate, 1.0), graph.objective, graph.objective / 200,
-                        split.value_or("dp") == "even", /*overhead=*/0, duty_cycle.value_or(false));
+  absl::StatusOr<LatencySplitResult> shares = LatencySplitResult{};
+  for (double b : split_ms) shares->budgets.push_back(Millis(b));
+  if (split_ms.empty()) {
+    shares = SplitOverProfiles(profiles, parents, graph.gamma, std::max(rate, 1.0), graph.objective,
+                               graph.objective / 200, split.value_or("dp") == "even", /*overhead=*/0,
+                               duty_cycle.value_or(false), whole_gpus.value_or(false) ? cluster->num_gpus() : 0);
+  }
   if (!shares.ok()) return Invalid("graph", shares.status().message());
   if (std::isinf(shares->gpus)) return Invalid("graph", "no split of the objective fits the models' profiles");
   Duration used = 0;

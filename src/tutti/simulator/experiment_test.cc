@@ -147,6 +147,29 @@ workload: {rate: 100}
               HasSubstr("no split of the objective fits"));
 }
 
+TEST(ExperimentTest, AGraphTakesAnExplicitSplitInMilliseconds) {
+  const std::string base = R"(
+gpus: 8
+models:
+  - {name: detect, alpha_ms: 20, beta_ms: 10, slo_ms: 100}
+  - {name: recognize, alpha_ms: 2, beta_ms: 9, slo_ms: 100}
+workload: {rate: 100}
+)";
+  absl::StatusOr<Experiment> e = Parse(base + "graph: {objective_ms: 100, gamma: [1], split: [70, 20]}");
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->config.graph->shares, (std::vector<double>{0.7, 0.2}));
+  EXPECT_EQ(e->config.cluster.models[0].slo, Millis(70));
+  EXPECT_EQ(e->config.cluster.models[1].slo, Millis(30));  // the last step is due at the objective
+  EXPECT_THAT(Parse(base + "graph: {objective_ms: 100, gamma: [1], split: [70]}").status().message(),
+              HasSubstr("expected 2 budgets"));
+  EXPECT_THAT(Parse(base + "graph: {objective_ms: 100, gamma: [1], split: [70, 40]}").status().message(),
+              HasSubstr("add up to more than objective_ms"));
+  EXPECT_THAT(Parse(base + "graph: {objective_ms: 100, gamma: [1], split: [0, 40]}").status().message(),
+              HasSubstr("must be positive"));
+  EXPECT_THAT(Parse(base + "graph: {objective_ms: 100, gamma: [1], split: fast}").status().message(),
+              HasSubstr("expected dp, even or a list"));
+}
+
 TEST(ExperimentTest, PolicyVariantsExpandSweeps) {
   Experiment e = *Parse(kExperiment);
   e.early_drop_windows = {8, 12};
