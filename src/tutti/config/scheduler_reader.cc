@@ -34,6 +34,12 @@ bool ApplyPolicyVariant(absl::string_view variant, SchedulerOptions* options) {
     options->deferral = Deferral::kLatency;
   } else if (variant == "consolidate") {
     options->deferral = Deferral::kConsolidate;
+  } else if (variant == "lru") {
+    options->eviction = SchedulerOptions::Eviction::kLru;
+  } else if (variant == "on_demand") {
+    options->load_mode = SchedulerOptions::LoadMode::kOnDemand;
+  } else if (variant == "first_request") {
+    options->load_mode = SchedulerOptions::LoadMode::kFirstRequest;
   } else {
     return false;
   }
@@ -47,7 +53,8 @@ absl::StatusOr<SchedulerFields> ReadSchedulerFields(MapReader& r, SchedulerOptio
     return Invalid(r.FieldPath("policy"),
                    absl::StrCat("unknown policy '", *f.policy, "' (expected one of ",
                                 absl::StrJoin(SchedulerPolicyNames(), ", "),
-                                variants ? "; +early, +latency or +consolidate may follow" : "", ")"));
+                                variants ? "; +early, +latency, +consolidate (and for loads: +lru, +on_demand, +first_request) may follow"
+                                         : "", ")"));
   }
   TUTTI_ASSIGN_OR_RETURN(std::optional<DropPolicy> drop, ReadDropPolicy(r));
   if (drop) options->drop = *drop;

@@ -26,12 +26,14 @@ struct SchedulerFields {
 };
 
 // An experiment's policy variant (the text after a `+`): early sets early
-// drop, latency and consolidate the deferral, in `*options`. False, and
-// nothing set, for any other.
+// drop, latency and consolidate the deferral, lru the loads policy's
+// eviction, on_demand and first_request its load mode, in `*options`.
+// False, and nothing set, for any other.
 bool ApplyPolicyVariant(absl::string_view variant, SchedulerOptions* options);
 
 // Sets the other fields present into `options`. With `variants`, the
-// policy may carry +early, +latency or +consolidate (an experiment's
+// policy may carry +early, +latency, +consolidate, and for `loads` +lru,
+// +on_demand or +first_request (an experiment's
 // labels: simulator/experiment.h). InvalidArgument naming the field for an
 // unknown policy or any value out of its range.
 absl::StatusOr<SchedulerFields> ReadSchedulerFields(MapReader& r, SchedulerOptions* options,

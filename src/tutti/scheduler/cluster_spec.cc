@@ -77,6 +77,16 @@ absl::Status ValidateClusterSpec(const ClusterSpec& spec) {
                                                      owners[m], " sub-clusters; it must be in one"));
     }
   }
+  if (const MemoryBudget& mem = spec.memory; mem.gpu_bytes < 0 || !(mem.bytes_per_s > 0) || mem.overhead < 0) {
+    return absl::InvalidArgumentError("memory budget: negative GPU bytes or overhead, or a bandwidth that is not positive");
+  } else if (mem.limited()) {
+    for (const ModelSpec& m : spec.models) {
+      if (m.weights_bytes <= 0 || m.weights_bytes > mem.gpu_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("model ", m.name, ": weights of ", m.weights_bytes,
+                                                       " bytes do not fit a GPU of ", mem.gpu_bytes));
+      }
+    }
+  }
   const NetworkDelays& d = spec.delays;
   if (d.ctrl < 0 || d.data_per_request < 0 || d.resp < 0) {
     return absl::InvalidArgumentError("network delays must not be negative");

@@ -21,6 +21,9 @@ struct ModelSpec {
   int max_batch = 0;            // 0: profile.max_batch()
   Duration max_queue_delay = kMillisecond;  // `timeout` policy: the batcher's delay
   int early_drop_window = 0;    // early drop's window; 0: from its GPUs (batch_policy.h's EarlyDropWindow)
+  // Bytes of weights a GPU holds while the model is loaded there; counted
+  // only with a memory budget (ClusterSpec::memory).
+  int64_t weights_bytes = 0;
 
   int EffectiveMaxBatch() const;
 };
@@ -41,11 +44,32 @@ struct NetworkDelays {
   bool operator==(const NetworkDelays&) const = default;
 };
 
+// What each GPU's memory holds and what loading costs. Without a budget
+// (gpu_bytes 0) every model stays loaded on every GPU of its sub-cluster.
+// With one, GPUs start empty, a model runs on a GPU only once its weights
+// are loaded there, and only the `loads` policy can serve (it plans loads
+// and evictions; load_scheduler.h). A load takes overhead + bytes over
+// the bandwidth, on the GPU's copy engine, beside its compute.
+struct MemoryBudget {
+  int64_t gpu_bytes = 0;
+  // PCIe 3.0 x16 as a host-to-GPU copy achieves it (about 12 GB/s: a
+  // ResNet50's 100 MB in about 8 ms, as Clockwork measured on V100s).
+  double bytes_per_s = 12e9;
+  Duration overhead = 0;
+
+  bool limited() const { return gpu_bytes > 0; }
+  Duration LoadTime(int64_t bytes) const {
+    return overhead + static_cast<Duration>(static_cast<double>(bytes) / bytes_per_s * 1e9);
+  }
+  bool operator==(const MemoryBudget&) const = default;
+};
+
 struct ClusterSpec {
   std::vector<ModelSpec> models;
   std::vector<SubCluster> sub_clusters;  // empty: one holding all models and `gpus`
   int gpus = 0;                          // used when sub_clusters is empty
   NetworkDelays delays;
+  MemoryBudget memory;
 
   // Total GPUs over all sub-clusters. GPU ids are numbered consecutively,
   // sub-cluster by sub-cluster.

@@ -43,6 +43,18 @@ struct Batch {
   std::vector<Request> requests;
 };
 
+// A load the scheduler planned (ClusterSpec::memory): at `start`, GPU
+// `gpu` frees the weights of `evicted` (none of them has a batch running
+// or planned after `start`) and copies in `model`'s, done at start +
+// duration; the model's batches there start no earlier.
+struct Load {
+  GpuId gpu = 0;
+  ModelId model = 0;
+  Time start = 0;
+  Duration duration = 0;
+  std::vector<ModelId> evicted;
+};
+
 enum class DropReason {
   kDeadline,   // cannot meet its deadline any more (lazy drop)
   kEarlyDrop,  // dropped to keep batches at their target size (Nexus early drop)
@@ -61,6 +73,9 @@ class SchedulerListener {
   virtual ~SchedulerListener() = default;
   virtual void OnDispatch(Batch batch) = 0;
   virtual void OnDrop(const Request& request, DropReason reason) = 0;
+  // Only with a memory budget: a load and the evictions it needs, before
+  // any batch that relies on them.
+  virtual void OnLoad(const Load& load) {}
 };
 
 // A listener that forwards to two functions (an owner's private handlers).

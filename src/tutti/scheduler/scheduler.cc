@@ -5,6 +5,7 @@
 #include "tutti/core/status_macros.h"
 #include "tutti/scheduler/adaptive_scheduler.h"
 #include "tutti/scheduler/candidate_scheduler.h"
+#include "tutti/scheduler/load_scheduler.h"
 #include "tutti/scheduler/nexus_scheduler.h"
 
 namespace tutti {
@@ -15,7 +16,7 @@ absl::Status Scheduler::SetGpuUp(GpuId, bool, Time) {
 
 const std::vector<std::string>& SchedulerPolicyNames() {
   static const std::vector<std::string>* names =
-      new std::vector<std::string>{"deferred", "adaptive", "eager", "timeout", "nexus"};
+      new std::vector<std::string>{"deferred", "adaptive", "eager", "timeout", "nexus", "loads"};
   return *names;
 }
 
@@ -25,6 +26,16 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
                                                           Clock* clock,
                                                           SchedulerListener* listener) {
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(spec));
+  if (policy == "loads") {
+    if (!spec.sub_clusters.empty()) {
+      return absl::InvalidArgumentError("the loads policy takes one sub-cluster: every GPU may load any model");
+    }
+    return std::unique_ptr<Scheduler>(std::make_unique<LoadScheduler>(spec, options, clock, listener));
+  }
+  if (spec.memory.limited()) {
+    return absl::InvalidArgumentError(absl::StrCat("a memory budget needs the loads policy, which plans loads; '",
+                                                   policy, "' keeps every model loaded"));
+  }
   if (policy == "nexus") {
     return std::unique_ptr<Scheduler>(std::make_unique<NexusScheduler>(spec, options, clock, listener));
   }

@@ -11,6 +11,8 @@
 //   eager     dispatch the largest feasible batch as soon as a GPU is idle
 //   timeout   the Triton / TF-Serving dynamic batcher (max batch or delay)
 //   nexus     Nexus's squishy bin packing into per-GPU duty cycles
+//   loads     more models than GPU memory: loads and evictions planned
+//             with batches (Clockwork; load_scheduler.h)
 //
 // Thread-safety: not thread-safe. Submit() and the clock's timer callbacks
 // must be serialized by the owner (the simulator is single-threaded; the
@@ -165,6 +167,19 @@ struct SchedulerOptions {
   // `nexus` only: plan for the largest multiple of the rates that fits the
   // cluster (headroom for bursts); false plans for the rates exactly.
   bool nexus_fill_cluster = true;
+  // `loads` only (load_scheduler.h): how loads are decided and which
+  // model a load evicts.
+  enum class LoadMode {
+    kPlanned,       // a load only where load + compute meet the request's deadline
+    kOnDemand,      // a request for a model not loaded loads it, whatever its deadline
+    kFirstRequest,  // the same, and the GPU computes nothing while it loads (Triton's load on first request)
+  };
+  LoadMode load_mode = LoadMode::kPlanned;
+  enum class Eviction {
+    kCostAware,  // the loaded model whose expected arrivals cost least to reload
+    kLru,        // the least recently used
+  };
+  Eviction eviction = Eviction::kCostAware;
 };
 
 // The policy names CreateScheduler accepts, in a stable order.

@@ -33,11 +33,25 @@ absl::Status ReadModel(const YAML::Node& node, const std::string& where, const s
   TUTTI_ASSIGN_OR_RETURN(auto max_batch, r.OptionalScalar<int>("max_batch", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto delay_ms, r.OptionalScalar<double>("max_queue_delay_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto window, r.OptionalScalar<int>("early_drop_window", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto weights_mb, r.OptionalScalar<double>("weights_mb", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto copies, r.OptionalScalar<int>("copies", "an integer"));
+  if (copies && *copies < 1) return Invalid(where + ".copies", "must be at least 1");
+  if (weights_mb && !(*weights_mb > 0)) return Invalid(where + ".weights_mb", "must be positive");
   const int profile_max = max_batch.value_or(64);
+  // `copies`: that many models alike, named name#1, name#2, … (versions
+  // with their own weights: fine-tunes, seeds).
   auto finish = [&](ModelSpec m) {
     if (delay_ms) m.max_queue_delay = Millis(*delay_ms);
     m.early_drop_window = window.value_or(0);
-    out->push_back(std::move(m));
+    if (weights_mb) m.weights_bytes = static_cast<int64_t>(*weights_mb * 1e6);
+    if (!copies) {
+      out->push_back(std::move(m));
+      return;
+    }
+    for (int i = 1; i <= *copies; ++i) {
+      out->push_back(m);
+      out->back().name = absl::StrCat(m.name, "#", i);
+    }
   };
   if (zoo) {
     TUTTI_ASSIGN_OR_RETURN(auto scale, r.OptionalScalar<double>("slo_scale", "a number"));
@@ -219,7 +233,11 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   e.policy_given = policy.has_value();
   e.policies_given = !e.policies.empty();
   if (!policy && e.policies.size() == 1) c.policy = e.policies[0];  // one entry: the experiment's policy
-  if (e.policies.empty()) e.policies = SchedulerPolicyNames();
+  if (e.policies.empty()) {  // every policy that can serve the cluster
+    for (const std::string& p : SchedulerPolicyNames()) {
+      if ((p == "loads") == (root["memory"].IsDefined())) e.policies.push_back(p);
+    }
+  }
   if (YAML::Node ds = r.Get("timeout_delays_ms"); ds.IsSequence()) {
     for (const auto& d : ds) e.timeout_delays.push_back(Millis(d.as<double>()));
   }
@@ -234,6 +252,18 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   if (YAML::Node d = r.Get("delay_model"); d.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.delay_model, ReadDelayModelOptions(d, "delay_model"));
+  }
+  if (YAML::Node memory = r.Get("memory"); memory.IsDefined()) {
+    MapReader mr(memory, "memory");
+    TUTTI_RETURN_IF_ERROR(mr.CheckIsMap());
+    TUTTI_ASSIGN_OR_RETURN(auto gpu_gb, mr.RequireScalar<double>("gpu_gb", "a number"));
+    TUTTI_ASSIGN_OR_RETURN(auto gbps, mr.OptionalScalar<double>("load_gb_per_s", "a number"));
+    TUTTI_ASSIGN_OR_RETURN(auto overhead, mr.OptionalScalar<double>("load_overhead_ms", "a number"));
+    TUTTI_RETURN_IF_ERROR(mr.CheckNoUnknownFields());
+    if (!(gpu_gb > 0)) return Invalid("memory.gpu_gb", "must be positive");
+    c.cluster.memory.gpu_bytes = static_cast<int64_t>(gpu_gb * 1e9);
+    if (gbps) c.cluster.memory.bytes_per_s = *gbps * 1e9;
+    if (overhead) c.cluster.memory.overhead = Millis(*overhead);
   }
   if (YAML::Node inject = r.Get("inject"); inject.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.inject, ReadDelayInjection(inject, "inject"));

@@ -6,7 +6,8 @@
 //   gpus: 8
 //   policy: adaptive        # `tutti sim run`; `policies: [...]` for compare;
 //                           # suffixes: "+early" (deferred+early) forces early drop,
-//                           # "+latency" / "+consolidate" the deferral (adaptive+consolidate)
+//                           # "+latency" / "+consolidate" the deferral (adaptive+consolidate);
+//                           # for `loads`: "+lru" eviction, "+on_demand" / "+first_request" loads
 //   drop: lazy              # lazy | early
 //   deferral: auto          # adaptive: latency | consolidate; auto: consolidate with autoscale:
 //   gpu_ms_price: 100       # adaptive: ms of latency a GPU-ms saved by waiting is worth
@@ -25,9 +26,14 @@
 //   graph: {objective_ms: 400, gamma: [10], split: dp}
 //                           # queries through the models in order (SimGraph):
 //                           # gamma per step after the first; the objective
-//                           # split by Nexus's DP (dp, the default) or evenly;
+//                           # split by Nexus's DP (dp, the default), evenly, or
+//                           # as given ([360, 40]: ms per model); whole_gpus: true
+//                           # runs the DP with each stage on whole GPUs of its own;
 //                           # duty_cycle: true plans a stage's batch within half
 //                           # its share, as Nexus's runtime needs (policy nexus)
+//   memory: {gpu_gb: 32, load_gb_per_s: 12, load_overhead_ms: 0}
+//                           # more models than memory: GPUs start empty and
+//                           # the `loads` policy plans loads (models need weights_mb)
 //   models:
 //     - {name: ResNet50, alpha_ms: 1.053, beta_ms: 5.072, slo_ms: 25}
 //     - {zoo: data/profiles/symphony_zoo_a100.csv}   # every model of a table
@@ -40,7 +46,8 @@
 //     priorities: [0.5, 0.5]   # shares sent at priority 1 (highest), 2, …
 //     trace: arrivals.csv   # time_ms,model_index
 //
-// Per-model optional keys: max_batch, max_queue_delay_ms, early_drop_window;
+// Per-model optional keys: max_batch, max_queue_delay_ms, early_drop_window,
+// weights_mb (with `memory`), copies (that many models alike, name#1 …);
 // for zoo entries also slo_scale and names (a subset). Relative paths are
 // resolved against the working directory, then the experiment's directory.
 #ifndef TUTTI_SIMULATOR_EXPERIMENT_H_

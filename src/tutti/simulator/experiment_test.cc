@@ -86,7 +86,7 @@ TEST(ExperimentTest, ErrorsNameTheField) {
   EXPECT_THAT(error("min_gpus: 2", "min_gpu: 2"), HasSubstr("unknown field 'autoscale.min_gpu'"));
   // The policy is checked as a serve config's is, its variants allowed.
   EXPECT_THAT(error("drop: early", "drop: early\npolicy: fifo"), HasSubstr("'policy': unknown policy 'fifo'"));
-  EXPECT_THAT(error("drop: early", "drop: early\npolicy: eager+late"), HasSubstr("+early, +latency or +consolidate"));
+  EXPECT_THAT(error("drop: early", "drop: early\npolicy: eager+late"), HasSubstr("+early, +latency, +consolidate"));
   EXPECT_TRUE(Parse(absl::StrReplaceAll(kExperiment, {{"drop: early", "drop: early\npolicy: deferred+early"}})).ok());
 }
 
@@ -145,6 +145,31 @@ workload: {rate: 100}
               HasSubstr("graph.gamma': expected 1 numbers"));
   EXPECT_THAT(Parse(base + "graph: {objective_ms: 15, gamma: [1]}").status().message(),
               HasSubstr("no split of the objective fits"));
+}
+
+TEST(ExperimentTest, AMemoryBudgetAndCopiesOfAModelMakeManyModelsThatLoad) {
+  absl::StatusOr<Experiment> e = Parse(R"(
+gpus: 1
+memory: {gpu_gb: 1, load_gb_per_s: 10, load_overhead_ms: 1}
+models:
+  - {name: net, alpha_ms: 1, beta_ms: 2, slo_ms: 100, weights_mb: 100, copies: 3}
+workload: {rate: 100, zipf: 1}
+)");
+  ASSERT_TRUE(e.ok()) << e.status();
+  const ClusterSpec& c = e->config.cluster;
+  ASSERT_EQ(c.models.size(), 3u);
+  EXPECT_EQ(c.models[2].name, "net#3");
+  EXPECT_EQ(c.models[2].weights_bytes, 100'000'000);
+  EXPECT_EQ(c.memory.gpu_bytes, 1'000'000'000);
+  EXPECT_EQ(c.memory.LoadTime(c.models[0].weights_bytes), Millis(11));
+  EXPECT_EQ(e->policies, std::vector<std::string>{"loads"});  // the only policy that plans loads
+  EXPECT_THAT(Parse(R"(
+gpus: 1
+memory: {gpu_gb: 0.05}
+models: [{name: net, alpha_ms: 1, beta_ms: 2, slo_ms: 100, weights_mb: 100}]
+workload: {rate: 100}
+)").status().message(),
+              HasSubstr("do not fit a GPU"));
 }
 
 TEST(ExperimentTest, AGraphTakesAnExplicitSplitInMilliseconds) {

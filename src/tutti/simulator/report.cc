@@ -52,6 +52,14 @@ void PrintSimResult(const SimResult& r, std::ostream& out, int max_rows) {
   out << absl::StrFormat("GPUs: %d of %d used, mean busy %.1f%% (%.1f GPU-s running batches), %d batch(es) waited "
                          "for a busy GPU\n",
                          r.gpus_used, r.gpu_busy.size(), 100 * r.MeanBusy(), r.BusySeconds(), r.delayed_starts);
+  if (r.peak_memory_bytes > 0) {
+    const int64_t arrived = r.total.arrived;
+    out << absl::StrFormat(
+        "memory: %d load(s) (%.1f/s), at most %.2f GB of weights on a GPU, %d breach(es) of the memory contract; "
+        "%.4f%% of requests within their objective\n",
+        r.loads, r.loads / w, r.peak_memory_bytes / 1e9, r.memory_violations,
+        arrived > 0 ? 100.0 * static_cast<double>(r.total.good) / static_cast<double>(arrived) : 0.0);
+  }
   if (r.scale_ups + r.scale_downs > 0 || r.peak_gpus_allocated > 0) {
     const double window_s = ToSeconds(r.window);
     out << absl::StrFormat(

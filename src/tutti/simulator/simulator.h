@@ -110,6 +110,10 @@ struct SimSeries {
   std::vector<Duration> busy;              // GPU time spent running batches, all GPUs
   std::vector<ScalingAdvice> advice;       // Symphony's, from the interval's bad rate and idle fraction
   std::vector<int> gpus_allocated;         // with autoscaling: the most GPUs up in the interval
+  // With a memory budget (ClusterSpec::memory): loads started in the
+  // interval, and the most bytes of weights the GPUs held at a load's start.
+  std::vector<int64_t> loads;
+  std::vector<int64_t> memory_bytes;
 
   // Interval i over every model: requests on time, late or dropped, and
   // the share of them that were bad (0 without requests).
@@ -128,6 +132,12 @@ struct SimResult {
   std::vector<Duration> gpu_busy;     // per GPU, inside the window
   int gpus_used = 0;                  // GPUs that ran at least one batch
   int64_t delayed_starts = 0;         // batches that waited for a busy GPU
+  // With a memory budget: loads started inside the window, the most bytes
+  // one GPU held, and breaches of the memory contract (Load): none, when
+  // the policy keeps it.
+  int64_t loads = 0;
+  int64_t peak_memory_bytes = 0;
+  int64_t memory_violations = 0;
   std::vector<TimelineEntry> timeline;
   DelayPlan final_plan;               // what the scheduler planned with at the end
   ScalingAdvice advice;

@@ -1,9 +1,12 @@
 #include "tutti/simulator/simulator.h"
 
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "rapidjson/document.h"
+#include "tutti/config/scheduler_reader.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/planner/latency_split.h"
 #include "tutti/scheduler/nexus_scheduler.h"
@@ -82,6 +85,46 @@ TEST(SimulatorTest, EveryRequestEndsExactlyOnceUnderEveryPolicy) {
       EXPECT_GT(r->total.arrived, 0);
     }
   }
+}
+
+// More models than memory: 300 models of 100 MB, room for 40 on each of
+// two GPUs, a Zipf load. The simulator checks the memory contract as it
+// emulates (SimResult::memory_violations); every request ends once.
+TEST(SimulatorTest, ModelsBeyondMemoryAreLoadedAsPlannedAndKeepTheContract) {
+  SimConfig c;
+  for (int i = 0; i < 300; ++i) {
+    c.cluster.models.push_back({"m" + std::to_string(i), *LatencyProfile::Linear(Micros(500), Millis(2), 16),
+                                Millis(50)});
+    c.cluster.models.back().weights_bytes = 100'000'000;
+  }
+  c.cluster.gpus = 2;
+  c.cluster.memory.gpu_bytes = 4'000'000'000;
+  c.workload.rate = 400;
+  c.workload.zipf_s = 1;
+  c.duration = 20 * kSecond;
+  c.warmup = 2 * kSecond;
+  c.series_interval = kSecond;
+  std::map<std::string, SimResult> results;
+  for (const std::string variant : {"", "on_demand", "first_request"}) {
+    c.policy = "loads";
+    c.options = {};
+    if (!variant.empty()) ASSERT_TRUE(ApplyPolicyVariant(variant, &c.options));
+    absl::StatusOr<SimResult> r = RunSimulation(c);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->memory_violations, 0) << variant;
+    EXPECT_EQ(r->total.arrived, r->total.good + r->total.late + r->total.dropped) << variant;
+    EXPECT_GT(r->loads, 40) << variant;  // far more than the first fill
+    EXPECT_LE(r->peak_memory_bytes, c.cluster.memory.gpu_bytes);
+    int64_t series_loads = 0;
+    for (int64_t n : r->series.loads) series_loads += n;
+    EXPECT_GE(series_loads, r->loads);  // the series counts the warm-up too
+    results[variant] = *std::move(r);
+  }
+  EXPECT_GT(results[""].total.good, results["first_request"].total.good);
+  EXPECT_GE(results[""].total.good, results["on_demand"].total.good);
+  // A memory budget is refused by a policy that keeps every model loaded.
+  c.policy = "deferred";
+  EXPECT_THAT(RunSimulation(c).status().message(), ::testing::HasSubstr("needs the loads policy"));
 }
 
 TEST(SimulatorTest, DeferredKeepsSpareGpusIdleAtLowLoad) {
