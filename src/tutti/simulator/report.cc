@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -24,6 +25,9 @@ void Row(const ModelMetrics& m, double window_s, std::ostream& out) {
 }
 
 std::string Quote(const std::string& s) { return absl::StrCat("\"", s, "\""); }
+
+// SimReportJson names this many models at most (the last entry sums the rest).
+constexpr size_t kReportModels = 12;
 
 }  // namespace
 
@@ -230,12 +234,38 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
     for (int64_t c : counts) out.push_back(absl::StrFormat("%.6g", c / interval));
     return list(out);
   };
-  std::vector<std::string> names, good, bad, t, bad_total, used, add, remove, bad_rate, allocated;
+  std::vector<std::string> names, good, bad, t, bad_total, used, add, remove, bad_rate, allocated, loads, memory;
   for (int a : s.gpus_allocated) allocated.push_back(absl::StrCat(a));
-  for (const ModelMetrics& m : r.models) names.push_back(JsonQuote(m.name));
-  for (size_t m = 0; m < s.good.size(); ++m) {
-    good.push_back(rates(s.good[m]));
-    bad.push_back(rates(s.bad[m]));
+  // The busiest models by name, the rest summed as one: a chart of
+  // thousands of models shows nothing.
+  std::vector<size_t> order(s.good.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto total = [&](size_t m) { return std::accumulate(s.good[m].begin(), s.good[m].end(), int64_t{0}); };
+  if (order.size() > kReportModels) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return total(a) > total(b); });
+  }
+  std::vector<int64_t> other_good(n, 0), other_bad(n, 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t m = order[k];
+    if (order.size() <= kReportModels || k + 1 < kReportModels) {
+      names.push_back(JsonQuote(r.models[m].name));
+      good.push_back(rates(s.good[m]));
+      bad.push_back(rates(s.bad[m]));
+      continue;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      other_good[i] += s.good[m][i];
+      other_bad[i] += s.bad[m][i];
+    }
+  }
+  if (order.size() > kReportModels) {
+    names.push_back(JsonQuote(absl::StrCat("the other ", order.size() - kReportModels + 1, " models")));
+    good.push_back(rates(other_good));
+    bad.push_back(rates(other_bad));
+  }
+  for (size_t i = 0; i < s.loads.size(); ++i) {
+    loads.push_back(absl::StrFormat("%.6g", s.loads[i] / interval));
+    memory.push_back(absl::StrFormat("%.6g", s.memory_bytes[i] / 1e9));
   }
   for (size_t i = 0; i < n; ++i) {
     t.push_back(absl::StrFormat("%.6g", i * interval));
@@ -248,10 +278,11 @@ std::string SimReportJson(const SimResult& r, const std::string& policy, int gpu
   return absl::StrFormat(
       R"({"policy":%s,"gpus":%d,"interval_s":%g,"models":%s,"t":%s,"good":%s,"bad":%s,"bad_total":%s,)"
       R"("gpus_used":%s,"gpus_allocated":%s,"advice_add":%s,"advice_remove":%s,"bad_rate":%s,)"
+      R"("loads":%s,"memory_gb":%s,)"
       R"("summary":{"offered_rps":%.6g,"goodput_rps":%.6g,"bad_rate":%.6g,"gpus_used":%d}})",
       JsonQuote(policy), gpus, interval, list(names), list(t), list(good), list(bad), list(bad_total), list(used),
-      list(allocated), list(add), list(remove), list(bad_rate), r.OfferedRate(), r.Goodput(), r.total.rate(),
-      r.gpus_used);
+      list(allocated), list(add), list(remove), list(bad_rate), list(loads), list(memory), r.OfferedRate(),
+      r.Goodput(), r.total.rate(), r.gpus_used);
 }
 
 }  // namespace tutti

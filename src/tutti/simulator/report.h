@@ -41,7 +41,10 @@ absl::Status WritePlots(const std::vector<PolicyRun>& runs, const std::string& d
 // "simulation" kind): {"policy", "gpus", "interval_s", "models": [names],
 // "t": [interval start, s], "good"/"bad": [[r/s per interval] per model],
 // "bad_total", "gpus_used", "advice_add", "advice_remove", "bad_rate": [per
-// interval], "summary": {offered_rps, goodput_rps, bad_rate, gpus_used}}.
+// interval], "loads" (per s) and "memory_gb" (the most held, all GPUs):
+// [per interval, with a memory budget; else empty], "summary":
+// {offered_rps, goodput_rps, bad_rate, gpus_used}}. Beyond 12 models, the
+// 11 with the most goodput and one entry summing the others.
 // REQUIRES: result.series was kept (SimConfig::series_interval).
 // `policy`: the run's label (e.g. "deferred+early").
 std::string SimReportJson(const SimResult& result, const std::string& policy, int gpus);

@@ -79,6 +79,9 @@ class SeriesRecorder {
       }
       series_->gpus_allocated.push_back(most);
     }
+    for (size_t i = 1; i < series_->memory_bytes.size(); ++i) {  // no load: what was held stays
+      if (series_->loads[i] == 0) series_->memory_bytes[i] = series_->memory_bytes[i - 1];
+    }
     for (size_t i = 0; i < intervals_; ++i) {
       series_->gpus_used.push_back(static_cast<int>(std::count(used_[i].begin(), used_[i].end(), true)));
       const double bad_rate = series_->BadRate(i);

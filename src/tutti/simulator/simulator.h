@@ -111,7 +111,8 @@ struct SimSeries {
   std::vector<ScalingAdvice> advice;       // Symphony's, from the interval's bad rate and idle fraction
   std::vector<int> gpus_allocated;         // with autoscaling: the most GPUs up in the interval
   // With a memory budget (ClusterSpec::memory): loads started in the
-  // interval, and the most bytes of weights the GPUs held at a load's start.
+  // interval, and the most bytes of weights the GPUs held at a load's
+  // start (without one, what they held before).
   std::vector<int64_t> loads;
   std::vector<int64_t> memory_bytes;
 

@@ -120,6 +120,19 @@ TEST(SimulatorTest, ModelsBeyondMemoryAreLoadedAsPlannedAndKeepTheContract) {
     EXPECT_GE(series_loads, r->loads);  // the series counts the warm-up too
     results[variant] = *std::move(r);
   }
+  // Its report names the 11 busiest models and sums the other 289, and
+  // draws loads and memory over time.
+  rapidjson::Document d;
+  d.Parse(SimReportJson(results[""], "loads", 2).c_str());
+  ASSERT_FALSE(d.HasParseError());
+  ASSERT_EQ(d["models"].Size(), 12u);
+  EXPECT_STREQ(d["models"][11].GetString(), "the other 289 models");
+  EXPECT_STREQ(d["models"][0].GetString(), "m0");  // Zipf: the first is the busiest
+  ASSERT_EQ(d["loads"].Size(), d["t"].Size());
+  double held = 0;
+  for (const auto& gb : d["memory_gb"].GetArray()) held = std::max(held, gb.GetDouble());
+  EXPECT_GT(held, 4.0);  // both GPUs filled …
+  EXPECT_LE(held, 8.0);  // … within their budgets
   EXPECT_GT(results[""].total.good, results["first_request"].total.good);
   EXPECT_GE(results[""].total.good, results["on_demand"].total.good);
   // A memory budget is refused by a policy that keeps every model loaded.

@@ -42,6 +42,12 @@
         .setData([d.t, d.advice_add, d.advice_remove]);
     TT.lineChart(charts, "Bad rate", "%", [{label: "bad rate", color: "#b42318"}], opts)
         .setData([d.t, d.bad_rate.map((x) => 100 * x)]);
+    if (d.loads && d.loads.length) {  // more models than memory: what the GPUs loaded and held
+      TT.lineChart(charts, "Weights loads", "loads/s", [{label: "loads/s", color: "#7c3aed"}], opts)
+          .setData([d.t, d.loads]);
+      TT.lineChart(charts, "GPU memory held by weights (all GPUs, the most in each interval)", "GB",
+          [{label: "GB", color: "#0e7490"}], opts).setData([d.t, d.memory_gb]);
+    }
   }
 
   function load(d) {
