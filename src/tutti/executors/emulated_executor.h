@@ -3,7 +3,10 @@
 // the simulator's GPUs follow too), measured on the injected clock
 // with a timer (no CPU is burnt), and returns zeros of the model's output
 // size, marked `emulated`. Dozens fit on one small machine, as the papers'
-// emulated clusters did.
+// emulated clusters did. With a memory budget it starts holding no model:
+// a load (Executor::Load) makes a model's batches runnable from its end,
+// and a batch of a model not loaded, or starting before its load ends,
+// fails (FailedPrecondition) — the scheduler's plan broke, and says so.
 #ifndef TUTTI_EXECUTORS_EMULATED_EXECUTOR_H_
 #define TUTTI_EXECUTORS_EMULATED_EXECUTOR_H_
 
@@ -27,9 +30,10 @@ class EmulatedExecutor final : public Executor {
   };
 
   // `clock` must outlive the executor.
-  EmulatedExecutor(Clock* clock, std::vector<Model> models);
+  EmulatedExecutor(Clock* clock, std::vector<Model> models, bool memory_budget = false);
 
   void Run(ExecBatch batch, DoneFn done) override;
+  void Load(const ExecLoad& load) override;
   std::string kind() const override { return "emulated"; }
 
  private:
@@ -37,6 +41,8 @@ class EmulatedExecutor final : public Executor {
   const std::vector<Model> models_;
   std::mutex mu_;
   EmulatedGpu gpu_ ABSL_GUARDED_BY(mu_);
+  const bool memory_budget_;
+  std::vector<Time> ready_at_ ABSL_GUARDED_BY(mu_);  // per model, with a budget: kInfiniteFuture while not held
 };
 
 }  // namespace tutti

@@ -59,5 +59,30 @@ TEST(EmulatedExecutorTest, BatchOutsideTheProfileIsAnError) {
   EXPECT_EQ(done.results[0].status.code(), absl::StatusCode::kInvalidArgument);
 }
 
+// With a memory budget a model runs only once loaded, from its load's end,
+// and not after its eviction.
+TEST(EmulatedExecutorTest, UnderAMemoryBudgetOnlyLoadedModelsRun) {
+  ManualClock clock;
+  const LatencyProfile profile = *LatencyProfile::Linear(Millis(1), Millis(5), 16);
+  EmulatedExecutor gpu(&clock, {{profile, 10}, {profile, 10}}, /*memory_budget=*/true);
+  Done done;
+  gpu.Run({0, 1, {}, 0}, done.Fn());  // nothing is loaded
+  ASSERT_EQ(done.results.size(), 1u);
+  EXPECT_EQ(done.results[0].status.code(), absl::StatusCode::kFailedPrecondition);
+  gpu.Load({0, 0, Millis(8), {}});
+  gpu.Run({0, 1, {}, Millis(4)}, done.Fn());  // before the load ends
+  ASSERT_EQ(done.results.size(), 2u);
+  EXPECT_EQ(done.results[1].status.code(), absl::StatusCode::kFailedPrecondition);
+  gpu.Run({0, 2, {}, Millis(8)}, done.Fn());  // at its end: runs
+  clock.AdvanceTo(Millis(20));
+  ASSERT_EQ(done.results.size(), 3u);
+  EXPECT_TRUE(done.results[2].status.ok());
+  EXPECT_EQ(done.results[2].started, Millis(8));
+  gpu.Load({1, Millis(20), Millis(8), {0}});  // model 1 in, model 0 out
+  gpu.Run({0, 1, {}, Millis(30)}, done.Fn());
+  ASSERT_EQ(done.results.size(), 4u);
+  EXPECT_EQ(done.results[3].status.code(), absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace tutti

@@ -67,7 +67,17 @@ struct ExecResult {
   Time released = 0;
 };
 
-// Thread-safety: Run() may be called from any thread. `done` is called
+// A load the scheduler planned for this executor (scheduler/request.h's
+// Load, with the executor's model indices): at `start` the weights of
+// `evicted` are freed and `model`'s copied in, ready at start + duration.
+struct ExecLoad {
+  int model = 0;
+  Time start = 0;
+  Duration duration = 0;
+  std::vector<int> evicted;
+};
+
+// Thread-safety: Run() and Load() may be called from any thread. `done` is called
 // exactly once per batch, on the executor's own thread (or timer thread),
 // and must not block for long.
 class Executor {
@@ -78,6 +88,11 @@ class Executor {
   // Queues `batch`; never blocks. REQUIRES: batch.model is held by this
   // executor and batch.input has size × input elements values.
   virtual void Run(ExecBatch batch, DoneFn done) = 0;
+
+  // Only under a memory budget (ClusterSpec::memory), before any batch
+  // that relies on it. An executor without a budget holds every model
+  // and ignores loads (the default).
+  virtual void Load(const ExecLoad& load) {}
 
   // "emulated" or "torch".
   virtual std::string kind() const = 0;

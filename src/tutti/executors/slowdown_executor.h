@@ -63,6 +63,7 @@ class SlowdownExecutor final : public Executor {
                    uint64_t seed = 1, Duration pace = 0);
 
   void Run(ExecBatch batch, DoneFn done) override;
+  void Load(const ExecLoad& load) override { inner_->Load(load); }
   std::string kind() const override { return inner_->kind(); }
 
   // The episode under way at `t` with the largest factor, or null.

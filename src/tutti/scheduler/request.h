@@ -82,17 +82,22 @@ class SchedulerListener {
 class CallbackListener final : public SchedulerListener {
  public:
   using DropFunction = std::function<void(const Request&, DropReason)>;
-  CallbackListener(std::function<void(Batch)> on_dispatch, DropFunction on_drop)
-      : on_dispatch_(std::move(on_dispatch)), on_drop_(std::move(on_drop)) {}
+  CallbackListener(std::function<void(Batch)> on_dispatch, DropFunction on_drop,
+                   std::function<void(const Load&)> on_load = nullptr)
+      : on_dispatch_(std::move(on_dispatch)), on_drop_(std::move(on_drop)), on_load_(std::move(on_load)) {}
   // For owners that take every drop alike.
   CallbackListener(std::function<void(Batch)> on_dispatch, std::function<void(const Request&)> on_drop)
       : CallbackListener(std::move(on_dispatch), [f = std::move(on_drop)](const Request& r, DropReason) { f(r); }) {}
   void OnDispatch(Batch batch) override { on_dispatch_(std::move(batch)); }
   void OnDrop(const Request& request, DropReason reason) override { on_drop_(request, reason); }
+  void OnLoad(const Load& load) override {
+    if (on_load_) on_load_(load);
+  }
 
  private:
   std::function<void(Batch)> on_dispatch_;
   DropFunction on_drop_;
+  std::function<void(const Load&)> on_load_;
 };
 
 }  // namespace tutti

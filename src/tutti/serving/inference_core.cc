@@ -25,8 +25,9 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
       busy_(executors_.size(), 0),
       created_(clock->Now()) {
   local_index_ = spec_.LocalIndex();
-  listener_ = std::make_unique<CallbackListener>([this](Batch b) { OnDispatch(std::move(b)); },
-                                                 [this](const Request& r) { OnDrop(r); });
+  listener_ = std::make_unique<CallbackListener>(
+      [this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r, DropReason) { OnDrop(r); },
+      [this](const Load& load) { OnLoad(load); });
 }
 
 absl::StatusOr<std::unique_ptr<InferenceCore>> InferenceCore::Create(
@@ -185,6 +186,15 @@ void InferenceCore::OnDispatch(Batch batch) {
   });
 }
 
+void InferenceCore::OnLoad(const Load& load) {
+  ExecLoad exec{local_index_[load.model], load.start, load.duration, {}};
+  for (ModelId m : load.evicted) exec.evicted.push_back(local_index_[m]);
+  ++loads_;
+  // Through the outbox, as batches go: it reaches the executor before any
+  // batch that relies on it.
+  outbox_.push_back([executor = executors_[load.gpu].get(), exec = std::move(exec)] { executor->Load(exec); });
+}
+
 void InferenceCore::OnExecuted(const Dispatched& d, ExecResult result) {
   BatchTrace trace = d.trace;
   const ModelId model = trace.model;
@@ -314,6 +324,11 @@ void InferenceCore::StopAccepting() {
 void InferenceCore::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
   table_.WaitIdle(lock);
+}
+
+int64_t InferenceCore::loads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loads_;
 }
 
 int64_t InferenceCore::in_flight() const {

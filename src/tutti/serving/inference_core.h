@@ -96,6 +96,8 @@ class InferenceCore final : public InferenceEngine {
   // pending become no-ops.
 
   int64_t in_flight() const override;
+  // Weights loads the scheduler planned (a memory budget only).
+  int64_t loads() const;
   std::vector<ModelCounters> Counters() const override;
   // Per executor: the fraction of time since Create() that it spent running
   // batches (finished ones).
@@ -139,6 +141,7 @@ class InferenceCore final : public InferenceEngine {
   void Flush();
   void OnDispatch(Batch batch);
   void OnDrop(const Request& request);
+  void OnLoad(const Load& load);
   // Registers a request and hands it to the scheduler. REQUIRES: mu_ held.
   void SubmitLocked(ModelId model, std::vector<float> input, Time deadline, InferenceCallback done,
                     const RequestContext& context = {});
@@ -162,6 +165,7 @@ class InferenceCore final : public InferenceEngine {
   Table table_ ABSL_GUARDED_BY(mu_);  // until answered
   std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
+  int64_t loads_ ABSL_GUARDED_BY(mu_) = 0;
   std::deque<BatchTrace> traces_ ABSL_GUARDED_BY(mu_);  // the last kTraces batches
   static constexpr size_t kTraces = 4096;
   std::vector<std::shared_ptr<BatchStage>> stages_;  // per model; null: none

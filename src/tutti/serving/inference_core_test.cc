@@ -2,6 +2,7 @@
 
 #include <future>
 #include <map>
+#include <random>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -70,6 +71,52 @@ TEST(InferenceCoreTest, EveryAcceptedRequestIsAnsweredOnceWithMarkedEmulatedOutp
       EXPECT_GT(static_cast<double>(c.batched_requests) / c.batches, 1.5);
     }
   }
+}
+
+// More models than memory: 40 models of 100 MB on two emulated executors
+// that hold 5 each. Loads reach the executors before the batches that
+// need them (an executor fails a batch of a model it does not hold), and
+// every request is answered.
+TEST(InferenceCoreTest, ModelsBeyondMemoryAreLoadedOnTheirExecutorsFirst) {
+  ManualClock clock;
+  ClusterSpec spec;
+  const LatencyProfile profile = *LatencyProfile::Linear(Micros(500), Millis(2), 16);
+  for (int m = 0; m < 40; ++m) {
+    spec.models.push_back({"m" + std::to_string(m), profile, Millis(50)});
+    spec.models.back().weights_bytes = 100'000'000;
+  }
+  spec.gpus = 2;
+  spec.memory.gpu_bytes = 500'000'000;
+  spec.memory.bytes_per_s = 10e9;  // 10 ms a load
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (int g = 0; g < 2; ++g) {
+    executors.push_back(std::make_unique<EmulatedExecutor>(
+        &clock, std::vector<EmulatedExecutor::Model>(40, {profile, 10}), /*memory_budget=*/true));
+  }
+  InferenceCore::Options options;
+  options.policy = "loads";
+  std::unique_ptr<InferenceCore> core =
+      *InferenceCore::Create(spec, std::vector<ModelShape>(40, {4, 10}), std::move(executors), options, &clock);
+  Answers answers;
+  std::mt19937_64 rng(3);
+  std::vector<double> weights;
+  for (int m = 0; m < 40; ++m) weights.push_back(1.0 / (m + 1));
+  std::discrete_distribution<int> pick(weights.begin(), weights.end());
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) {
+    clock.AdvanceTo(Millis(2) * i);
+    ASSERT_TRUE(core->Submit(pick(rng), std::vector<float>(4, 1.0f), 0, answers.Fn()).ok());
+  }
+  clock.AdvanceBy(Seconds(1));
+  ASSERT_EQ(answers.got.size(), static_cast<size_t>(n));
+  EXPECT_EQ(core->in_flight(), 0);
+  int good = 0;
+  for (const InferenceOutcome& o : answers.got) {
+    EXPECT_NE(o.status.code(), absl::StatusCode::kFailedPrecondition) << o.status;  // never a model not loaded
+    good += o.status.ok() && !o.late;
+  }
+  EXPECT_GT(core->loads(), 20);     // far beyond the first ten
+  EXPECT_GT(good, n * 9 / 10);      // 500 r/s over 40 models, 10 at a time
 }
 
 TEST(InferenceCoreTest, ObjectiveThatCannotBeMetIsAnsweredWithAnExplicitError) {
