@@ -226,6 +226,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       sub.models.push_back(static_cast<ModelId>(spec.models.size()));
       ModelSpec& model = spec.models.emplace_back(ModelSpec{name, profile, slo});
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
+      model.weights_bytes = 4 * runs.parameters.value_or(0);
       model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({RecordWords(runs.inputs), RecordWords(runs.outputs)});
       layout.served.push_back({m, version, profile.Latency(1), slo, group.count * ThroughputWithin(profile, slo / 2)});
@@ -295,6 +296,19 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
     }
     absl::StrAppendFormat(&layout.description, "  %d x %s executor (profile %s):\n    %s\n", group.count, group.kind,
                           group.profile, absl::StrJoin(names, "\n    "));
+    if (group.memory) {
+      spec.memory = *group.memory;
+      for (ModelId id : sub.models) {
+        if (spec.models[id].weights_bytes <= 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "model '", spec.models[id].name,
+              "' has no `parameters` in its config: a memory budget needs each model's weights size"));
+        }
+      }
+      absl::StrAppendFormat(&layout.description,
+                            "    each holds %.1f GB of weights at most, loading at %.1f GB/s (policy loads)\n",
+                            spec.memory.gpu_bytes / 1e9, spec.memory.bytes_per_s / 1e9);
+    }
     spec.sub_clusters.push_back(std::move(sub));
   }
   layout.graphs = std::move(members);

@@ -139,7 +139,22 @@ absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i)
   TUTTI_ASSIGN_OR_RETURN(auto count, r.OptionalScalar<int>("count", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto profile, r.OptionalScalar<std::string>("profile", "a string"));
   TUTTI_ASSIGN_OR_RETURN(g.models, StringList(r, "models"));
+  TUTTI_ASSIGN_OR_RETURN(auto memory_gb, r.OptionalScalar<double>("memory_gb", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto gbps, r.OptionalScalar<double>("load_gb_per_s", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto overhead, r.OptionalScalar<double>("load_overhead_ms", "a number"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (memory_gb) {
+    if (!(*memory_gb > 0)) return Invalid(r.FieldPath("memory_gb"), "must be positive");
+    if (gbps && !(*gbps > 0)) return Invalid(r.FieldPath("load_gb_per_s"), "must be positive");
+    if (overhead && !(*overhead >= 0)) return Invalid(r.FieldPath("load_overhead_ms"), "must not be negative");
+    MemoryBudget m;
+    m.gpu_bytes = static_cast<int64_t>(*memory_gb * 1e9);
+    if (gbps) m.bytes_per_s = *gbps * 1e9;
+    if (overhead) m.overhead = Millis(*overhead);
+    g.memory = m;
+  } else if (gbps || overhead) {
+    return Invalid(r.FieldPath(gbps ? "load_gb_per_s" : "load_overhead_ms"), "needs memory_gb");
+  }
   if (g.kind != "torch" && g.kind != "emulated") {
     return Invalid(r.FieldPath("kind"), absl::StrCat("unknown executor kind '", g.kind,
                                                      "' (expected torch or emulated)"));
@@ -148,6 +163,9 @@ absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i)
   if (g.count < 1) return Invalid(r.FieldPath("count"), "must be at least 1");
   g.profile = profile.value_or(g.kind == "torch" ? "cpu" : "");
   if (g.models.empty()) return Invalid(r.FieldPath("models"), "list at least one model");
+  if (g.memory && g.kind != "emulated") {
+    return Invalid(r.FieldPath("memory_gb"), "memory budgets are for emulated executors so far");
+  }
   return g;
 }
 
@@ -402,6 +420,13 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     if (!coded.insert(c.model).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": model '", c.model, "' is coded twice"));
     }
+  }
+  const bool budget = std::any_of(config.executors.begin(), config.executors.end(),
+                                  [](const ExecutorGroupConfig& g) { return g.memory.has_value(); });
+  if (budget && (config.executors.size() != 1 || config.policy != "loads")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "executors[].memory_gb: a memory budget needs one executor group and `policy: loads`, which plans loads "
+        "(the config has ", config.executors.size(), " group(s) and policy ", config.policy, ")"));
   }
   if (config.autoscale) {
     if (config.executors.size() != 1 || !config.coding.empty()) {

@@ -447,6 +447,43 @@ TEST_F(ResolveTest, AutoscalingScalesOneGroupWithinItsCount) {
               HasSubstr("'autoscale.interval_s': must be positive"));
 }
 
+// A memory budget: one emulated group under the loads policy; each model's
+// weights are 4 bytes per parameter of its config.
+TEST_F(ResolveTest, AMemoryBudgetGivesTheClusterItsBudgetAndTheModelsTheirWeights) {
+  const std::string group =
+      "executors: [{kind: emulated, count: 2, profile: a100, models: [resnet50, resnet50b], memory_gb: 0.5, "
+      "load_gb_per_s: 10}]";
+  dir_.WriteFile("resnet50b/1/config.yaml", R"(name: resnet50b
+platform: emulated
+max_batch_size: 8
+parameters: 25000000
+inputs: [{name: image, datatype: FP32, shape: [4]}]
+outputs: [{name: logits, datatype: FP32, shape: [2]}]
+profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
+)");
+  repo_ = *ModelRepository::Open(dir_.path());
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig("policy: loads\n" + group), repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  // resnet50's config gives no parameter count: its weights are unknown.
+  EXPECT_THAT(LayOutCluster(repo_, *c).status().message(), HasSubstr("'resnet50' has no `parameters`"));
+  c = ResolveServerConfig(*ParseServerConfig("policy: loads\n" + group.substr(0, group.find("resnet50,")) +
+                                             group.substr(group.find("resnet50b"))),
+                          repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(repo_, *c);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->spec.memory.gpu_bytes, 500'000'000);
+  EXPECT_EQ(layout->spec.memory.bytes_per_s, 10e9);
+  EXPECT_EQ(layout->spec.models[0].weights_bytes, 100'000'000);
+  EXPECT_THAT(ResolveError(group), HasSubstr("needs one executor group and `policy: loads`"));
+  EXPECT_THAT(ParseServerConfig("executors: [{kind: torch, models: [mlp], memory_gb: 1}]").status().message(),
+              HasSubstr("for emulated executors so far"));
+  EXPECT_THAT(ParseServerConfig("executors: [{kind: emulated, profile: a100, models: [x], load_gb_per_s: 1}]")
+                  .status()
+                  .message(),
+              HasSubstr("needs memory_gb"));
+}
+
 TEST_F(ResolveTest, CodedModelsAndTheirParityModelsMustBeServedAndMatch) {
   const std::string groups = "executors: [{kind: torch, models: [mlp, mlp-parity]}]\n";
   absl::StatusOr<ServerConfig> ok =

@@ -158,6 +158,11 @@ std::string InferenceFrontend::PrometheusText() const {
   for (size_t g = 0; g < fractions.size(); ++g) {
     absl::StrAppendFormat(&busy, "tutti_executor_busy_fraction{executor=\"%d\"} %.6f\n", g, fractions[g]);
   }
+  if (const int64_t loads = engine_->WeightsLoads(); loads > 0) {  // a memory budget: what was loaded
+    absl::StrAppend(&busy, PromFamily("tutti_weights_loads_total", "counter",
+                                      "Models' weights loaded onto executors (memory budgets)."),
+                    "tutti_weights_loads_total ", loads, "\n");
+  }
   // INFaaS's variant states (VariantStatuses), of the models of a task.
   std::vector<int> variants;
   for (size_t m = 0; m < models_.size(); ++m) {

@@ -45,7 +45,7 @@ namespace tutti {
 
 class LoadScheduler final : public Scheduler {
  public:
-  // REQUIRES: ValidateClusterSpec(spec).ok(), no sub_clusters; clock and
+  // REQUIRES: ValidateClusterSpec(spec).ok(), one sub-cluster; clock and
   // listener outlive this.
   LoadScheduler(const ClusterSpec& spec, const SchedulerOptions& options, Clock* clock,
                 SchedulerListener* listener);

@@ -27,7 +27,7 @@ absl::StatusOr<std::unique_ptr<Scheduler>> CreateScheduler(const std::string& po
                                                           SchedulerListener* listener) {
   TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(spec));
   if (policy == "loads") {
-    if (!spec.sub_clusters.empty()) {
+    if (spec.sub_clusters.size() > 1) {
       return absl::InvalidArgumentError("the loads policy takes one sub-cluster: every GPU may load any model");
     }
     return std::unique_ptr<Scheduler>(std::make_unique<LoadScheduler>(spec, options, clock, listener));

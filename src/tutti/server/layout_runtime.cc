@@ -37,7 +37,7 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& 
     for (const ModelVersion* v : models) {
       emulated.push_back({v->config.profiles.at(g.profile), RecordWords(v->config.outputs)});
     }
-    return std::make_unique<EmulatedExecutor>(clock, std::move(emulated));
+    return std::make_unique<EmulatedExecutor>(clock, std::move(emulated), g.memory.has_value());
   }
   std::vector<std::unique_ptr<TorchModel>> loaded;
   const std::vector<ModelId>& ids = layout.spec.sub_clusters.at(group).models;

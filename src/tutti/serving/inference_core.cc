@@ -326,7 +326,7 @@ void InferenceCore::WaitIdle() {
   table_.WaitIdle(lock);
 }
 
-int64_t InferenceCore::loads() const {
+int64_t InferenceCore::WeightsLoads() const {
   std::lock_guard<std::mutex> lock(mu_);
   return loads_;
 }

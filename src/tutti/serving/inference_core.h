@@ -96,8 +96,7 @@ class InferenceCore final : public InferenceEngine {
   // pending become no-ops.
 
   int64_t in_flight() const override;
-  // Weights loads the scheduler planned (a memory budget only).
-  int64_t loads() const;
+  int64_t WeightsLoads() const override;
   std::vector<ModelCounters> Counters() const override;
   // Per executor: the fraction of time since Create() that it spent running
   // batches (finished ones).

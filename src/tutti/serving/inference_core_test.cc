@@ -115,7 +115,7 @@ TEST(InferenceCoreTest, ModelsBeyondMemoryAreLoadedOnTheirExecutorsFirst) {
     EXPECT_NE(o.status.code(), absl::StatusCode::kFailedPrecondition) << o.status;  // never a model not loaded
     good += o.status.ok() && !o.late;
   }
-  EXPECT_GT(core->loads(), 20);     // far beyond the first ten
+  EXPECT_GT(core->WeightsLoads(), 20);     // far beyond the first ten
   EXPECT_GT(good, n * 9 / 10);      // 500 r/s over 40 models, 10 at a time
 }
 

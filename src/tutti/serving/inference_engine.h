@@ -196,6 +196,9 @@ class InferenceEngine {
   // Per executor this engine runs: the time it spent running batches since
   // the engine started; empty when the executors are elsewhere.
   virtual std::vector<Duration> BusyTimes() const { return {}; }
+  // Weights loads its scheduler planned (under a memory budget); 0 for
+  // engines without one.
+  virtual int64_t WeightsLoads() const { return 0; }
   // The last batches this engine's executors finished (up to a few
   // thousand), those finished after `since`, oldest first; empty when the
   // executors are elsewhere.
