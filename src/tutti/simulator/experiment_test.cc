@@ -121,14 +121,17 @@ TEST(ExperimentTest, ACustomClusterGivesModelsGpusAndDefaultsTheRestOverrides) {
               HasSubstr("no GPU 4 (the cluster has 4)"));
 }
 
-TEST(ExperimentTest, AGraphSplitsItsObjectiveAmongTheModels) {
-  const std::string base = R"(
+// Two models for a graph: detect, then recognize.
+constexpr char kTwoStages[] = R"(
 gpus: 8
 models:
   - {name: detect, alpha_ms: 20, beta_ms: 10, slo_ms: 100}
   - {name: recognize, alpha_ms: 2, beta_ms: 9, slo_ms: 100}
 workload: {rate: 100}
 )";
+
+TEST(ExperimentTest, AGraphSplitsItsObjectiveAmongTheModels) {
+  const std::string base = kTwoStages;
   absl::StatusOr<Experiment> e = Parse(base + "graph: {objective_ms: 100, gamma: [10], split: even}");
   ASSERT_TRUE(e.ok()) << e.status();
   ASSERT_TRUE(e->config.graph.has_value());
@@ -173,13 +176,7 @@ workload: {rate: 100}
 }
 
 TEST(ExperimentTest, AGraphTakesAnExplicitSplitInMilliseconds) {
-  const std::string base = R"(
-gpus: 8
-models:
-  - {name: detect, alpha_ms: 20, beta_ms: 10, slo_ms: 100}
-  - {name: recognize, alpha_ms: 2, beta_ms: 9, slo_ms: 100}
-workload: {rate: 100}
-)";
+  const std::string base = kTwoStages;
   absl::StatusOr<Experiment> e = Parse(base + "graph: {objective_ms: 100, gamma: [1], split: [70, 20]}");
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->config.graph->shares, (std::vector<double>{0.7, 0.2}));
