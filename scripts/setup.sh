@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian package Tutti needs to build, test and run, and the
+# Installs every Debian package Tutti needs to build, test and run, the
 # console's npm packages (src/tutti/console/web: uPlot, embedded in the
 # binary; puppeteer-core, which drives Debian's chromium in the console's
-# browser tests). Idempotent: when everything is present it only checks and
+# browser tests), and those of the Kubernetes manifests' schema check
+# (deploy/kubernetes/check: kubernetes-models, yaml). Idempotent: when everything is present it only checks and
 # returns (no network access).
 set -euo pipefail
 
@@ -48,12 +49,16 @@ else
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# The console's npm packages, as package-lock.json pins them.
-web="$(dirname "$0")/../src/tutti/console/web"
-stamp="$web/node_modules/.installed-by-setup"
-if [ ! -f "$stamp" ] || [ "$web/package-lock.json" -nt "$stamp" ]; then
-  echo "setup: installing the console's npm packages (uPlot, puppeteer-core)"
-  npm ci --prefix "$web" --no-audit --no-fund --loglevel=error
-  touch "$stamp"
-fi
+# npm packages, as each package-lock.json pins them: the console's (uPlot,
+# puppeteer-core) and the Kubernetes manifests' schema check
+# (kubernetes-models, yaml).
+for dir in src/tutti/console/web deploy/kubernetes/check; do
+  pkg="$(dirname "$0")/../$dir"
+  stamp="$pkg/node_modules/.installed-by-setup"
+  if [ ! -f "$stamp" ] || [ "$pkg/package-lock.json" -nt "$stamp" ]; then
+    echo "setup: installing the npm packages of $dir"
+    npm ci --prefix "$pkg" --no-audit --no-fund --loglevel=error
+    touch "$stamp"
+  fi
+done
 echo "setup: done"
