@@ -47,8 +47,9 @@ FlagSet MakeFlags(const std::string& action, SimFlags* f) {
                                       : "Searches the highest offered rate at which every model's p99 latency\n"
                                         "stays within its SLO (drops count as misses).");
   if (action != "compare") {
-    flags.String("policy", &f->policy, "policy, with +early for early drop, e.g. deferred+early (default: the "
-                                       "experiment's)");
+    flags.String("policy", &f->policy,
+                 "policy, with +early for early drop, e.g. deferred+early; for loads also +lru, +on_demand or "
+                 "+first_request (default: the experiment's)");
   }
   flags.String("repo", &f->repo, "model repository: simulate the cluster `tutti serve` would run (with --config)");
   flags.String("config", &f->config, "serve config over --repo (\"\": its defaults, as tutti serve)");
