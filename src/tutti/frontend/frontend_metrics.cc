@@ -49,13 +49,14 @@ std::string InferenceFrontend::StatsJson(int model) const {
   return absl::StrFormat(
       R"({"model_name":"%s","model_version":"%d","success":%d,"late":%d,"dropped":%d,"error":%d,"cancelled":%d,)"
       R"("rejected":%d,"overloaded":%d,"queued":%d,"reconstructed":%d,"batches":%d,"mean_batch_size":%.3f,"mean_queue_us":%.1f,)"
-      R"("mean_compute_us":%.1f,"peak_rps":%.1f,"delays":%s%s})",
+      R"("mean_compute_us":%.1f,"peak_rps":%.1f,"delays":%s%s%s})",
       s.served.config.name, s.served.version, c.good, c.late, c.dropped, c.error, c.cancelled, s.rejected.load(),
       s.overloaded.load(),
       s.queued.load(), c.reconstructed,
       c.batches, c.batches ? static_cast<double>(c.batched_requests) / c.batches : 0.0,
       s.queue_seconds.sum() / timed * 1e6, s.compute_seconds.sum() / timed * 1e6, s.served.peak_rps,
-      DelayStatsJson(engine_->Delays(), model), StepsJson(c));
+      DelayStatsJson(engine_->Delays(), model), StepsJson(c),
+      c.loaded_on ? absl::StrCat(R"(,"loaded_on":[)", absl::StrJoin(*c.loaded_on, ","), "]") : "");
 }
 
 InferenceFrontend::Statistics InferenceFrontend::ModelStatistics(int model) const {

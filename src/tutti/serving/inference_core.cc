@@ -190,6 +190,9 @@ void InferenceCore::OnLoad(const Load& load) {
   ExecLoad exec{local_index_[load.model], load.start, load.duration, {}};
   for (ModelId m : load.evicted) exec.evicted.push_back(local_index_[m]);
   ++loads_;
+  if (held_.empty()) held_.assign(spec_.models.size(), std::vector<bool>(executors_.size(), false));
+  for (ModelId m : load.evicted) held_[m][load.gpu] = false;
+  held_[load.model][load.gpu] = true;
   // Through the outbox, as batches go: it reaches the executor before any
   // batch that relies on it.
   outbox_.push_back([executor = executors_[load.gpu].get(), exec = std::move(exec)] { executor->Load(exec); });
@@ -338,7 +341,16 @@ int64_t InferenceCore::in_flight() const {
 
 std::vector<ModelCounters> InferenceCore::Counters() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return table_.Counters(stages_);
+  std::vector<ModelCounters> counters = table_.Counters(stages_);
+  if (spec_.memory.limited()) {
+    for (size_t m = 0; m < counters.size(); ++m) {
+      std::vector<int>& on = counters[m].loaded_on.emplace();
+      for (size_t g = 0; m < held_.size() && g < held_[m].size(); ++g) {
+        if (held_[m][g]) on.push_back(static_cast<int>(g));
+      }
+    }
+  }
+  return counters;
 }
 
 void InferenceCore::OnAnswerWritten(const WrittenAnswer& answer) {

@@ -116,6 +116,13 @@ TEST(InferenceCoreTest, ModelsBeyondMemoryAreLoadedOnTheirExecutorsFirst) {
     good += o.status.ok() && !o.late;
   }
   EXPECT_GT(core->WeightsLoads(), 20);     // far beyond the first ten
+  // Each executor holds at most 5 models now, and the counters say which.
+  std::vector<int> held(2, 0);
+  for (const ModelCounters& c : core->Counters()) {
+    ASSERT_TRUE(c.loaded_on.has_value());
+    for (int g : *c.loaded_on) ++held[g];
+  }
+  EXPECT_EQ(held, (std::vector<int>{5, 5}));  // the Zipf load keeps both full
   EXPECT_GT(good, n * 9 / 10);      // 500 r/s over 40 models, 10 at a time
 }
 

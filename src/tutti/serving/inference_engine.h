@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,6 +85,10 @@ struct ModelCounters : OutcomeCounts {
     double deadline_share = 0;  // the step is due at arrival + this × the objective
   };
   std::vector<Step> steps;
+  // Under a memory budget (ClusterSpec::memory): the executors that hold
+  // its weights now, loaded or loading, by index; absent without a budget,
+  // where every executor of its group holds it.
+  std::optional<std::vector<int>> loaded_on;
 };
 
 // What an engine's scheduler plans with, and the measurements behind it
