@@ -66,27 +66,6 @@ int Levels(const Tree& tree, int v) {
   return deepest + 1;
 }
 
-}  // namespace
-
-double ThroughputWithin(const LatencyProfile& profile, Duration budget) {
-  double best = 0;
-  for (int b = 1; b <= profile.max_batch(); ++b) {
-    const Duration l = profile.Latency(b);
-    if (l > 0 && l <= budget) best = std::max(best, b / ToSeconds(l));
-  }
-  return best;
-}
-
-double GpusForSplit(const std::vector<SplitStage>& stages, double rate, const std::vector<Duration>& budgets) {
-  absl::StatusOr<Tree> tree = MakeTree(stages, rate);
-  if (!tree.ok()) return kInf;
-  double gpus = 0;
-  for (size_t v = 0; v < stages.size(); ++v) gpus += Gpus(tree->rates[v], stages[v].throughput(budgets[v]));
-  return gpus;
-}
-
-namespace {
-
 // The DP of SplitLatency over `steps` budget steps of `epsilon`; with
 // `whole`, each stage's GPUs are rounded up to whole ones.
 LatencySplitResult SplitByDp(const std::vector<SplitStage>& stages, const Tree& tree, int steps, Duration epsilon,
@@ -135,6 +114,23 @@ absl::Status CheckSteps(Duration objective, Duration epsilon) {
 }
 
 }  // namespace
+
+double ThroughputWithin(const LatencyProfile& profile, Duration budget) {
+  double best = 0;
+  for (int b = 1; b <= profile.max_batch(); ++b) {
+    const Duration l = profile.Latency(b);
+    if (l > 0 && l <= budget) best = std::max(best, b / ToSeconds(l));
+  }
+  return best;
+}
+
+double GpusForSplit(const std::vector<SplitStage>& stages, double rate, const std::vector<Duration>& budgets) {
+  absl::StatusOr<Tree> tree = MakeTree(stages, rate);
+  if (!tree.ok()) return kInf;
+  double gpus = 0;
+  for (size_t v = 0; v < stages.size(); ++v) gpus += Gpus(tree->rates[v], stages[v].throughput(budgets[v]));
+  return gpus;
+}
 
 absl::StatusOr<LatencySplitResult> SplitLatency(const std::vector<SplitStage>& stages, double rate,
                                                 Duration objective, Duration epsilon) {

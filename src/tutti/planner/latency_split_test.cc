@@ -25,6 +25,12 @@ SplitStage Table(int parent, double gamma, std::vector<std::pair<double, double>
           }};
 }
 
+// A stage running a model with ℓ(b) = α·b + β (ms) up to batches of 32.
+SplitStage LinearStage(int parent, double gamma, double alpha_ms, double beta_ms) {
+  const LatencyProfile profile = *LatencyProfile::Linear(Millis(alpha_ms), Millis(beta_ms), 32);
+  return {parent, gamma, [profile](Duration b) { return ThroughputWithin(profile, b); }};
+}
+
 // Nexus §4.2: models X → Y with Figure 3's profiles, a 100 ms objective.
 std::vector<SplitStage> NexusFigure3(double gamma) {
   return {Table(-1, 1, {{40, 200}, {50, 250}, {60, 300}}), Table(0, gamma, {{40, 300}, {50, 400}, {60, 500}})};
@@ -102,8 +108,7 @@ TEST(LatencySplitTest, MatchesBruteForceOnRandomTrees) {
       const double alpha = std::uniform_real_distribution<double>(0.2, 5)(rng);
       const double beta = std::uniform_real_distribution<double>(1, 15)(rng);
       const double gamma = std::vector<double>{0.1, 0.5, 1, 2, 10}[std::uniform_int_distribution<int>(0, 4)(rng)];
-      const LatencyProfile profile = *LatencyProfile::Linear(Millis(alpha), Millis(beta), 32);
-      stages.push_back({parent, gamma, [profile](Duration b) { return ThroughputWithin(profile, b); }});
+      stages.push_back(LinearStage(parent, gamma, alpha, beta));
     }
     absl::StatusOr<LatencySplitResult> dp = SplitLatency(stages, 500, steps * epsilon, epsilon);
     ASSERT_TRUE(dp.ok()) << dp.status();
@@ -164,15 +169,20 @@ TEST(LatencySplitTest, DutyCyclesPlanABatchWithinHalfTheBudget) {
   EXPECT_GT(half->gpus, whole->gpus);
 }
 
-// The highest query rate of a two-stage chain on `gpus` whole GPUs, by
-// brute force: every split in steps of `epsilon`, every number of GPUs for
-// the first stage (the rest serve the second).
+// The highest query rate of a two-stage chain on `gpus` whole GPUs with
+// these budgets: every number of GPUs for the first stage, the rest
+// serving the second.
+double RateOnWholeGpus(const std::vector<SplitStage>& chain, int gpus, Duration first, Duration second) {
+  const double t0 = chain[0].throughput(first), t1 = chain[1].throughput(second);
+  double best = 0;
+  for (int p = 1; p < gpus; ++p) best = std::max(best, std::min(p * t0, (gpus - p) * t1 / chain[1].gamma));
+  return best;
+}
+// … and over every split in steps of `epsilon`, by brute force.
 double BruteForceWholeGpus(const std::vector<SplitStage>& chain, int gpus, int steps, Duration epsilon) {
   double best = 0;
   for (int s = 1; s < steps; ++s) {
-    const double t0 = chain[0].throughput(s * epsilon);
-    const double t1 = chain[1].throughput((steps - s) * epsilon);
-    for (int p = 1; p < gpus; ++p) best = std::max(best, std::min(p * t0, (gpus - p) * t1 / chain[1].gamma));
+    best = std::max(best, RateOnWholeGpus(chain, gpus, s * epsilon, (steps - s) * epsilon));
   }
   return best;
 }
@@ -188,8 +198,7 @@ TEST(LatencySplitTest, OnWholeGpusTheSplitServesTheHighestRateABruteForceFinds) 
       const double alpha = std::uniform_real_distribution<double>(0.5, 10)(rng);
       const double beta = std::uniform_real_distribution<double>(2, 40)(rng);
       const double gamma = std::vector<double>{0.1, 1, 10}[std::uniform_int_distribution<int>(0, 2)(rng)];
-      const LatencyProfile profile = *LatencyProfile::Linear(Millis(alpha), Millis(beta), 32);
-      chain.push_back({v - 1, gamma, [profile](Duration b) { return ThroughputWithin(profile, b); }});
+      chain.push_back(LinearStage(v - 1, gamma, alpha, beta));
     }
     const int gpus = std::uniform_int_distribution<int>(2, 12)(rng);
     absl::StatusOr<WholeGpuSplit> whole = SplitLatencyOnWholeGpus(chain, gpus, steps * epsilon, epsilon);
@@ -201,17 +210,14 @@ TEST(LatencySplitTest, OnWholeGpusTheSplitServesTheHighestRateABruteForceFinds) 
     // The fractional DP's split, given whole GPUs: never more, often less.
     absl::StatusOr<LatencySplitResult> dp = SplitLatency(chain, 1, steps * epsilon, epsilon);
     ASSERT_TRUE(dp.ok());
-    double dp_rate = 0;
-    const double t0 = chain[0].throughput(dp->budgets[0]), t1 = chain[1].throughput(dp->budgets[1]);
-    for (int p = 1; p < gpus; ++p) dp_rate = std::max(dp_rate, std::min(p * t0, (gpus - p) * t1 / chain[1].gamma));
+    const double dp_rate = RateOnWholeGpus(chain, gpus, dp->budgets[0], dp->budgets[1]);
     EXPECT_LE(dp_rate, brute * (1 + 1e-9)) << "trial " << trial;
     if (dp_rate < 0.97 * brute) ++fractional_worse;
   }
   EXPECT_GT(fractional_worse, 5);  // whole GPUs change the best split
   // No split fits: rate 0, at once.
-  const LatencyProfile slow = *LatencyProfile::Linear(Millis(10), Millis(100), 4);
-  const SplitStage stage{-1, 1, [slow](Duration b) { return ThroughputWithin(slow, b); }};
-  absl::StatusOr<WholeGpuSplit> none = SplitLatencyOnWholeGpus({stage}, 4, Millis(50), Millis(5));
+  absl::StatusOr<WholeGpuSplit> none =
+      SplitLatencyOnWholeGpus({LinearStage(-1, 1, 10, 100)}, 4, Millis(50), Millis(5));
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_EQ(none->rate, 0);
 }

@@ -217,7 +217,9 @@ absl::StatusOr<QueuePolicy> ParseQueuePolicy(const YAML::Node& node, const std::
   TUTTI_ASSIGN_OR_RETURN(auto override_, r.OptionalScalar<bool>("allow_timeout_override", "true or false"));
   TUTTI_ASSIGN_OR_RETURN(auto size, r.OptionalScalar<int64_t>("max_queue_size", "an integer"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
-  if (action && *action != "REJECT" && *action != "DELAY") return Invalid(path + ".timeout_action", "expected REJECT or DELAY");
+  if (action && *action != "REJECT" && *action != "DELAY") {
+    return Invalid(path + ".timeout_action", "expected REJECT or DELAY");
+  }
   QueuePolicy p;
   p.delay = action == "DELAY";
   p.default_timeout_us = timeout.value_or(0);
@@ -633,8 +635,8 @@ std::string ModelConfigToYaml(const ModelConfig& c) {
           << "default_priority_level" << YAML::Value << c.default_priority_level;
     }
     auto policy = [&out](const QueuePolicy& p) {
-      out << YAML::BeginMap << YAML::Key << "timeout_action" << YAML::Value << (p.delay ? "DELAY" : "REJECT") << YAML::Key
-          << "default_timeout_microseconds" << YAML::Value << p.default_timeout_us << YAML::Key
+      out << YAML::BeginMap << YAML::Key << "timeout_action" << YAML::Value << (p.delay ? "DELAY" : "REJECT")
+          << YAML::Key << "default_timeout_microseconds" << YAML::Value << p.default_timeout_us << YAML::Key
           << "allow_timeout_override" << YAML::Value << p.allow_timeout_override << YAML::Key << "max_queue_size"
           << YAML::Value << p.max_queue_size << YAML::EndMap;
     };

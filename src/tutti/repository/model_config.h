@@ -152,9 +152,8 @@ struct SequenceBatching {
 inline constexpr int64_t kMaxPriorityLevels = 16;
 
 // Triton's ModelQueuePolicy: what the requests of one priority level may
-// ask of the queue. A request waiting longer than its timeout before it
-// joins a batch is withdrawn (timeout_action REJECT, the only action: a
-// withdrawn request is answered Cancelled).
+// ask of the queue, and what becomes of a request still waiting for a
+// batch when its timeout passes (timeout_action, below).
 struct QueuePolicy {
   // timeout_action: REJECT withdraws a request not in a batch by its
   // timeout (answered Cancelled); DELAY (delay = true) sends it behind every

@@ -109,15 +109,19 @@ void LoadScheduler::Pump(GpuId g) {
   if (next != kInfiniteFuture) Wake(g, next);
 }
 
+Time LoadScheduler::LoadStart(GpuId g, Time now) const {
+  const Gpu& gpu = gpus_[g];
+  const bool blocks = options_.load_mode == SchedulerOptions::LoadMode::kFirstRequest;
+  return std::max({now, gpu.copy_free, blocks ? gpu.compute_free : now});
+}
+
 Time LoadScheduler::EarliestEnd(GpuId g, ModelId m, Time now) const {
   const Gpu& gpu = gpus_[g];
   Time start = std::max(now, gpu.compute_free);
   if (auto it = gpu.copies.find(m); it != gpu.copies.end()) {
     start = std::max(start, it->second.ready_at);
   } else {
-    Time load_start = std::max(now, gpu.copy_free);
-    if (options_.load_mode == SchedulerOptions::LoadMode::kFirstRequest) load_start = std::max(load_start, gpu.compute_free);
-    start = std::max(start, load_start + spec_.memory.LoadTime(spec_.models[m].weights_bytes));
+    start = std::max(start, LoadStart(g, now) + spec_.memory.LoadTime(spec_.models[m].weights_bytes));
   }
   return start + plan_.network.Dispatch(1) + Latency(g, m, 1);
 }
@@ -174,8 +178,15 @@ bool LoadScheduler::StartLoad(GpuId g, Time now) {
       candidates.emplace_back(0, 0, m);  // in deadline order
       continue;
     }
-    Time best = kInfiniteFuture;
-    for (GpuId h = 0; h < static_cast<GpuId>(gpus_.size()); ++h) best = std::min(best, EarliestEnd(h, m, now));
+    // When its head could end at the earliest: anywhere, on a copy
+    // elsewhere, and here after a load.
+    Time best = kInfiniteFuture, elsewhere = kInfiniteFuture, here = kInfiniteFuture;
+    for (GpuId h = 0; h < static_cast<GpuId>(gpus_.size()); ++h) {
+      const Time end = EarliestEnd(h, m, now);
+      best = std::min(best, end);
+      if (h == g) here = end;
+      if (h != g && gpus_[h].copies.contains(m)) elsewhere = std::min(elsewhere, end);
+    }
     if (best + plan_.network.resp > head) {
       // No GPU could load it and run its head in time: what cannot make it
       // anywhere is dropped now, early.
@@ -183,14 +194,9 @@ bool LoadScheduler::StartLoad(GpuId g, Time now) {
       if (models_[m].queue.empty()) continue;
     }
     const std::deque<Request>& queue = models_[m].queue;
-    bool served = false;  // by a copy elsewhere, in time for its head
-    for (GpuId h = 0; h < static_cast<GpuId>(gpus_.size()) && !served; ++h) {
-      served = h != g && gpus_[h].copies.contains(m) &&
-               EarliestEnd(h, m, now) + plan_.network.resp <= queue.front().deadline;
-    }
-    if (served) continue;
+    if (elsewhere + plan_.network.resp <= queue.front().deadline) continue;  // a copy elsewhere serves it in time
     // The requests still on time after a load here.
-    const Time due = EarliestEnd(g, m, now) + plan_.network.resp;
+    const Time due = here + plan_.network.resp;
     const int64_t on_time = queue.end() - std::lower_bound(queue.begin(), queue.end(), due,
                                                             [](const Request& r, Time d) { return r.deadline < d; });
     if (on_time > 0) candidates.emplace_back(on_time, RateNow(m, now), m);
@@ -205,8 +211,7 @@ bool LoadScheduler::StartLoad(GpuId g, Time now) {
     Load load;
     load.gpu = g;
     load.model = m;
-    load.start = now;
-    if (options_.load_mode == SchedulerOptions::LoadMode::kFirstRequest) load.start = std::max(now, gpu.compute_free);
+    load.start = LoadStart(g, now);
     load.duration = spec_.memory.LoadTime(bytes);
     load.evicted = std::move(evicted);
     const Time ready = load.start + load.duration;

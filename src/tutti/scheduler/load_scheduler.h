@@ -56,11 +56,6 @@ class LoadScheduler final : public Scheduler {
   int64_t queued() const override { return queued_; }
   void SetDelayPlan(const DelayPlan& plan) override { plan_ = plan; }
 
-  // Whether `model`'s weights are on `gpu`, loaded or loading.
-  bool Holds(GpuId gpu, ModelId model) const { return gpus_[gpu].copies.contains(model); }
-  // Bytes of weights on `gpu`, loaded or loading.
-  int64_t used_bytes(GpuId gpu) const { return gpus_[gpu].used; }
-
  private:
   struct Copy {
     Time ready_at = 0;    // its load ends
@@ -88,6 +83,9 @@ class LoadScheduler final : public Scheduler {
   // Evicts from g until `bytes` fit, as the options choose; false (nothing
   // evicted) if that cannot be done now.
   bool MakeRoom(GpuId g, int64_t bytes, Time now, std::vector<ModelId>* evicted);
+  // When a load on g could start: once its copy engine is free (and, with
+  // LoadMode::kFirstRequest, its compute too).
+  Time LoadStart(GpuId g, Time now) const;
   // When m's head could start on g at the earliest (its copy's load, or a
   // load starting when g's copy engine frees), and its batch of one end.
   Time EarliestEnd(GpuId g, ModelId m, Time now) const;

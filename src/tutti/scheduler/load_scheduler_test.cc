@@ -7,27 +7,20 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/manual_clock.h"
+#include "tutti/scheduler/memory_ledger.h"
 
 namespace tutti {
 namespace {
 
 using ::testing::HasSubstr;
 
-// Every decision, and a check of the memory contract as it goes: a batch
-// runs only on a GPU holding its model, loaded by its start; a load never
-// evicts a model with a batch running or planned after it starts; no GPU
-// holds more than its budget.
+// Every decision, with the memory contract checked as it goes
+// (memory_ledger.h).
 struct Recorder : SchedulerListener {
-  explicit Recorder(const ClusterSpec& spec) : spec(spec), held(spec.num_gpus()), used(spec.num_gpus(), 0) {}
+  explicit Recorder(const ClusterSpec& spec) : memory(spec) {}
 
   void OnDispatch(Batch b) override {
-    auto it = held[b.gpu].find(b.model);
-    if (it == held[b.gpu].end()) {
-      ++violations;
-    } else {
-      if (it->second.ready > b.exec_at) ++violations;
-      it->second.busy_until = std::max(it->second.busy_until, b.exec_at + b.latency);
-    }
+    memory.Ran(b.gpu, b.model, b.exec_at, b.exec_at + b.latency);
     for (const Request& r : b.requests) answered.insert(r.id);
     batches.push_back(std::move(b));
   }
@@ -36,27 +29,11 @@ struct Recorder : SchedulerListener {
     drops.push_back({r, why});
   }
   void OnLoad(const Load& load) override {
-    for (ModelId m : load.evicted) {
-      auto it = held[load.gpu].find(m);
-      if (it == held[load.gpu].end() || it->second.busy_until > load.start) ++violations;
-      if (it != held[load.gpu].end()) held[load.gpu].erase(it);
-      used[load.gpu] -= spec.models[m].weights_bytes;
-    }
-    if (held[load.gpu].contains(load.model)) ++violations;
-    held[load.gpu][load.model] = {load.start + load.duration, 0};
-    used[load.gpu] += spec.models[load.model].weights_bytes;
-    if (used[load.gpu] > spec.memory.gpu_bytes) ++violations;
+    memory.Loaded(load);
     loads.push_back(load);
   }
 
-  struct Held {
-    Time ready;
-    Time busy_until;
-  };
-  const ClusterSpec& spec;
-  std::vector<std::map<ModelId, Held>> held;
-  std::vector<int64_t> used;
-  int violations = 0;
+  MemoryLedger memory;
   std::vector<Batch> batches;
   std::vector<std::pair<Request, DropReason>> drops;
   std::vector<Load> loads;
@@ -102,7 +79,7 @@ TEST(LoadSchedulerTest, AColdModelIsLoadedThenItsRequestsJoinTheBatchAfterTheLoa
   EXPECT_EQ(rec.batches[0].exec_at, Millis(10));
   EXPECT_EQ(rec.batches[0].requests.size(), 2u);  // both, in the batch after the load
   clock.AdvanceBy(kSecond);
-  EXPECT_EQ(rec.violations, 0);
+  EXPECT_EQ(rec.memory.breaches(), 0);
   EXPECT_EQ(s->queued(), 0);
 }
 
@@ -157,7 +134,7 @@ TEST(LoadSchedulerTest, EvictionNeverTakesAModelWithABatchInFlight) {
     EXPECT_EQ(rec.loads[2].model, 2);
     EXPECT_EQ(rec.loads[2].evicted, std::vector<ModelId>{1});
     clock.AdvanceBy(kSecond);
-    EXPECT_EQ(rec.violations, 0);
+    EXPECT_EQ(rec.memory.breaches(), 0);
     EXPECT_EQ(rec.answered.size(), 3u);
   }
 }
@@ -186,7 +163,7 @@ TEST(LoadSchedulerTest, CostAwareEvictionKeepsThePopularModel) {
     const ModelId expected = eviction == SchedulerOptions::Eviction::kCostAware ? 1 : 0;
     EXPECT_EQ(rec.loads[2].evicted, std::vector<ModelId>{expected});
     clock.AdvanceBy(kSecond);
-    EXPECT_EQ(rec.violations, 0);
+    EXPECT_EQ(rec.memory.breaches(), 0);
   }
 }
 
@@ -223,7 +200,7 @@ TEST(LoadSchedulerTest, ManyModelsUnderZipfLoadKeepTheContract) {
       }
       clock.AdvanceBy(kSecond);
       EXPECT_EQ(s->queued(), 0);
-      EXPECT_EQ(rec.violations, 0);
+      EXPECT_EQ(rec.memory.breaches(), 0);
       int64_t requests = 0;
       for (const Batch& b : rec.batches) {
         requests += static_cast<int64_t>(b.requests.size());
@@ -239,6 +216,27 @@ TEST(LoadSchedulerTest, ManyModelsUnderZipfLoadKeepTheContract) {
     EXPECT_LT(dropped(Mode::kOnDemand, e), dropped(Mode::kFirstRequest, e));
   }
   EXPECT_LT(dropped(Mode::kPlanned, Eviction::kCostAware), dropped(Mode::kPlanned, Eviction::kLru));
+}
+
+// The ledger counts each kind of breach once.
+TEST(MemoryLedgerTest, CountsEveryBreachOfTheContract) {
+  const ClusterSpec spec = ManyModels(3, 1, 200);  // room for two
+  MemoryLedger ledger(spec);
+  ledger.Ran(0, 0, 0, Millis(5));  // not loaded
+  EXPECT_EQ(ledger.breaches(), 1);
+  ledger.Loaded({0, 0, 0, Millis(10), {}});
+  ledger.Ran(0, 0, Millis(5), Millis(9));  // before its load ends
+  EXPECT_EQ(ledger.breaches(), 2);
+  ledger.Ran(0, 0, Millis(10), Millis(30));  // fine
+  ledger.Loaded({0, 1, Millis(10), Millis(10), {}});
+  EXPECT_EQ(ledger.breaches(), 2);
+  EXPECT_EQ(ledger.held_bytes(0), 200 * kMB);
+  ledger.Loaded({0, 2, Millis(20), Millis(10), {0}});  // evicts model 0 while its batch runs
+  EXPECT_EQ(ledger.breaches(), 3);
+  ledger.Loaded({0, 0, Millis(40), Millis(10), {}});  // over the budget
+  EXPECT_EQ(ledger.breaches(), 4);
+  ledger.Loaded({0, 0, Millis(40), Millis(10), {1, 2}});  // model 0 is held already
+  EXPECT_EQ(ledger.breaches(), 5);
 }
 
 TEST(LoadSchedulerTest, AMemoryBudgetNeedsTheLoadsPolicyAndWeightsThatFit) {

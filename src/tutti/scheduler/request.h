@@ -78,7 +78,8 @@ class SchedulerListener {
   virtual void OnLoad(const Load& load) {}
 };
 
-// A listener that forwards to two functions (an owner's private handlers).
+// A listener that forwards to functions (an owner's private handlers);
+// loads go nowhere without `on_load`.
 class CallbackListener final : public SchedulerListener {
  public:
   using DropFunction = std::function<void(const Request&, DropReason)>;

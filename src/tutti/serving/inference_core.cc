@@ -25,6 +25,7 @@ InferenceCore::InferenceCore(ClusterSpec spec, std::vector<ModelShape> shapes,
       busy_(executors_.size(), 0),
       created_(clock->Now()) {
   local_index_ = spec_.LocalIndex();
+  if (spec_.memory.limited()) held_.assign(spec_.models.size(), std::vector<bool>(executors_.size(), false));
   listener_ = std::make_unique<CallbackListener>(
       [this](Batch b) { OnDispatch(std::move(b)); }, [this](const Request& r, DropReason) { OnDrop(r); },
       [this](const Load& load) { OnLoad(load); });
@@ -190,7 +191,6 @@ void InferenceCore::OnLoad(const Load& load) {
   ExecLoad exec{local_index_[load.model], load.start, load.duration, {}};
   for (ModelId m : load.evicted) exec.evicted.push_back(local_index_[m]);
   ++loads_;
-  if (held_.empty()) held_.assign(spec_.models.size(), std::vector<bool>(executors_.size(), false));
   for (ModelId m : load.evicted) held_[m][load.gpu] = false;
   held_[load.model][load.gpu] = true;
   // Through the outbox, as batches go: it reaches the executor before any
@@ -345,7 +345,7 @@ std::vector<ModelCounters> InferenceCore::Counters() const {
   if (spec_.memory.limited()) {
     for (size_t m = 0; m < counters.size(); ++m) {
       std::vector<int>& on = counters[m].loaded_on.emplace();
-      for (size_t g = 0; m < held_.size() && g < held_[m].size(); ++g) {
+      for (size_t g = 0; g < held_[m].size(); ++g) {
         if (held_[m][g]) on.push_back(static_cast<int>(g));
       }
     }

@@ -165,7 +165,8 @@ class InferenceCore final : public InferenceEngine {
   std::vector<std::function<void()>> outbox_ ABSL_GUARDED_BY(mu_);
   std::vector<Duration> busy_ ABSL_GUARDED_BY(mu_);  // per executor
   int64_t loads_ ABSL_GUARDED_BY(mu_) = 0;
-  // Under a memory budget, per model: whether each executor holds it.
+  // Under a memory budget, per model: whether each executor holds it
+  // (empty without one).
   std::vector<std::vector<bool>> held_ ABSL_GUARDED_BY(mu_);
   std::deque<BatchTrace> traces_ ABSL_GUARDED_BY(mu_);  // the last kTraces batches
   static constexpr size_t kTraces = 4096;

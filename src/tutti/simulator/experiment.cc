@@ -233,11 +233,6 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   e.policy_given = policy.has_value();
   e.policies_given = !e.policies.empty();
   if (!policy && e.policies.size() == 1) c.policy = e.policies[0];  // one entry: the experiment's policy
-  if (e.policies.empty()) {  // every policy that can serve the cluster
-    for (const std::string& p : SchedulerPolicyNames()) {
-      if ((p == "loads") == (root["memory"].IsDefined())) e.policies.push_back(p);
-    }
-  }
   if (YAML::Node ds = r.Get("timeout_delays_ms"); ds.IsSequence()) {
     for (const auto& d : ds) e.timeout_delays.push_back(Millis(d.as<double>()));
   }
@@ -267,6 +262,11 @@ absl::StatusOr<Experiment> ParseRoot(const YAML::Node& root, const std::string& 
   }
   if (YAML::Node inject = r.Get("inject"); inject.IsDefined()) {
     TUTTI_ASSIGN_OR_RETURN(c.inject, ReadDelayInjection(inject, "inject"));
+  }
+  if (e.policies.empty()) {  // every policy that can serve the cluster: only `loads` plans loads
+    for (const std::string& p : SchedulerPolicyNames()) {
+      if ((p == "loads") == c.cluster.memory.limited()) e.policies.push_back(p);
+    }
   }
   if (cluster == nullptr) {
     TUTTI_ASSIGN_OR_RETURN(YAML::Node models, r.Require("models"));

@@ -11,6 +11,7 @@
 #include "tutti/core/emulated_gpu.h"
 #include "tutti/core/manual_clock.h"
 #include "tutti/planner/latency_split.h"
+#include "tutti/scheduler/memory_ledger.h"
 #include "tutti/delays/delay_injection.h"
 #include "tutti/delays/delay_model.h"
 #include "tutti/delays/response_tracker.h"
@@ -114,8 +115,7 @@ class Cluster final : public SchedulerListener {
         delays_(delays),
         gpus_(config.cluster.num_gpus()),
         used_(config.cluster.num_gpus(), false),
-        held_(config.cluster.num_gpus()),
-        held_bytes_(config.cluster.num_gpus(), 0),
+        memory_(config.cluster),
         jitter_rng_(config.seed * 31 + 17),
         gamma_rng_(config.seed * 131 + 7) {
     if (config.graph) {
@@ -175,12 +175,8 @@ class Cluster final : public SchedulerListener {
         EmulatedGpu::RunTime(config_.cluster.models[batch.model].profile, size, inject.ScaleOf(batch.gpu), jitter));
     if (start > batch.exec_at) ++result_->delayed_starts;
     if (config_.cluster.memory.limited()) {
-      auto it = held_[batch.gpu].find(batch.model);
-      if (it == held_[batch.gpu].end() || it->second.ready > start) {
-        ++result_->memory_violations;
-      } else {
-        it->second.busy_until = std::max(it->second.busy_until, end);
-      }
+      memory_.Ran(batch.gpu, batch.model, start, end);
+      result_->memory_violations = memory_.breaches();
     }
     delays_->Record(Delay::kDispatch, end, received - decided);  // a server learns it with the batch's end
     delays_->RecordBatch(batch.gpu, batch.model, size, start, start, end);
@@ -224,28 +220,14 @@ class Cluster final : public SchedulerListener {
     if (measured_batch) mm.RecordBatch(static_cast<int>(batch.requests.size()));
   }
 
-  // Keeps the memory contract (ClusterSpec::memory) in view: a batch
-  // runs only where its model is loaded, a load never evicts a model
-  // whose batch runs after it starts, and no GPU holds more than its
-  // budget. Each breach counts in SimResult::memory_violations.
+  // The memory contract (scheduler/memory_ledger.h): each breach counts in
+  // SimResult::memory_violations.
   void OnLoad(const Load& load) override {
-    auto& held = held_[load.gpu];
-    for (ModelId m : load.evicted) {
-      auto it = held.find(m);
-      if (it == held.end() || it->second.busy_until > load.start) ++result_->memory_violations;
-      if (it == held.end()) continue;
-      held.erase(it);
-      held_bytes_[load.gpu] -= config_.cluster.models[m].weights_bytes;
-    }
-    if (held.contains(load.model)) ++result_->memory_violations;
-    held[load.model] = {load.start + load.duration, 0};
-    held_bytes_[load.gpu] += config_.cluster.models[load.model].weights_bytes;
-    if (held_bytes_[load.gpu] > config_.cluster.memory.gpu_bytes) ++result_->memory_violations;
-    result_->peak_memory_bytes = std::max(result_->peak_memory_bytes, held_bytes_[load.gpu]);
+    memory_.Loaded(load);
+    result_->memory_violations = memory_.breaches();
+    result_->peak_memory_bytes = std::max(result_->peak_memory_bytes, memory_.held_bytes(load.gpu));
     if (load.start >= config_.warmup && load.start < config_.duration) ++result_->loads;
-    int64_t all = 0;
-    for (int64_t b : held_bytes_) all += b;
-    if (series_) series_->Loaded(load.start, all);
+    if (series_) series_->Loaded(load.start, memory_.total_bytes());
   }
 
   void OnDrop(const Request& r, DropReason) override {
@@ -270,11 +252,6 @@ class Cluster final : public SchedulerListener {
   Autoscaler::Window TakeWindow() { return std::exchange(window_, {}); }
 
  private:
-  struct Held {
-    Time ready;       // its load ends
-    Time busy_until;  // its last batch ends
-  };
-
   struct Query {
     Time arrival, deadline;
     int pending;  // items submitted, not yet answered or dropped
@@ -332,8 +309,7 @@ class Cluster final : public SchedulerListener {
   DelayModel* const delays_;
   std::vector<EmulatedGpu> gpus_;  // core/emulated_gpu.h: the emulated executor's timing
   std::vector<bool> used_;
-  std::vector<absl::flat_hash_map<ModelId, Held>> held_;  // per GPU: the models loaded or loading
-  std::vector<int64_t> held_bytes_;                       // per GPU
+  MemoryLedger memory_;  // with a memory budget
   std::optional<SeriesRecorder> series_;
   std::mt19937_64 jitter_rng_;
   std::mt19937_64 gamma_rng_;

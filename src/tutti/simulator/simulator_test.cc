@@ -108,7 +108,9 @@ TEST(SimulatorTest, ModelsBeyondMemoryAreLoadedAsPlannedAndKeepTheContract) {
   for (const std::string variant : {"", "on_demand", "first_request"}) {
     c.policy = "loads";
     c.options = {};
-    if (!variant.empty()) ASSERT_TRUE(ApplyPolicyVariant(variant, &c.options));
+    if (!variant.empty()) {
+      ASSERT_TRUE(ApplyPolicyVariant(variant, &c.options));
+    }
     absl::StatusOr<SimResult> r = RunSimulation(c);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_EQ(r->memory_violations, 0) << variant;
