@@ -121,7 +121,7 @@ Time LoadScheduler::EarliestEnd(GpuId g, ModelId m, Time now) const {
   if (auto it = gpu.copies.find(m); it != gpu.copies.end()) {
     start = std::max(start, it->second.ready_at);
   } else {
-    start = std::max(start, LoadStart(g, now) + spec_.memory.LoadTime(spec_.models[m].weights_bytes));
+    start = std::max(start, LoadStart(g, now) + spec_.LoadTime(m));
   }
   return start + plan_.network.Dispatch(1) + Latency(g, m, 1);
 }
@@ -194,7 +194,9 @@ bool LoadScheduler::StartLoad(GpuId g, Time now) {
       if (models_[m].queue.empty()) continue;
     }
     const std::deque<Request>& queue = models_[m].queue;
-    if (elsewhere + plan_.network.resp <= queue.front().deadline) continue;  // a copy elsewhere serves it in time
+    if (elsewhere != kInfiniteFuture && elsewhere + plan_.network.resp <= queue.front().deadline) {
+      continue;  // a copy elsewhere serves it in time
+    }
     // The requests still on time after a load here.
     const Time due = here + plan_.network.resp;
     const int64_t on_time = queue.end() - std::lower_bound(queue.begin(), queue.end(), due,
@@ -212,7 +214,7 @@ bool LoadScheduler::StartLoad(GpuId g, Time now) {
     load.gpu = g;
     load.model = m;
     load.start = LoadStart(g, now);
-    load.duration = spec_.memory.LoadTime(bytes);
+    load.duration = spec_.LoadTime(m);
     load.evicted = std::move(evicted);
     const Time ready = load.start + load.duration;
     gpu.copies[m] = Copy{ready, 0, now};
@@ -236,7 +238,7 @@ bool LoadScheduler::MakeRoom(GpuId g, int64_t bytes, Time now, std::vector<Model
     if (copy.ready_at > now || copy.busy_until > now) continue;  // loading, or a batch running
     if (!lru && !models_[m].queue.empty()) continue;  // work waits for it here
     const double cost =
-        lru ? 0 : RateNow(m, now) * ToSeconds(spec_.memory.LoadTime(spec_.models[m].weights_bytes));
+        lru ? 0 : RateNow(m, now) * ToSeconds(spec_.LoadTime(m));
     victims.emplace_back(cost, copy.last_used, m);
   }
   std::sort(victims.begin(), victims.end());

@@ -112,6 +112,24 @@ TEST(LoadSchedulerTest, ALoadIsPlannedOnlyWhenLoadAndComputeMeetTheDeadline) {
   EXPECT_TRUE(rec2.batches.empty());
 }
 
+// With a response delay planned and no copy anywhere, a cold model is
+// still loaded (no other GPU's copy stands in for it).
+TEST(LoadSchedulerTest, AResponseDelayStillLetsAColdModelLoad) {
+  ClusterSpec spec = ManyModels(4, 1, 250);
+  spec.delays.resp = Millis(1);
+  ManualClock clock;
+  Recorder rec(spec);
+  auto s = *CreateScheduler("loads", spec, {}, &clock, &rec);
+  for (int m = 0; m < 4; ++m) {
+    s->Submit(At(m, m, clock.Now()));
+    clock.AdvanceBy(Millis(30));
+  }
+  EXPECT_EQ(rec.loads.size(), 4u);
+  EXPECT_EQ(rec.batches.size(), 4u);
+  EXPECT_TRUE(rec.drops.empty());
+  EXPECT_EQ(rec.memory.breaches(), 0);
+}
+
 TEST(LoadSchedulerTest, EvictionNeverTakesAModelWithABatchInFlight) {
   // Room for two models. Model 0 runs a long batch; model 2's load must
   // evict model 1, idle, not model 0, though model 0 was used less recently.
