@@ -193,7 +193,15 @@ int TrainCommand(const Args& args) {
              "fine-tune the last layer only, so the model shares the rest with --init-from (prefix batching)");
   std::string classes;
   flags.String("classes", &classes, "train and measure on these classes only, e.g. 5,7,9 (default: all)");
+  flags.Int64("test-limit", &job.test_limit, "measure accuracy on the first N test images only (0: all 10,000)");
+  flags.Int("copies", &job.copies,
+            "train N models NAME_1 … NAME_N instead of one (per-customer fine-tunes): each its own seed and "
+            "slice of --limit images; with --init-from each gets that model's profiles and its own load_ms "
+            "(0: one model)");
   if (int rc = ParseOrExit(flags, args, {"arch", "repo"}); rc >= 0) return rc;
+  if (job.copies < 0 || job.test_limit < 0) {
+    return Fail(absl::InvalidArgumentError("--copies and --test-limit must not be negative"));
+  }
   for (absl::string_view c : absl::StrSplit(classes, ',', absl::SkipEmpty())) {
     int v = 0;
     if (!absl::SimpleAtoi(c, &v) || v < 0 || v >= kFashionMnistClasses) {

@@ -12,6 +12,21 @@
 namespace tutti::cli {
 namespace {
 
+// Pixels of 0.5; a typed model's records all zero (a valid value of every datatype).
+std::vector<float> TrialInput(const TorchModel& model, int batch) {
+  return std::vector<float>(model.input_elements() * batch, IsPlainFp32(model.config().inputs) ? 0.5f : 0.0f);
+}
+
+// Its loading latency (INFaaS's T_load): the weights loaded from disk and a
+// first batch of `batch` run.
+absl::StatusOr<Duration> MeasureLoad(const ModelVersion& v, int batch, const Clock& clock) {
+  const Time start = clock.Now();
+  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(v));
+  std::vector<float> output;
+  TUTTI_RETURN_IF_ERROR(model->Run(TrialInput(*model, batch), batch, &output));
+  return clock.Now() - start;
+}
+
 // Loads a version's weights from disk and measures their accuracy.
 absl::StatusOr<double> MeasureServedAccuracy(const ModelVersion& v, const ImageSet& test) {
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(v));
@@ -20,39 +35,33 @@ absl::StatusOr<double> MeasureServedAccuracy(const ModelVersion& v, const ImageS
 
 }  // namespace
 
-absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& log) {
-  const std::string name = job.name.empty() ? job.train.architecture : job.name;
+namespace {
+
+// Trains `name` on `train` (with `options`), writes it into the repository
+// with its accuracy on `test`, and returns its config as written.
+// `progress`: report each epoch's progress; otherwise nothing.
+absl::StatusOr<ModelConfig> TrainOne(const TrainJob& job, const std::string& name, const TrainOptions& options,
+                                     const ImageSet& train, const ImageSet& test, const Clock& clock, bool progress,
+                                     std::ostream& log) {
   const std::string dir = VersionDir(job.repo, name, job.version);
-  TUTTI_ASSIGN_OR_RETURN(ImageSet train, LoadFashionMnist(job.data_dir, Split::kTrain));
-  TUTTI_ASSIGN_OR_RETURN(ImageSet test, LoadFashionMnist(job.data_dir, Split::kTest));
-  if (job.train_limit > 0) train = train.Slice(0, job.train_limit);
-  train = train.OfClasses(job.classes);
   // A model with a calibrated confidence: its temperature is fitted on
   // training images the weights never saw.
   const bool calibrated = job.train.architecture == "calibrated_lenet5";
-  ImageSet held_out;
+  ImageSet fit = train, held_out;
   if (calibrated) {
     const int64_t keep = train.size() / 12;
     held_out = train.Slice(train.size() - keep, keep);
-    train = train.Slice(0, train.size() - keep);
+    fit = train.Slice(0, train.size() - keep);
   }
-  test = test.OfClasses(job.classes);
-  TrainOptions options = job.train;
-  if (!job.init_from.empty()) {
-    TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(job.repo));
-    TUTTI_ASSIGN_OR_RETURN(const ModelVersion* start, repo.Find(job.init_from));
-    if (start->config.architecture != options.architecture) {
-      return absl::InvalidArgumentError(absl::StrCat("--init-from ", job.init_from, " is a ",
-                                                     start->config.architecture, ", not a ", options.architecture));
-    }
-    options.init_weights = start->weights_path;
+  if (progress) {
+    log << absl::StrFormat("training %s (%s%s) on %d images%s, evaluating on %d\n", name, job.train.architecture,
+                           job.init_from.empty() ? "" : absl::StrCat(", from ", job.init_from,
+                                                                      options.last_stage_only ? ", last stage only" : ""),
+                           fit.size(), job.classes.empty() ? "" : absl::StrCat(" of classes ", absl::StrJoin(job.classes, ",")),
+                           test.size());
   }
-  log << absl::StrFormat("training %s (%s%s) on %d images%s, evaluating on %d\n", name, job.train.architecture,
-                         job.init_from.empty() ? "" : absl::StrCat(", from ", job.init_from,
-                                                                    options.last_stage_only ? ", last stage only" : ""),
-                         train.size(), job.classes.empty() ? "" : absl::StrCat(" of classes ", absl::StrJoin(job.classes, ",")),
-                         test.size());
   auto report = [&](const TrainProgress& p) {
+    if (!progress) return;
     log << absl::StrFormat("  epoch %d/%d  step %4d/%d  loss %.4f  train acc %.4f", p.epoch,
                            p.epochs, p.step, p.steps_per_epoch, p.loss, p.train_accuracy);
     if (p.epoch_end) log << absl::StrFormat("  test acc %.4f", p.eval_accuracy);
@@ -60,8 +69,7 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
     log.flush();
   };
   const std::string weights = absl::StrCat(dir, "/", kWeightsFileName);
-  TUTTI_ASSIGN_OR_RETURN(TrainResult result,
-                         TrainBuiltinModel(options, train, test, weights, clock, report));
+  TUTTI_ASSIGN_OR_RETURN(TrainResult result, TrainBuiltinModel(options, fit, test, weights, clock, report));
 
   if (calibrated) {
     TUTTI_ASSIGN_OR_RETURN(Calibration c, CalibrateBuiltinModel(job.train.architecture, weights, held_out));
@@ -79,8 +87,70 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
                          MeasureServedAccuracy(ModelVersion{config, job.version, dir, weights}, test));
   config.accuracy = accuracy;
   TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
-  log << absl::StrFormat("wrote %s: %d parameters, test accuracy %.4f\n", dir, result.parameters,
-                         accuracy);
+  if (progress) {
+    log << absl::StrFormat("wrote %s: %d parameters, test accuracy %.4f\n", dir, result.parameters, accuracy);
+  }
+  return config;
+}
+
+}  // namespace
+
+absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& log) {
+  const std::string name = job.name.empty() ? job.train.architecture : job.name;
+  TUTTI_ASSIGN_OR_RETURN(ImageSet train, LoadFashionMnist(job.data_dir, Split::kTrain));
+  TUTTI_ASSIGN_OR_RETURN(ImageSet test, LoadFashionMnist(job.data_dir, Split::kTest));
+  train = train.OfClasses(job.classes);
+  test = test.OfClasses(job.classes);
+  if (job.test_limit > 0) test = test.Slice(0, job.test_limit);
+  TrainOptions options = job.train;
+  const ModelVersion* start = nullptr;
+  absl::StatusOr<ModelRepository> repo;
+  if (!job.init_from.empty()) {
+    repo = ModelRepository::Open(job.repo);
+    if (!repo.ok()) return repo.status();
+    TUTTI_ASSIGN_OR_RETURN(start, repo->Find(job.init_from));
+    if (start->config.architecture != options.architecture) {
+      return absl::InvalidArgumentError(absl::StrCat("--init-from ", job.init_from, " is a ",
+                                                     start->config.architecture, ", not a ", options.architecture));
+    }
+    options.init_weights = start->weights_path;
+  }
+  const int64_t limit = job.train_limit > 0 ? std::min(job.train_limit, train.size()) : train.size();
+  if (job.copies == 0) {
+    return TrainOne(job, name, options, train.Slice(0, limit), test, clock, true, log).status();
+  }
+  // Copies: each its own seed and slice of the training images; the start's
+  // profiles (the same architecture runs alike), its own load measured.
+  log << absl::StrFormat("training %d copies of %s (%s%s), each on %d images, evaluating on %d\n", job.copies, name,
+                         job.train.architecture,
+                         start == nullptr ? "" : absl::StrCat(", from ", job.init_from,
+                                                              options.last_stage_only ? ", last stage only" : ""),
+                         limit, test.size());
+  const int width = static_cast<int>(absl::StrCat(job.copies).size());
+  const Time began = clock.Now();
+  for (int i = 1; i <= job.copies; ++i) {
+    TrainOptions copy = options;
+    copy.seed = options.seed + i;
+    const int64_t offset = train.size() == limit ? 0 : (i - 1) * limit % (train.size() - limit);
+    const std::string copy_name = absl::StrFormat("%s_%0*d", name, width, i);
+    TUTTI_ASSIGN_OR_RETURN(ModelConfig config,
+                           TrainOne(job, copy_name, copy, train.Slice(offset, limit), test, clock, false, log));
+    if (start != nullptr) {
+      config.profiles = start->config.profiles;
+      const std::string dir = VersionDir(job.repo, copy_name, job.version);
+      TUTTI_ASSIGN_OR_RETURN(const Duration load,
+                             MeasureLoad(ModelVersion{config, job.version, dir, absl::StrCat(dir, "/", kWeightsFileName)},
+                                         config.max_batch_size, clock));
+      config.load_ms = ToMillis(load);
+      TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
+    }
+    const double elapsed = ToSeconds(clock.Now() - began);
+    if (i == job.copies || i % std::max(1, job.copies / 20) == 0) {
+      log << absl::StrFormat("  %d/%d: %s test acc %.4f  elapsed %.0fs  ETA %.0fs\n", i, job.copies, copy_name,
+                             *config.accuracy, elapsed, elapsed / i * (job.copies - i));
+      log.flush();
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -100,19 +170,13 @@ absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, c
   for (const int64_t size : sizes) {
     ModelVersion at = version;
     if (size > 0) at.config = AtBucket(version.config, size);
-    // Its loading latency (INFaaS's T_load): the weights loaded and a first
-    // batch of the largest size run.
-    const Time load_start = clock.Now();
+    TUTTI_ASSIGN_OR_RETURN(const Duration load, MeasureLoad(at, options.max_batch, clock));
     TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(at));
-    // Pixels of 0.5; a typed model's records all zero (a valid value of every datatype).
-    const std::vector<float> input(model->input_elements() * options.max_batch,
-                                   IsPlainFp32(at.config.inputs) ? 0.5f : 0.0f);
+    const std::vector<float> input = TrialInput(*model, options.max_batch);
     std::vector<float> output;
     auto run = [&](int b) {
       return model->Run(absl::MakeConstSpan(input.data(), b * model->input_elements()), b, &output);
     };
-    TUTTI_RETURN_IF_ERROR(run(options.max_batch));
-    const Duration load = clock.Now() - load_start;
     log << absl::StrFormat("profiling %s v%d on %s%s, b = 1..%d\n", version.config.name, version.version, job.kind,
                            size > 0 ? absl::StrCat(", shape bucket ", size) : "", options.max_batch);
     auto progress = [&](int b, Duration median) {

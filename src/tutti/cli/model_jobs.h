@@ -29,6 +29,11 @@ struct TrainJob {
   // train.last_stage_only; "" for a fresh network.
   std::string init_from;
   std::vector<int> classes;  // train and measure on these classes' images only (empty: all)
+  int64_t test_limit = 0;    // measure accuracy on the first N test images only (0: all)
+  // > 0: train this many models <name>_<i> (i = 1 … copies) instead of one,
+  // each with seed train.seed + i on its own slice of train_limit images;
+  // with init_from, each gets that model's profiles and its own load_ms.
+  int copies = 0;
   TrainOptions train;
 };
 
@@ -36,6 +41,7 @@ struct TrainJob {
 // config.yaml}, then reloads the written model through the torch executor
 // and records its accuracy on the 10,000 test images (those of job.classes,
 // if given), its parameter count and its stage hashes in the config. Any profile of an earlier model there is dropped.
+// With job.copies, the same for each copy (TrainJob).
 absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& log);
 
 struct ProfileJob {

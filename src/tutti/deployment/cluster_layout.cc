@@ -215,7 +215,8 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
     }
     std::vector<int> group_of(wanted.size(), -1);  // its prefix group's index in `prefix`, if any
     std::vector<std::pair<std::vector<int>, int>> prefix;
-    if (config.prefix_batching && group.kind == "torch") prefix = FindPrefixGroups(wanted);
+    // Under a memory budget each model is loaded on its own.
+    if (config.prefix_batching && group.kind == "torch" && !group.memory) prefix = FindPrefixGroups(wanted);
     for (size_t p = 0; p < prefix.size(); ++p) {
       for (int m : prefix[p].first) group_of[m] = static_cast<int>(p);
     }
@@ -227,6 +228,7 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
       ModelSpec& model = spec.models.emplace_back(ModelSpec{name, profile, slo});
       if (m.max_queue_delay_us) model.max_queue_delay = Micros(*m.max_queue_delay_us);
       model.weights_bytes = 4 * runs.parameters.value_or(0);
+      if (group.kind == "torch" && runs.load_ms) model.load_time = static_cast<Duration>(*runs.load_ms * kMillisecond);
       model.early_drop_window = config.early_drop_window;
       layout.shapes.push_back({RecordWords(runs.inputs), RecordWords(runs.outputs)});
       layout.served.push_back({m, version, profile.Latency(1), slo, group.count * ThroughputWithin(profile, slo / 2)});
@@ -304,10 +306,22 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
               "model '", spec.models[id].name,
               "' has no `parameters` in its config: a memory budget needs each model's weights size"));
         }
+        if (group.kind == "torch" && spec.models[id].load_time <= 0) {
+          return absl::InvalidArgumentError(absl::StrCat("model '", spec.models[id].name, "' has no `load_ms` in its ",
+                                                         "config: measure how long it loads with `tutti profile`"));
+        }
+      }
+      for (const ModelVersion* v : versions) {
+        if (!v->config.shape_buckets.empty() || v->config.sequence_batching || !v->config.model_state_shape.empty()) {
+          return absl::InvalidArgumentError(absl::StrCat("model '", v->config.name, "': a memory budget holds ",
+                                                         "models of fixed shapes without state only"));
+        }
       }
       absl::StrAppendFormat(&layout.description,
-                            "    each holds %.1f GB of weights at most, loading at %.1f GB/s (policy loads)\n",
-                            spec.memory.gpu_bytes / 1e9, spec.memory.bytes_per_s / 1e9);
+                            "    each holds %.3f GB of weights at most, loading %s (policy loads)\n",
+                            spec.memory.gpu_bytes / 1e9,
+                            group.kind == "torch" ? "from disk in its measured load_ms"
+                                                  : absl::StrFormat("at %.1f GB/s", spec.memory.bytes_per_s / 1e9));
     }
     spec.sub_clusters.push_back(std::move(sub));
   }

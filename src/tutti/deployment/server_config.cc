@@ -163,9 +163,6 @@ absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i)
   if (g.count < 1) return Invalid(r.FieldPath("count"), "must be at least 1");
   g.profile = profile.value_or(g.kind == "torch" ? "cpu" : "");
   if (g.models.empty()) return Invalid(r.FieldPath("models"), "list at least one model");
-  if (g.memory && g.kind != "emulated") {
-    return Invalid(r.FieldPath("memory_gb"), "memory budgets are for emulated executors so far");
-  }
   return g;
 }
 

@@ -128,10 +128,11 @@ struct ExecutorGroupConfig {
   // real outputs) — set by `tutti bench stateful --accelerator-us`, read
   // from no config file.
   Duration pace = 0;
-  // emulated: more models than memory — each executor holds this budget
-  // (`memory_gb`, `load_gb_per_s`, `load_overhead_ms`), a model's weights
-  // are 4 bytes per parameter of its config, and the `loads` policy plans
-  // what each holds (ClusterSpec::memory). One group only.
+  // More models than memory: each executor holds this budget (`memory_gb`,
+  // `load_gb_per_s`, `load_overhead_ms`), a model's weights are 4 bytes per
+  // parameter of its config, and the `loads` policy plans what each holds
+  // (ClusterSpec::memory). A torch executor's load takes its model's
+  // measured load_ms (plus the overhead). One group only.
   std::optional<MemoryBudget> memory;
 };
 

@@ -476,12 +476,38 @@ profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
   EXPECT_EQ(layout->spec.memory.bytes_per_s, 10e9);
   EXPECT_EQ(layout->spec.models[0].weights_bytes, 100'000'000);
   EXPECT_THAT(ResolveError(group), HasSubstr("needs one executor group and `policy: loads`"));
-  EXPECT_THAT(ParseServerConfig("executors: [{kind: torch, models: [mlp], memory_gb: 1}]").status().message(),
-              HasSubstr("for emulated executors so far"));
   EXPECT_THAT(ParseServerConfig("executors: [{kind: emulated, profile: a100, models: [x], load_gb_per_s: 1}]")
                   .status()
                   .message(),
               HasSubstr("needs memory_gb"));
+}
+
+// On CPU executors a model's load takes its measured load_ms; without one
+// the budget cannot plan its loads.
+TEST_F(ResolveTest, ATorchMemoryBudgetPlansLoadsWithTheMeasuredLoadTime) {
+  const std::string config = "policy: loads\nexecutors: [{kind: torch, count: 2, models: [mlp], memory_gb: 0.001}]";
+  const std::string mlp = R"(name: mlp
+platform: builtin
+architecture: mlp
+max_batch_size: 8
+parameters: 1000
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
+)";
+  dir_.WriteFile("mlp/1/config.yaml", mlp);
+  repo_ = *ModelRepository::Open(dir_.path());
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig(config), repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_THAT(LayOutCluster(repo_, *c).status().message(), HasSubstr("'mlp' has no `load_ms`"));
+  dir_.WriteFile("mlp/1/config.yaml", mlp + "load_ms: 2.5\n");
+  repo_ = *ModelRepository::Open(dir_.path());
+  c = ResolveServerConfig(*ParseServerConfig(config), repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  absl::StatusOr<ClusterLayout> layout = LayOutCluster(repo_, *c);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->spec.models[0].weights_bytes, 4000);
+  EXPECT_EQ(layout->spec.LoadTime(0), Micros(2500));
 }
 
 TEST_F(ResolveTest, CodedModelsAndTheirParityModelsMustBeServedAndMatch) {

@@ -9,12 +9,45 @@
 
 namespace tutti {
 
-TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models)
-    : clock_(clock), models_(std::move(models)) {
+TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models) : clock_(clock) {
+  for (auto& m : models) models_.push_back(std::move(m));
+  pending_loads_.assign(models_.size(), 0);
+  load_errors_.assign(models_.size(), absl::OkStatus());
+  Start({});
+}
+
+TorchExecutor::TorchExecutor(Clock* clock, int num_models, ModelLoader loader, const std::vector<int>& warm_up)
+    : clock_(clock), loader_(std::move(loader)) {
+  models_.resize(num_models);
+  pending_loads_.assign(num_models, 0);
+  load_errors_.assign(num_models, absl::OkStatus());
+  Start(warm_up);
+  load_worker_ = std::thread([this] {
+    SetThreadName("tutti-load");
+    LoaderLoop();
+  });
+}
+
+void TorchExecutor::Start(const std::vector<int>& warm_up) {
+  std::vector<std::shared_ptr<TorchModel>> held;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    held = models_;
+  }
   std::promise<void> warm;
-  worker_ = std::thread([this, &warm] {
+  worker_ = std::thread([this, &warm, &warm_up, &held] {
     SetThreadName("tutti-torch");
-    WarmUp();
+    for (const auto& m : held) {
+      if (m != nullptr) WarmUp(*m);
+    }
+    for (int k : warm_up) {
+      absl::StatusOr<std::unique_ptr<TorchModel>> m = loader_(k);
+      if (!m.ok()) {
+        warm_up_status_ = m.status();
+        break;
+      }
+      WarmUp(**m);
+    }
     warm.set_value();
     Loop();
   });
@@ -22,19 +55,17 @@ TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchMode
 }
 
 // libtorch allocates and picks kernels per input shape on a thread's first
-// runs: run every model at every batch size the scheduler may form (up to
+// runs: run the model at every batch size the scheduler may form (up to
 // its profiles' largest), twice, on the worker thread, so that no request
 // meets a cold shape.
-void TorchExecutor::WarmUp() {
+void TorchExecutor::WarmUp(TorchModel& m) {
   std::vector<float> out;
-  for (const auto& m : models_) {
-    int largest = 1;
-    for (const auto& [kind, profile] : m->config().profiles) largest = std::max(largest, profile.max_batch());
-    largest = std::min(largest, std::max(1, m->config().max_batch_size));
-    for (int pass = 0; pass < 2; ++pass) {
-      for (int batch = 1; batch <= largest; ++batch) {
-        (void)m->Run(std::vector<float>(batch * m->input_elements()), batch, &out);  // errors show on real batches
-      }
+  int largest = 1;
+  for (const auto& [kind, profile] : m.config().profiles) largest = std::max(largest, profile.max_batch());
+  largest = std::min(largest, std::max(1, m.config().max_batch_size));
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int batch = 1; batch <= largest; ++batch) {
+      (void)m.Run(std::vector<float>(batch * m.input_elements()), batch, &out);  // errors show on real batches
     }
   }
 }
@@ -46,6 +77,7 @@ TorchExecutor::~TorchExecutor() {
   }
   wake_.notify_all();
   worker_.join();
+  if (load_worker_.joinable()) load_worker_.join();
 }
 
 void TorchExecutor::Run(ExecBatch batch, DoneFn done) {
@@ -55,6 +87,59 @@ void TorchExecutor::Run(ExecBatch batch, DoneFn done) {
     queue_.push_back({std::move(batch), std::move(done), received});
   }
   wake_.notify_all();
+}
+
+void TorchExecutor::Load(const ExecLoad& load) {
+  if (loader_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++pending_loads_[load.model];
+    loads_.push_back(load);
+  }
+  wake_.notify_all();
+}
+
+void TorchExecutor::LoaderLoop() {
+  for (;;) {
+    ExecLoad load;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [this] { return stopping_ || !loads_.empty(); });
+      if (loads_.empty()) return;  // stopping, every load done
+      load = std::move(loads_.front());
+      loads_.pop_front();
+      for (int e : load.evicted) models_[e].reset();  // a batch running it holds its own reference
+      if (models_[load.model] != nullptr) {           // held already: loaded once
+        --pending_loads_[load.model];
+        loaded_.notify_all();
+        continue;
+      }
+    }
+    absl::StatusOr<std::unique_ptr<TorchModel>> m = loader_(load.model);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (m.ok()) {
+        models_[load.model] = *std::move(m);
+        load_errors_[load.model] = absl::OkStatus();
+      } else {
+        load_errors_[load.model] = m.status();
+      }
+      --pending_loads_[load.model];
+    }
+    loaded_.notify_all();
+  }
+}
+
+std::shared_ptr<TorchModel> TorchExecutor::AwaitModel(int model, absl::Status* why, bool* waited) {
+  std::unique_lock<std::mutex> lock(mu_);
+  *waited = pending_loads_[model] > 0;
+  loaded_.wait(lock, [&] { return pending_loads_[model] == 0; });
+  if (models_[model] == nullptr) {
+    *why = !load_errors_[model].ok()
+               ? load_errors_[model]
+               : absl::FailedPreconditionError("the model's weights are not loaded on this executor");
+  }
+  return models_[model];
 }
 
 void TorchExecutor::Loop() {
@@ -74,11 +159,15 @@ void TorchExecutor::Loop() {
     ExecResult result;
     result.received = job->received;
     result.ready = std::max(job->received, previous_finished);
+    bool waited = false;
+    const std::shared_ptr<TorchModel> m = AwaitModel(batch.model, &result.status, &waited);
+    if (waited) result.ready = std::max(result.ready, clock_->Now());  // a wait for its load is no lag
     result.started = clock_->Now();
-    TorchModel& m = *models_[batch.model];
-    result.status = m.config().model_state_shape.empty()
-                        ? m.Run(batch.input, batch.size, &result.output)
-                        : m.RunAndUpdate(batch.input, batch.size, batch.state, &result.output, &result.state);
+    if (m != nullptr) {
+      result.status = m->config().model_state_shape.empty()
+                          ? m->Run(batch.input, batch.size, &result.output)
+                          : m->RunAndUpdate(batch.input, batch.size, batch.state, &result.output, &result.state);
+    }
     result.finished = previous_finished = clock_->Now();
     job->done(std::move(result));
   }

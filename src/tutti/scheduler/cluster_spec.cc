@@ -81,6 +81,7 @@ absl::Status ValidateClusterSpec(const ClusterSpec& spec) {
     return absl::InvalidArgumentError("memory budget: negative GPU bytes or overhead, or a bandwidth that is not positive");
   } else if (mem.limited()) {
     for (const ModelSpec& m : spec.models) {
+      if (m.load_time < 0) return absl::InvalidArgumentError(absl::StrCat("model ", m.name, ": negative load time"));
       if (m.weights_bytes <= 0 || m.weights_bytes > mem.gpu_bytes) {
         return absl::InvalidArgumentError(absl::StrCat("model ", m.name, ": weights of ", m.weights_bytes,
                                                        " bytes do not fit a GPU of ", mem.gpu_bytes));

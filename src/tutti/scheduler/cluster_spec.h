@@ -24,6 +24,10 @@ struct ModelSpec {
   // Bytes of weights a GPU holds while the model is loaded there; counted
   // only with a memory budget (ClusterSpec::memory).
   int64_t weights_bytes = 0;
+  // How long loading them takes when it was measured (a CPU executor's
+  // load from disk, `tutti profile`'s load_ms); 0: from weights_bytes over
+  // the budget's bandwidth. Either way plus the budget's overhead.
+  Duration load_time = 0;
 
   int EffectiveMaxBatch() const;
 };
@@ -79,6 +83,11 @@ struct ClusterSpec {
   // Per model, its position in its sub-cluster's `models`: the index its
   // executors know it by (ExecBatch::model).
   std::vector<int> LocalIndex() const;
+  // How long loading model `m`'s weights takes under `memory`.
+  Duration LoadTime(ModelId m) const {
+    const ModelSpec& s = models[m];
+    return s.load_time > 0 ? memory.overhead + s.load_time : memory.LoadTime(s.weights_bytes);
+  }
 };
 
 // InvalidArgument naming the problem: no models or GPUs, a model in no or

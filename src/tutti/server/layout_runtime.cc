@@ -39,6 +39,27 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& 
     }
     return std::make_unique<EmulatedExecutor>(clock, std::move(emulated), g.memory.has_value());
   }
+  if (g.memory) {  // held as the scheduler's loads say; one warmed up per architecture
+    std::vector<int> warm_up;
+    absl::flat_hash_map<std::string, int> architectures;
+    for (size_t k = 0; k < models.size(); ++k) {
+      const ModelConfig& c = models[k]->config;
+      const std::string key = absl::StrCat(PlatformName(c.platform), "/", c.architecture, "/", c.max_batch_size, "/",
+                                           c.platform == Platform::kBuiltin ? "" : models[k]->weights_path);
+      if (architectures.emplace(key, k).second) warm_up.push_back(static_cast<int>(k));
+    }
+    if (description != nullptr) {
+      absl::StrAppendFormat(description, "    each torch executor of the group loads models from disk as planned "
+                            "(%d warmed up first)\n", warm_up.size());
+    }
+    std::vector<ModelVersion> versions;  // the loader's own: it outlives the layout
+    for (const ModelVersion* v : models) versions.push_back(*v);
+    auto torch = std::make_unique<TorchExecutor>(
+        clock, static_cast<int>(models.size()),
+        [versions = std::move(versions)](int k) { return TorchModel::Load(versions[k]); }, warm_up);
+    TUTTI_RETURN_IF_ERROR(torch->status());
+    return torch;
+  }
   std::vector<std::unique_ptr<TorchModel>> loaded;
   const std::vector<ModelId>& ids = layout.spec.sub_clusters.at(group).models;
   absl::flat_hash_map<std::string, const TorchModel*> by_weights;  // the shape buckets of a model share its weights
