@@ -4,11 +4,15 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <iostream>
+#include <numeric>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "tutti/core/outcome_counts.h"
 #include "tutti/cli/commands.h"
 #include "tutti/cli/flags.h"
 
@@ -50,6 +54,36 @@ inline void RaiseFileLimit() {
 inline int Fail(const absl::Status& s) {
   std::cerr << "error: " << s.message() << "\n";
   return 1;
+}
+
+// What each model's requests came to, as a server stops: the busiest
+// `rows` models that had requests, one line each, then the rest summed, so
+// that thousands of models stay readable.
+inline void PrintFinalCounts(const std::vector<std::string>& names, const std::vector<OutcomeCounts>& counts,
+                             std::ostream& out, size_t rows = 20) {
+  std::vector<size_t> order(counts.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return counts[a].ended() > counts[b].ended(); });
+  OutcomeCounts rest;
+  size_t others = 0, idle = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const OutcomeCounts& c = counts[order[i]];
+    if (c.ended() == 0) {
+      ++idle;
+    } else if (i < rows) {
+      out << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n", names[order[i]], c.good, c.late,
+                             c.dropped, c.error);
+    } else {
+      rest += c;
+      ++others;
+    }
+  }
+  if (others > 0) {
+    out << absl::StrFormat("  %d more models: success %d, late %d, dropped %d, error %d\n", others, rest.good,
+                           rest.late, rest.dropped, rest.error);
+  }
+  if (idle > 0) out << absl::StrFormat("  %d models had no requests\n", idle);
 }
 
 }  // namespace tutti::cli

@@ -36,7 +36,9 @@ struct Common {
   ProcessOptions process;
 
   void AddFlags(FlagSet& flags) {
-    flags.String("etcd", &process.etcd, "etcd client endpoint host:port (default 127.0.0.1:2379)");
+    flags.String("etcd", &process.etcd,
+                 "etcd client endpoint host:port, or an etcd cluster's members IP:port,IP:port,… (default "
+                 "127.0.0.1:2379)");
     flags.String("cluster", &process.cluster, "cluster name: keys under /tutti/<name>/ in etcd (default tutti)");
     flags.String("repo", &repo_dir, "model repository directory (the same for every process)");
     flags.String("config", &config_path, "serve config YAML (the same for every process)");
@@ -137,12 +139,9 @@ int FrontendCommand(const Args& args) {
   std::cerr << StopSignals::Describe(sig) << ": frontend answering " << (*p)->engine().in_flight()
             << " requests in flight, then stopping\n";
   (*p)->Shutdown();
-  const std::vector<ModelCounters> counters = (*p)->engine().Counters();
-  for (size_t m = 0; m < counters.size(); ++m) {
-    const ModelCounters& c = counters[m];
-    std::cerr << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n",
-                                 names[m], c.good, c.late, c.dropped, c.error);
-  }
+  std::vector<OutcomeCounts> counts;
+  for (const ModelCounters& c : (*p)->engine().Counters()) counts.push_back(c);
+  PrintFinalCounts(names, counts, std::cerr);
   p->reset();
   return 0;
 }

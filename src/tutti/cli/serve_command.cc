@@ -156,12 +156,11 @@ int ServeCommand(const Args& args) {
   std::cerr << absl::StrFormat("%s: shutting down — answering %d requests in flight…\n",
                                StopSignals::Describe(sig), (*server)->core().in_flight());
   (*server)->Shutdown();
-  const std::vector<ModelCounters> counters = (*server)->core().Counters();
-  for (size_t m = 0; m < counters.size(); ++m) {
-    const ModelCounters& c = counters[m];
-    std::cerr << absl::StrFormat("  %-14s success %d, late %d, dropped %d, error %d\n",
-                                 (*server)->core().spec().models[m].name, c.good, c.late, c.dropped, c.error);
-  }
+  std::vector<std::string> names;
+  std::vector<OutcomeCounts> counts;
+  for (const ModelSpec& m : (*server)->core().spec().models) names.push_back(m.name);
+  for (const ModelCounters& c : (*server)->core().Counters()) counts.push_back(c);
+  PrintFinalCounts(names, counts, std::cerr);
   std::cerr << "stopped.\n";
   return 0;
 }

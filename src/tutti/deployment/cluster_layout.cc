@@ -296,6 +296,12 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
                             member_names.size(), shared, m.stage_hashes.size());
       layout.prefix_groups.push_back(std::move(pg));
     }
+    constexpr size_t kListed = 10;  // thousands of models: the first few, then a count
+    if (names.size() > 2 * kListed) {
+      const size_t more = names.size() - kListed;
+      names.resize(kListed);
+      names.push_back(absl::StrCat("… and ", more, " more (`tutti models` lists them)"));
+    }
     absl::StrAppendFormat(&layout.description, "  %d x %s executor (profile %s):\n    %s\n", group.count, group.kind,
                           group.profile, absl::StrJoin(names, "\n    "));
     if (group.memory) {

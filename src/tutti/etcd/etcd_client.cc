@@ -1,5 +1,6 @@
 #include "tutti/etcd/etcd_client.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -7,7 +8,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "grpcpp/grpcpp.h"
+#include "tutti/core/real_clock.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/grpc/grpc_util.h"
 #include "tutti/proto/etcd_rpc.grpc.pb.h"
@@ -19,12 +22,12 @@ namespace pb = ::etcdserverpb;
 constexpr Duration kRpcTimeout = 3 * kSecond;
 constexpr Duration kRetryDelay = 100 * kMillisecond;
 
-// One unary call under the client's deadline; errors say what was asked.
+// One unary call under `timeout`; errors say what was asked.
 template <typename Stub, typename Request, typename Response>
 absl::StatusOr<Response> Unary(Stub* stub, grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
-                               const Request& request, absl::string_view what) {
+                               const Request& request, absl::string_view what, Duration timeout) {
   grpc::ClientContext ctx;
-  ctx.set_deadline(GrpcDeadline(kRpcTimeout));
+  ctx.set_deadline(GrpcDeadline(timeout));
   Response response;
   grpc::Status s = (stub->*method)(&ctx, request, &response);
   if (!s.ok()) return absl::Status(FromGrpcStatus(s).code(), absl::StrCat("etcd ", what, ": ", s.error_message()));
@@ -76,12 +79,50 @@ class Worker final : public EtcdClient::Background {
 
 }  // namespace
 
+// One channel per member of the etcd cluster; calls go to the current
+// member and move to the next when it fails (it is down, or cut off).
 struct EtcdClient::Stubs {
-  std::shared_ptr<grpc::Channel> channel;
-  std::unique_ptr<pb::KV::Stub> kv;
-  std::unique_ptr<pb::Lease::Stub> lease;
-  std::unique_ptr<pb::Watch::Stub> watch;
+  struct Member {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<pb::KV::Stub> kv;
+    std::unique_ptr<pb::Lease::Stub> lease;
+    std::unique_ptr<pb::Watch::Stub> watch;
+  };
+  std::vector<Member> members;
+  std::atomic<size_t> current{0};
+
+  size_t Current() const { return current.load() % members.size(); }
+  // After a failure on member `which`: the next one, unless another caller
+  // moved on already.
+  void Failed(size_t which) {
+    size_t expected = which;
+    current.compare_exchange_strong(expected, (which + 1) % members.size());
+  }
+  // A call that fails as a member does (unreachable, or no answer in time)
+  // is tried on the next, each member once. With one member, the client's
+  // deadline; with several, a shorter one per member.
+  template <typename Pick, typename Stub, typename Request, typename Response>
+  absl::StatusOr<Response> Call(Pick stub, grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&, Response*),
+                                const Request& request, absl::string_view what) {
+    const Duration timeout = members.size() == 1 ? kRpcTimeout : kRpcTimeout / 3;
+    absl::StatusOr<Response> r;
+    for (size_t tries = 0; tries < members.size(); ++tries) {
+      const size_t m = Current();
+      r = Unary(stub(members[m]), method, request, what, timeout);
+      if (r.ok() || (r.status().code() != absl::StatusCode::kUnavailable &&
+                     r.status().code() != absl::StatusCode::kDeadlineExceeded)) {
+        return r;
+      }
+      Failed(m);
+    }
+    return r;
+  }
 };
+
+namespace {
+constexpr auto kKv = [](auto& m) { return m.kv.get(); };
+constexpr auto kLease = [](auto& m) { return m.lease.get(); };
+}  // namespace
 
 std::string PrefixRangeEnd(const std::string& prefix) {
   std::string end = prefix;
@@ -112,16 +153,36 @@ absl::StatusOr<std::unique_ptr<EtcdClient>> EtcdClient::Connect(const std::strin
   // a ping etcd answers — idle, they doubled its context switches.
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
-  s.channel = grpc::CreateCustomChannel(endpoint, credentials, args);
-  if (!s.channel->WaitForConnected(GrpcDeadline(timeout))) {
-    return absl::UnavailableError(absl::StrCat("cannot reach etcd at ", endpoint, " (is it running? "
-                                               "start one with `etcd --listen-client-urls http://", endpoint,
-                                               " --advertise-client-urls http://", endpoint, "`)"));
+  const std::vector<std::string> members = absl::StrSplit(endpoint, ',', absl::SkipEmpty());
+  if (members.size() > 1) {
+    // A member cut off sends no reset: pings notice it, at the pace etcd
+    // accepts (its --grpc-keepalive-min-time, 5 s by default).
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 5000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 2000);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   }
-  s.kv = pb::KV::NewStub(s.channel);
-  s.lease = pb::Lease::NewStub(s.channel);
-  s.watch = pb::Watch::NewStub(s.channel);
-  return client;
+  for (const std::string& member : members) {
+    Stubs::Member& m = s.members.emplace_back();
+    m.channel = grpc::CreateCustomChannel(member, credentials, args);
+    m.kv = pb::KV::NewStub(m.channel);
+    m.lease = pb::Lease::NewStub(m.channel);
+    m.watch = pb::Watch::NewStub(m.channel);
+  }
+  if (s.members.empty()) return absl::InvalidArgumentError("no etcd endpoint given");
+  // The first member found connected is the one used first.
+  const Time deadline = RealClock().Now() + timeout;
+  for (Time now = RealClock().Now(); now < deadline; now = RealClock().Now()) {
+    for (size_t i = 0; i < s.members.size(); ++i) {
+      const Duration wait = s.members.size() == 1 ? deadline - now : 100 * kMillisecond;
+      if (s.members[i].channel->WaitForConnected(GrpcDeadline(wait))) {
+        s.current = i;
+        return client;
+      }
+    }
+  }
+  return absl::UnavailableError(absl::StrCat("cannot reach etcd at ", endpoint, " (is it running? "
+                                             "start one with `etcd --listen-client-urls http://", members[0],
+                                             " --advertise-client-urls http://", members[0], "`)"));
 }
 
 absl::Status EtcdClient::Put(const std::string& key, const std::string& value, int64_t lease) {
@@ -129,7 +190,7 @@ absl::Status EtcdClient::Put(const std::string& key, const std::string& value, i
   req.set_key(key);
   req.set_value(value);
   req.set_lease(lease);
-  return Unary(stubs_->kv.get(), &pb::KV::Stub::Put, req, absl::StrCat("put ", key)).status();
+  return stubs_->Call(kKv, &pb::KV::Stub::Put, req, absl::StrCat("put ", key)).status();
 }
 
 absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::string& value, int64_t lease) {
@@ -143,7 +204,7 @@ absl::StatusOr<bool> EtcdClient::PutIfAbsent(const std::string& key, const std::
   put->set_key(key);
   put->set_value(value);
   put->set_lease(lease);
-  TUTTI_ASSIGN_OR_RETURN(pb::TxnResponse resp, Unary(stubs_->kv.get(), &pb::KV::Stub::Txn, req,
+  TUTTI_ASSIGN_OR_RETURN(pb::TxnResponse resp, stubs_->Call(kKv, &pb::KV::Stub::Txn, req,
                                                      absl::StrCat("txn on ", key)));
   return resp.succeeded();
 }
@@ -152,7 +213,7 @@ absl::StatusOr<std::optional<EtcdClient::KeyValue>> EtcdClient::Get(const std::s
   pb::RangeRequest req;
   req.set_key(key);
   TUTTI_ASSIGN_OR_RETURN(pb::RangeResponse resp,
-                         Unary(stubs_->kv.get(), &pb::KV::Stub::Range, req, absl::StrCat("get ", key)));
+                         stubs_->Call(kKv, &pb::KV::Stub::Range, req, absl::StrCat("get ", key)));
   if (resp.kvs_size() == 0) return std::optional<KeyValue>();
   return std::optional<KeyValue>(FromProto(resp.kvs(0)));
 }
@@ -162,7 +223,7 @@ absl::StatusOr<EtcdClient::Snapshot> EtcdClient::GetPrefix(const std::string& pr
   req.set_key(prefix);
   req.set_range_end(PrefixRangeEnd(prefix));
   TUTTI_ASSIGN_OR_RETURN(pb::RangeResponse resp,
-                         Unary(stubs_->kv.get(), &pb::KV::Stub::Range, req, absl::StrCat("get ", prefix, "*")));
+                         stubs_->Call(kKv, &pb::KV::Stub::Range, req, absl::StrCat("get ", prefix, "*")));
   Snapshot snap;
   snap.revision = resp.header().revision();
   for (const pb::KeyValue& kv : resp.kvs()) snap.kvs.push_back(FromProto(kv));
@@ -172,14 +233,14 @@ absl::StatusOr<EtcdClient::Snapshot> EtcdClient::GetPrefix(const std::string& pr
 absl::Status EtcdClient::Delete(const std::string& key) {
   pb::DeleteRangeRequest req;
   req.set_key(key);
-  return Unary(stubs_->kv.get(), &pb::KV::Stub::DeleteRange, req, absl::StrCat("delete ", key)).status();
+  return stubs_->Call(kKv, &pb::KV::Stub::DeleteRange, req, absl::StrCat("delete ", key)).status();
 }
 
 absl::StatusOr<int64_t> EtcdClient::GrantLease(int64_t ttl_seconds) {
   pb::LeaseGrantRequest req;
   req.set_ttl(ttl_seconds);
   TUTTI_ASSIGN_OR_RETURN(pb::LeaseGrantResponse resp,
-                         Unary(stubs_->lease.get(), &pb::Lease::Stub::LeaseGrant, req, "lease grant"));
+                         stubs_->Call(kLease, &pb::Lease::Stub::LeaseGrant, req, "lease grant"));
   if (!resp.error().empty()) return absl::InternalError(absl::StrCat("etcd lease grant: ", resp.error()));
   return resp.id();
 }
@@ -187,39 +248,44 @@ absl::StatusOr<int64_t> EtcdClient::GrantLease(int64_t ttl_seconds) {
 absl::Status EtcdClient::RevokeLease(int64_t lease) {
   pb::LeaseRevokeRequest req;
   req.set_id(lease);
-  return Unary(stubs_->lease.get(), &pb::Lease::Stub::LeaseRevoke, req, "lease revoke").status();
+  return stubs_->Call(kLease, &pb::Lease::Stub::LeaseRevoke, req, "lease revoke").status();
 }
 
 std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Duration ttl,
                                                               std::function<void()> lost) {
+  // A heartbeat every ttl/3, each on a short stream with that deadline, so
+  // that a member that stops answering is left for the next at once.
   return std::make_unique<Worker>([this, lease, ttl, lost = std::move(lost)](Worker& w) {
     auto last_ok = std::chrono::steady_clock::now();
     const auto ttl_ns = std::chrono::nanoseconds(ttl);
     while (!w.stopping()) {
+      const size_t m = stubs_->Current();
       grpc::ClientContext ctx;
+      ctx.set_deadline(GrpcDeadline(ttl / 3));
       if (!w.SetContext(&ctx)) return;
-      auto stream = stubs_->lease->LeaseKeepAlive(&ctx);
+      auto stream = stubs_->members[m].lease->LeaseKeepAlive(&ctx);
       pb::LeaseKeepAliveRequest req;
       req.set_id(lease);
       pb::LeaseKeepAliveResponse resp;
-      while (stream->Write(req) && stream->Read(&resp)) {
-        if (resp.ttl() <= 0) {  // expired or revoked
-          w.SetContext(nullptr);
-          ctx.TryCancel();
-          if (!w.stopping()) lost();
-          return;
-        }
-        last_ok = std::chrono::steady_clock::now();
-        if (!w.Sleep(ttl / 3)) break;
-      }
+      const bool answered = stream->Write(req) && stream->Read(&resp);
       w.SetContext(nullptr);
       ctx.TryCancel();
       if (w.stopping()) return;
+      if (answered && resp.ttl() <= 0) {  // expired or revoked
+        lost();
+        return;
+      }
+      if (answered) {
+        last_ok = std::chrono::steady_clock::now();
+        w.Sleep(ttl / 3);
+        continue;
+      }
       if (std::chrono::steady_clock::now() - last_ok > ttl_ns) {
         lost();
         return;
       }
-      w.Sleep(kRetryDelay);
+      stubs_->Failed(m);
+      if (stubs_->members.size() == 1) w.Sleep(kRetryDelay);
     }
   });
 }
@@ -229,9 +295,10 @@ std::unique_ptr<EtcdClient::Background> EtcdClient::Watch(
   return std::make_unique<Worker>([this, prefix, after_revision, on_events = std::move(on_events)](Worker& w) {
     int64_t seen = after_revision;
     while (!w.stopping()) {
+      const size_t m = stubs_->Current();
       grpc::ClientContext ctx;
       if (!w.SetContext(&ctx)) return;
-      auto stream = stubs_->watch->Watch(&ctx);
+      auto stream = stubs_->members[m].watch->Watch(&ctx);
       pb::WatchRequest req;
       pb::WatchCreateRequest* create = req.mutable_create_request();
       create->set_key(prefix);
@@ -252,6 +319,7 @@ std::unique_ptr<EtcdClient::Background> EtcdClient::Watch(
       }
       w.SetContext(nullptr);
       ctx.TryCancel();
+      stubs_->Failed(m);  // broken: watch again, from the next member
       w.Sleep(kRetryDelay);
     }
   });

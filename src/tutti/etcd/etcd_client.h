@@ -48,7 +48,9 @@ class EtcdClient {
     virtual ~Background() = default;
   };
 
-  // `endpoint` is host:port of etcd's client URL: plain HTTP/2, or, when
+  // `endpoint` is host:port of etcd's client URL — or the members of an
+  // etcd cluster, IP:port,IP:port,…, of which the client uses one that
+  // answers and moves to another when it fails: plain HTTP/2, or, when
   // `tls` is enabled, TLS with its certificate as the client's (etcd's
   // --client-cert-auth) and its client_ca_file as the CA of etcd's server
   // certificate. Waits up to `timeout` for a first answer; Unavailable if

@@ -1,0 +1,247 @@
+#!/usr/bin/env bash
+# A distributed Tutti across network namespaces on this machine, as if on
+# many hosts: each etcd member, scheduler, frontend and backend runs in a
+# network namespace of its own, joined to the others by a veth pair to one
+# bridge (tutti-br0, 10.231.0.1/24 on the host). Every process binds its
+# namespace's address, never loopback, and mutual TLS stays on between them
+# and to etcd (a CA and one certificate for every address, made here).
+# Clients run on the host and reach the frontends at their addresses.
+#
+#   scripts/netns_cluster.sh up --repo DIR --config FILE [--etcd N] [--schedulers N]
+#                               [--frontends N] [--backends N[,N…]] [--lease-ttl-s S]
+#   scripts/netns_cluster.sh nodes                 name, role, address, pid, state
+#   scripts/netns_cluster.sh frontends             the frontends' HTTP endpoints, one a line
+#   scripts/netns_cluster.sh partition NODE        take its link down (no packet in or out)
+#   scripts/netns_cluster.sh heal [NODE]           bring its link (every link) back up
+#   scripts/netns_cluster.sh kill NODE             kill -9 its process
+#   scripts/netns_cluster.sh stop NODE | cont NODE SIGSTOP / SIGCONT its process
+#   scripts/netns_cluster.sh restart NODE          start a killed node's process again
+#   scripts/netns_cluster.sh down                  stop every process, remove the namespaces
+#
+# Needs root and a kernel with network namespaces, veth and bridges
+# (`ip netns`); `up` says so and exits 3 without them. Defaults: 3 etcd
+# members, 2 schedulers, 2 frontends, the config's executor counts as
+# backends, leases of 3 s (longer than an etcd election, so that losing
+# etcd's leader costs no process its lease). Nodes are named e1…, s1…, f1…, b1… (backends of group 0 first).
+# State, logs and certificates: WORK (default /tmp/tutti_netns).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+WORK=${WORK:-/tmp/tutti_netns}
+TUTTI=${TUTTI:-$ROOT/build/bin/tutti}
+ETCD_BIN=${ETCD_BIN:-/usr/bin/etcd}
+BRIDGE=tutti-br0
+NET=10.231.0
+
+die() { echo "netns_cluster: $*" >&2; exit 1; }
+usage() { sed -n '10,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+
+# The nodes file: one line per node, "name role address group".
+node_field() {  # NAME FIELD(2 role, 3 address, 4 group)
+  awk -v n="$1" -v f="$2" '$1 == n {print $f}' "$WORK/nodes" 2> /dev/null
+}
+need_node() { [ -n "$(node_field "$1" 2)" ] || die "no node '$1' (see: $0 nodes)"; }
+ns() { echo "tutti-$1"; }
+pid_of() { cat "$WORK/pids/$1" 2> /dev/null || true; }
+
+check_kernel() {
+  [ "$(id -u)" = 0 ] || { echo "netns_cluster: needs root (network namespaces)" >&2; exit 3; }
+  if ! ip netns add tutti-probe 2> /dev/null; then
+    echo "netns_cluster: this kernel does not allow network namespaces" >&2
+    exit 3
+  fi
+  ip netns del tutti-probe
+}
+
+make_certs() {  # ADDRESSES…: a CA and one certificate for all of them, for both ends
+  local dir=$WORK/tls san="IP:127.0.0.1" a
+  for a in "$@"; do san="$san,IP:$a"; done
+  mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" \
+    -days 2 -subj "/CN=tutti netns ca" 2> /dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$dir/node.key" -out "$dir/node.csr" \
+    -subj "/CN=tutti node" 2> /dev/null
+  printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$san" > "$dir/ext.cnf"
+  openssl x509 -req -in "$dir/node.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+    -out "$dir/node.pem" -days 2 -extfile "$dir/ext.cnf" 2> /dev/null
+}
+
+add_namespace() {  # NAME ADDRESS
+  local n; n=$(ns "$1")
+  ip netns add "$n"
+  ip link add "tt-$1" type veth peer name "tp-$1"
+  ip link set "tp-$1" netns "$n"
+  ip -n "$n" link set "tp-$1" name eth0
+  ip link set "tt-$1" master "$BRIDGE" up
+  ip -n "$n" addr add "$2/24" dev eth0
+  ip -n "$n" link set lo up
+  ip -n "$n" link set eth0 up
+}
+
+# The command line of a node's process (etcd members: ETCD_CLUSTER set).
+command_of() {  # NAME
+  local name=$1 role address group tls
+  role=$(node_field "$name" 2) address=$(node_field "$name" 3) group=$(node_field "$name" 4)
+  tls=(--tls-cert "$WORK/tls/node.pem" --tls-key "$WORK/tls/node.key" --tls-ca "$WORK/tls/ca.pem")
+  local common=(--etcd "$(cat "$WORK/etcd_endpoints")" --cluster netns --repo "$(cat "$WORK/repo")"
+                --config "$(cat "$WORK/config")" --address "$address" --lease-ttl-s "$(cat "$WORK/lease_ttl")"
+                "${tls[@]}")
+  case $role in
+    etcd)
+      local state=new
+      [ -d "$WORK/etcd/$name/member" ] && state=existing
+      echo "$ETCD_BIN" --name "$name" --data-dir "$WORK/etcd/$name" \
+        --listen-client-urls "https://$address:2379" --advertise-client-urls "https://$address:2379" \
+        --listen-peer-urls "https://$address:2380" --initial-advertise-peer-urls "https://$address:2380" \
+        --initial-cluster "$(cat "$WORK/etcd_cluster")" --initial-cluster-state "$state" \
+        --initial-cluster-token tutti-netns --heartbeat-interval 100 --election-timeout 1000 \
+        --cert-file "$WORK/tls/node.pem" --key-file "$WORK/tls/node.key" --trusted-ca-file "$WORK/tls/ca.pem" \
+        --client-cert-auth --peer-cert-file "$WORK/tls/node.pem" --peer-key-file "$WORK/tls/node.key" \
+        --peer-trusted-ca-file "$WORK/tls/ca.pem" --peer-client-cert-auth --log-level warn
+      ;;
+    scheduler) echo "$TUTTI" scheduler "${common[@]}" ;;
+    frontend) echo "$TUTTI" frontend "${common[@]}" --http-address "$address" --http-port 8000 --grpc-port 8001 ;;
+    backend) echo "$TUTTI" backend "${common[@]}" --group "$group" --id "$name" ;;
+  esac
+}
+
+start_node() {  # NAME
+  local cmd
+  read -r -a cmd <<< "$(command_of "$1")"
+  # setsid: its own process group, so that a fault signals only it.
+  ip netns exec "$(ns "$1")" setsid "${cmd[@]}" >> "$WORK/logs/$1.log" 2>&1 < /dev/null &
+  echo $! > "$WORK/pids/$1"
+}
+
+wait_ready() {  # ADDRESS:PORT of a frontend: until /v2/health/ready answers 200, or 60 s
+  local i
+  for i in $(seq 1 600); do
+    curl -sf "http://$1/v2/health/ready" > /dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
+cmd_up() {
+  local repo="" config="" etcds=3 schedulers=2 frontends=2 backends="" ttl=3
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --repo) repo=$2; shift 2 ;;
+      --config) config=$2; shift 2 ;;
+      --etcd) etcds=$2; shift 2 ;;
+      --schedulers) schedulers=$2; shift 2 ;;
+      --frontends) frontends=$2; shift 2 ;;
+      --backends) backends=$2; shift 2 ;;
+      --lease-ttl-s) ttl=$2; shift 2 ;;
+      *) usage ;;
+    esac
+  done
+  [ -n "$repo" ] && [ -n "$config" ] || usage
+  [ -x "$TUTTI" ] || die "no $TUTTI: run scripts/build.sh first"
+  check_kernel
+  [ -e "$WORK/nodes" ] && die "a cluster is up already ($WORK): run '$0 down' first"
+  ip link show "$BRIDGE" > /dev/null 2>&1 && die "$BRIDGE exists: another cluster is up (WORK=… $0 down)"
+  # The backends per group: the config's counts unless given.
+  if [ -z "$backends" ]; then
+    backends=$(awk '/kind:/ {if (match($0, /count: *[0-9]+/)) {c = substr($0, RSTART, RLENGTH); sub(/count: */, "", c)}
+                             else c = 1; printf "%s%s", n++ ? "," : "", c}' "$config")
+    [ -n "$backends" ] || backends=1
+  fi
+  mkdir -p "$WORK/pids" "$WORK/logs" "$WORK/etcd"
+  realpath "$repo" > "$WORK/repo"
+  realpath "$config" > "$WORK/config"
+  echo "$ttl" > "$WORK/lease_ttl"
+  : > "$WORK/nodes"
+  local i g=0 b=0 count addresses=()
+  for i in $(seq 1 "$etcds"); do echo "e$i etcd $NET.$((10 + i)) -" >> "$WORK/nodes"; done
+  for i in $(seq 1 "$schedulers"); do echo "s$i scheduler $NET.$((20 + i)) -" >> "$WORK/nodes"; done
+  for i in $(seq 1 "$frontends"); do echo "f$i frontend $NET.$((30 + i)) -" >> "$WORK/nodes"; done
+  for count in ${backends//,/ }; do
+    for i in $(seq 1 "$count"); do b=$((b + 1)); echo "b$b backend $NET.$((40 + b)) $g" >> "$WORK/nodes"; done
+    g=$((g + 1))
+  done
+  [ "$b" -le 200 ] || die "at most 200 backends"
+  mapfile -t addresses < <(awk '{print $3}' "$WORK/nodes")
+  make_certs "${addresses[@]}"
+  awk '$2 == "etcd" {printf "%s%s=https://%s:2380", n++ ? "," : "", $1, $3}' "$WORK/nodes" > "$WORK/etcd_cluster"
+  awk '$2 == "etcd" {printf "%s%s:2379", n++ ? "," : "", $3}' "$WORK/nodes" > "$WORK/etcd_endpoints"
+
+  ip link add "$BRIDGE" type bridge
+  ip addr add "$NET.1/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+  local name role address
+  while read -r name role address _; do add_namespace "$name" "$address"; done < "$WORK/nodes"
+  echo "starting $(wc -l < "$WORK/nodes") nodes in their namespaces (logs: $WORK/logs)" >&2
+  for role in etcd scheduler backend frontend; do
+    while read -r name r _; do [ "$r" = "$role" ] && start_node "$name"; done < "$WORK/nodes"
+  done
+  while read -r name role address _; do
+    [ "$role" = frontend ] || continue
+    wait_ready "$address:8000" || { tail -20 "$WORK/logs/$name.log" >&2; die "frontend $name not ready in 60 s"; }
+  done < "$WORK/nodes"
+  echo "up: frontends at $(cmd_frontends | tr '\n' ' ')" >&2
+}
+
+cmd_down() {
+  local name
+  if [ -e "$WORK/nodes" ]; then
+    for name in $(awk '{print $1}' "$WORK/nodes"); do
+      local pid; pid=$(pid_of "$name")
+      [ -n "$pid" ] && { kill -CONT -- "-$pid" 2> /dev/null || true; kill -TERM -- "-$pid" 2> /dev/null || true; }
+    done
+    sleep 1
+    for name in $(awk '{print $1}' "$WORK/nodes"); do
+      local pid; pid=$(pid_of "$name")
+      [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
+      ip netns del "$(ns "$name")" 2> /dev/null || true
+      ip link del "tt-$name" 2> /dev/null || true
+    done
+  fi
+  ip link del "$BRIDGE" 2> /dev/null || true
+  rm -rf "$WORK"
+}
+
+cmd_nodes() {
+  local name role address group pid state
+  printf '%-5s %-10s %-14s %-8s %s\n' node role address pid state
+  while read -r name role address group; do
+    pid=$(pid_of "$name")
+    state=running
+    if [ -z "$pid" ] || ! kill -0 "$pid" 2> /dev/null; then state=dead;
+    elif grep -q '^State:.*stopped' "/proc/$pid/status" 2> /dev/null; then state=stopped; fi
+    [ "$(cat "/sys/class/net/tt-$name/operstate" 2> /dev/null)" = down ] && state="$state, partitioned"
+    printf '%-5s %-10s %-14s %-8s %s\n' "$name" "$role" "$address" "${pid:--}" "$state"
+  done < "$WORK/nodes"
+}
+
+cmd_frontends() { awk '$2 == "frontend" {print $3 ":8000"}' "$WORK/nodes"; }
+
+signal_node() {  # NAME SIGNAL
+  need_node "$1"
+  local pid; pid=$(pid_of "$1")
+  [ -n "$pid" ] || die "node $1 has no process"
+  kill "-$2" -- "-$pid" 2> /dev/null || die "node $1's process is gone"
+}
+
+[ $# -ge 1 ] || usage
+action=$1
+shift
+case $action in
+  up) cmd_up "$@" ;;
+  down) cmd_down ;;
+  nodes) [ -e "$WORK/nodes" ] || die "no cluster is up"; cmd_nodes ;;
+  frontends) cmd_frontends ;;
+  partition) need_node "${1:-}"; ip link set "tt-$1" down ;;
+  heal)
+    if [ -n "${1:-}" ]; then need_node "$1"; ip link set "tt-$1" up
+    else for name in $(awk '{print $1}' "$WORK/nodes"); do ip link set "tt-$name" up; done; fi ;;
+  kill) signal_node "${1:-}" KILL ;;
+  stop) signal_node "${1:-}" STOP ;;
+  cont) signal_node "${1:-}" CONT ;;
+  restart)
+    need_node "${1:-}"
+    pid=$(pid_of "$1")
+    [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null && die "node $1 still runs (kill it first)"
+    start_node "$1" ;;
+  *) usage ;;
+esac

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Distributed mode across network namespaces (scripts/netns_cluster.sh): 3
+# etcd members, 2 schedulers, 2 frontends and 2 emulated backends, each in
+# its own namespace, mutual TLS between them. Under load from the host
+# through both frontends, every request gets an answer (`tutti load` fails
+# on one left unanswered) while, in turn: one etcd member is cut off, the
+# leading scheduler is killed (kill -9), a backend is stopped (SIGSTOP)
+# then resumed; after each fault heals, the cluster serves again (at most
+# 5% bad: timing on the real clock belongs to benchmarks).
+# Skipped (exit 77) where namespaces cannot be made (not root, no kernel
+# support).
+#   src/tutti/cli/netns_cluster_test.sh build/bin/tutti
+set -euo pipefail
+cd "$(dirname "$0")/../../.."
+export TUTTI
+TUTTI=$(realpath "$1")
+export WORK
+WORK=$(mktemp -d)/netns
+cluster=scripts/netns_cluster.sh
+trap '"$cluster" down > /dev/null 2>&1 || true; rm -rf "$(dirname "$WORK")"' EXIT
+fail() { echo "FAIL: $*" >&2; "$cluster" nodes >&2 || true; exit 1; }
+
+config=$(dirname "$WORK")/serve.yaml
+cat > "$config" << 'YAML'
+policy: deferred
+executors:
+  - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
+YAML
+rc=0
+"$cluster" up --repo bench/emulated_repository --config "$config" --etcd 3 --schedulers 2 --frontends 2 || rc=$?
+[ "$rc" = 3 ] && { echo "SKIP: no network namespaces here"; exit 77; }
+[ "$rc" = 0 ] || fail "the cluster did not come up"
+mapfile -t frontends < <("$cluster" frontends)
+[ "${#frontends[@]}" = 2 ] || fail "not 2 frontends"
+
+# run NAME SECONDS [FAULT…]: load both frontends for SECONDS, the fault
+# (a netns_cluster.sh action) injected after 1 s; every request answered.
+run() {
+  local name=$1 seconds=$2 pids=() f rc=0
+  shift 2
+  for f in "${frontends[@]}"; do
+    "$TUTTI" load --host "${f%:*}" --port "${f#*:}" --models resnet50 --rate 100 --slo-ms 100 \
+      --duration-s "$seconds" --warmup-s 0 > "$WORK/load_${name}_${f%:*}.txt" 2>&1 &
+    pids+=($!)
+  done
+  if [ $# -gt 0 ]; then
+    sleep 1
+    "$cluster" "$@"
+  fi
+  for f in "${pids[@]}"; do wait "$f" || rc=1; done
+  [ "$rc" = 0 ] || { cat "$WORK"/load_"${name}"_*.txt >&2; fail "$name: a request was left unanswered"; }
+  echo "  $name${1:+ ($*)}: every request answered; bad $(bad "$name")% at worst on a frontend"
+}
+bad() {  # NAME: the worst bad rate of its runs, in %
+  awk '$1 == "total" {sub("%", "", $5); if ($5 > w) w = $5} END {print w + 0}' "$WORK"/load_"$1"_*.txt
+}
+healthy() {  # NAME: a run that serves (at most 5% bad: the real clock on shared cores)
+  run "$1" 3
+  awk -v b="$(bad "$1")" 'BEGIN {exit !(b <= 5)}' ||
+    { cat "$WORK"/load_"$1"_*.txt >&2; fail "$1: the cluster does not serve"; }
+}
+
+healthy before
+
+echo "== an etcd member cut off"
+run etcd_cut 4 partition e1
+"$cluster" heal e1
+healthy etcd_healed
+
+echo "== the leading scheduler killed"
+leader=$(grep -l "leading at" "$WORK"/logs/s*.log | head -1 | xargs -r basename | cut -d. -f1)
+run leader_killed 4 kill "${leader:-s1}"
+healthy leader_replaced
+
+echo "== a backend stopped, then resumed"
+run backend_stopped 3 stop b1
+"$cluster" cont b1
+healthy backend_resumed
+
+"$cluster" nodes
+echo PASS
