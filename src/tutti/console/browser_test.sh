@@ -3,6 +3,7 @@
 # chromium, driven over the DevTools protocol by web/browser_check.mjs.
 #   1. `tutti serve` (8 emulated A100s) under load from `tutti load`: /console
 #      lists the model, shows non-zero live rates and drawn charts.
+#   1b. 40 models: the 25 busiest shown, every one behind a fold.
 #   2. The same over TLS with admin tokens (load from curl): refused without
 #      credentials, shown with them (HTTP Basic, the token as password).
 #   3. Reports: `tutti sim run --html` of Symphony Figure 15's changing
@@ -40,6 +41,20 @@ port=$served_port
 pids+=($!)
 sleep 2
 check console "http://127.0.0.1:$port/console" --models resnet50 --screenshot "$out/console.png"
+
+echo "== 1b. a console of 40 models"
+mkdir -p "$work/many"
+for i in $(seq 1 40); do
+  mkdir -p "$work/many/m$i/1"
+  sed -e "s/^name: resnet50/name: m$i/" -e '/priority_levels\|^# Two priority\|^# level 2/d' \
+    bench/emulated_repository/resnet50/1/config.yaml > "$work/many/m$i/1/config.yaml"
+done
+start_serve "$tutti" "$work/serve1b.log" --repo "$work/many" --grpc-port -1
+pids+=("$served_pid")
+"$tutti" load --models m1,m2,m3 --rate 100 --slo-ms 100 --duration-s 20 --warmup-s 0 --port "$served_port" \
+  > "$work/load1b.log" 2>&1 &
+pids+=($!)
+check console "http://127.0.0.1:$served_port/console" --models m1,m40 --screenshot "$out/console_many.png"
 
 echo "== 2. over TLS, with admin tokens"
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=localhost" -addext "subjectAltName=DNS:localhost" \

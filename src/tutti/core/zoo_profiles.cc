@@ -68,4 +68,22 @@ absl::StatusOr<std::vector<ZooModel>> LoadZooCsv(const std::string& path, int ma
   return models;
 }
 
+namespace {
+constexpr std::pair<const char*, int64_t> kGpuMemory[] = {
+    {"1080ti", 11'000'000'000}, {"a100", 40'000'000'000}, {"v100", 32'000'000'000}};
+}  // namespace
+
+std::optional<int64_t> ZooGpuMemoryBytes(const std::string& profile) {
+  for (const auto& [name, bytes] : kGpuMemory) {
+    if (profile == name) return bytes;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> ZooGpuNames() {
+  std::vector<std::string> names;
+  for (const auto& [name, bytes] : kGpuMemory) names.emplace_back(name);
+  return names;
+}
+
 }  // namespace tutti

@@ -4,6 +4,8 @@
 #ifndef TUTTI_CORE_ZOO_PROFILES_H_
 #define TUTTI_CORE_ZOO_PROFILES_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +26,13 @@ absl::StatusOr<std::vector<ZooModel>> ParseZooCsv(const std::string& text, int m
 
 // ReadFile + ParseZooCsv; the path is prefixed to parse errors.
 absl::StatusOr<std::vector<ZooModel>> LoadZooCsv(const std::string& path, int max_batch);
+
+// The memory of the GPU a profile name stands for ("a100": the 40 GB A100;
+// "1080ti": 11 GB; "v100": the 32 GB V100 of Clockwork), in bytes; none for
+// other names.
+std::optional<int64_t> ZooGpuMemoryBytes(const std::string& profile);
+// The profile names ZooGpuMemoryBytes knows.
+std::vector<std::string> ZooGpuNames();
 
 }  // namespace tutti
 

@@ -16,6 +16,7 @@
 #include "tutti/config/delay_model_reader.h"
 #include "tutti/config/scheduler_reader.h"
 #include "tutti/config/network_delays_reader.h"
+#include "tutti/core/zoo_profiles.h"
 #include "tutti/core/yaml_map_reader.h"
 #include "tutti/core/file_util.h"
 #include "tutti/core/status_macros.h"
@@ -139,12 +140,23 @@ absl::StatusOr<ExecutorGroupConfig> ParseGroup(const YAML::Node& node, size_t i)
   TUTTI_ASSIGN_OR_RETURN(auto count, r.OptionalScalar<int>("count", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto profile, r.OptionalScalar<std::string>("profile", "a string"));
   TUTTI_ASSIGN_OR_RETURN(g.models, StringList(r, "models"));
-  TUTTI_ASSIGN_OR_RETURN(auto memory_gb, r.OptionalScalar<double>("memory_gb", "a number"));
+  // `auto`: the emulated GPU's own memory (resolved with its profile).
+  const YAML::Node memory_node = r.Get("memory_gb");
+  const bool memory_auto = memory_node.IsScalar() && memory_node.Scalar() == "auto";
+  std::optional<double> memory_gb;
+  if (memory_auto) {
+    memory_gb = 0;
+  } else {
+    TUTTI_ASSIGN_OR_RETURN(memory_gb, r.OptionalScalar<double>("memory_gb", "a number or auto"));
+  }
   TUTTI_ASSIGN_OR_RETURN(auto gbps, r.OptionalScalar<double>("load_gb_per_s", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto overhead, r.OptionalScalar<double>("load_overhead_ms", "a number"));
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (memory_gb) {
-    if (!(*memory_gb > 0)) return Invalid(r.FieldPath("memory_gb"), "must be positive");
+    if (!memory_auto && !(*memory_gb > 0)) return Invalid(r.FieldPath("memory_gb"), "must be positive or auto");
+    if (memory_auto && g.kind != "emulated") {
+      return Invalid(r.FieldPath("memory_gb"), "auto is an emulated GPU's memory: give a torch executor's in GB");
+    }
     if (gbps && !(*gbps > 0)) return Invalid(r.FieldPath("load_gb_per_s"), "must be positive");
     if (overhead && !(*overhead >= 0)) return Invalid(r.FieldPath("load_overhead_ms"), "must not be negative");
     MemoryBudget m;
@@ -417,6 +429,17 @@ absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const Mode
     if (!coded.insert(c.model).second) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": model '", c.model, "' is coded twice"));
     }
+  }
+  for (size_t i = 0; i < config.executors.size(); ++i) {
+    ExecutorGroupConfig& g = config.executors[i];
+    if (!g.memory || g.memory->gpu_bytes > 0) continue;
+    const std::optional<int64_t> bytes = ZooGpuMemoryBytes(g.profile);
+    if (!bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("executors[", i, "].memory_gb: auto knows the memory of ",
+                                                     absl::StrJoin(ZooGpuNames(), ", "), ", not of profile '",
+                                                     g.profile, "': give it in GB"));
+    }
+    g.memory->gpu_bytes = *bytes;
   }
   const bool budget = std::any_of(config.executors.begin(), config.executors.end(),
                                   [](const ExecutorGroupConfig& g) { return g.memory.has_value(); });

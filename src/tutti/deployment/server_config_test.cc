@@ -476,6 +476,17 @@ profiles: {a100: {batch: [1, 8], latency_us: [1000, 3000]}}
   EXPECT_EQ(layout->spec.memory.bytes_per_s, 10e9);
   EXPECT_EQ(layout->spec.models[0].weights_bytes, 100'000'000);
   EXPECT_THAT(ResolveError(group), HasSubstr("needs one executor group and `policy: loads`"));
+  // auto: the emulated GPU's own memory.
+  c = ResolveServerConfig(
+      *ParseServerConfig("policy: loads\nexecutors: [{kind: emulated, profile: a100, models: [resnet50b], "
+                         "memory_gb: auto}]"),
+      repo_);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->executors[0].memory->gpu_bytes, 40'000'000'000);
+  EXPECT_THAT(ParseServerConfig("executors: [{kind: torch, models: [mlp], memory_gb: auto}]").status().message(),
+              HasSubstr("auto is an emulated GPU's memory"));
+  EXPECT_THAT(ParseServerConfig("executors: [{kind: emulated, models: [x], memory_gb: lots}]").status().message(),
+              HasSubstr("a number or auto"));
   EXPECT_THAT(ParseServerConfig("executors: [{kind: emulated, profile: a100, models: [x], load_gb_per_s: 1}]")
                   .status()
                   .message(),

@@ -74,6 +74,12 @@ async function consoleCheck(browser) {
   check(true, "three live samples arrived without reloading");
   const names = await page.$$eval("#models tr td:first-child", (tds) => tds.map((td) => td.textContent));
   for (const m of models) check(names.includes(m), `model ${m} is listed`);
+  // Many models: the busiest in a short table, every one behind a fold.
+  const busiest = await page.$$eval("#busiest-models tr", (trs) => trs.length - 1);
+  if (names.length > 25) {
+    check(busiest === 25 && await page.$("details#all-models:not([open])") !== null,
+          `the 25 busiest of ${names.length} models are shown, the rest folded`);
+  }
   const offered = Number((await page.$eval("#offered-total", (e) => e.textContent)).replace(/,/g, ""));
   check(offered > 0, `the live offered rate is non-zero (${offered} r/s)`);
   const goodput = Number((await page.$eval("#goodput-total", (e) => e.textContent)).replace(/,/g, ""));

@@ -104,15 +104,30 @@
                      series((x) => x.cluster.advice ? x.cluster.advice.add : null),
                      series((x) => x.cluster.advice ? x.cluster.advice.remove : null)]);
 
-    replace(ui.models, TT.table(document.createElement("div"),
-        ["model", "objective ms", "offered r/s", "goodput r/s", "late", "dropped", "rejected", "error", "p50 ms", "p99 ms",
-         "batch sizes", "graph steps (deadline share)"],
-        s.models.map((m) => [m.name, TT.fmt(m.objective_ms), TT.fmt(m.offered_rps), TT.fmt(m.goodput_rps),
-                             TT.fmt(m.late_rps), TT.fmt(m.dropped_rps), TT.fmt(m.rejected_rps), TT.fmt(m.error_rps),
-                             TT.fmt(m.p50_ms, 2), TT.fmt(m.p99_ms, 2),
-                             TT.bars(m.batch_sizes.map((b) => b[1]), m.batch_sizes.map((b) => b[0] === null ? "more" : `≤ ${b[0]}`)),
-                             m.steps.map((st) => `${st.model} ${TT.fmt(100 * st.deadline_share, 0)}%`).join(" · ")]),
-        "models"));
+    const headers = ["model", "objective ms", "offered r/s", "goodput r/s", "late", "dropped", "rejected", "error",
+                     "p50 ms", "p99 ms", "batch sizes", "graph steps (deadline share)"];
+    const row = (m) => [m.name, TT.fmt(m.objective_ms), TT.fmt(m.offered_rps), TT.fmt(m.goodput_rps),
+                        TT.fmt(m.late_rps), TT.fmt(m.dropped_rps), TT.fmt(m.rejected_rps), TT.fmt(m.error_rps),
+                        TT.fmt(m.p50_ms, 2), TT.fmt(m.p99_ms, 2),
+                        TT.bars(m.batch_sizes.map((b) => b[1]), m.batch_sizes.map((b) => b[0] === null ? "more" : `≤ ${b[0]}`)),
+                        m.steps.map((st) => `${st.model} ${TT.fmt(100 * st.deadline_share, 0)}%`).join(" · ")];
+    // Thousands of models: the busiest first, every one behind a fold.
+    const maxRows = 25;
+    const models = TT.el("div", {class: "kv"});
+    if (s.models.length > maxRows) {
+      const busiest = [...s.models].sort((a, b) => (b.offered_rps || 0) - (a.offered_rps || 0)).slice(0, maxRows);
+      models.appendChild(TT.el("div", {class: "note"}, `The ${maxRows} busiest of ${s.models.length} models:`));
+      TT.table(models, headers, busiest.map(row), "busiest-models");
+      const all = TT.el("details", {id: "all-models"});
+      all.appendChild(TT.el("summary", {}, `All ${s.models.length} models`));
+      if (ui.allOpen) all.open = true;
+      all.addEventListener("toggle", () => { ui.allOpen = all.open; });
+      TT.table(all, headers, s.models.map(row), "models");
+      models.appendChild(all);
+    } else {
+      TT.table(models, headers, s.models.map(row), "models");
+    }
+    replace(ui.models, models);
     TT.timeline(ui.canvas, s.executors.length || (1 + Math.max(-1, ...s.batches.map((b) => b[0]))), s.batches, 1000);
     replace(ui.busy, TT.table(document.createElement("div"), ["executor", "busy", "batches"],
         s.executors.map((e) => [String(e.id), `${TT.fmt(100 * e.busy, 1)}%`,
@@ -124,8 +139,13 @@
     kv.appendChild(TT.el("div", {class: "note"},
         `measured: ${d.measured} · quantile ${d.quantile} (planned at ${d.planned_quantile}) over ${d.window_s} s`));
     if (d.compute.length) {
+      const compute = [...d.compute].sort((a, b) => b.batches - a.batches).slice(0, 25);
+      if (compute.length < d.compute.length) {
+        kv.appendChild(TT.el("div", {class: "note"},
+            `Compute of the ${compute.length} (executor, model) pairs with the most batches, of ${d.compute.length}:`));
+      }
       TT.table(kv, ["executor", "model", "batches", "real/profiled", "planned scale", "tail scale", "late start µs"],
-          d.compute.map((x) => [String(x.executor), s.models[x.model] ? s.models[x.model].name : String(x.model),
+          compute.map((x) => [String(x.executor), s.models[x.model] ? s.models[x.model].name : String(x.model),
                                 String(x.batches), TT.fmt(x.ratio, 3), TT.fmt(x.scale, 3), TT.fmt(x.tail_scale, 3),
                                 TT.fmt(x.late_start_us)]));
     }
