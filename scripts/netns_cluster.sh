@@ -9,6 +9,7 @@
 #
 #   scripts/netns_cluster.sh up --repo DIR --config FILE [--etcd N] [--schedulers N]
 #                               [--frontends N] [--backends N[,N…]] [--lease-ttl-s S]
+#                               [--delay-us D] [--jitter-us J] [--loss-pct P]
 #   scripts/netns_cluster.sh nodes                 name, role, address, pid, state
 #   scripts/netns_cluster.sh frontends             the frontends' HTTP endpoints, one a line
 #   scripts/netns_cluster.sh partition NODE        take its link down (no packet in or out)
@@ -16,10 +17,16 @@
 #   scripts/netns_cluster.sh kill NODE             kill -9 its process
 #   scripts/netns_cluster.sh stop NODE | cont NODE SIGSTOP / SIGCONT its process
 #   scripts/netns_cluster.sh restart NODE          start a killed node's process again
+#   scripts/netns_cluster.sh delay NODE D J        its outgoing packets held D ± J µs
+#   scripts/netns_cluster.sh loss NODE P           P% of its outgoing packets dropped
 #   scripts/netns_cluster.sh down                  stop every process, remove the namespaces
 #
 # Needs root and a kernel with network namespaces, veth and bridges
-# (`ip netns`); `up` says so and exits 3 without them. Defaults: 3 etcd
+# (`ip netns`); `up` says so and exits 3 without them. Delay, jitter and
+# loss apply to what a node sends (a link's round trip crosses two
+# nodes): loss by an iptables statistic rule, delay and jitter by
+# build/bin/tutti-netdelay on a netfilter queue (this kernel has no netem;
+# iptables-legacy, as the nf_tables backend cannot queue here). Defaults: 3 etcd
 # members, 2 schedulers, 2 frontends, the config's executor counts as
 # backends, leases of 3 s (longer than an etcd election, so that losing
 # etcd's leader costs no process its lease). Nodes are named e1…, s1…, f1…, b1… (backends of group 0 first).
@@ -34,7 +41,7 @@ BRIDGE=tutti-br0
 NET=10.231.0
 
 die() { echo "netns_cluster: $*" >&2; exit 1; }
-usage() { sed -n '10,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '10,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # The nodes file: one line per node, "name role address group".
 node_field() {  # NAME FIELD(2 role, 3 address, 4 group)
@@ -51,6 +58,7 @@ check_kernel() {
     exit 3
   fi
   ip netns del tutti-probe
+  command -v iptables-legacy > /dev/null || { echo "netns_cluster: needs iptables-legacy (scripts/setup.sh)" >&2; exit 3; }
 }
 
 make_certs() {  # ADDRESSES…: a CA and one certificate for all of them, for both ends
@@ -68,6 +76,9 @@ make_certs() {  # ADDRESSES…: a CA and one certificate for all of them, for bo
 
 add_namespace() {  # NAME ADDRESS
   local n; n=$(ns "$1")
+  # Leftovers of a cluster that was not taken down go first.
+  ip netns del "$n" 2> /dev/null || true
+  ip link del "tt-$1" 2> /dev/null || true
   ip netns add "$n"
   ip link add "tt-$1" type veth peer name "tp-$1"
   ip link set "tp-$1" netns "$n"
@@ -113,6 +124,45 @@ start_node() {  # NAME
   echo $! > "$WORK/pids/$1"
 }
 
+IPT=(iptables-legacy -w)
+NETDELAY=${NETDELAY:-$ROOT/build/bin/tutti-netdelay}
+
+# Loss and delay on a node's outgoing packets: a chain for loss, then the
+# queue tutti-netdelay holds packets in (set up on first use).
+set_loss() {  # NAME PERCENT
+  local n; n=$(ns "$1")
+  ip netns exec "$n" "${IPT[@]}" -F TUTTI_LOSS
+  if awk -v p="$2" 'BEGIN {exit !(p > 0)}'; then
+    ip netns exec "$n" "${IPT[@]}" -A TUTTI_LOSS -m statistic --mode random \
+      --probability "$(awk -v p="$2" 'BEGIN {printf "%.6f", p / 100}')" -j DROP
+  fi
+  echo "$2" > "$WORK/links/$1.loss"
+}
+set_delay() {  # NAME DELAY_US JITTER_US
+  local n; n=$(ns "$1")
+  [ -x "$NETDELAY" ] || die "no $NETDELAY: it builds where libnetfilter-queue-dev is installed (scripts/setup.sh)"
+  echo "$2 $3" > "$WORK/links/$1.delay"
+  local pid; pid=$(cat "$WORK/pids/$1.netdelay" 2> /dev/null || true)
+  if [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null; then
+    kill -HUP "$pid"
+    return
+  fi
+  ip netns exec "$n" setsid "$NETDELAY" --queue 0 --delay-us "$2" --jitter-us "$3" --control "$WORK/links/$1.delay" \
+    --seed "$(cksum <<< "$1" | cut -d' ' -f1)" >> "$WORK/logs/$1.netdelay.log" 2>&1 < /dev/null &
+  echo $! > "$WORK/pids/$1.netdelay"
+  sleep 0.2  # bound to its queue before packets go there
+  ip netns exec "$n" "${IPT[@]}" -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0
+}
+setup_links() {  # NAME: the loss chain, always; delay when asked for
+  local n; n=$(ns "$1")
+  ip netns exec "$n" "${IPT[@]}" -N TUTTI_LOSS
+  ip netns exec "$n" "${IPT[@]}" -A OUTPUT -o eth0 -j TUTTI_LOSS
+  set_loss "$1" "$(cat "$WORK/loss_pct")"
+  local d j
+  read -r d j < "$WORK/delay"
+  if [ "$d" != 0 ] || [ "$j" != 0 ]; then set_delay "$1" "$d" "$j"; fi
+}
+
 wait_ready() {  # ADDRESS:PORT of a frontend: until /v2/health/ready answers 200, or 60 s
   local i
   for i in $(seq 1 600); do
@@ -123,7 +173,7 @@ wait_ready() {  # ADDRESS:PORT of a frontend: until /v2/health/ready answers 200
 }
 
 cmd_up() {
-  local repo="" config="" etcds=3 schedulers=2 frontends=2 backends="" ttl=3
+  local repo="" config="" etcds=3 schedulers=2 frontends=2 backends="" ttl=3 delay=0 jitter=0 loss=0
   while [ $# -gt 0 ]; do
     case $1 in
       --repo) repo=$2; shift 2 ;;
@@ -133,6 +183,9 @@ cmd_up() {
       --frontends) frontends=$2; shift 2 ;;
       --backends) backends=$2; shift 2 ;;
       --lease-ttl-s) ttl=$2; shift 2 ;;
+      --delay-us) delay=$2; shift 2 ;;
+      --jitter-us) jitter=$2; shift 2 ;;
+      --loss-pct) loss=$2; shift 2 ;;
       *) usage ;;
     esac
   done
@@ -147,7 +200,9 @@ cmd_up() {
                              else c = 1; printf "%s%s", n++ ? "," : "", c}' "$config")
     [ -n "$backends" ] || backends=1
   fi
-  mkdir -p "$WORK/pids" "$WORK/logs" "$WORK/etcd"
+  mkdir -p "$WORK/pids" "$WORK/logs" "$WORK/etcd" "$WORK/links"
+  echo "$delay $jitter" > "$WORK/delay"
+  echo "$loss" > "$WORK/loss_pct"
   realpath "$repo" > "$WORK/repo"
   realpath "$config" > "$WORK/config"
   echo "$ttl" > "$WORK/lease_ttl"
@@ -170,7 +225,10 @@ cmd_up() {
   ip addr add "$NET.1/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
   local name role address
-  while read -r name role address _; do add_namespace "$name" "$address"; done < "$WORK/nodes"
+  while read -r name role address _; do
+    add_namespace "$name" "$address"
+    setup_links "$name"
+  done < "$WORK/nodes"
   echo "starting $(wc -l < "$WORK/nodes") nodes in their namespaces (logs: $WORK/logs)" >&2
   for role in etcd scheduler backend frontend; do
     while read -r name r _; do [ "$r" = "$role" ] && start_node "$name"; done < "$WORK/nodes"
@@ -193,6 +251,8 @@ cmd_down() {
     for name in $(awk '{print $1}' "$WORK/nodes"); do
       local pid; pid=$(pid_of "$name")
       [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
+      pid=$(cat "$WORK/pids/$name.netdelay" 2> /dev/null || true)
+      [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
       ip netns del "$(ns "$name")" 2> /dev/null || true
       ip link del "tt-$name" 2> /dev/null || true
     done
@@ -203,14 +263,15 @@ cmd_down() {
 
 cmd_nodes() {
   local name role address group pid state
-  printf '%-5s %-10s %-14s %-8s %s\n' node role address pid state
+  printf '%-5s %-10s %-14s %-8s %-16s %s\n' node role address pid "delay/jitter µs" "loss %, state"
   while read -r name role address group; do
     pid=$(pid_of "$name")
     state=running
     if [ -z "$pid" ] || ! kill -0 "$pid" 2> /dev/null; then state=dead;
     elif grep -q '^State:.*stopped' "/proc/$pid/status" 2> /dev/null; then state=stopped; fi
     [ "$(cat "/sys/class/net/tt-$name/operstate" 2> /dev/null)" = down ] && state="$state, partitioned"
-    printf '%-5s %-10s %-14s %-8s %s\n' "$name" "$role" "$address" "${pid:--}" "$state"
+    printf '%-5s %-10s %-14s %-8s %-16s %s\n' "$name" "$role" "$address" "${pid:--}" \
+      "$(tr ' ' / < "$WORK/links/$name.delay" 2> /dev/null || echo 0/0)" "$(cat "$WORK/links/$name.loss"), $state"
   done < "$WORK/nodes"
 }
 
@@ -238,6 +299,8 @@ case $action in
   kill) signal_node "${1:-}" KILL ;;
   stop) signal_node "${1:-}" STOP ;;
   cont) signal_node "${1:-}" CONT ;;
+  delay) need_node "${1:-}"; [ $# -eq 3 ] || usage; set_delay "$1" "$2" "$3" ;;
+  loss) need_node "${1:-}"; [ $# -eq 2 ] || usage; set_loss "$1" "$2" ;;
   restart)
     need_node "${1:-}"
     pid=$(pid_of "$1")

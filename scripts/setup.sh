@@ -28,6 +28,7 @@ PACKAGES=(
   python3-torch python3-torchvision python3-onnx  # tools/export_onnx.py: ONNX exports, offline
   python3-grpcio               # bench/tools: gRPC clients of the ONNX and drain benchmarks
   chromium                     # headless browser tests of the console and its reports
+  iproute2 iptables libnetfilter-queue-dev  # the network-namespace harness: links, loss, delay (scripts/netns_cluster.sh)
 )
 # Node.js and npm (the console's npm packages): Debian's, unless the machine
 # already has them (e.g. from NodeSource).

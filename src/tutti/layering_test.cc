@@ -73,7 +73,8 @@ TEST(LayeringTest, TheTreeWasRead) {
 const std::vector<std::vector<std::string>>& Layers() {
   static const auto* layers = new std::vector<std::vector<std::string>>{
       {"core", "coding", "proto"},
-      {"planner", "workload", "datasets", "repository", "net", "grpc", "console", "profiler", "onnx", "tracing"},
+      {"planner", "workload", "datasets", "repository", "net", "grpc", "console", "profiler", "onnx", "tracing",
+       "netdelay"},
       {"scheduler", "autoscale", "models", "codec", "etcd"},
       {"delays", "executors"},
       {"config", "replication", "serving", "loadgen"},

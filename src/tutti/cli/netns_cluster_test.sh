@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Distributed mode across network namespaces (scripts/netns_cluster.sh): 3
 # etcd members, 2 schedulers, 2 frontends and 2 emulated backends, each in
-# its own namespace, mutual TLS between them. Under load from the host
+# its own namespace, mutual TLS between them, every packet a node sends
+# held 250 ± 100 µs and 0.1% of them lost. The delay model measures at
+# least the links' least delay. Under load from the host
 # through both frontends, every request gets an answer (`tutti load` fails
 # on one left unanswered) while, in turn: one etcd member is cut off, the
 # leading scheduler is killed (kill -9), a backend is stopped (SIGSTOP)
@@ -27,7 +29,8 @@ executors:
   - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
 YAML
 rc=0
-"$cluster" up --repo bench/emulated_repository --config "$config" --etcd 3 --schedulers 2 --frontends 2 || rc=$?
+"$cluster" up --repo bench/emulated_repository --config "$config" --etcd 3 --schedulers 2 --frontends 2 \
+  --delay-us 250 --jitter-us 100 --loss-pct 0.1 || rc=$?
 [ "$rc" = 3 ] && { echo "SKIP: no network namespaces here"; exit 77; }
 [ "$rc" = 0 ] || fail "the cluster did not come up"
 mapfile -t frontends < <("$cluster" frontends)
@@ -61,6 +64,12 @@ healthy() {  # NAME: a run that serves (at most 5% bad: the real clock on shared
 }
 
 healthy before
+# The delay model sees the links: a frontend's measured response delay (a
+# backend's answer crossing a link) is at least the least it was held.
+response=$(curl -sf "http://${frontends[0]}/v2/models/resnet50/stats" |
+  sed -n 's/.*"measured_us": *{[^}]*"response": *\([0-9.]*\).*/\1/p')
+awk -v r="$response" 'BEGIN {exit !(r >= 150)}' || fail "measured response delay ${response:-none} µs < the links' 150 µs"
+echo "  the frontend measures a response delay of $response µs over links of 250 ± 100 µs"
 
 echo "== an etcd member cut off"
 run etcd_cut 4 partition e1
