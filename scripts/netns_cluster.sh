@@ -12,8 +12,10 @@
 #                               [--delay-us D] [--jitter-us J] [--loss-pct P]
 #   scripts/netns_cluster.sh nodes                 name, role, address, pid, state
 #   scripts/netns_cluster.sh frontends             the frontends' HTTP endpoints, one a line
+#   scripts/netns_cluster.sh leader                the scheduler that leads
 #   scripts/netns_cluster.sh partition NODE        take its link down (no packet in or out)
-#   scripts/netns_cluster.sh heal [NODE]           bring its link (every link) back up
+#   scripts/netns_cluster.sh heal [NODE]           bring its link (every link) back up, and undo its cuts
+#   scripts/netns_cluster.sh cut NODE OTHER…       cut NODE off from the OTHER nodes only, both ways
 #   scripts/netns_cluster.sh kill NODE             kill -9 its process
 #   scripts/netns_cluster.sh stop NODE | cont NODE SIGSTOP / SIGCONT its process
 #   scripts/netns_cluster.sh restart NODE          start a killed node's process again
@@ -25,8 +27,9 @@
 # (`ip netns`); `up` says so and exits 3 without them. Delay, jitter and
 # loss apply to what a node sends (a link's round trip crosses two
 # nodes): loss by an iptables statistic rule, delay and jitter by
-# build/bin/tutti-netdelay on a netfilter queue (this kernel has no netem;
-# iptables-legacy, as the nf_tables backend cannot queue here). Defaults: 3 etcd
+# build/bin/tutti-netdelay, one process at real-time priority serving every
+# namespace's netfilter queue (this kernel has no netem; iptables-legacy,
+# as the nf_tables backend cannot queue here). Defaults: 3 etcd
 # members, 2 schedulers, 2 frontends, the config's executor counts as
 # backends, leases of 3 s (longer than an etcd election, so that losing
 # etcd's leader costs no process its lease). Nodes are named e1…, s1…, f1…, b1… (backends of group 0 first).
@@ -41,7 +44,7 @@ BRIDGE=tutti-br0
 NET=10.231.0
 
 die() { echo "netns_cluster: $*" >&2; exit 1; }
-usage() { sed -n '10,24p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '10,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # The nodes file: one line per node, "name role address group".
 node_field() {  # NAME FIELD(2 role, 3 address, 4 group)
@@ -138,29 +141,59 @@ set_loss() {  # NAME PERCENT
   fi
   echo "$2" > "$WORK/links/$1.loss"
 }
-set_delay() {  # NAME DELAY_US JITTER_US
-  local n; n=$(ns "$1")
+# Delay: one tutti-netdelay serves every namespace's queue 0 (started on
+# first use); a node's packets go to it once its delay was set.
+start_netdelay() {
+  local pid; pid=$(cat "$WORK/pids/netdelay" 2> /dev/null || true)
+  [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null && return
   [ -x "$NETDELAY" ] || die "no $NETDELAY: it builds where libnetfilter-queue-dev is installed (scripts/setup.sh)"
-  echo "$2 $3" > "$WORK/links/$1.delay"
-  local pid; pid=$(cat "$WORK/pids/$1.netdelay" 2> /dev/null || true)
-  if [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null; then
-    kill -HUP "$pid"
-    return
-  fi
-  ip netns exec "$n" setsid "$NETDELAY" --queue 0 --delay-us "$2" --jitter-us "$3" --control "$WORK/links/$1.delay" \
-    --seed "$(cksum <<< "$1" | cut -d' ' -f1)" >> "$WORK/logs/$1.netdelay.log" 2>&1 < /dev/null &
-  echo $! > "$WORK/pids/$1.netdelay"
-  sleep 0.2  # bound to its queue before packets go there
-  ip netns exec "$n" "${IPT[@]}" -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0
+  awk '{print "tutti-" $1, 0, 0}' "$WORK/nodes" > "$WORK/links/delays"
+  # Real-time priority: a link does not wait for the hosts' processes to yield a core.
+  setsid chrt -f 10 "$NETDELAY" --queue 0 --links "$WORK/links/delays" >> "$WORK/logs/netdelay.log" 2>&1 < /dev/null &
+  echo $! > "$WORK/pids/netdelay"
+  local i
+  for i in $(seq 1 50); do  # bound to every queue before packets go there
+    [ "$(grep -c "delay 0 us" "$WORK/logs/netdelay.log")" -ge "$(wc -l < "$WORK/nodes")" ] && return
+    kill -0 "$(cat "$WORK/pids/netdelay")" 2> /dev/null || { cat "$WORK/logs/netdelay.log" >&2; die "tutti-netdelay failed"; }
+    sleep 0.1
+  done
+  die "tutti-netdelay did not bind its queues"
 }
-setup_links() {  # NAME: the loss chain, always; delay when asked for
+set_delay() {  # NAME DELAY_US JITTER_US
+  start_netdelay
+  awk -v n="tutti-$1" -v d="$2" -v j="$3" '$1 == n {$2 = d; $3 = j} {print}' "$WORK/links/delays" \
+    > "$WORK/links/delays.new" && mv "$WORK/links/delays.new" "$WORK/links/delays"
+  kill -HUP "$(cat "$WORK/pids/netdelay")"
+  if [ ! -e "$WORK/links/$1.queued" ]; then
+    ip netns exec "$(ns "$1")" "${IPT[@]}" -A OUTPUT -o eth0 -j NFQUEUE --queue-num 0
+    touch "$WORK/links/$1.queued"
+  fi
+}
+cut_node() {  # NAME OTHER…: drop what NAME exchanges with the others
+  local n a; n=$(ns "$1")
+  need_node "$1"
+  shift
+  for other in "$@"; do
+    need_node "$other"
+    a=$(node_field "$other" 3)
+    ip netns exec "$n" "${IPT[@]}" -A TUTTI_CUT -d "$a" -j DROP
+    ip netns exec "$n" "${IPT[@]}" -A TUTTI_CUT_IN -s "$a" -j DROP
+  done
+}
+uncut_node() {  # NAME
   local n; n=$(ns "$1")
+  ip netns exec "$n" "${IPT[@]}" -F TUTTI_CUT
+  ip netns exec "$n" "${IPT[@]}" -F TUTTI_CUT_IN
+}
+setup_links() {  # NAME: the cut and loss chains
+  local n; n=$(ns "$1")
+  ip netns exec "$n" "${IPT[@]}" -N TUTTI_CUT
+  ip netns exec "$n" "${IPT[@]}" -A OUTPUT -o eth0 -j TUTTI_CUT
+  ip netns exec "$n" "${IPT[@]}" -N TUTTI_CUT_IN
+  ip netns exec "$n" "${IPT[@]}" -A INPUT -i eth0 -j TUTTI_CUT_IN
   ip netns exec "$n" "${IPT[@]}" -N TUTTI_LOSS
   ip netns exec "$n" "${IPT[@]}" -A OUTPUT -o eth0 -j TUTTI_LOSS
   set_loss "$1" "$(cat "$WORK/loss_pct")"
-  local d j
-  read -r d j < "$WORK/delay"
-  if [ "$d" != 0 ] || [ "$j" != 0 ]; then set_delay "$1" "$d" "$j"; fi
 }
 
 wait_ready() {  # ADDRESS:PORT of a frontend: until /v2/health/ready answers 200, or 60 s
@@ -229,6 +262,11 @@ cmd_up() {
     add_namespace "$name" "$address"
     setup_links "$name"
   done < "$WORK/nodes"
+  local d j
+  read -r d j < "$WORK/delay"
+  if [ "$d" != 0 ] || [ "$j" != 0 ]; then
+    for name in $(awk '{print $1}' "$WORK/nodes"); do set_delay "$name" "$d" "$j"; done
+  fi
   echo "starting $(wc -l < "$WORK/nodes") nodes in their namespaces (logs: $WORK/logs)" >&2
   for role in etcd scheduler backend frontend; do
     while read -r name r _; do [ "$r" = "$role" ] && start_node "$name"; done < "$WORK/nodes"
@@ -251,12 +289,13 @@ cmd_down() {
     for name in $(awk '{print $1}' "$WORK/nodes"); do
       local pid; pid=$(pid_of "$name")
       [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
-      pid=$(cat "$WORK/pids/$name.netdelay" 2> /dev/null || true)
-      [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
+
       ip netns del "$(ns "$name")" 2> /dev/null || true
       ip link del "tt-$name" 2> /dev/null || true
     done
   fi
+  local pid; pid=$(cat "$WORK/pids/netdelay" 2> /dev/null || true)
+  [ -n "$pid" ] && kill -KILL "$pid" 2> /dev/null || true
   ip link del "$BRIDGE" 2> /dev/null || true
   rm -rf "$WORK"
 }
@@ -271,7 +310,8 @@ cmd_nodes() {
     elif grep -q '^State:.*stopped' "/proc/$pid/status" 2> /dev/null; then state=stopped; fi
     [ "$(cat "/sys/class/net/tt-$name/operstate" 2> /dev/null)" = down ] && state="$state, partitioned"
     printf '%-5s %-10s %-14s %-8s %-16s %s\n' "$name" "$role" "$address" "${pid:--}" \
-      "$(tr ' ' / < "$WORK/links/$name.delay" 2> /dev/null || echo 0/0)" "$(cat "$WORK/links/$name.loss"), $state"
+      "$(awk -v n="tutti-$name" '$1 == n {print $2 "/" $3}' "$WORK/links/delays" 2> /dev/null | grep . || echo 0/0)" \
+      "$(cat "$WORK/links/$name.loss"), $state"
   done < "$WORK/nodes"
 }
 
@@ -294,8 +334,16 @@ case $action in
   frontends) cmd_frontends ;;
   partition) need_node "${1:-}"; ip link set "tt-$1" down ;;
   heal)
-    if [ -n "${1:-}" ]; then need_node "$1"; ip link set "tt-$1" up
-    else for name in $(awk '{print $1}' "$WORK/nodes"); do ip link set "tt-$name" up; done; fi ;;
+    if [ -n "${1:-}" ]; then need_node "$1"; ip link set "tt-$1" up; uncut_node "$1"
+    else for name in $(awk '{print $1}' "$WORK/nodes"); do ip link set "tt-$name" up; uncut_node "$name"; done; fi ;;
+  cut) [ $# -ge 2 ] || usage; cut_node "$@" ;;
+  leader)  # the scheduler that leads now
+    for name in $(awk '$2 == "scheduler" {print $1}' "$WORK/nodes"); do
+      pid=$(pid_of "$name")
+      if [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null && grep -E "leading at|standing by|campaigning" "$WORK/logs/$name.log" | tail -1 | grep -q "leading at"; then
+        echo "$name"
+      fi
+    done | tail -1 ;;
   kill) signal_node "${1:-}" KILL ;;
   stop) signal_node "${1:-}" STOP ;;
   cont) signal_node "${1:-}" CONT ;;

@@ -77,8 +77,9 @@ run etcd_cut 4 partition e1
 healthy etcd_healed
 
 echo "== the leading scheduler killed"
-leader=$(grep -l "leading at" "$WORK"/logs/s*.log | head -1 | xargs -r basename | cut -d. -f1)
-run leader_killed 4 kill "${leader:-s1}"
+leader=$("$cluster" leader)
+[ -n "$leader" ] || fail "no scheduler leads"
+run leader_killed 4 kill "$leader"
 healthy leader_replaced
 
 echo "== a backend stopped, then resumed"

@@ -1,19 +1,26 @@
-// tutti-netdelay: delays the packets of one netfilter queue, the link
-// delay and jitter of the namespace harness (scripts/netns_cluster.sh),
-// for kernels without netem. An iptables rule sends a namespace's outgoing
-// packets to the queue (`-j NFQUEUE --queue-num N`); this program holds
-// each as LinkDelay says, then lets it go on. SIGHUP re-reads --control
-// (a file: "DELAY_US JITTER_US"), to change a link under load.
+// tutti-netdelay: the link delay and jitter of the namespace harness
+// (scripts/netns_cluster.sh), for kernels without netem. In each network
+// namespace it serves, an iptables rule sends the outgoing packets to
+// netfilter queue N (`-j NFQUEUE --queue-num N`); this one process binds
+// queue N in every namespace, holds each packet as that namespace's
+// LinkDelay says, then lets it go on. One process for all of them, so that
+// releasing a packet costs no context switch to a process of its own.
 //
-//   tutti-netdelay --queue N --delay-us D --jitter-us J [--control FILE] [--seed S]
+//   tutti-netdelay --queue N --links FILE [--seed S]
+//
+// FILE: a line per namespace, "NETNS DELAY_US JITTER_US" (NETNS as `ip
+// netns` names it). SIGHUP re-reads the delays (the namespaces stay those
+// read at start).
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <libnetfilter_queue/libnetfilter_queue.h>
 #include <linux/netfilter.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -22,12 +29,18 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tutti/netdelay/link_delay.h"
 
 namespace {
+
+// Packets due within this of each other leave together.
+constexpr tutti::Duration kSlack = 20'000;  // ns
 
 volatile sig_atomic_t reload = 0;
 volatile sig_atomic_t stop = 0;
@@ -38,78 +51,121 @@ tutti::Time Now() {
   return static_cast<tutti::Time>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-struct State {
-  tutti::LinkDelay link{0, 0, 1};
+// One namespace's queue and the packets it holds.
+struct Link {
+  std::string netns;
+  tutti::LinkDelay delay{0, 0, 1};
   std::deque<std::pair<tutti::Time, uint32_t>> held;  // (release, packet id), in release order
+  nfq_handle* handle = nullptr;
+  nfq_q_handle* queue = nullptr;
+  int fd = -1;
 };
 
 int OnPacket(nfq_q_handle*, nfgenmsg*, nfq_data* data, void* arg) {
-  auto* state = static_cast<State*>(arg);
+  auto* link = static_cast<Link*>(arg);
   const nfqnl_msg_packet_hdr* header = nfq_get_msg_packet_hdr(data);
-  if (header == nullptr) return 0;
-  state->held.emplace_back(state->link.Release(Now()), ntohl(header->packet_id));
+  if (header != nullptr) link->held.emplace_back(link->delay.Release(Now()), ntohl(header->packet_id));
   return 0;
 }
 
-bool ReadControl(const std::string& path, State* state) {
+// "NETNS DELAY_US JITTER_US" lines.
+std::map<std::string, std::pair<double, double>> ReadLinks(const std::string& path) {
+  std::map<std::string, std::pair<double, double>> links;
   std::ifstream in(path);
+  std::string netns;
   double delay_us = 0, jitter_us = 0;
-  if (!(in >> delay_us >> jitter_us) || delay_us < 0 || jitter_us < 0) {
-    std::fprintf(stderr, "tutti-netdelay: %s: expected \"DELAY_US JITTER_US\"\n", path.c_str());
+  while (in >> netns >> delay_us >> jitter_us) {
+    if (delay_us < 0 || jitter_us < 0) {
+      std::fprintf(stderr, "tutti-netdelay: %s: %s: negative delay or jitter\n", path.c_str(), netns.c_str());
+      continue;
+    }
+    links[netns] = {delay_us, jitter_us};
+  }
+  return links;
+}
+
+// Binds queue `number` inside `link.netns`; false with a message if it cannot.
+bool Bind(Link& link, int number, int home) {
+  const int ns = open(("/run/netns/" + link.netns).c_str(), O_RDONLY | O_CLOEXEC);
+  if (ns < 0 || setns(ns, CLONE_NEWNET) != 0) {
+    std::fprintf(stderr, "tutti-netdelay: cannot enter network namespace %s: %s\n", link.netns.c_str(),
+                 std::strerror(errno));
+    if (ns >= 0) close(ns);
     return false;
   }
-  state->link.Set(tutti::Micros(delay_us), tutti::Micros(jitter_us));
-  std::fprintf(stderr, "tutti-netdelay: delay %.0f us, jitter %.0f us\n", delay_us, jitter_us);
+  close(ns);
+  link.handle = nfq_open();  // its socket belongs to this namespace for good
+  setns(home, CLONE_NEWNET);
+  if (link.handle == nullptr) {
+    std::perror("tutti-netdelay: nfq_open");
+    return false;
+  }
+  link.queue = nfq_create_queue(link.handle, static_cast<uint16_t>(number), &OnPacket, &link);
+  if (link.queue == nullptr) {
+    std::fprintf(stderr, "tutti-netdelay: %s: cannot bind queue %d (another listener?)\n", link.netns.c_str(),
+                 number);
+    return false;
+  }
+  // Only the packet's id is needed: the verdict keeps the packet in the kernel.
+  nfq_set_mode(link.queue, NFQNL_COPY_META, 0);
+  nfq_set_queue_maxlen(link.queue, 65536);
+  link.fd = nfq_fd(link.handle);
+  int big = 8 << 20;
+  setsockopt(link.fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+  fcntl(link.fd, F_SETFL, fcntl(link.fd, F_GETFL) | O_NONBLOCK);
   return true;
+}
+
+void Apply(const std::map<std::string, std::pair<double, double>>& links, std::vector<std::unique_ptr<Link>>& all) {
+  for (auto& link : all) {
+    const auto it = links.find(link->netns);
+    if (it == links.end()) continue;
+    link->delay.Set(tutti::Micros(it->second.first), tutti::Micros(it->second.second));
+    std::fprintf(stderr, "tutti-netdelay: %s: delay %.0f us, jitter %.0f us\n", link->netns.c_str(),
+                 it->second.first, it->second.second);
+  }
 }
 
 [[noreturn]] void Usage() {
   std::fprintf(stderr,
-               "usage: tutti-netdelay --queue N --delay-us D --jitter-us J [--control FILE] [--seed S]\n"
-               "Holds each packet of netfilter queue N for D ± J microseconds (uniform), in order;\n"
-               "SIGHUP re-reads FILE (\"DELAY_US JITTER_US\").\n");
+               "usage: tutti-netdelay --queue N --links FILE [--seed S]\n"
+               "Holds each packet of netfilter queue N, in every network namespace FILE names\n"
+               "(a line each: NETNS DELAY_US JITTER_US), for DELAY ± JITTER µs (uniform), in order;\n"
+               "SIGHUP re-reads the delays.\n");
   std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int queue = -1;
-  double delay_us = 0, jitter_us = 0;
+  int number = -1;
   uint64_t seed = 1;
-  std::string control;
+  std::string path;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h" || i + 1 >= argc) Usage();
     const char* value = argv[++i];
-    if (flag == "--queue") queue = std::atoi(value);
-    else if (flag == "--delay-us") delay_us = std::atof(value);
-    else if (flag == "--jitter-us") jitter_us = std::atof(value);
-    else if (flag == "--control") control = value;
+    if (flag == "--queue") number = std::atoi(value);
+    else if (flag == "--links") path = value;
     else if (flag == "--seed") seed = std::strtoull(value, nullptr, 10);
     else Usage();
   }
-  if (queue < 0 || queue > 65535 || delay_us < 0 || jitter_us < 0) Usage();
-  State state;
-  state.link = tutti::LinkDelay(tutti::Micros(delay_us), tutti::Micros(jitter_us), seed);
-
-  nfq_handle* handle = nfq_open();
-  if (handle == nullptr) {
-    std::perror("tutti-netdelay: nfq_open (root, and a kernel with NETFILTER_NETLINK_QUEUE?)");
-    return 1;
+  if (number < 0 || number > 65535 || path.empty()) Usage();
+  const std::map<std::string, std::pair<double, double>> links = ReadLinks(path);
+  if (links.empty()) {
+    std::fprintf(stderr, "tutti-netdelay: %s names no namespace\n", path.c_str());
+    return 2;
   }
-  nfq_q_handle* q = nfq_create_queue(handle, static_cast<uint16_t>(queue), &OnPacket, &state);
-  if (q == nullptr) {
-    std::fprintf(stderr, "tutti-netdelay: cannot bind queue %d (another listener?)\n", queue);
-    return 1;
+  const int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  std::vector<std::unique_ptr<Link>> all;
+  for (const auto& [netns, delay] : links) {
+    auto link = std::make_unique<Link>();
+    link->netns = netns;
+    link->delay = tutti::LinkDelay(0, 0, seed + all.size());
+    if (!Bind(*link, number, home)) return 1;
+    all.push_back(std::move(link));
   }
-  // Only the packet's id is needed: the verdict keeps the packet in the kernel.
-  nfq_set_mode(q, NFQNL_COPY_META, 0);
-  nfq_set_queue_maxlen(q, 65536);
-  const int fd = nfq_fd(handle);
-  int big = 8 << 20;
-  setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  Apply(links, all);
   struct sigaction hup{};
   hup.sa_handler = [](int) { reload = 1; };
   sigaction(SIGHUP, &hup, nullptr);
@@ -117,40 +173,57 @@ int main(int argc, char** argv) {
   term.sa_handler = [](int) { stop = 1; };
   sigaction(SIGTERM, &term, nullptr);
   sigaction(SIGINT, &term, nullptr);
-  std::fprintf(stderr, "tutti-netdelay: queue %d, delay %.0f us, jitter %.0f us\n", queue, delay_us, jitter_us);
 
+  std::vector<pollfd> fds;
+  for (const auto& link : all) fds.push_back({link->fd, POLLIN, 0});
   alignas(8) char buf[65536];
   while (!stop) {
     if (reload) {
       reload = 0;
-      if (!control.empty()) ReadControl(control, &state);
+      Apply(ReadLinks(path), all);
     }
     // Sleep until the next release or the next packet (or 100 ms: signals).
-    timespec ts{0, 100'000'000};
-    if (!state.held.empty()) {
-      const tutti::Duration wait = std::max<tutti::Duration>(0, state.held.front().first - Now());
-      ts = {static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    tutti::Time next = Now() + 100'000'000;
+    for (const auto& link : all) {
+      if (!link->held.empty()) next = std::min(next, link->held.front().first);
     }
-    pollfd p{fd, POLLIN, 0};
-    if (ppoll(&p, 1, &ts, nullptr) > 0) {
-      for (;;) {
-        const ssize_t n = recv(fd, buf, sizeof(buf), 0);
-        if (n <= 0) {
-          if (n < 0 && errno == ENOBUFS) std::fprintf(stderr, "tutti-netdelay: queue overrun: packets lost\n");
-          break;
+    const tutti::Duration wait = std::max<tutti::Duration>(0, next - Now());
+    timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
+    if (ppoll(fds.data(), fds.size(), &ts, nullptr) > 0) {
+      for (size_t k = 0; k < fds.size(); ++k) {
+        if (!(fds[k].revents & POLLIN)) continue;
+        for (;;) {
+          const ssize_t n = recv(fds[k].fd, buf, sizeof(buf), 0);
+          if (n <= 0) {
+            if (n < 0 && errno == ENOBUFS) {
+              std::fprintf(stderr, "tutti-netdelay: %s: queue overrun: packets lost\n", all[k]->netns.c_str());
+            }
+            break;
+          }
+          nfq_handle_packet(all[k]->handle, buf, static_cast<int>(n));
         }
-        nfq_handle_packet(handle, buf, static_cast<int>(n));
       }
     }
-    const tutti::Time now = Now();
-    while (!state.held.empty() && state.held.front().first <= now) {
-      nfq_set_verdict(q, state.held.front().second, NF_ACCEPT, 0, nullptr);
-      state.held.pop_front();
+    // Every packet due (within a slack that groups releases into one
+    // wake-up) goes on with one batch verdict per queue: ids and releases
+    // are both in arrival order.
+    const tutti::Time due = Now() + kSlack;
+    for (auto& link : all) {
+      uint32_t last = 0;
+      bool any = false;
+      while (!link->held.empty() && link->held.front().first <= due) {
+        last = link->held.front().second;
+        any = true;
+        link->held.pop_front();
+      }
+      if (any) nfq_set_verdict_batch(link->queue, last, NF_ACCEPT);
     }
   }
   // Whatever is held goes on: stopping the delay does not drop packets.
-  for (const auto& [release, id] : state.held) nfq_set_verdict(q, id, NF_ACCEPT, 0, nullptr);
-  nfq_destroy_queue(q);
-  nfq_close(handle);
+  for (auto& link : all) {
+    if (!link->held.empty()) nfq_set_verdict_batch(link->queue, link->held.back().second, NF_ACCEPT);
+    nfq_destroy_queue(link->queue);
+    nfq_close(link->handle);
+  }
   return 0;
 }

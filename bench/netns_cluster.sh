@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Distributed mode as on many hosts (scripts/netns_cluster.sh, root): 3
+# etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends,
+# each in its own network namespace, mutual TLS, every packet a node sends
+# held 250 ± 100 µs (a link's round trip 0.5 ± 0.2 ms) and 0.1% of them
+# lost; emulated ResNet50, 20 ms objective
+# (bench/serve_resnet50_a100_8gpu.yaml).
+#   1. Goodput (`tutti load --find-goodput`, through one frontend) against
+#      the same config embedded (`tutti serve`), and the bad rate at 30% of
+#      the embedded goodput (half through each frontend).
+#   2. Faults under 30% of the cluster's own goodput (a load it serves
+#      cleanly): each injected 1 s into a 4 s run and healed as it
+#      ends (a killed process restarted then). Per fault: the bad rate of
+#      the run, the seconds from the heal until a 1 s probe is at most 0.5%
+#      bad (recovery), the bad rate of a 3 s run after, and whether
+#      every request was answered (`tutti load` fails on one left without
+#      an answer: that fails the benchmark).
+# Medians over ROUNDS rounds [the worst]. Everything shares this
+# machine's cores.
+#   bench/netns_cluster.sh [ROUNDS] [--write-docs]   (default 5; root; after scripts/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/lib/results_page.sh
+parse_write_docs "$@"
+set -- "${ARGS[@]+"${ARGS[@]}"}"
+ROUNDS=${1:-5}
+PROBE_S=${PROBE_S:-3}
+CONFIG=bench/serve_resnet50_a100_8gpu.yaml
+OUT=${OUT:-/tmp/tutti_netns_bench}
+export WORK=$OUT/cluster
+cluster=scripts/netns_cluster.sh
+rm -rf "$OUT" && mkdir -p "$OUT"
+# The cluster's logs stay in OUT/logs.
+trap 'cp -r "$WORK/logs" "$OUT/" 2> /dev/null; "$cluster" down > /dev/null 2>&1 || true
+      [ -n "${SERVER:-}" ] && kill "$SERVER" 2> /dev/null || true' EXIT
+
+goodput() {  # HOST PORT OUT: the goodput tutti load finds
+  build/bin/tutti load --host "$1" --port "$2" --models resnet50 --rate 2000 --slo-ms 20 --duration-s "$PROBE_S" \
+    --warmup-s 1 --find-goodput --tolerance 0.03 > "$3" 2>&1
+  awk '/^goodput:/ {print $2}' "$3"
+}
+
+echo "== embedded goodput" >&2
+for r in $(seq "$ROUNDS"); do
+  build/bin/tutti serve --repo bench/emulated_repository --config "$CONFIG" --port 8031 --grpc-port -1 \
+    > "$OUT/serve_$r.log" 2>&1 &
+  SERVER=$!
+  await_server 8031 "$SERVER" "$OUT/serve_$r.log"
+  goodput 127.0.0.1 8031 "$OUT/embedded_$r.txt" >> "$OUT/embedded"
+  kill -TERM "$SERVER"; wait "$SERVER" || true; SERVER=
+done
+embedded=$(sort -n "$OUT/embedded" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')
+rate=$(awk -v e="$embedded" 'BEGIN {printf "%.0f", 0.3 * e}')
+echo "embedded goodput (median): $embedded r/s; the load: $rate r/s" >&2
+
+"$cluster" up --repo bench/emulated_repository --config "$CONFIG" --etcd 3 --schedulers 2 --frontends 2 \
+  --delay-us 250 --jitter-us 100 --loss-pct 0.1 2> "$OUT/up.log"
+mapfile -t frontends < <("$cluster" frontends)
+
+# run NAME SECONDS [AT_S ACTION… -- HEAL_AT_S HEAL_ACTION…]: $rate r/s, half
+# through each frontend; prints "bad% answered(yes|no)".
+run() {
+  local name=$1 seconds=$2 pids=() f ok=yes
+  shift 2
+  for f in "${frontends[@]}"; do
+    build/bin/tutti load --host "${f%:*}" --port "${f#*:}" --models resnet50 --rate "$((rate / 2))" --slo-ms 20 \
+      --duration-s "$seconds" --warmup-s 0 --seed "$RANDOM" > "$OUT/$name.${f%:*}.txt" 2>&1 &
+    pids+=($!)
+  done
+  if [ $# -gt 0 ]; then
+    local fault=() heal=() at heal_at
+    at=$1; shift
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do fault+=("$1"); shift; done
+    shift; heal_at=$1; shift
+    heal=("$@")
+    sleep "$at"; "$cluster" "${fault[@]}" >&2
+    sleep "$((heal_at - at))"; [ ${#heal[@]} -eq 0 ] || "$cluster" "${heal[@]}" >&2
+    date +%s.%N > "$OUT/$name.healed"
+  fi
+  for f in "${pids[@]}"; do wait "$f" || ok=no; done
+  cat "$OUT/$name".*.txt | awk -v ok="$ok" '$1 == "total" {sub("%", "", $5); sent += $2; bad += $2 * $5}
+    END {printf "%.2f %s\n", sent ? bad / sent : 100, ok}'
+}
+recovery() {  # NAME: seconds from its heal until a 1 s probe is at most 0.5% bad (at most 10 probes)
+  local i bad
+  for i in $(seq 10); do
+    read -r bad _ < <(run "$1.probe$i" 1)
+    awk -v b="$bad" 'BEGIN {exit !(b <= 0.5)}' && break
+  done
+  awk -v h="$(cat "$OUT/$1.healed")" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f\n", e - h}'
+}
+
+echo "== distributed goodput and bad rate at $rate r/s" >&2
+for r in $(seq "$ROUNDS"); do
+  goodput "${frontends[0]%:*}" "${frontends[0]#*:}" "$OUT/distributed_$r.txt" >> "$OUT/distributed"
+  run "steady_$r" 10 >> "$OUT/steady"
+done
+# The faults run at 30% of the cluster's own goodput, a load it serves
+# cleanly, so that what a fault costs stands out.
+embedded_rate=$rate
+rate=$(awk -v d="$(sort -n "$OUT/distributed" | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}')" \
+  'BEGIN {printf "%.0f", 0.3 * d}')
+echo "== faults at $rate r/s" >&2
+
+faults=(
+  "a backend cut off|1 partition b3 -- 4 heal b3"
+  "the leader cut off from etcd|1 cut LEADER e1 e2 e3 -- 4 heal LEADER"
+  "a frontend cut off from the leader|1 cut f2 LEADER -- 4 heal f2"
+  "one etcd member cut off|1 partition e1 -- 4 heal e1"
+  "kill -9 the leading scheduler|1 kill LEADER -- 4 restart LEADER"
+  "kill -9 a backend|1 kill b5 -- 4 restart b5"
+  "kill -9 a frontend|1 kill f2 -- 4 restart f2"
+  "SIGSTOP the leading scheduler|1 stop LEADER -- 4 cont LEADER"
+  "SIGSTOP a backend|1 stop b6 -- 4 cont b6"
+  "a backend's link at 2 ± 1 ms|1 delay b7 2000 1000 -- 4 delay b7 250 100"
+  "restart an etcd member|1 kill e2 -- 4 restart e2"
+)
+for r in $(seq "$ROUNDS"); do
+  for k in "${!faults[@]}"; do
+    label=${faults[$k]%%|*}
+    read -r -a steps <<< "${faults[$k]#*|}"
+    echo "  round $r: $label" >&2
+    leader=$("$cluster" leader)
+    steps=("${steps[@]/LEADER/$leader}")
+    # A process killed by the fault that did not come back (a lost lease
+    # ends it) is started again before the next fault.
+    read -r bad answered < <(run "f${k}_$r" 4 "${steps[@]}")
+    rec=$(recovery "f${k}_$r")
+    read -r after answered_after < <(run "f${k}_${r}_after" 3)
+    [ "$answered" = yes ] && [ "$answered_after" = yes ] || { echo "FAIL: $label: a request was left unanswered" >&2; exit 1; }
+    echo "$bad $rec $after" >> "$OUT/fault_$k"
+    "$cluster" nodes | awk 'NR > 1 && /dead/ {print $1}' | while read -r n; do "$cluster" restart "$n"; done
+    sleep 2  # the restarted join
+  done
+done
+
+med() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
+worst() { sort -n | tail -1; }
+{
+  distributed=$(med < "$OUT/distributed")
+  echo "| setup | goodput r/s | bad at $embedded_rate r/s (30% of embedded) |"
+  echo "|---|---|---|"
+  echo "| embedded (\`tutti serve\`) | $embedded [$(sort -n "$OUT/embedded" | head -1)] | – |"
+  echo "| netns cluster | $distributed [$(sort -n "$OUT/distributed" | head -1)] ($(awk -v d="$distributed" -v e="$embedded" 'BEGIN {printf "%.0f", 100 * d / e}')% of embedded) | $(cut -d' ' -f1 "$OUT/steady" | med)% [$(cut -d' ' -f1 "$OUT/steady" | worst)%] |"
+  echo
+  echo "| fault at $rate r/s (injected at 1 s, healed at 4 s, as the run ends) | bad during | recovery s | bad after | every request answered |"
+  echo "|---|---|---|---|---|"
+  for k in "${!faults[@]}"; do
+    f=$OUT/fault_$k
+    echo "| ${faults[$k]%%|*} | $(cut -d' ' -f1 "$f" | med)% [$(cut -d' ' -f1 "$f" | worst)%] | $(cut -d' ' -f2 "$f" | med) [$(cut -d' ' -f2 "$f" | worst)] | $(cut -d' ' -f3 "$f" | med)% [$(cut -d' ' -f3 "$f" | worst)%] | yes |"
+  done
+} | tee "$OUT/table.md"
+
+if [ "$WRITE_DOCS" = 1 ]; then
+  write_results_page netns_cluster "Distributed mode across network namespaces, with faults" \
+    "Across namespaces with 0.5 ± 0.2 ms links and 0.1% loss, how much of embedded goodput does distributed mode keep, and what does each fault cost?" \
+    "bench/netns_cluster.sh --write-docs" \
+    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/serve_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective), each in its own network namespace on one bridge, mutual TLS; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms) and 0.1% dropped; leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 1 s into a 4 s run and healed as it ends (a killed process restarted then; a link's raised delay set back); recovery: from the heal until a 1 s probe is at most 0.5% bad (each probe, with its client's start, takes about 1.5 s: that is the least recovery shown); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark. Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS rounds [the worst]." \
+    "$OUT/table.md"
+fi
