@@ -1,5 +1,6 @@
 #include "tutti/etcd/etcd_client.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -253,15 +254,17 @@ absl::Status EtcdClient::RevokeLease(int64_t lease) {
 
 std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Duration ttl,
                                                               std::function<void()> lost) {
-  // A heartbeat every ttl/3, each on a short stream with that deadline, so
-  // that a member that stops answering is left for the next at once.
+  // A heartbeat every ttl/4, each on a short stream with a deadline of at
+  // most half a second, so that a member that stops answering (cut off,
+  // or waiting for an election) is left for the next well within the TTL.
   return std::make_unique<Worker>([this, lease, ttl, lost = std::move(lost)](Worker& w) {
     auto last_ok = std::chrono::steady_clock::now();
     const auto ttl_ns = std::chrono::nanoseconds(ttl);
+    const Duration patience = std::min<Duration>(ttl / 4, 500 * kMillisecond);
     while (!w.stopping()) {
       const size_t m = stubs_->Current();
       grpc::ClientContext ctx;
-      ctx.set_deadline(GrpcDeadline(ttl / 3));
+      ctx.set_deadline(GrpcDeadline(patience));
       if (!w.SetContext(&ctx)) return;
       auto stream = stubs_->members[m].lease->LeaseKeepAlive(&ctx);
       pb::LeaseKeepAliveRequest req;
@@ -277,7 +280,7 @@ std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Dur
       }
       if (answered) {
         last_ok = std::chrono::steady_clock::now();
-        w.Sleep(ttl / 3);
+        w.Sleep(ttl / 4);
         continue;
       }
       if (std::chrono::steady_clock::now() - last_ok > ttl_ns) {

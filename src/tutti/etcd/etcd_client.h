@@ -72,7 +72,7 @@ class EtcdClient {
   // A lease of `ttl_seconds` (etcd's granularity); its id.
   absl::StatusOr<int64_t> GrantLease(int64_t ttl_seconds);
   absl::Status RevokeLease(int64_t lease);
-  // Heartbeats: keeps `lease` alive every ttl/3 until the result is
+  // Heartbeats: keeps `lease` alive every ttl/4 until the result is
   // destroyed. `lost` is called once if the lease is gone (etcd answers TTL
   // 0, or no heartbeat got through for a whole ttl): the holder must stop
   // acting on it.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "tutti/core/status_macros.h"
@@ -41,12 +42,12 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeBaseExecutor(const ClusterLayout& 
   }
   if (g.memory) {  // held as the scheduler's loads say; one warmed up per architecture
     std::vector<int> warm_up;
-    absl::flat_hash_map<std::string, int> architectures;
+    absl::flat_hash_set<std::string> architectures;
     for (size_t k = 0; k < models.size(); ++k) {
       const ModelConfig& c = models[k]->config;
       const std::string key = absl::StrCat(PlatformName(c.platform), "/", c.architecture, "/", c.max_batch_size, "/",
                                            c.platform == Platform::kBuiltin ? "" : models[k]->weights_path);
-      if (architectures.emplace(key, k).second) warm_up.push_back(static_cast<int>(k));
+      if (architectures.insert(key).second) warm_up.push_back(static_cast<int>(k));
     }
     if (description != nullptr) {
       absl::StrAppendFormat(description, "    each torch executor of the group loads models from disk as planned "
