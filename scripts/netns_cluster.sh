@@ -79,7 +79,9 @@ make_certs() {  # ADDRESSES…: a CA and one certificate for all of them, for bo
 
 add_namespace() {  # NAME ADDRESS
   local n; n=$(ns "$1")
-  # Leftovers of a cluster that was not taken down go first.
+  # Leftovers of a cluster that was not taken down go first, with whatever
+  # still runs in them.
+  ip netns pids "$n" 2> /dev/null | xargs -r kill -KILL 2> /dev/null || true
   ip netns del "$n" 2> /dev/null || true
   ip link del "tt-$1" 2> /dev/null || true
   ip netns add "$n"
@@ -290,6 +292,7 @@ cmd_down() {
       local pid; pid=$(pid_of "$name")
       [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
 
+      ip netns pids "$(ns "$name")" 2> /dev/null | xargs -r kill -KILL 2> /dev/null || true
       ip netns del "$(ns "$name")" 2> /dev/null || true
       ip link del "tt-$name" 2> /dev/null || true
     done
