@@ -17,32 +17,28 @@ std::vector<float> TrialInput(const TorchModel& model, int batch) {
   return std::vector<float>(model.input_elements() * batch, IsPlainFp32(model.config().inputs) ? 0.5f : 0.0f);
 }
 
-// Its loading latency (INFaaS's T_load): the weights loaded from disk and a
-// first batch of `batch` run.
-absl::StatusOr<Duration> MeasureLoad(const ModelVersion& v, int batch, const Clock& clock) {
+// A model loaded from disk, and its loading latency (INFaaS's T_load): the
+// weights loaded and a first batch of `batch` run.
+struct TimedLoad {
+  std::unique_ptr<TorchModel> model;
+  Duration load = 0;
+};
+absl::StatusOr<TimedLoad> LoadTimed(const ModelVersion& v, int batch, const Clock& clock) {
   const Time start = clock.Now();
   TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(v));
   std::vector<float> output;
   TUTTI_RETURN_IF_ERROR(model->Run(TrialInput(*model, batch), batch, &output));
-  return clock.Now() - start;
+  return TimedLoad{std::move(model), clock.Now() - start};
 }
-
-// Loads a version's weights from disk and measures their accuracy.
-absl::StatusOr<double> MeasureServedAccuracy(const ModelVersion& v, const ImageSet& test) {
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(v));
-  return EvaluateAccuracy(*model, test, 500);
-}
-
-}  // namespace
-
-namespace {
 
 // Trains `name` on `train` (with `options`), writes it into the repository
-// with its accuracy on `test`, and returns its config as written.
-// `progress`: report each epoch's progress; otherwise nothing.
+// with its accuracy on `test` — measured through the torch executor on the
+// artifact on disk — and returns its config as written. With `profiled`,
+// the model takes its profiles and records its own load_ms. `progress`:
+// report each epoch's progress; otherwise nothing.
 absl::StatusOr<ModelConfig> TrainOne(const TrainJob& job, const std::string& name, const TrainOptions& options,
-                                     const ImageSet& train, const ImageSet& test, const Clock& clock, bool progress,
-                                     std::ostream& log) {
+                                     const ImageSet& train, const ImageSet& test, const ModelConfig* profiled,
+                                     const Clock& clock, bool progress, std::ostream& log) {
   const std::string dir = VersionDir(job.repo, name, job.version);
   // A model with a calibrated confidence: its temperature is fitted on
   // training images the weights never saw.
@@ -82,10 +78,14 @@ absl::StatusOr<ModelConfig> TrainOne(const TrainJob& job, const std::string& nam
   // Measured on some classes only: a narrower task than the whole dataset's
   // (model-less requests for the task must not pick it for its accuracy).
   if (!job.classes.empty()) absl::StrAppend(&config.task, "/classes=", absl::StrJoin(job.classes, ","));
-  // Measure the artifact on disk through the executor, then write the config once.
-  TUTTI_ASSIGN_OR_RETURN(double accuracy,
-                         MeasureServedAccuracy(ModelVersion{config, job.version, dir, weights}, test));
+  TUTTI_ASSIGN_OR_RETURN(TimedLoad loaded,
+                         LoadTimed(ModelVersion{config, job.version, dir, weights}, config.max_batch_size, clock));
+  TUTTI_ASSIGN_OR_RETURN(const double accuracy, EvaluateAccuracy(*loaded.model, test, 500));
   config.accuracy = accuracy;
+  if (profiled != nullptr) {
+    config.profiles = profiled->profiles;
+    config.load_ms = ToMillis(loaded.load);
+  }
   TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
   if (progress) {
     log << absl::StrFormat("wrote %s: %d parameters, test accuracy %.4f\n", dir, result.parameters, accuracy);
@@ -117,7 +117,7 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
   }
   const int64_t limit = job.train_limit > 0 ? std::min(job.train_limit, train.size()) : train.size();
   if (job.copies == 0) {
-    return TrainOne(job, name, options, train.Slice(0, limit), test, clock, true, log).status();
+    return TrainOne(job, name, options, train.Slice(0, limit), test, nullptr, clock, true, log).status();
   }
   // Copies: each its own seed and slice of the training images; the start's
   // profiles (the same architecture runs alike), its own load measured.
@@ -133,17 +133,9 @@ absl::Status RunTrainJob(const TrainJob& job, const Clock& clock, std::ostream& 
     copy.seed = options.seed + i;
     const int64_t offset = train.size() == limit ? 0 : (i - 1) * limit % (train.size() - limit);
     const std::string copy_name = absl::StrFormat("%s_%0*d", name, width, i);
-    TUTTI_ASSIGN_OR_RETURN(ModelConfig config,
-                           TrainOne(job, copy_name, copy, train.Slice(offset, limit), test, clock, false, log));
-    if (start != nullptr) {
-      config.profiles = start->config.profiles;
-      const std::string dir = VersionDir(job.repo, copy_name, job.version);
-      TUTTI_ASSIGN_OR_RETURN(const Duration load,
-                             MeasureLoad(ModelVersion{config, job.version, dir, absl::StrCat(dir, "/", kWeightsFileName)},
-                                         config.max_batch_size, clock));
-      config.load_ms = ToMillis(load);
-      TUTTI_RETURN_IF_ERROR(WriteModelConfig(dir, config));
-    }
+    TUTTI_ASSIGN_OR_RETURN(ModelConfig config, TrainOne(job, copy_name, copy, train.Slice(offset, limit), test,
+                                                        start != nullptr ? &start->config : nullptr, clock, false,
+                                                        log));
     const double elapsed = ToSeconds(clock.Now() - began);
     if (i == job.copies || i % std::max(1, job.copies / 20) == 0) {
       log << absl::StrFormat("  %d/%d: %s test acc %.4f  elapsed %.0fs  ETA %.0fs\n", i, job.copies, copy_name,
@@ -170,8 +162,9 @@ absl::Status RunProfileJob(const ModelVersion& version, const ProfileJob& job, c
   for (const int64_t size : sizes) {
     ModelVersion at = version;
     if (size > 0) at.config = AtBucket(version.config, size);
-    TUTTI_ASSIGN_OR_RETURN(const Duration load, MeasureLoad(at, options.max_batch, clock));
-    TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<TorchModel> model, TorchModel::Load(at));
+    TUTTI_ASSIGN_OR_RETURN(TimedLoad loaded, LoadTimed(at, options.max_batch, clock));
+    const Duration load = loaded.load;
+    const std::unique_ptr<TorchModel> model = std::move(loaded.model);
     const std::vector<float> input = TrialInput(*model, options.max_batch);
     std::vector<float> output;
     auto run = [&](int b) {

@@ -132,7 +132,9 @@ struct ExecutorGroupConfig {
   // `load_gb_per_s`, `load_overhead_ms`), a model's weights are 4 bytes per
   // parameter of its config, and the `loads` policy plans what each holds
   // (ClusterSpec::memory). A torch executor's load takes its model's
-  // measured load_ms (plus the overhead). One group only.
+  // measured load_ms (plus the overhead). One group only. `memory_gb: auto`
+  // parses to gpu_bytes 0, which ResolveServerConfig sets to the emulated
+  // GPU's memory.
   std::optional<MemoryBudget> memory;
 };
 

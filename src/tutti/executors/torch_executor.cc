@@ -11,16 +11,12 @@ namespace tutti {
 
 TorchExecutor::TorchExecutor(Clock* clock, std::vector<std::unique_ptr<TorchModel>> models) : clock_(clock) {
   for (auto& m : models) models_.push_back(std::move(m));
-  pending_loads_.assign(models_.size(), 0);
-  load_errors_.assign(models_.size(), absl::OkStatus());
   Start({});
 }
 
 TorchExecutor::TorchExecutor(Clock* clock, int num_models, ModelLoader loader, const std::vector<int>& warm_up)
     : clock_(clock), loader_(std::move(loader)) {
   models_.resize(num_models);
-  pending_loads_.assign(num_models, 0);
-  load_errors_.assign(num_models, absl::OkStatus());
   Start(warm_up);
   load_worker_ = std::thread([this] {
     SetThreadName("tutti-load");
@@ -33,6 +29,8 @@ void TorchExecutor::Start(const std::vector<int>& warm_up) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     held = models_;
+    pending_loads_.assign(models_.size(), 0);
+    load_errors_.assign(models_.size(), absl::OkStatus());
   }
   std::promise<void> warm;
   worker_ = std::thread([this, &warm, &warm_up, &held] {
