@@ -9,7 +9,10 @@
 # shares the machine's cores, so what it saw is printed separately.
 #   bench/server_cpu.sh [embedded|distributed|both] [RATE] [DURATION_S]
 # (after scripts/build.sh; defaults: both, 2000 r/s, 10 s; CLUSTER_FLAGS: more
-# `tutti cluster` flags, e.g. --batch-cpu-policy=false; CONFIG: another serve config)
+# `tutti cluster` flags, e.g. --batch-cpu-policy=false; CONFIG: another serve config,
+# MODELS: the models the load spreads over, default resnet50; SHARDS: `tutti serve
+# --scheduler-shards`, e.g. SHARDS=2 CONFIG=bench/serve_resnet50_a100_2x4gpu.yaml
+# MODELS=resnet50,resnet50_b)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MODE=${1:-both}
@@ -17,6 +20,8 @@ RATE=${2:-2000}
 DURATION=${3:-10}
 PORT=${PORT:-8040}
 CONFIG=${CONFIG:-bench/serve_resnet50_a100_8gpu.yaml}
+MODELS=${MODELS:-resnet50}
+SHARDS=${SHARDS:-1}
 TCK=$(getconf CLK_TCK)
 
 # CPU ticks (user + system) of a process and all its descendants.
@@ -40,7 +45,7 @@ measure() {  # $1: label; the server runs as $PID
   sleep 1
   local t0 a0 t1 a1
   t0=$(tree_ticks "$PID"); a0=$(answered)
-  build/bin/tutti load --models resnet50 --rate "$RATE" --slo-ms 20 --duration-s "$DURATION" --warmup-s 1 \
+  build/bin/tutti load --models "$MODELS" --rate "$RATE" --slo-ms 20 --duration-s "$DURATION" --warmup-s 1 \
     --port "$PORT" > "/tmp/tutti_server_cpu_$1.txt" 2>&1
   t1=$(tree_ticks "$PID"); a1=$(answered)
   awk -v t="$((t1 - t0))" -v a="$((a1 - a0))" -v tck="$TCK" -v l="$1" -v r="$RATE" \
@@ -51,6 +56,7 @@ measure() {  # $1: label; the server runs as $PID
 
 if [ "$MODE" = embedded ] || [ "$MODE" = both ]; then
   build/bin/tutti serve --repo bench/emulated_repository --config "$CONFIG" --port "$PORT" --grpc-port -1 \
+    --scheduler-shards "$SHARDS" \
     > /tmp/tutti_server_cpu_serve.log 2>&1 &
   PID=$!
   trap 'kill -TERM $PID 2>/dev/null; wait $PID 2>/dev/null || true' EXIT

@@ -28,12 +28,17 @@
 # WITH=binary: the "with" side serves with the tutti binary WITH_BINARY (a
 # build of other code; the load generator is always build/bin/tutti): what
 # a change costs, pair by pair.
+# WITH=shards: both sides serve two zero-cost models, each on an emulated
+# GPU of its own (bench/serve_zero_cost_2groups.yaml), half the load each;
+# the "with" side schedules them as two shards (`--scheduler-shards 2`).
+# Shards need cores: the server is not pinned (PIN=0 unless set).
 #   bench/serving_overhead.sh           (after scripts/build.sh)
 #   CONSOLE=1 bench/serving_overhead.sh
 #   PAIRS=7 bench/serving_overhead.sh   (SEARCH=1 adds the open-loop search)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PORT=${PORT:-8011}
+[ "${WITH:-}" = shards ] && PIN=${PIN:-0}
 SERVER_CPUS=any CLIENT_CPUS=any ON_SERVER=() ON_CLIENT=()  # command prefixes
 if [ "${PIN:-1}" = 1 ] && command -v taskset > /dev/null && [ "$(nproc)" -ge 2 ]; then
   SERVER_CPUS=0 CLIENT_CPUS="1-$(($(nproc) - 1))"
@@ -46,7 +51,8 @@ case "$WITH" in
   binary)
     [ -x "${WITH_BINARY:-}" ] || { echo "WITH=binary needs WITH_BINARY, a tutti binary" >&2; exit 2; }
     WITH_NAME="$WITH_BINARY" ;;
-  *) echo "WITH must be console, trace or binary" >&2; exit 2 ;;
+  shards) WITH_NAME="two scheduler shards" ;;
+  *) echo "WITH must be console, trace, binary or shards" >&2; exit 2 ;;
 esac
 TRACE_FILE=${TRACE_FILE:-/tmp/tutti_serving_overhead_spans.jsonl}
 SERVER="" CONSOLE_CLIENT=""
@@ -58,24 +64,28 @@ stop() {
 trap stop EXIT
 
 one_run() {  # $1: 1 with a console client connected (WITH=trace: tracing); $2: 1 with the open-loop search
-  local trace=() bin=build/bin/tutti
+  local flags=() bin=build/bin/tutti config=bench/serve_zero_cost.yaml models=zero_cost
+  if [ "$WITH" = shards ]; then
+    config=bench/serve_zero_cost_2groups.yaml models=zero_cost,zero_cost_b
+    [ "$1" = 1 ] && flags=(--scheduler-shards 2)
+  fi
   [ "$1" = 1 ] && [ "$WITH" = binary ] && bin=$WITH_BINARY
   if [ "$1" = 1 ] && [ "$WITH" = trace ]; then
     rm -f "$TRACE_FILE"
-    trace=(--trace-file "$TRACE_FILE" --trace-ratio "${TRACE_RATIO:-0.01}")
+    flags=(--trace-file "$TRACE_FILE" --trace-ratio "${TRACE_RATIO:-0.01}")
   fi
   "${ON_SERVER[@]}" "$bin" serve --repo bench/emulated_repository \
-    --config bench/serve_zero_cost.yaml --port "$PORT" --grpc-port 0 "${trace[@]}" > /dev/null 2>&1 &
+    --config "$config" --port "$PORT" --grpc-port 0 "${flags[@]}" > /dev/null 2>&1 &
   SERVER=$!
   until curl -sf "127.0.0.1:$PORT/v2/health/ready" > /dev/null; do sleep 0.2; done
   echo "== server on CPUs $SERVER_CPUS, clients on CPUs $CLIENT_CPUS"
-  [ "${#trace[@]}" -gt 0 ] && echo "== tracing ${TRACE_RATIO:-0.01} of requests to $TRACE_FILE"
+  [ "${#flags[@]}" -gt 0 ] && [ "$WITH" = trace ] && echo "== tracing ${TRACE_RATIO:-0.01} of requests to $TRACE_FILE"
   if [ "$1" = 1 ] && [ "$WITH" = console ]; then
     "${ON_CLIENT[@]}" curl -sN "127.0.0.1:$PORT/console/events" > "${CONSOLE_LOG:-/dev/null}" &
     CONSOLE_CLIENT=$!
     echo "== a console client is connected to /console/events"
   fi
-  local load=("${ON_CLIENT[@]}" build/bin/tutti load --models zero_cost --slo-ms 20 --warmup-s 1 --port "$PORT")
+  local load=("${ON_CLIENT[@]}" build/bin/tutti load --models "$models" --slo-ms 20 --warmup-s 1 --port "$PORT")
   echo "== added latency at 1,000 requests/s"
   "${load[@]}" --rate 1000 --duration-s 6
   echo "== capacity: 128 requests in flight"
@@ -134,8 +144,8 @@ compare() {  # $1: metric, $2: its name
   local ratios=""
   for i in "${!a[@]}"; do ratios+="$(awk -v a="${a[$i]}" -v b="${b[$i]}" 'BEGIN {printf "%.4f", b / a}') "; done
   awk -v a="$(median <<< "${v[0,$1]}")" -v b="$(median <<< "${v[1,$1]}")" -v m="$(median <<< "$ratios")" \
-    -v w="$(least <<< "$ratios")" -v name="$2" -v goal="$([ "$WITH" = trace ] && echo 2 || echo 5)" \
-    'BEGIN {printf "%s with / without: the medians %+.1f%%; pair by pair median %+.1f%%, worst %+.1f%% (goal: within %d%%)\n",
+    -v w="$(least <<< "$ratios")" -v name="$2" -v goal="$(case $WITH in trace) echo "(goal: within 2%)" ;; shards) ;; *) echo "(goal: within 5%)" ;; esac)" \
+    'BEGIN {printf "%s with / without: the medians %+.1f%%; pair by pair median %+.1f%%, worst %+.1f%% %s\n",
             name, 100 * (b / a - 1), 100 * (m - 1), 100 * (w - 1), goal}'
 }
 compare cap "capacity"

@@ -57,7 +57,7 @@ int ServeCommand(const Args& args) {
   std::string tls_cert, tls_key, tls_client_ca, inference_tokens, admin_tokens, trace_file, trace_endpoint,
       trace_link;
   double trace_ratio = 0;
-  int port = 8000, grpc_port = 8001;
+  int port = 8000, grpc_port = 8001, scheduler_shards = 1;
   int64_t max_queue_size = 16384;
   double duration_s = 0;
   FlagSet flags("tutti serve --repo DIR [--config FILE] [flags]",
@@ -74,6 +74,9 @@ int ServeCommand(const Args& args) {
   flags.Int("port", &port, "KServe v2 HTTP port (overrides the config's; 0: any free port)");
   flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (overrides the config's; 0: any free; -1: off)");
   flags.String("policy", &policy, "scheduling policy (overrides the config; default deferred)");
+  flags.Int("scheduler-shards", &scheduler_shards,
+            "schedule on this many cores, each shard whole executor groups (overrides the config's "
+            "scheduler_shards; at most the groups)");
   flags.Double("duration-s", &duration_s, "stop gracefully after this many seconds (0: run until signalled)");
   flags.String("tls-cert", &tls_cert, "PEM certificate chain: TLS on both listeners (overrides the config's tls)");
   flags.String("tls-key", &tls_key, "PEM private key of --tls-cert");
@@ -107,6 +110,10 @@ int ServeCommand(const Args& args) {
   if (flags.WasSet("grpc-port")) config->grpc.port = grpc_port;
   if (!address.empty()) config->grpc.address = address;
   if (!policy.empty()) config->policy = policy;
+  if (flags.WasSet("scheduler-shards")) {
+    if (scheduler_shards < 1) return Fail(absl::InvalidArgumentError("--scheduler-shards must be at least 1"));
+    config->scheduler_shards = scheduler_shards;
+  }
   if (!tls_cert.empty() || !tls_key.empty() || !tls_client_ca.empty()) {
     config->http.tls = TlsOptions{tls_cert, tls_key, tls_client_ca};
     config->grpc.tls = config->http.tls;

@@ -199,6 +199,7 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (scheduler.policy) c.policy = *scheduler.policy;
   TUTTI_ASSIGN_OR_RETURN(auto objective, r.OptionalScalar<double>("default_objective_ms", "a number"));
   TUTTI_ASSIGN_OR_RETURN(auto threads, r.OptionalScalar<int>("torch_threads", "an integer"));
+  TUTTI_ASSIGN_OR_RETURN(auto shards, r.OptionalScalar<int>("scheduler_shards", "an integer"));
   TUTTI_ASSIGN_OR_RETURN(auto await, r.OptionalScalar<bool>("await_completion", "true or false"));
   TUTTI_ASSIGN_OR_RETURN(auto in_flight, r.OptionalScalar<int>("max_batches_in_flight", "an integer"));
   if (in_flight && *in_flight < 0) return Invalid("max_batches_in_flight", "must not be negative (0: no limit)");
@@ -287,6 +288,8 @@ absl::StatusOr<ServerConfig> ParseRoot(const YAML::Node& root) {
   if (objective) c.default_objective = Millis(*objective);
   if (threads && *threads < 1) return Invalid("torch_threads", "must be at least 1");
   if (threads) c.torch_threads = *threads;
+  if (shards && *shards < 1) return Invalid("scheduler_shards", "must be at least 1");
+  if (shards) c.scheduler_shards = *shards;
   return c;
 }
 

@@ -45,6 +45,9 @@
 //                                         # (a one-sided write's round trip; 0: shared memory)
 //                 inject_nondeterminism: false}  # stateful models' sums in a random order
 //   torch_threads: 1                 # intra-op threads per torch executor
+//   scheduler_shards: 1              # the data plane on this many cores: each shard whole
+//                                    # sub-clusters (executor groups) under a lock of its own
+//                                    # (serving/sharded_core.h); at most the sub-clusters
 //   http: {address: 127.0.0.1, port: 8000, threads: 2,
 //          max_body_mb: 64, max_header_kb: 64, read_timeout_s: 10,
 //          max_connections: 16384,
@@ -157,6 +160,7 @@ struct ServerConfig {
   DelayModelOptions delays;
   Duration default_objective = 100 * kMillisecond;
   int torch_threads = 1;
+  int scheduler_shards = 1;
   HttpServerOptions http;  // tls: set on both listeners by `tls:`
   GrpcServerOptions grpc;
   AuthConfig auth;

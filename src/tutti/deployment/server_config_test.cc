@@ -30,6 +30,7 @@ max_batches_in_flight: 3
 early_drop_window: 12
 default_objective_ms: 40
 torch_threads: 2
+scheduler_shards: 2
 http: {address: 0.0.0.0, port: 9000, threads: 3, max_body_mb: 1, read_timeout_s: 2, max_header_kb: 8,
        max_connections: 100}
 grpc: {address: 0.0.0.0, port: 9001, max_message_mb: 8}
@@ -54,6 +55,7 @@ coding:
   EXPECT_EQ(c->early_drop_window, 12);
   EXPECT_EQ(c->default_objective, Millis(40));
   EXPECT_EQ(c->torch_threads, 2);
+  EXPECT_EQ(c->scheduler_shards, 2);
   EXPECT_EQ(c->http.address, "0.0.0.0");
   EXPECT_EQ(c->http.port, 9000);
   EXPECT_EQ(c->http.threads, 3);
@@ -166,6 +168,7 @@ TEST(ServerConfigErrorTest, EachBadFieldIsNamed) {
   EXPECT_THAT(ParseError("network_us: {response: 1}"), HasSubstr("unknown field 'network_us.response'"));
   EXPECT_THAT(ParseError("network_us: 5"), HasSubstr("'network_us' must be a mapping"));
   EXPECT_THAT(ParseError("torch_threads: many"), HasSubstr("field 'torch_threads': expected an integer"));
+  EXPECT_THAT(ParseError("scheduler_shards: 0"), HasSubstr("scheduler_shards"));
   EXPECT_THAT(ParseError("await_completion: maybe"), HasSubstr("field 'await_completion': expected true or false"));
   EXPECT_THAT(ParseError("executors: [oops"), HasSubstr("line"));
   EXPECT_THAT(ParseError("tls: {cert: s.pem}"), HasSubstr("field 'tls': set both cert and key"));

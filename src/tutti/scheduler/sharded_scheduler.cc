@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <numeric>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -50,61 +49,22 @@ absl::StatusOr<std::unique_ptr<ShardedScheduler>> ShardedScheduler::Create(const
                                                                          const SchedulerOptions& options,
                                                                          std::vector<SchedulerShard> shards,
                                                                          SchedulerListener* listener) {
-  TUTTI_RETURN_IF_ERROR(ValidateClusterSpec(spec));
-  const std::vector<SubCluster> subs = spec.EffectiveSubClusters();
-  if (shards.empty() || shards.size() > subs.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(shards.size(), " scheduler shards for ", subs.size(),
-                                                   " sub-clusters: a shard holds one or more whole sub-clusters"));
-  }
+  TUTTI_ASSIGN_OR_RETURN(ShardPlan plan, PlanShards(spec, static_cast<int>(shards.size())));
   std::unique_ptr<ShardedScheduler> s(new ShardedScheduler());
   s->models_ = static_cast<int>(spec.models.size());
   s->membership_ = policy != "nexus";
-  s->model_place_.resize(spec.models.size());
-  s->gpu_place_.resize(spec.num_gpus());
+  s->model_place_ = std::move(plan.model);
+  s->gpu_place_ = std::move(plan.gpu);
   for (SchedulerShard& where : shards) {
     if (where.clock == nullptr) return absl::InvalidArgumentError("a scheduler shard without a clock");
     s->shards_.push_back(std::make_unique<Shard>(std::move(where), listener));
   }
-
-  // Largest sub-cluster first onto the shard with the fewest GPUs so far.
-  std::vector<GpuId> first_gpu(subs.size(), 0);
-  for (size_t i = 1; i < subs.size(); ++i) first_gpu[i] = first_gpu[i - 1] + subs[i - 1].num_gpus;
-  std::vector<int> order(subs.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return subs[a].num_gpus > subs[b].num_gpus; });
-  std::vector<int> load(shards.size(), 0);
-  std::vector<std::vector<int>> placed(shards.size());
-  for (int i : order) {
-    const int shard = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-    load[shard] += subs[i].num_gpus;
-    placed[shard].push_back(i);
-  }
   for (int shard = 0; shard < s->shards(); ++shard) {
-    std::sort(placed[shard].begin(), placed[shard].end());  // keeps the spec's GPU order within a shard
     Shard& sh = *s->shards_[shard];
-    sh.spec.delays = spec.delays;
-    for (int i : placed[shard]) {
-      SubCluster local{{}, subs[i].num_gpus};
-      for (ModelId m : subs[i].models) {
-        s->model_place_[m] = {shard, static_cast<int>(sh.spec.models.size())};
-        local.models.push_back(static_cast<ModelId>(sh.spec.models.size()));
-        sh.spec.models.push_back(spec.models[m]);
-        sh.global_model.push_back(m);
-      }
-      for (int k = 0; k < subs[i].num_gpus; ++k) {
-        s->gpu_place_[first_gpu[i] + k] = {shard, static_cast<int>(sh.global_gpu.size())};
-        sh.global_gpu.push_back(first_gpu[i] + k);
-      }
-      sh.spec.sub_clusters.push_back(std::move(local));
-    }
-    SchedulerOptions local_options = options;
-    if (!options.nexus_initial_rates.empty()) {
-      local_options.nexus_initial_rates.clear();
-      for (ModelId m : sh.global_model) {
-        local_options.nexus_initial_rates.push_back(
-            m < static_cast<ModelId>(options.nexus_initial_rates.size()) ? options.nexus_initial_rates[m] : 0);
-      }
-    }
+    const SchedulerOptions local_options = ShardOptions(options, plan.shards[shard]);
+    sh.spec = std::move(plan.shards[shard].spec);
+    sh.global_model = std::move(plan.shards[shard].global_model);
+    sh.global_gpu = std::move(plan.shards[shard].global_gpu);
     TUTTI_ASSIGN_OR_RETURN(sh.scheduler, CreateScheduler(policy, sh.spec, local_options, sh.where.clock, &sh));
   }
   return s;

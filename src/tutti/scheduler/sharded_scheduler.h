@@ -27,8 +27,8 @@
 // README, "Scheduling on several cores".
 //
 // Ids: callers use the spec's global model and GPU ids; the listener gets
-// global ids too. Sub-clusters are placed on shards largest first (by GPUs)
-// onto the shard with the fewest GPUs so far.
+// global ids too. Sub-clusters are placed on shards by PlanShards
+// (shard_plan.h).
 //
 // Thread-safety: every method may be called from any thread, provided each
 // shard without a `post` is only ever called from its own thread. The
@@ -46,6 +46,7 @@
 
 #include "absl/status/statusor.h"
 #include "tutti/scheduler/scheduler.h"
+#include "tutti/scheduler/shard_plan.h"
 
 namespace tutti {
 
@@ -90,10 +91,7 @@ class ShardedScheduler final : public Scheduler {
   void SetDelayPlan(const DelayPlan& plan) override;
 
  private:
-  struct Place {
-    int shard = 0;
-    int local = 0;  // the model's or GPU's id in its shard's spec
-  };
+  using Place = ShardPlan::Place;
   class Shard;
 
   ShardedScheduler() = default;

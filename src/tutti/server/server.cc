@@ -51,8 +51,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   Tracer* tracer = server->tracer_.get();
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
-  TUTTI_ASSIGN_OR_RETURN(server->core_, InferenceCore::Create(spec, std::move(layout.shapes),
-                                                              std::move(executors), options, clock));
+  absl::StatusOr<std::unique_ptr<ShardedCore>> core = ShardedCore::Create(
+      spec, std::move(layout.shapes), std::move(executors), options, clock, config.scheduler_shards);
+  if (!core.ok()) return absl::Status(core.status().code(), absl::StrCat("scheduler_shards: ", core.status().message()));
+  server->core_ = std::move(*core);
   if (config.autoscale) StartAutoscaler(*config.autoscale, clock, server.get());
   InferenceEngine* engine = server->core_.get();
   server->sequences_ = ServeSequences(engine, spec, layout, clock);
@@ -100,12 +102,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
           ? " (a fixed pool: idle executors answer at once)"
           : absl::StrFormat(" (consolidating: a batch waits while the GPU time saved pays, at %g ms per GPU-ms)",
                             config.scheduler.gpu_ms_price);
-  d = absl::StrCat("policy ", config.policy, deferral, ", ", server->core_->spec().num_gpus(), " executors\n", d);
+  const std::string shards =
+      config.scheduler_shards > 1 ? absl::StrCat(", ", config.scheduler_shards, " scheduler shards") : "";
+  d = absl::StrCat("policy ", config.policy, deferral, ", ", server->core_->spec().num_gpus(), " executors", shards,
+                   "\n", d);
   return server;
 }
 
 void Server::StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Server* server) {
-  InferenceCore* core = server->core_.get();
+  ShardedCore* core = server->core_.get();
   // What the interval did, from the core's running totals.
   auto last = std::make_shared<Autoscaler::Window>();
   auto read = [core, last] {
@@ -158,7 +163,7 @@ void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig
       if (variants[j].name == name) options.allowed.push_back(static_cast<int>(j));
     }
   }
-  InferenceCore* core = server->core_.get();
+  ShardedCore* core = server->core_.get();
   auto set_up = [core](int executor, bool up) {
     if (absl::Status s = core->SetExecutorUp(executor, up); !s.ok()) {
       std::cerr << "model_less: executor " << executor << ": " << s.message() << "\n";

@@ -18,7 +18,7 @@
 #include "tutti/repository/model_repository.h"
 #include "tutti/sequences/sequence_engine.h"
 #include "tutti/deployment/server_config.h"
-#include "tutti/serving/inference_core.h"
+#include "tutti/serving/sharded_core.h"
 
 namespace tutti {
 
@@ -44,7 +44,7 @@ class Server {
   int grpc_port() const { return listeners_->grpc_port(); }
   // A few lines: the models with their objectives, the executor groups.
   std::string Describe() const;
-  InferenceCore& core() { return *core_; }
+  ShardedCore& core() { return *core_; }
 
   // Graceful: readiness turns false, no new connections or requests are
   // accepted (those that come get 503 or UNAVAILABLE), every accepted request is answered
@@ -65,7 +65,7 @@ class Server {
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest
   std::unique_ptr<Tracer> tracer_;  // null: no tracing; outlives what records spans
-  std::unique_ptr<InferenceCore> core_;
+  std::unique_ptr<ShardedCore> core_;
   std::unique_ptr<SequenceEngine> sequences_;  // null: no stateful model served
   std::unique_ptr<GraphEngine> graphs_;  // null: no graph served
   std::unique_ptr<FrontendServer> listeners_;

@@ -151,6 +151,42 @@ executors:
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_scheduling_choice{sub_cluster="0",choice="prompt"} 1)"));
 }
 
+// Two executor groups are two sub-clusters, scheduled as two shards: both
+// models answer, and what the server reports (a sub-cluster's choice, each
+// model's counts) is in the cluster's ids. A shard per sub-cluster at most.
+TEST_F(ServerTest, SchedulerShardsServeEachGroupAndReportInClusterIds) {
+  const std::string groups = R"(
+http: {port: 0}
+grpc: {port: -1}
+policy: adaptive
+executors:
+  - {kind: torch, count: 1, models: [linear]}
+  - {kind: emulated, count: 2, profile: a100, models: [resnet50]}
+)";
+  std::unique_ptr<Server> server = Start(groups + "scheduler_shards: 2\n");
+  ASSERT_NE(server, nullptr);
+  EXPECT_THAT(server->Describe(), HasSubstr("3 executors, 2 scheduler shards"));
+  HttpTestClient client(server->port());
+  testing::ClientResponse r = client.Request("POST", "/v2/models/resnet50/infer", Infer({1, 2, 3, 4}, 1));
+  ASSERT_EQ(r.status, 200) << r.body;
+  r = client.Request("POST", "/v2/models/linear/infer", Infer(std::vector<float>(784, 0.5f), 1));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string metrics = client.Request("GET", "/metrics").body;
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_scheduling_choice{sub_cluster="1",choice="prompt"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="linear",outcome="success"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_requests_total{model="resnet50",outcome="success"} 1)"));
+
+  absl::StatusOr<ModelRepository> repo = ModelRepository::Open(dir_.path());
+  ASSERT_TRUE(repo.ok());
+  absl::StatusOr<ServerConfig> config = ParseServerConfig(groups + "scheduler_shards: 3\n");
+  ASSERT_TRUE(config.ok());
+  config = ResolveServerConfig(*config, *ServedRepository(*repo, *config));
+  ASSERT_TRUE(config.ok());
+  absl::StatusOr<std::unique_ptr<Server>> refused = Server::Start(*repo, *config, &clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("scheduler_shards: 3 scheduler shards for 2 sub-clusters"));
+}
+
 // Closed-loop autoscaling of the emulated executors: one of four serves at
 // first; a burst keeps it busy, so more come (0.1 s after being
 // requested); once the burst is answered — every request — they go again.
