@@ -9,7 +9,7 @@
 #
 #   scripts/netns_cluster.sh up --repo DIR --config FILE [--etcd N] [--schedulers N]
 #                               [--frontends N] [--backends N[,N…]] [--lease-ttl-s S]
-#                               [--delay-us D] [--jitter-us J] [--loss-pct P]
+#                               [--delay-us D] [--jitter-us J] [--loss-pct P] [--rto-min-ms R]
 #   scripts/netns_cluster.sh nodes                 name, role, address, pid, state
 #   scripts/netns_cluster.sh frontends             the frontends' HTTP endpoints, one a line
 #   scripts/netns_cluster.sh leader                the scheduler that leads
@@ -20,16 +20,22 @@
 #   scripts/netns_cluster.sh stop NODE | cont NODE SIGSTOP / SIGCONT its process
 #   scripts/netns_cluster.sh restart NODE          start a killed node's process again
 #   scripts/netns_cluster.sh delay NODE D J        its outgoing packets held D ± J µs
-#   scripts/netns_cluster.sh loss NODE P           P% of its outgoing packets dropped
+#   scripts/netns_cluster.sh loss NODE P           P% of the packets it receives dropped
+#   scripts/netns_cluster.sh check-leaders         exit 1 if two schedulers ever led at once
 #   scripts/netns_cluster.sh down                  stop every process, remove the namespaces
 #
 # Needs root and a kernel with network namespaces, veth and bridges
-# (`ip netns`); `up` says so and exits 3 without them. Delay, jitter and
-# loss apply to what a node sends (a link's round trip crosses two
-# nodes): loss by an iptables statistic rule, delay and jitter by
+# (`ip netns`); `up` says so and exits 3 without them. Delay and jitter
+# apply to what a node sends (a link's round trip crosses two nodes), by
 # build/bin/tutti-netdelay, one process at real-time priority serving every
 # namespace's netfilter queue (this kernel has no netem; iptables-legacy,
-# as the nf_tables backend cannot queue here). Defaults: 3 etcd
+# as the nf_tables backend cannot queue here). Loss applies to what a node
+# receives, by an iptables statistic rule: a packet lost on the wire, which
+# the sender's TCP must detect and resend (a drop on the way out would fail
+# the send at once, which TCP retries on a timer of 200 ms or more). TCP's
+# least retransmission timeout on every link is R ms (default 5, as
+# datacenter hosts set it: Linux's 200 ms would make any lost packet miss
+# an objective of tens of ms). Defaults: 3 etcd
 # members, 2 schedulers, 2 frontends, the config's executor counts as
 # backends, leases of 3 s (longer than an etcd election, so that losing
 # etcd's leader costs no process its lease). Nodes are named e1…, s1…, f1…, b1… (backends of group 0 first).
@@ -44,7 +50,7 @@ BRIDGE=tutti-br0
 NET=10.231.0
 
 die() { echo "netns_cluster: $*" >&2; exit 1; }
-usage() { sed -n '10,26p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '10,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # The nodes file: one line per node, "name role address group".
 node_field() {  # NAME FIELD(2 role, 3 address, 4 group)
@@ -92,6 +98,7 @@ add_namespace() {  # NAME ADDRESS
   ip -n "$n" addr add "$2/24" dev eth0
   ip -n "$n" link set lo up
   ip -n "$n" link set eth0 up
+  ip -n "$n" route replace "$NET.0/24" dev eth0 proto kernel scope link src "$2" rto_min "$(cat "$WORK/rto_min_ms")ms"
 }
 
 # The command line of a node's process (etcd members: ETCD_CLUSTER set).
@@ -132,7 +139,7 @@ start_node() {  # NAME
 IPT=(iptables-legacy -w)
 NETDELAY=${NETDELAY:-$ROOT/build/bin/tutti-netdelay}
 
-# Loss and delay on a node's outgoing packets: a chain for loss, then the
+# Loss on a node's incoming packets (a chain), delay on its outgoing ones:
 # queue tutti-netdelay holds packets in (set up on first use).
 set_loss() {  # NAME PERCENT
   local n; n=$(ns "$1")
@@ -194,7 +201,7 @@ setup_links() {  # NAME: the cut and loss chains
   ip netns exec "$n" "${IPT[@]}" -N TUTTI_CUT_IN
   ip netns exec "$n" "${IPT[@]}" -A INPUT -i eth0 -j TUTTI_CUT_IN
   ip netns exec "$n" "${IPT[@]}" -N TUTTI_LOSS
-  ip netns exec "$n" "${IPT[@]}" -A OUTPUT -o eth0 -j TUTTI_LOSS
+  ip netns exec "$n" "${IPT[@]}" -A INPUT -i eth0 -j TUTTI_LOSS
   set_loss "$1" "$(cat "$WORK/loss_pct")"
 }
 
@@ -208,7 +215,7 @@ wait_ready() {  # ADDRESS:PORT of a frontend: until /v2/health/ready answers 200
 }
 
 cmd_up() {
-  local repo="" config="" etcds=3 schedulers=2 frontends=2 backends="" ttl=3 delay=0 jitter=0 loss=0
+  local repo="" config="" etcds=3 schedulers=2 frontends=2 backends="" ttl=3 delay=0 jitter=0 loss=0 rto_min=5
   while [ $# -gt 0 ]; do
     case $1 in
       --repo) repo=$2; shift 2 ;;
@@ -221,6 +228,7 @@ cmd_up() {
       --delay-us) delay=$2; shift 2 ;;
       --jitter-us) jitter=$2; shift 2 ;;
       --loss-pct) loss=$2; shift 2 ;;
+      --rto-min-ms) rto_min=$2; shift 2 ;;
       *) usage ;;
     esac
   done
@@ -238,6 +246,7 @@ cmd_up() {
   mkdir -p "$WORK/pids" "$WORK/logs" "$WORK/etcd" "$WORK/links"
   echo "$delay $jitter" > "$WORK/delay"
   echo "$loss" > "$WORK/loss_pct"
+  echo "$rto_min" > "$WORK/rto_min_ms"
   realpath "$repo" > "$WORK/repo"
   realpath "$config" > "$WORK/config"
   echo "$ttl" > "$WORK/lease_ttl"
@@ -259,6 +268,7 @@ cmd_up() {
   ip link add "$BRIDGE" type bridge
   ip addr add "$NET.1/24" dev "$BRIDGE"
   ip link set "$BRIDGE" up
+  ip route replace "$NET.0/24" dev "$BRIDGE" proto kernel scope link src "$NET.1" rto_min "${rto_min}ms"
   local name role address
   while read -r name role address _; do
     add_namespace "$name" "$address"
@@ -320,11 +330,33 @@ cmd_nodes() {
 
 cmd_frontends() { awk '$2 == "frontend" {print $3 ":8000"}' "$WORK/nodes"; }
 
-signal_node() {  # NAME SIGNAL
+signal_node() {  # NAME SIGNAL: sent, and noted in its log with the time
   need_node "$1"
   local pid; pid=$(pid_of "$1")
   [ -n "$pid" ] || die "node $1 has no process"
   kill "-$2" -- "-$pid" 2> /dev/null || die "node $1's process is gone"
+  echo "netns_cluster: SIG$2 at unix time $(date +%s.%N | cut -c1-14)" >> "$WORK/logs/$1.log"
+}
+
+# Whether two schedulers ever led at once, from their logs: a scheduler
+# leads from its "leading at" until its lease is lost, it is killed,
+# stopped (SIGSTOP) or stops; none may start leading before the one that
+# led stopped. A stopped leader that is resumed plans again only while its
+# lease holds: it checks before every plan, and exits once the lease may
+# have lapsed (etcd keeps it at least that long), so a resume starts no
+# leadership of its own.
+cmd_check_leaders() {
+  local name
+  for name in $(awk '$2 == "scheduler" {print $1}' "$WORK/nodes"); do
+    awk -v n="$name" '
+      /leading at unix time/ {t = $0; sub(/.*leading at unix time /, "", t); sub(/[;, ].*/, "", t); print t, n, "lead"}
+      /lost its etcd lease at unix time|netns_cluster: SIG(KILL|STOP) at unix time/ {
+        t = $0; sub(/.*at unix time /, "", t); sub(/[;, ].*/, "", t); print t, n, "end"}' "$WORK/logs/$name.log"
+  done | sort -n | awk '
+    $3 == "lead" { if (cur != "" && cur != $2) { printf "two leaders: %s led from %s while %s still led (since %s)\n", $2, $1, cur, since; bad = 1 }
+                   cur = $2; since = $1; n++ }
+    $3 == "end" && cur == $2 { cur = "" }
+    END { if (!bad) printf "one leader at a time: %d leaderships, none overlapping\n", n; exit bad }'
 }
 
 [ $# -ge 1 ] || usage
@@ -347,6 +379,7 @@ case $action in
         echo "$name"
       fi
     done | tail -1 ;;
+  check-leaders) [ -e "$WORK/nodes" ] || die "no cluster is up"; cmd_check_leaders ;;
   kill) signal_node "${1:-}" KILL ;;
   stop) signal_node "${1:-}" STOP ;;
   cont) signal_node "${1:-}" CONT ;;

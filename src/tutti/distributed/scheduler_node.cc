@@ -188,6 +188,7 @@ void SchedulerNode::RecordSchedule(const Origin& origin, const Request& r, const
 }
 
 void SchedulerNode::OnDispatch(Batch batch) {
+  if (options_.holds_lease) options_.holds_lease();
   const uint64_t batch_id = next_batch_++;
   const Member& member = members_.at(slots_[batch.gpu].backend);
   // One part per frontend holding some of its requests (and still there).

@@ -99,6 +99,9 @@ class SchedulerNode {
     // Records a "schedule" span (receipt to dispatch or drop) for each
     // traced request (null: none). Outlives the node.
     Tracer* tracer = nullptr;
+    // Called before each plan leaves: it does not return if the leader's
+    // lease may be gone (fencing). None: not checked.
+    std::function<void()> holds_lease;
   };
   // `spec`'s sub-clusters are the executor groups. `clock` must be real and
   // outlive the node.

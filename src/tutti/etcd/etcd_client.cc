@@ -252,19 +252,36 @@ absl::Status EtcdClient::RevokeLease(int64_t lease) {
   return stubs_->Call(kLease, &pb::Lease::Stub::LeaseRevoke, req, "lease revoke").status();
 }
 
+int64_t EtcdClient::SteadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Duration ttl,
-                                                              std::function<void()> lost) {
+                                                              std::function<void()> lost,
+                                                              std::shared_ptr<std::atomic<int64_t>> valid_until) {
   // A heartbeat every ttl/4, each on a short stream with a deadline of at
   // most half a second, so that a member that stops answering (cut off,
   // or waiting for an election) is left for the next well within the TTL.
-  return std::make_unique<Worker>([this, lease, ttl, lost = std::move(lost)](Worker& w) {
-    auto last_ok = std::chrono::steady_clock::now();
-    const auto ttl_ns = std::chrono::nanoseconds(ttl);
+  //
+  // The lease is held until `sent + TTL` of the last heartbeat answered,
+  // `sent` being when it left here: etcd renewed it on receipt, later, so
+  // it cannot expire there before that. `lost` is called at that instant
+  // at the latest (no wait outlasts it), so that a holder cut off from
+  // etcd stops before etcd lets another take its place.
+  const int64_t held_until = valid_until != nullptr ? valid_until->load() : SteadyNanos() + ttl;
+  return std::make_unique<Worker>([this, lease, ttl, lost = std::move(lost), valid_until, held_until](Worker& w) {
+    int64_t until = held_until;
     const Duration patience = std::min<Duration>(ttl / 4, 500 * kMillisecond);
     while (!w.stopping()) {
+      const int64_t sent = SteadyNanos();
+      if (sent >= until) {
+        lost();
+        return;
+      }
       const size_t m = stubs_->Current();
       grpc::ClientContext ctx;
-      ctx.set_deadline(GrpcDeadline(patience));
+      ctx.set_deadline(GrpcDeadline(std::min<Duration>(patience, until - sent)));
       if (!w.SetContext(&ctx)) return;
       auto stream = stubs_->members[m].lease->LeaseKeepAlive(&ctx);
       pb::LeaseKeepAliveRequest req;
@@ -279,16 +296,13 @@ std::unique_ptr<EtcdClient::Background> EtcdClient::KeepAlive(int64_t lease, Dur
         return;
       }
       if (answered) {
-        last_ok = std::chrono::steady_clock::now();
+        until = sent + std::min<Duration>(ttl, resp.ttl() * kSecond);
+        if (valid_until != nullptr) valid_until->store(until);
         w.Sleep(ttl / 4);
         continue;
       }
-      if (std::chrono::steady_clock::now() - last_ok > ttl_ns) {
-        lost();
-        return;
-      }
       stubs_->Failed(m);
-      if (stubs_->members.size() == 1) w.Sleep(kRetryDelay);
+      if (stubs_->members.size() == 1) w.Sleep(std::min<Duration>(kRetryDelay, until - SteadyNanos()));
     }
   });
 }

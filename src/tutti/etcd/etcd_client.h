@@ -74,9 +74,17 @@ class EtcdClient {
   absl::Status RevokeLease(int64_t lease);
   // Heartbeats: keeps `lease` alive every ttl/4 until the result is
   // destroyed. `lost` is called once if the lease is gone (etcd answers TTL
-  // 0, or no heartbeat got through for a whole ttl): the holder must stop
-  // acting on it.
-  std::unique_ptr<Background> KeepAlive(int64_t lease, Duration ttl, std::function<void()> lost);
+  // 0), or may be: no heartbeat answered since one sent a TTL ago (etcd may
+  // expire it from then on). The holder must stop acting on it. If given,
+  // `valid_until` holds the SteadyNanos() until which the lease surely
+  // lives, for holders that check before each act (a thread that was
+  // stopped may act before `lost` runs); at the call, the caller sets it
+  // (the grant's sending + its TTL). Without it, the lease is taken to
+  // live a TTL from the call.
+  std::unique_ptr<Background> KeepAlive(int64_t lease, Duration ttl, std::function<void()> lost,
+                                        std::shared_ptr<std::atomic<int64_t>> valid_until = nullptr);
+  // The steady clock KeepAlive's `valid_until` is on, in ns.
+  static int64_t SteadyNanos();
   // Calls `on_events` with the changes to keys under `prefix` made after
   // `after_revision` (a Snapshot's revision), in order, reconnecting if the
   // stream breaks.

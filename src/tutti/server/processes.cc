@@ -40,19 +40,28 @@ absl::StatusOr<std::unique_ptr<WireListener>> Listen(EventLoop& loop, const Proc
 }
 
 // A lease kept alive by heartbeats; losing it ends the process (see header).
-absl::Status HoldLease(EtcdClient& etcd, const ProcessOptions& options, const std::string& who, int64_t* lease,
-                       std::unique_ptr<EtcdClient::Background>* keep_alive) {
-  TUTTI_ASSIGN_OR_RETURN(*lease, etcd.GrantLease(options.lease_ttl_s));
-  *keep_alive = etcd.KeepAlive(*lease, Seconds(options.lease_ttl_s), [who] {
-    std::cerr << who << ": lost its etcd lease; exiting so that the cluster goes on without it" << std::endl;
-    _exit(3);
-  });
-  return absl::OkStatus();
-}
-
 std::string WallTime() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   return absl::StrFormat("%.3f", std::chrono::duration<double>(now).count());
+}
+
+[[noreturn]] void LeaseLost(const std::string& who) {
+  std::cerr << who << ": lost its etcd lease at unix time " << WallTime()
+            << "; exiting so that the cluster goes on without it" << std::endl;
+  _exit(3);
+}
+
+// Holds a lease for the process: it exits once the lease is or may be gone
+// (`lease_lost`), and `valid_until` says until when it surely lives.
+absl::Status HoldLease(EtcdClient& etcd, const ProcessOptions& options, const std::string& who, int64_t* lease,
+                       std::unique_ptr<EtcdClient::Background>* keep_alive,
+                       std::shared_ptr<std::atomic<int64_t>> valid_until = nullptr) {
+  const int64_t asked = EtcdClient::SteadyNanos();
+  TUTTI_ASSIGN_OR_RETURN(*lease, etcd.GrantLease(options.lease_ttl_s));
+  if (valid_until == nullptr) valid_until = std::make_shared<std::atomic<int64_t>>();
+  valid_until->store(asked + Seconds(options.lease_ttl_s));
+  *keep_alive = etcd.KeepAlive(*lease, Seconds(options.lease_ttl_s), [who] { LeaseLost(who); }, valid_until);
+  return absl::OkStatus();
 }
 
 // Calls `set` with `key`'s value now and whenever it changes ("" once deleted).
@@ -130,6 +139,13 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   node_options.stateful_groups = StatefulGroups(layout);
   node_options.detect_after = config.replication.detect_after;
   node_options.autoscale = config.autoscale;
+  // Fenced: no plan leaves once the lease may have expired, even from a
+  // thread that ran before the heartbeat's own (a process resumed after a
+  // stop), so that two leaders never plan at once.
+  auto valid_until = std::make_shared<std::atomic<int64_t>>(0);
+  node_options.holds_lease = [valid_until, proc = p.get()] {  // plans leave once Listen set address_
+    if (EtcdClient::SteadyNanos() >= valid_until->load()) LeaseLost("scheduler " + proc->address_);
+  };
   p->node_ = std::make_unique<SchedulerNode>(layout.spec, std::move(node_options), p->loop_.get());
   SchedulerNode* node = p->node_.get();
   TUTTI_ASSIGN_OR_RETURN(
@@ -140,7 +156,8 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
                        {}},
              &p->address_));
   TUTTI_RETURN_IF_ERROR(
-      HoldLease(*p->etcd_, options, absl::StrCat("scheduler ", p->address_), &p->lease_, &p->keep_alive_));
+      HoldLease(*p->etcd_, options, absl::StrCat("scheduler ", p->address_), &p->lease_, &p->keep_alive_,
+                valid_until));
   // Listed while it lives (the console shows the leader's spares).
   TUTTI_RETURN_IF_ERROR(p->etcd_->Put(ClusterKeys(options.cluster).scheduler(p->address_), "", p->lease_));
   p->campaign_ = std::thread([proc = p.get(), keys = ClusterKeys(options.cluster)] { proc->Campaign(keys); });
