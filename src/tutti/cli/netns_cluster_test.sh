@@ -9,7 +9,8 @@
 # leading scheduler is killed (kill -9), a backend is stopped (SIGSTOP)
 # then resumed, the leading scheduler is stopped past its lease then
 # resumed (it steps down); after each fault heals, the cluster serves again
-# (at most 5% bad: timing on the real clock belongs to benchmarks), and no
+# (a 3 s run at most 5% bad within three: timing on the real clock belongs
+# to benchmarks), and no
 # two schedulers ever led at once (`check-leaders`, from their logs).
 # Skipped (exit 77) where namespaces cannot be made (not root, no kernel
 # support).
@@ -59,10 +60,14 @@ run() {
 bad() {  # NAME: the worst bad rate of its runs, in %
   awk '$1 == "total" {sub("%", "", $5); if ($5 > w) w = $5} END {print w + 0}' "$WORK"/load_"$1"_*.txt
 }
-healthy() {  # NAME: a run that serves (at most 5% bad: the real clock on shared cores)
-  run "$1" 3
-  awk -v b="$(bad "$1")" 'BEGIN {exit !(b <= 5)}' ||
-    { cat "$WORK"/load_"$1"_*.txt >&2; fail "$1: the cluster does not serve"; }
+healthy() {  # NAME: the cluster serves again (at most 5% bad: the real clock on shared cores) within 3 runs of 3 s
+  local i
+  for i in 1 2 3; do
+    run "$1.$i" 3
+    awk -v b="$(bad "$1.$i")" 'BEGIN {exit !(b <= 5)}' && return
+  done
+  cat "$WORK"/load_"$1".*_*.txt >&2
+  fail "$1: the cluster does not serve"
 }
 
 healthy before
