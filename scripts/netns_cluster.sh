@@ -110,14 +110,14 @@ command_of() {  # NAME
                 --config "$(cat "$WORK/config")" --address "$address" --lease-ttl-s "$(cat "$WORK/lease_ttl")"
                 "${tls[@]}")
   case $role in
-    etcd)
+    etcd)  # pre-vote (etcd 3.5's default): a member back from a partition disrupts no leader
       local state=new
       [ -d "$WORK/etcd/$name/member" ] && state=existing
       echo "$ETCD_BIN" --name "$name" --data-dir "$WORK/etcd/$name" \
         --listen-client-urls "https://$address:2379" --advertise-client-urls "https://$address:2379" \
         --listen-peer-urls "https://$address:2380" --initial-advertise-peer-urls "https://$address:2380" \
         --initial-cluster "$(cat "$WORK/etcd_cluster")" --initial-cluster-state "$state" \
-        --initial-cluster-token tutti-netns --heartbeat-interval 100 --election-timeout 1000 \
+        --initial-cluster-token tutti-netns --heartbeat-interval 100 --election-timeout 1000 --pre-vote \
         --cert-file "$WORK/tls/node.pem" --key-file "$WORK/tls/node.key" --trusted-ca-file "$WORK/tls/ca.pem" \
         --client-cert-auth --peer-cert-file "$WORK/tls/node.pem" --peer-key-file "$WORK/tls/node.key" \
         --peer-trusted-ca-file "$WORK/tls/ca.pem" --peer-client-cert-auth --log-level warn
