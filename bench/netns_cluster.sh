@@ -11,9 +11,9 @@
 #   2. Faults under 30% of the cluster's own goodput (a load it serves
 #      cleanly): each injected 1 s into a run and healed as it ends, 3 s
 #      later (a raised link delay: 30 s later; a killed process restarted
-#      then). Per fault: the bad rate of the run, the seconds from the heal
-#      until a 1 s probe is at most 0.5% bad (recovery), the bad rate of a
-#      3 s run after, and whether every request was answered (`tutti load`
+#      then). Per fault: the bad rate of a 3 s run before, of the run, the
+#      seconds from the heal until a 1 s probe is back to the rate before
+#      within 0.5 points (recovery), the bad rate of a 3 s run after, and whether every request was answered (`tutti load`
 #      fails on one left without an answer: that fails the benchmark). At
 #      the end, two schedulers must never have led at once
 #      (`netns_cluster.sh check-leaders`), or the benchmark fails.
@@ -83,11 +83,11 @@ run() {
   cat "$OUT/$name".*.txt | awk -v ok="$ok" '$1 == "total" {sub("%", "", $5); sent += $2; bad += $2 * $5}
     END {printf "%.2f %s\n", sent ? bad / sent : 100, ok}'
 }
-recovery() {  # NAME: seconds from its heal until a 1 s probe is at most 0.5% bad (at most 10 probes)
-  local i bad
+recovery() {  # NAME BEFORE: seconds from its heal until a 1 s probe is back to BEFORE% bad, within
+  local i bad    # 0.5 points (at most 10 probes)
   for i in $(seq 10); do
     read -r bad _ < <(run "$1.probe$i" 1)
-    awk -v b="$bad" 'BEGIN {exit !(b <= 0.5)}' && break
+    awk -v b="$bad" -v before="$2" 'BEGIN {exit !(b <= before + 0.5)}' && break
   done
   awk -v h="$(cat "$OUT/$1.healed")" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f\n", e - h}'
 }
@@ -126,12 +126,13 @@ for r in $(seq "$ROUNDS"); do
     steps=("${steps[@]/LEADER/$leader}")
     # A process killed by the fault that did not come back (a lost lease
     # ends it) is started again before the next fault.
+    read -r before _ < <(run "f${k}_${r}_before" 3)
     heal_at=${faults[$k]#* -- }
     read -r bad answered < <(run "f${k}_$r" "${heal_at%% *}" "${steps[@]}")
-    rec=$(recovery "f${k}_$r")
+    rec=$(recovery "f${k}_$r" "$before")
     read -r after answered_after < <(run "f${k}_${r}_after" 3)
     [ "$answered" = yes ] && [ "$answered_after" = yes ] || { echo "FAIL: $label: a request was left unanswered" >&2; exit 1; }
-    echo "$bad $rec $after" >> "$OUT/fault_$k"
+    echo "$bad $rec $after $before" >> "$OUT/fault_$k"
     "$cluster" nodes | awk 'NR > 1 && /dead/ {print $1}' | while read -r n; do "$cluster" restart "$n"; done
     sleep 2  # the restarted join
   done
@@ -147,11 +148,11 @@ worst() { sort -n | tail -1; }
   echo "| embedded (\`tutti serve\`) | $embedded [$(sort -n "$OUT/embedded" | head -1)] | – |"
   echo "| netns cluster | $distributed [$(sort -n "$OUT/distributed" | head -1)] ($(awk -v d="$distributed" -v e="$embedded" 'BEGIN {printf "%.0f", 100 * d / e}')% of embedded) | $(cut -d' ' -f1 "$OUT/steady" | med)% [$(cut -d' ' -f1 "$OUT/steady" | worst)%] |"
   echo
-  echo "| fault at $rate r/s (injected at 1 s, healed as the run ends: at 4 s, or 31 s) | bad during | recovery s | bad after | every request answered |"
-  echo "|---|---|---|---|---|"
+  echo "| fault at $rate r/s (injected at 1 s, healed as the run ends: at 4 s, or 31 s) | bad before | bad during | recovery s | bad after | every request answered |"
+  echo "|---|---|---|---|---|---|"
   for k in "${!faults[@]}"; do
     f=$OUT/fault_$k
-    echo "| ${faults[$k]%%|*} | $(cut -d' ' -f1 "$f" | med)% [$(cut -d' ' -f1 "$f" | worst)%] | $(cut -d' ' -f2 "$f" | med) [$(cut -d' ' -f2 "$f" | worst)] | $(cut -d' ' -f3 "$f" | med)% [$(cut -d' ' -f3 "$f" | worst)%] | yes |"
+    echo "| ${faults[$k]%%|*} | $(cut -d' ' -f4 "$f" | med)% [$(cut -d' ' -f4 "$f" | worst)%] | $(cut -d' ' -f1 "$f" | med)% [$(cut -d' ' -f1 "$f" | worst)%] | $(cut -d' ' -f2 "$f" | med) [$(cut -d' ' -f2 "$f" | worst)] | $(cut -d' ' -f3 "$f" | med)% [$(cut -d' ' -f3 "$f" | worst)%] | yes |"
   done
   echo
   echo "Schedulers over every run (\`check-leaders\`): $leaders."
@@ -161,6 +162,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page netns_cluster "Distributed mode across network namespaces, with faults" \
     "Across namespaces with 0.5 ± 0.2 ms links and 0.1% loss, how much of embedded goodput does distributed mode keep, and what does each fault cost?" \
     "bench/netns_cluster.sh --write-docs" \
-    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/serve_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective), each in its own network namespace on one bridge, mutual TLS; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 1 s into a run and healed as it ends, 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back); recovery: from the heal until a 1 s probe is at most 0.5% bad (each probe, with its client's start, takes about 1.5 s: that is the least recovery shown); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
+    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/serve_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 1 s into a run and healed as it ends, 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back); before: a 3 s run right before the fault; recovery: from the heal until a 1 s probe is back to the bad rate before, within 0.5 points (each probe, with its client's start, takes about 1.5 s: that is the least recovery shown); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
     "$OUT/table.md"
 fi
