@@ -39,7 +39,6 @@ absl::StatusOr<std::unique_ptr<WireListener>> Listen(EventLoop& loop, const Proc
   return listener;
 }
 
-// A lease kept alive by heartbeats; losing it ends the process (see header).
 std::string WallTime() {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   return absl::StrFormat("%.3f", std::chrono::duration<double>(now).count());
@@ -51,8 +50,9 @@ std::string WallTime() {
   _exit(3);
 }
 
-// Holds a lease for the process: it exits once the lease is or may be gone
-// (`lease_lost`), and `valid_until` says until when it surely lives.
+// A lease kept alive by heartbeats; losing it ends the process (see
+// header): it exits once the lease is or may be gone (LeaseLost), and
+// `valid_until` says until when it surely lives.
 absl::Status HoldLease(EtcdClient& etcd, const ProcessOptions& options, const std::string& who, int64_t* lease,
                        std::unique_ptr<EtcdClient::Background>* keep_alive,
                        std::shared_ptr<std::atomic<int64_t>> valid_until = nullptr) {

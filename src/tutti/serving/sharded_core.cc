@@ -104,25 +104,20 @@ std::vector<ModelCounters> ShardedCore::Counters() const {
   return out;
 }
 
-std::vector<double> ShardedCore::BusyFractions() const {
-  if (shards() == 1) return cores_[0]->BusyFractions();
-  std::vector<double> out(spec_.num_gpus(), 0);
+template <typename T>
+std::vector<T> ShardedCore::ByExecutor(std::vector<T> (InferenceCore::*per_shard)() const) const {
+  if (shards() == 1) return (cores_[0].get()->*per_shard)();
+  std::vector<T> out(spec_.num_gpus(), T{});
   for (int s = 0; s < shards(); ++s) {
-    const std::vector<double> local = cores_[s]->BusyFractions();
+    const std::vector<T> local = (cores_[s].get()->*per_shard)();
     for (size_t g = 0; g < local.size(); ++g) out[plan_.shards[s].global_gpu[g]] = local[g];
   }
   return out;
 }
 
-std::vector<Duration> ShardedCore::BusyTimes() const {
-  if (shards() == 1) return cores_[0]->BusyTimes();
-  std::vector<Duration> out(spec_.num_gpus(), 0);
-  for (int s = 0; s < shards(); ++s) {
-    const std::vector<Duration> local = cores_[s]->BusyTimes();
-    for (size_t g = 0; g < local.size(); ++g) out[plan_.shards[s].global_gpu[g]] = local[g];
-  }
-  return out;
-}
+std::vector<double> ShardedCore::BusyFractions() const { return ByExecutor(&InferenceCore::BusyFractions); }
+
+std::vector<Duration> ShardedCore::BusyTimes() const { return ByExecutor(&InferenceCore::BusyTimes); }
 
 std::vector<BatchTrace> ShardedCore::RecentBatches(Time since) const {
   if (shards() == 1) return cores_[0]->RecentBatches(since);

@@ -68,6 +68,9 @@ class ShardedCore final : public InferenceEngine {
       : spec_(std::move(spec)), shapes_(std::move(shapes)), clock_(clock) {}
   // A shard's outcome in global ids.
   void Globalize(int shard, InferenceOutcome& out) const;
+  // The shards' per-executor figures, by global executor id.
+  template <typename T>
+  std::vector<T> ByExecutor(std::vector<T> (InferenceCore::*per_shard)() const) const;
 
   const ClusterSpec spec_;
   const std::vector<ModelShape> shapes_;
