@@ -13,10 +13,11 @@
 #      later (a raised link delay: 30 s later; a killed process restarted
 #      then). Per fault: the bad rate of a 3 s run before, of the run, the
 #      seconds from the heal until a 1 s probe is back to the rate before
-#      within 0.5 points (recovery), the bad rate of a 3 s run after, and whether every request was answered (`tutti load`
-#      fails on one left without an answer: that fails the benchmark). At
-#      the end, two schedulers must never have led at once
-#      (`netns_cluster.sh check-leaders`), or the benchmark fails.
+#      within 0.5 points (recovery), the bad rate of a 3 s run after, and
+#      whether every request was answered (`tutti load` fails on one left
+#      without an answer: that fails the benchmark). At the end, two
+#      schedulers must never have led at once (`netns_cluster.sh
+#      check-leaders`), or the benchmark fails.
 # Medians over ROUNDS rounds [the worst]. Everything shares this
 # machine's cores.
 #   bench/netns_cluster.sh [ROUNDS] [--write-docs]   (default 5; root; after scripts/build.sh)

@@ -51,10 +51,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   Tracer* tracer = server->tracer_.get();
   InferenceCore::Options options{config.policy, config.scheduler, config.delays, {}};
   TUTTI_ASSIGN_OR_RETURN(options.stages, MakeStages(layout, config, &d));
-  absl::StatusOr<std::unique_ptr<ShardedCore>> core = ShardedCore::Create(
-      spec, std::move(layout.shapes), std::move(executors), options, clock, config.scheduler_shards);
-  if (!core.ok()) return absl::Status(core.status().code(), absl::StrCat("scheduler_shards: ", core.status().message()));
-  server->core_ = std::move(*core);
+  TUTTI_ASSIGN_OR_RETURN(server->core_, ShardedCore::Create(spec, std::move(layout.shapes), std::move(executors),
+                                                            options, clock, config.scheduler_shards));
   if (config.autoscale) StartAutoscaler(*config.autoscale, clock, server.get());
   InferenceEngine* engine = server->core_.get();
   server->sequences_ = ServeSequences(engine, spec, layout, clock);

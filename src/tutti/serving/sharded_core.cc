@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
@@ -19,11 +20,14 @@ absl::StatusOr<std::unique_ptr<ShardedCore>> ShardedCore::Create(ClusterSpec spe
     core->cores_.push_back(std::move(one));
     return core;
   }
+  // Named by the serve config's key, the only way to ask for shards.
   if (!options.stages.empty()) {
     return absl::InvalidArgumentError(
-        "batch stages (ParM) submit to models of other sub-clusters: they need one scheduler shard");
+        "scheduler_shards: batch stages (ParM) submit to models of other sub-clusters: they need one shard");
   }
-  TUTTI_ASSIGN_OR_RETURN(core->plan_, PlanShards(core->spec_, shards));
+  absl::StatusOr<ShardPlan> plan = PlanShards(core->spec_, shards);
+  if (!plan.ok()) return absl::Status(plan.status().code(), absl::StrCat("scheduler_shards: ", plan.status().message()));
+  core->plan_ = std::move(*plan);
   if (static_cast<int>(executors.size()) != core->spec_.num_gpus() || shapes.size() != core->spec_.models.size()) {
     return absl::InvalidArgumentError("executors or model shapes do not match the cluster");
   }
