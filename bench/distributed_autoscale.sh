@@ -55,7 +55,7 @@ for rate in $STEPS; do
     END { printf "%-5s %8s %9s %9s %8s %9s %9s\n", step, rate, sent, answered, bad, p99, lo "-" hi }
   ' "$OUT/load_$step.txt" "$OUT/backends.txt"
 done
-echo "backend processes started by the autoscale provider: $(grep -c "autoscale provider: .*starting one" "$OUT/cluster.log" || true)," \
+echo "backend processes started by the autoscale provider: $(grep -o "wanted: starting [0-9]*" "$OUT/cluster.log" | awk '{n += $3} END {print n + 0}')," \
   "stopped: $(grep -c "autoscale provider: .*stopping spare" "$OUT/cluster.log" || true)"
 echo "every request answered in every step: $all_answered (logs in $OUT)"
 [ "$all_answered" = yes ]

@@ -75,13 +75,20 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
     up_[KeepOne()] = 1;
   }
   paid_ = taken_ = up_;
+  if (o_.await_up) {  // the initial instances are on their way too
+    for (int j = 0; j < n; ++j) {
+      for (int k = 0; k < up_[j]; ++k) awaited_.push_back(variants_[j].first_gpu + k);
+      on_the_way_ += up_[j];
+      up_[j] = 0;
+    }
+  }
 }
 
 TaskAutoscaler::~TaskAutoscaler() { Stop(); }
 
 void TaskAutoscaler::Start() {
   for (size_t j = 0; j < variants_.size(); ++j) {
-    for (int s = up_[j]; s < variants_[j].max_instances; ++s) set_up_(variants_[j].first_gpu + s, false);
+    for (int s = taken_[j]; s < variants_[j].max_instances; ++s) set_up_(variants_[j].first_gpu + s, false);
   }
   std::lock_guard<std::mutex> lock(mu_);
   recent_at_ = clock_->Now();
@@ -236,94 +243,143 @@ void TaskAutoscaler::Arrive(int j) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return;
     gpu = variants_[j].first_gpu + taken_[j]++;
+    if (o_.await_up) awaited_.push_back(gpu);
   }
   set_up_(gpu, true);  // up before Route() may pick it
+  if (o_.await_up) return;  // until Up(gpu)
   std::lock_guard<std::mutex> lock(mu_);
   ++up_[j];
   --on_the_way_;
 }
 
-void TaskAutoscaler::Decay(Time now) {
-  const double decay = std::exp(-ToSeconds(now - recent_at_) / kRecentSeconds);
-  for (double& r : recent_) r *= decay;
-  recent_at_ = now;
+void TaskAutoscaler::Up(int gpu) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find(awaited_.begin(), awaited_.end(), gpu);
+  if (it == awaited_.end()) return;
+  awaited_.erase(it);
+  for (size_t j = 0; j < variants_.size(); ++j) {
+    if (gpu >= variants_[j].first_gpu && gpu < variants_[j].first_gpu + variants_[j].max_instances) ++up_[j];
+  }
+  --on_the_way_;
 }
 
-std::pair<VariantState, double> TaskAutoscaler::StatusLocked(int j) const {
-  if (up_[j] == 0) return {VariantState::kInactive, 0};
-  const double utilisation = recent_[j] / kRecentSeconds / (variants_[j].saturation_qps * up_[j]);
-  return {utilisation >= 1 ? VariantState::kOverloaded : VariantState::kActive, utilisation};
+void TaskAutoscaler::Decay(Time now) {
+  DecayRecent(recent_at_, now, &recent_);
+  recent_at_ = now;
 }
 
 std::pair<VariantState, double> TaskAutoscaler::Status(int j) {
   std::lock_guard<std::mutex> lock(mu_);
   Decay(clock_->Now());
-  return StatusLocked(j);
+  return VariantStatusOf(variants_[j], up_[j], recent_[j]);
+}
+
+TaskRoute RouteTask(const std::vector<TaskVariant>& variants, const std::vector<bool>& allowed,
+                    const TaskRoutingState& state, const VariantRequirements& query, RouteBuffers* buffers) {
+  RouteBuffers local;
+  RouteBuffers& b = buffers != nullptr ? *buffers : local;
+  // The candidates, in buffers kept between queries (assigning over their
+  // names reuses their storage: no allocation per query).
+  size_t n = 0;
+  int loading = -1;  // the allowed variant with the most instances on their way
+  for (int j = 0; j < static_cast<int>(variants.size()); ++j) {
+    if (!allowed[j] || state.draining[j]) continue;
+    const TaskVariant& v = variants[j];
+    if (state.up[j] == 0 && state.paid[j] > 0 && (loading < 0 || state.paid[j] > state.paid[loading])) loading = j;
+    if (state.up[j] == 0 && (state.paid[j] > 0 || v.load_latency + v.latency > query.latency_objective)) continue;
+    if (n == b.candidates.size()) {
+      b.candidates.emplace_back();
+      b.index.push_back(0);
+    }
+    SelectableVariant& s = b.candidates[n];
+    s.name = v.name;
+    s.accuracy = v.accuracy;
+    s.latency = v.latency;
+    s.load_latency = v.load_latency;
+    s.cost = v.cost;
+    std::tie(s.state, s.utilisation) = VariantStatusOf(v, state.up[j], state.recent[j]);
+    s.queued = 0;
+    b.index[n++] = j;
+  }
+  b.candidates.resize(n);
+  TaskRoute route{SelectVariant(b.candidates, query), -1};
+  VariantChoice& choice = route.choice;
+  int j = choice.index >= 0 ? b.index[choice.index] : loading;
+  if (j < 0) return route;  // nothing up or on its way
+  if (choice.index < 0) {
+    choice = {j, variants[j].accuracy >= query.min_accuracy,
+              absl::StrCat("no variant is up; waits for ", variants[j].name, " to load")};
+    return route;
+  }
+  choice.index = j;
+  if (state.up[j] > 0) return route;
+  // INFaaS loads the Inactive variant it picked; the query itself goes to
+  // the least utilised variant up (an instance that is not up takes no
+  // work).
+  route.load = j;
+  int best = -1;
+  for (size_t k = 0; k < b.candidates.size(); ++k) {
+    if (state.up[b.index[k]] > 0 && (best < 0 || b.candidates[k].utilisation < b.candidates[best].utilisation)) {
+      best = static_cast<int>(k);
+    }
+  }
+  if (best >= 0) {
+    j = b.index[best];
+    choice = {j, variants[j].accuracy >= query.min_accuracy && variants[j].latency <= query.latency_objective,
+              absl::StrCat("served by ", variants[j].name, " while ", variants[route.load].name, " loads")};
+  }
+  return route;
+}
+
+std::pair<VariantState, double> VariantStatusOf(const TaskVariant& v, int up, double recent) {
+  if (up == 0) return {VariantState::kInactive, 0};
+  const double utilisation = recent / kRecentSeconds / (v.saturation_qps * up);
+  return {utilisation >= 1 ? VariantState::kOverloaded : VariantState::kActive, utilisation};
+}
+
+void DecayRecent(Time from, Time to, std::vector<double>* recent) {
+  const double decay = std::exp(-ToSeconds(to - from) / kRecentSeconds);
+  for (double& r : *recent) r *= decay;
 }
 
 VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
   Decay(now);
-  // The candidates, in buffers kept between queries (assigning over their
-  // names reuses their storage: no allocation per query).
-  std::vector<SelectableVariant>& candidates = candidates_;
-  std::vector<int>& index = index_;  // candidate → variant
-  size_t n = 0;
-  int loading = -1;  // the allowed variant with the most instances on their way
-  for (int j = 0; j < static_cast<int>(variants_.size()); ++j) {
-    if (!allowed_[j] || draining_[j]) continue;
-    const TaskVariant& v = variants_[j];
-    if (up_[j] == 0 && paid_[j] > 0 && (loading < 0 || paid_[j] > paid_[loading])) loading = j;
-    if (up_[j] == 0 && (paid_[j] > 0 || v.load_latency + v.latency > query.latency_objective)) continue;
-    if (n == candidates.size()) {
-      candidates.emplace_back();
-      index.push_back(0);
-    }
-    SelectableVariant& s = candidates[n];
-    s.name = v.name;
-    s.accuracy = v.accuracy;
-    s.latency = v.latency;
-    s.load_latency = v.load_latency;
-    s.cost = v.cost;
-    std::tie(s.state, s.utilisation) = StatusLocked(j);
-    s.queued = 0;
-    index[n++] = j;
-  }
-  candidates.resize(n);
-  VariantChoice choice = SelectVariant(candidates, query);
-  int j = choice.index >= 0 ? index[choice.index] : loading;
-  if (j < 0) return choice;  // nothing up or on its way (REQUIRES excludes it: one instance always stays)
-  if (choice.index < 0) {
-    choice = {j, variants_[j].accuracy >= query.min_accuracy,
-              absl::StrCat("no variant is up; waits for ", variants_[j].name, " to load")};
-  } else {
-    choice.index = j;
-    if (up_[j] == 0) {
-      // INFaaS loads the Inactive variant it picked; the query itself goes
-      // to the least utilised variant up (an instance that is not up takes
-      // no work).
-      ++paid_[j];
-      ++on_the_way_;
-      arrivals_.push_back(clock_->ScheduleAt(now + variants_[j].load_latency, [this, j] { Arrive(j); }));
-      Record(now);
-      int best = -1;
-      for (size_t k = 0; k < candidates.size(); ++k) {
-        if (up_[index[k]] > 0 && (best < 0 || candidates[k].utilisation < candidates[best].utilisation)) {
-          best = static_cast<int>(k);
-        }
-      }
-      if (best >= 0) {
-        j = index[best];
-        choice = {j, variants_[j].accuracy >= query.min_accuracy && variants_[j].latency <= query.latency_objective,
-                  absl::StrCat("served by ", variants_[j].name, " while ", variants_[choice.index].name,
-                               " loads")};
-      }
-    }
-  }
+  const TaskRoute route = RouteTask(variants_, allowed_, {up_, paid_, draining_, recent_}, query, &buffers_);
+  if (route.load >= 0) LoadLocked(route.load, now);
+  if (route.choice.index >= 0) CountLocked(route.choice.index);
+  return route.choice;
+}
+
+void TaskAutoscaler::Count(int variant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Decay(clock_->Now());
+  CountLocked(variant);
+}
+
+void TaskAutoscaler::CountLocked(int j) {
   recent_[j] += 1;
   ++routed_;
-  return choice;
+}
+
+void TaskAutoscaler::Load(int variant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopped_ || !allowed_[variant] || draining_[variant] || paid_[variant] > 0) return;
+  LoadLocked(variant, clock_->Now());
+}
+
+void TaskAutoscaler::LoadLocked(int j, Time now) {
+  ++paid_[j];
+  ++on_the_way_;
+  arrivals_.push_back(clock_->ScheduleAt(now + variants_[j].load_latency, [this, j] { Arrive(j); }));
+  Record(now);
+}
+
+TaskRoutingState TaskAutoscaler::RoutingState() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Decay(clock_->Now());
+  return {up_, paid_, draining_, recent_};
 }
 
 int TaskAutoscaler::up(int variant) const {

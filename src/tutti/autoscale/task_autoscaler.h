@@ -81,7 +81,46 @@ struct TaskAutoscaleOptions {
   std::vector<int> allowed;      // variants it may use; empty: all
   std::vector<int> initial;      // instances up at Start(), per variant; empty: one of the cheapest eligible
   std::map<std::string, int> pools;  // instances per hardware kind at most; a kind not listed: no limit
+  // An instance brought up (set_up(gpu, true)) serves only once its owner
+  // calls Up(gpu) — a backend process has to come and take the slot —
+  // instead of at once; until then it is on its way. The initial instances too.
+  bool await_up = false;
 };
+
+// What routing reads of a task's variants, per variant: instances up; up
+// or on their way; drained (routed no more); queries routed to it in the
+// last second (an exponentially decayed count).
+struct TaskRoutingState {
+  std::vector<int> up, paid;
+  std::vector<bool> draining;
+  std::vector<double> recent;
+};
+
+// A query's route: the variant it goes to (choice.index; -1 when none is up
+// or on its way), and the Inactive variant the selection picked, to be
+// loaded (-1: none).
+struct TaskRoute {
+  VariantChoice choice;
+  int load = -1;
+};
+
+// Storage RouteTask reuses between queries (no allocation per query).
+struct RouteBuffers {
+  std::vector<SelectableVariant> candidates;
+  std::vector<int> index;
+};
+
+// TaskAutoscaler::Route's decision as a pure function of `state`, so that a
+// router away from the autoscaler (a distributed frontend, on the leader's
+// published state) decides as it does. `allowed`: per variant. `buffers`
+// may be null.
+TaskRoute RouteTask(const std::vector<TaskVariant>& variants, const std::vector<bool>& allowed,
+                    const TaskRoutingState& state, const VariantRequirements& query, RouteBuffers* buffers);
+// Inactive with no instance up, else Active or Overloaded by its
+// utilisation: `recent` queries per second over what `up` instances carry.
+std::pair<VariantState, double> VariantStatusOf(const TaskVariant& variant, int up, double recent);
+// Decays routed counts kept at `from` to `to`.
+void DecayRecent(Time from, Time to, std::vector<double>* recent);
 
 class TaskAutoscaler {
  public:
@@ -109,6 +148,15 @@ class TaskAutoscaler {
   // counted as routed to it.
   VariantChoice Route() { return Route(task_); }
   VariantChoice Route(const VariantRequirements& query);
+  // TaskAutoscaleOptions::await_up: slot `gpu`, brought up, now serves.
+  // Ignored for a slot not awaited.
+  void Up(int gpu);
+  // Routing done elsewhere (RouteTask on RoutingState()): a query routed to
+  // `variant`, counted as Route() counts; and an Inactive `variant` a
+  // router picked, loaded unless an instance is up or on its way.
+  void Count(int variant);
+  void Load(int variant);
+  TaskRoutingState RoutingState();
   const std::vector<TaskVariant>& variants() const { return variants_; }
 
   int up(int variant) const;
@@ -131,10 +179,11 @@ class TaskAutoscaler {
   void Record(Time now);  // appends the paid instances to allocation_
   std::vector<int> Plan(double load) const;  // instances per variant
   void Decay(Time now);  // the routed counts, to `now`
+  void CountLocked(int variant);
+  void LoadLocked(int variant, Time now);
   // The variant to keep one instance of when none is planned (and to start
   // with): the eligible one in time, running, cheapest, in that order.
   int KeepOne() const;
-  std::pair<VariantState, double> StatusLocked(int variant) const;
 
   const std::vector<TaskVariant> variants_;
   const VariantRequirements task_;
@@ -149,6 +198,7 @@ class TaskAutoscaler {
   bool stopped_ = false;
   std::vector<int> up_, paid_;          // per variant: up; up or on their way
   std::vector<int> taken_;              // per variant: slots up or being brought up (the next arrival's)
+  std::vector<int> awaited_;            // await_up: slots brought up, not yet Up()
   std::vector<Time> down_since_;        // per variant: since when the plan wants fewer (kInfiniteFuture: not)
   std::vector<bool> draining_;          // per variant: its last instances go at the next tick; not routed to
   std::vector<double> recent_;          // per variant: queries routed, decayed over one second
@@ -158,8 +208,7 @@ class TaskAutoscaler {
   int on_the_way_ = 0;
   int scale_ups_ = 0, scale_downs_ = 0;
   std::vector<std::pair<Time, std::vector<int>>> allocation_;
-  std::vector<SelectableVariant> candidates_;  // Route()'s, kept for their storage
-  std::vector<int> index_;
+  RouteBuffers buffers_;  // Route()'s
   TimerId tick_ = kNoTimer;
   std::vector<TimerId> arrivals_;
 };

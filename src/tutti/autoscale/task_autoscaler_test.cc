@@ -146,6 +146,30 @@ TEST(TaskAutoscalerTest, CostIsInstanceSecondsTimesCostAndALastInstanceDrainsFir
   EXPECT_DOUBLE_EQ(t.scaler->Cost(0, 10 * kSecond), 10 + 4 * 3);
 }
 
+TEST(TaskAutoscalerTest, AwaitingUpAnInstanceServesOnlyOnceItsOwnerSaysSo) {
+  TaskAutoscaleOptions o;
+  o.await_up = true;
+  Task t(300 * kMillisecond, o);
+  // The initial A is wanted (its slot kept) but on its way: queries wait for it.
+  EXPECT_EQ(t.Up(), (std::vector<int>{0, 0, 0}));
+  EXPECT_EQ(t.up, (std::set<int>{0}));
+  EXPECT_EQ(t.scaler->paid(0), 1);
+  EXPECT_EQ(t.scaler->Status(0).first, VariantState::kInactive);
+  t.scaler->Up(5);  // not awaited: ignored
+  t.scaler->Up(0);
+  EXPECT_EQ(t.Up(), (std::vector<int>{1, 0, 0}));
+  t.scaler->Up(0);  // once only
+  EXPECT_EQ(t.Up(), (std::vector<int>{1, 0, 0}));
+  // 10 q/s (rising from nothing) asks for more A: their slots come up
+  // after the load latency, and they serve only once their owner says so.
+  t.Load(10, 5 * kSecond);
+  EXPECT_GE(t.scaler->paid(0), 2);
+  EXPECT_TRUE(t.up.contains(1));
+  EXPECT_EQ(t.Up(), (std::vector<int>{1, 0, 0}));
+  t.scaler->Up(1);
+  EXPECT_EQ(t.Up(), (std::vector<int>{2, 0, 0}));
+}
+
 TEST(TaskAutoscalerTest, ValidateNamesTheProblem) {
   const VariantRequirements req{0.95, kSecond, 0};
   EXPECT_EQ(TaskAutoscaler::Validate(Table2(), req, {}).code(), absl::StatusCode::kInvalidArgument);

@@ -61,9 +61,10 @@ struct Common {
     if (!r.ok()) return r.status();
     repo = std::make_unique<ModelRepository>(*std::move(r));
     absl::StatusOr<ServerConfig> c = ReadServerConfigFile(config_path);
-    if (c.ok() && c->model_less) {
-      return absl::UnimplementedError("model_less: generated variants are scaled by `tutti serve` only, not yet in "
-                                      "distributed mode");
+    if (c.ok() && c->model_less) {  // and the task's generated variants
+      absl::StatusOr<ModelRepository> served = ServedRepository(*repo, *c);
+      if (!served.ok()) return served.status();
+      repo = std::make_unique<ModelRepository>(*std::move(served));
     }
     if (c.ok()) c = ResolveServerConfig(*std::move(c), *repo);
     if (!c.ok()) return c.status();

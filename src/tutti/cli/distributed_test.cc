@@ -10,13 +10,17 @@
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <future>
+#include <mutex>
+#include <set>
 #include <iostream>
 #include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tutti/core/child_process.h"
@@ -26,6 +30,7 @@
 #include "tutti/testing/source_dir.h"
 #include "tutti/testing/span_file.h"
 #include "tutti/testing/temp_dir.h"
+#include "tutti/testing/torchscript_fixture.h"
 
 namespace tutti {
 namespace {
@@ -347,6 +352,87 @@ executors:
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(Failures(after[0]), 0) << Errors(after[0]);
   EXPECT_GT(after[0].total.metrics.good, 0);
+}
+
+// INFaaS across processes: the task's variants are generated from the
+// TorchScript fixture "linear" (a cpu profile of 200 ms at batch 1, 400 ms
+// at 8: 20 queries/s per instance within 1 s). The leader scales them; the
+// frontend routes model-less requests on the state the leader sends; the
+// provider starts a backend process per instance asked for and stops those
+// released. Load beyond the cpu instance brings an inf1 backend, which serves
+// and goes once the load is gone; no request fails meanwhile.
+TEST_F(DistributedTest, ModelLessVariantsComeAndGoAsBackendProcesses) {
+  dir_.WriteFile("repo/linear/1/config.yaml", R"(name: linear
+platform: torchscript
+task: toy
+accuracy: 0.9
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [200000, 400000]}}
+)");
+  std::filesystem::copy_file(testing::FixtureRepo() + "/linear/1/model.pt", dir_.path() + "/repo/linear/1/model.pt");
+  options_.repo = dir_.path() + "/repo";
+  options_.config = dir_.WriteFile("model_less.yaml", R"(policy: eager
+http: {threads: 1}
+model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1: 1, v100: 1}, interval_s: 0.3}
+)");
+  options_.follow_autoscale = true;
+  std::unique_ptr<LocalCluster> cluster = StartCluster(1, 1);
+  ASSERT_NE(cluster, nullptr);
+  // Groups: linear by name (0), then its variants linear@cpu, @inf1, @v100.
+  EXPECT_EQ(cluster->running_backends(1), 1) << "the cheapest variant in time, at start";
+  EXPECT_EQ(cluster->running_backends(2), 0);
+  const int port = cluster->frontends()[0].http_port;
+  const std::string image = absl::StrCat(R"({"inputs":[{"name":"image","datatype":"FP32","shape":[1,1,28,28],"data":[)",
+                                         absl::StrJoin(std::vector<float>(784, 0.5f), ","), "]}]}");
+  testing::ClientResponse first = testing::HttpTestClient(port).Request("POST", "/v2/tasks/toy/infer", image);
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_THAT(first.body, HasSubstr(R"("model_name":"linear@cpu")"));
+  std::atomic<bool> stop{false};
+  std::atomic<int> ok{0}, failed{0};
+  std::set<std::string> served_by, errors;
+  std::mutex mu;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&] {
+      testing::HttpTestClient c(port);
+      while (!stop) {
+        testing::ClientResponse r = c.Request("POST", "/v2/tasks/toy/infer", image);
+        (r.status == 200 ? ok : failed)++;
+        const size_t at = r.body.find(R"("model_name":")");
+        std::lock_guard<std::mutex> lock(mu);
+        if (r.status != 200) errors.insert(absl::StrCat(r.status, " ", r.body));
+        if (at != std::string::npos) served_by.insert(r.body.substr(at + 14, r.body.find('"', at + 14) - at - 14));
+      }
+    });
+  }
+  const auto wait = [](const std::function<bool()>& done) {
+    const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
+    while (!done() && Clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // polls the processes and answers, bounded
+    }
+    return done();
+  };
+  EXPECT_TRUE(wait([&] { return cluster->running_backends(2) == 1; })) << "the load started no inf1 backend";
+  EXPECT_TRUE(wait([&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return served_by.contains("linear@inf1");
+  })) << "the inf1 backend served nothing";
+  stop = true;
+  for (std::thread& t : clients) t.join();
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(failed.load(), 0) << absl::StrJoin(errors, "\n");
+  EXPECT_TRUE(wait([&] { return cluster->running_backends(2) == 0; })) << "the inf1 backend was not stopped";
+  EXPECT_GE(cluster->autoscale_starts(), 2);  // the cpu instance, then the inf1 one
+  EXPECT_GE(cluster->autoscale_stops(), 1);
+  EXPECT_EQ(cluster->running_backends(1), 1) << "one instance stays";
+  // The frontend shows what the leader paid and runs.
+  const std::string metrics = testing::HttpTestClient(port).Request("GET", "/metrics").body;
+  const size_t at = metrics.find("\ntutti_model_less_cost_total ");
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GT(std::atof(metrics.c_str() + at + 29), 1);
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_variant_instances{model="linear@cpu",state="up"} 1)"));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 #include <iostream>
 #include <utility>
 
@@ -66,8 +67,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
   }
   TUTTI_ASSIGN_OR_RETURN(ModelRepository repo, ModelRepository::Open(options.repo));
   TUTTI_ASSIGN_OR_RETURN(ServerConfig config, ReadServerConfigFile(options.config));
+  TUTTI_ASSIGN_OR_RETURN(repo, ServedRepository(repo, config));  // with model_less: and the task's variants
   TUTTI_ASSIGN_OR_RETURN(config, ResolveServerConfig(std::move(config), repo));
-  const bool follow = options.follow_autoscale && config.autoscale.has_value();
+  const bool follow = options.follow_autoscale && (config.autoscale || config.model_less);
   std::vector<int> backends = options.backends;
   if (backends.empty()) {  // one per GPU of the config, and a backup for each of a stateful group's
     TUTTI_ASSIGN_OR_RETURN(const ClusterLayout layout, LayOutCluster(repo, config));
@@ -75,8 +77,12 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     for (size_t g = 0; g < config.executors.size(); ++g) {
       backends.push_back(stateful[g] ? 2 * config.executors[g].count : config.executors[g].count);
     }
-    if (follow) {  // what the autoscaler starts with
+    if (follow && config.autoscale) {  // what the autoscaler starts with
       backends[0] = config.autoscale->initial_gpus > 0 ? config.autoscale->initial_gpus : config.autoscale->min_gpus;
+    }
+    if (follow && config.model_less) {  // the variants' backends: as the leader asks, once it leads
+      TUTTI_ASSIGN_OR_RETURN(const std::vector<ModelVariant> variants, ModelLessVariants(repo, config));
+      for (size_t g = backends.size() - variants.size(); g < backends.size(); ++g) backends[g] = 0;
     }
   }
   for (int i = 0; i < options.schedulers; ++i) TUTTI_RETURN_IF_ERROR(c->AddScheduler());
@@ -85,13 +91,22 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
   }
   for (int i = 0; i < options.frontends; ++i) TUTTI_RETURN_IF_ERROR(c->AddFrontend());
   if (follow) c->provider_ = std::thread([cluster = c.get()] { cluster->FollowAutoscale(); });
+  if (follow && config.model_less) {  // ready once the backends the leader starts with are
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(kReadyTimeout);
+    while (!c->settled_) {
+      if (std::chrono::steady_clock::now() > until) {
+        return absl::DeadlineExceededError("the model-less variants' first backends did not come up");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
   return c;
 }
 
-int LocalCluster::running_backends() const {
+int LocalCluster::running_backends(int group) const {
   std::lock_guard<std::mutex> lock(backends_mu_);
   int n = 0;
-  for (const Backend& b : backends_) n += !b.process->exited();
+  for (const Backend& b : backends_) n += !b.process->exited() && (group < 0 || b.group == group);
   return n;
 }
 
@@ -110,37 +125,47 @@ void LocalCluster::FollowAutoscale() {
       std::cerr << "autoscale provider: " << state.status().message() << "\n";
       continue;
     }
-    const int running = running_backends();
-    if (running < state->wanted) {
-      std::cerr << absl::StrFormat("autoscale provider: %d backends running, %d wanted: starting one\n", running,
-                                   state->wanted);
-      if (absl::Status s = AddBackend(0); !s.ok()) {
-        std::cerr << "autoscale provider: " << s.message() << "\n";
-      } else {
-        ++autoscale_starts_;
-      }
-      continue;
-    }
-    if (running <= state->wanted) continue;
-    // A spare holds no slot: stopping it loses nothing.
-    ChildProcess* spare = nullptr;
-    std::string id;
-    {
-      std::lock_guard<std::mutex> lock(backends_mu_);
-      for (const Backend& b : backends_) {
-        if (!b.process->exited() && absl::c_linear_search(state->spares, b.id)) {
-          spare = b.process.get();
-          id = b.id;
-          break;
+    // Per group: the first's `wanted` without model-less groups.
+    const std::vector<int> wanted = state->groups.empty() ? std::vector<int>{state->wanted} : state->groups;
+    bool settled = true;
+    for (int g = 0; g < static_cast<int>(wanted.size()) && !stop_; ++g) {
+      if (wanted[g] < 0) continue;  // not scaled
+      const int running = running_backends(g);
+      settled = settled && running == wanted[g];
+      if (running < wanted[g]) {
+        std::cerr << absl::StrFormat("autoscale provider: group %d: %d backends running, %d wanted: starting %d\n",
+                                     g, running, wanted[g], wanted[g] - running);
+        if (absl::Status s = AddBackends(g, wanted[g] - running); !s.ok()) {
+          std::cerr << "autoscale provider: " << s.message() << "\n";
         }
+        autoscale_starts_ += wanted[g] - running;
+        continue;
+      }
+      if (running > wanted[g]) StopASpare(g, *state, running, wanted[g]);
+    }
+    if (settled) settled_ = true;
+  }
+}
+
+void LocalCluster::StopASpare(int group, const SchedulerNode::AutoscaleState& state, int running, int wanted) {
+  // A spare holds no slot: stopping it loses nothing.
+  ChildProcess* spare = nullptr;
+  std::string id;
+  {
+    std::lock_guard<std::mutex> lock(backends_mu_);
+    for (const Backend& b : backends_) {
+      if (b.group == group && !b.process->exited() && absl::c_linear_search(state.spares, b.id)) {
+        spare = b.process.get();
+        id = b.id;
+        break;
       }
     }
-    if (spare == nullptr) continue;  // the surplus is still draining its slots
-    std::cerr << absl::StrFormat("autoscale provider: %d backends running, %d wanted: stopping spare %s\n", running,
-                                 state->wanted, id);
-    spare->Terminate();
-    ++autoscale_stops_;
   }
+  if (spare == nullptr) return;  // the surplus is still draining its slots
+  std::cerr << absl::StrFormat("autoscale provider: group %d: %d backends running, %d wanted: stopping spare %s\n",
+                               group, running, wanted, id);
+  ++autoscale_stops_;  // counted first: Terminate() returns once it has exited
+  spare->Terminate();
 }
 
 absl::Status LocalCluster::AddScheduler() {
@@ -154,22 +179,32 @@ absl::Status LocalCluster::AddScheduler() {
   return absl::OkStatus();
 }
 
-absl::Status LocalCluster::AddBackend(int group) {
-  int n = 0;
+absl::Status LocalCluster::AddBackend(int group) { return AddBackends(group, 1); }
+
+absl::Status LocalCluster::AddBackends(int group, int count) {
+  // All started at once, then each waited for: they load side by side.
+  std::vector<Backend> started;
   {
     std::lock_guard<std::mutex> lock(backends_mu_);
-    n = static_cast<int>(backends_.size());
+    for (int k = 0; k < count; ++k) {
+      const int n = next_backend_++;
+      const std::string id = absl::StrCat("b", n);
+      std::vector<std::string> args = CommonArgs("backend", absl::StrCat("backend-", n));
+      args.insert(args.end(), {"--group", absl::StrCat(group), "--id", id});
+      TUTTI_ASSIGN_OR_RETURN(
+          std::unique_ptr<ChildProcess> p,
+          ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : "", InternalPolicy()));
+      started.push_back({std::move(p), group, id});
+    }
   }
-  const std::string id = absl::StrCat("b", n);
-  std::vector<std::string> args = CommonArgs("backend", absl::StrCat("backend-", n));
-  args.insert(args.end(), {"--group", absl::StrCat(group), "--id", id});
-  TUTTI_ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> p,
-                         ChildProcess::Start(args, options_.echo ? absl::StrCat("[backend ", n, "] ") : "", InternalPolicy()));
-  absl::StatusOr<std::string> ready = p->WaitForOutput(": registered", kReadyTimeout);
-  if (!ready.ok()) return Explain(ready.status(), absl::StrCat("backend ", n));
+  absl::Status status;
+  for (Backend& b : started) {
+    absl::StatusOr<std::string> ready = b.process->WaitForOutput(": registered", kReadyTimeout);
+    if (!ready.ok() && status.ok()) status = Explain(ready.status(), absl::StrCat("backend ", b.id));
+  }
   std::lock_guard<std::mutex> lock(backends_mu_);
-  backends_.push_back({std::move(p), group, id});
-  return absl::OkStatus();
+  for (Backend& b : started) backends_.push_back(std::move(b));
+  return status;
 }
 
 absl::Status LocalCluster::AddFrontend() {

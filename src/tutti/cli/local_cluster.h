@@ -18,6 +18,7 @@
 #include "tutti/core/child_process.h"
 #include "tutti/etcd/local_etcd.h"
 #include "tutti/net/tls.h"
+#include "tutti/distributed/scheduler_node.h"
 
 namespace tutti {
 
@@ -48,11 +49,15 @@ struct LocalClusterOptions {
   TlsOptions tls;
   bool echo = false;                    // copy the processes' output to stderr, prefixed
   // Act as the provider of backends for the leader's autoscaler, if the
-  // config has `autoscale:` (otherwise nothing is followed): follow its state in etcd (ClusterKeys::autoscale)
-  // every 250 ms, starting backends of group 0 while fewer than it wants
-  // are running and stopping (SIGTERM) spares — backends holding no slot —
-  // while more are. Backends that die are replaced the same way. Without
-  // `backends`, a config with `autoscale:` starts its initial count.
+  // config has `autoscale:` or `model_less:` (otherwise nothing is
+  // followed): follow its state in etcd (ClusterKeys::autoscale) every
+  // 250 ms, starting backends of a group while fewer than it wants are
+  // running and stopping (SIGTERM) the group's spares — backends holding no
+  // slot — while more are. Backends that die are replaced the same way.
+  // Without `backends`, a config with `autoscale:` starts its initial
+  // count; with `model_less:`, the variants' backends are left to the
+  // provider, and Start() returns once it has started what the leader
+  // wants first.
   bool follow_autoscale = false;
 };
 
@@ -76,9 +81,9 @@ class LocalCluster {
   ~LocalCluster();  // stops frontends, backends, schedulers, then etcd
 
   const std::string& etcd_endpoint() const { return etcd_endpoint_; }
-  // Backend processes running now (safe beside the autoscale provider,
-  // unlike backends(), which it appends to).
-  int running_backends() const;
+  // Backend processes running now, of `group` (-1: of all; safe beside the
+  // autoscale provider, unlike backends(), which it appends to).
+  int running_backends(int group = -1) const;
   // Backend processes the autoscale provider started and stopped.
   int autoscale_starts() const { return autoscale_starts_; }
   int autoscale_stops() const { return autoscale_stops_; }
@@ -88,12 +93,17 @@ class LocalCluster {
 
   absl::Status AddScheduler();
   absl::Status AddBackend(int group);
+  // `count` backends of `group`, started together (each loads while the
+  // others do); errors name the first that failed to register.
+  absl::Status AddBackends(int group, int count);
   absl::Status AddFrontend();
 
  private:
   LocalCluster() = default;
   // The provider's loop (LocalClusterOptions::follow_autoscale), until stop_.
   void FollowAutoscale();
+  // Stops (SIGTERM) one of `group`'s backends that `state` lists as spares, if any.
+  void StopASpare(int group, const SchedulerNode::AutoscaleState& state, int running, int wanted);
   // The arguments of every process; `name` names its internal Unix socket.
   std::vector<std::string> CommonArgs(const std::string& command, const std::string& name) const;
   // Schedulers' and backends' (options_.batch_cpu_policy).
@@ -109,7 +119,9 @@ class LocalCluster {
   std::vector<Frontend> frontends_;
   std::vector<Backend> backends_;  // appended to under backends_mu_; never shrinks (ids stay unique)
   mutable std::mutex backends_mu_;
+  int next_backend_ = 0;  // the next backend's index (its id "b<index>"); under backends_mu_
   std::atomic<bool> stop_{false};
+  std::atomic<bool> settled_{false};  // the provider once saw every group run what the leader wants
   std::atomic<int> autoscale_starts_{0}, autoscale_stops_{0};
   std::thread provider_;
 };

@@ -1,8 +1,45 @@
 #include "tutti/config/model_less_reader.h"
 
+#include "absl/strings/str_cat.h"
 #include "tutti/core/status_macros.h"
 
 namespace tutti {
+
+namespace {
+
+absl::StatusOr<HardwareKind> ReadHardwareKind(const YAML::Node& node, const std::string& field) {
+  MapReader r(node, field);
+  TUTTI_RETURN_IF_ERROR(r.CheckIsMap());
+  HardwareKind k;
+  TUTTI_ASSIGN_OR_RETURN(k.name, r.RequireScalar<std::string>("name", "a name"));
+  TUTTI_ASSIGN_OR_RETURN(auto executor, r.OptionalScalar<std::string>("executor", "torch or emulated"));
+  TUTTI_ASSIGN_OR_RETURN(auto latency, r.OptionalScalar<double>("latency_speedup", "a positive number"));
+  TUTTI_ASSIGN_OR_RETURN(auto throughput, r.OptionalScalar<double>("throughput_speedup", "a positive number"));
+  TUTTI_ASSIGN_OR_RETURN(auto cost, r.OptionalScalar<double>("cost", "a number"));
+  TUTTI_ASSIGN_OR_RETURN(auto provision_s, r.OptionalScalar<double>("provision_s", "a number of seconds"));
+  TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
+  if (k.name.empty() || k.name.find_first_of("@/ ") != std::string::npos) {
+    return Invalid(r.FieldPath("name"), "expected a name without '@', '/' or spaces");
+  }
+  k.executor = executor.value_or("torch");
+  if (k.executor != "torch" && k.executor != "emulated") return Invalid(r.FieldPath("executor"), "torch or emulated");
+  k.latency_speedup = latency.value_or(1);
+  k.throughput_speedup = throughput.value_or(1);
+  if (!(k.latency_speedup > 0) || !(k.throughput_speedup > 0)) {
+    return Invalid(r.FieldPath("latency_speedup"), "speed-ups must be positive");
+  }
+  if (k.executor == "torch" && (k.latency_speedup != 1 || k.throughput_speedup != 1)) {
+    return Invalid(r.FieldPath("executor"), "a torch kind runs the weights as profiled: its speed-ups must be 1 "
+                                            "(declare a faster or slower kind as emulated)");
+  }
+  k.cost = cost.value_or(1);
+  if (!(k.cost >= 0)) return Invalid(r.FieldPath("cost"), "must not be negative");
+  if (provision_s && !(*provision_s >= 0)) return Invalid(r.FieldPath("provision_s"), "must not be negative");
+  k.provision = provision_s ? Seconds(*provision_s) : 0;
+  return k;
+}
+
+}  // namespace
 
 absl::StatusOr<ModelLessOptions> ReadModelLessOptions(const YAML::Node& node, const std::string& field) {
   MapReader r(node, field);
@@ -34,6 +71,19 @@ absl::StatusOr<ModelLessOptions> ReadModelLessOptions(const YAML::Node& node, co
       return Invalid(r.FieldPath("variants"), "expected a list of variant names (MODEL@KIND)");
     }
     for (const auto& v : variants) o.variants.push_back(v.as<std::string>());
+  }
+  if (YAML::Node hardware = r.Get("hardware"); hardware.IsDefined()) {
+    if (!hardware.IsSequence() || hardware.size() == 0) {
+      return Invalid(r.FieldPath("hardware"), "expected a list of hardware kinds ({name: …, executor: …, …})");
+    }
+    for (size_t i = 0; i < hardware.size(); ++i) {
+      TUTTI_ASSIGN_OR_RETURN(HardwareKind kind,
+                             ReadHardwareKind(hardware[i], r.FieldPath(absl::StrCat("hardware[", i, "]"))));
+      for (const HardwareKind& k : o.hardware) {
+        if (k.name == kind.name) return Invalid(r.FieldPath("hardware"), "names '" + kind.name + "' twice");
+      }
+      o.hardware.push_back(std::move(kind));
+    }
   }
   TUTTI_RETURN_IF_ERROR(r.CheckNoUnknownFields());
   if (o.task.empty()) return Invalid(r.FieldPath("task"), "must not be empty");

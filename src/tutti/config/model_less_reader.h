@@ -13,6 +13,13 @@
 //     min_down_wait_s: 0        # floor of the scale-down wait (else a variant's load latency)
 //     variants: [lenet5@inf1]   # only these variants serve and scale (a fixed-variant
 //                               # baseline: one, scaled horizontally); default: all
+//     hardware:                 # the kinds variants are generated on (default: cpu, inf1
+//       - {name: cpu}           # and v100, repository/variants.h); each: name, executor
+//       - {name: slow, executor: emulated, latency_speedup: 0.01, throughput_speedup: 0.01,
+//          cost: 1, provision_s: 0.5}
+//                               # (torch: runs the weights, at speed-ups 1; emulated),
+//                               # speed-ups over the cpu profile (default 1), cost per
+//                               # instance-second (default 1), provisioning (default 0)
 #ifndef TUTTI_CONFIG_MODEL_LESS_READER_H_
 #define TUTTI_CONFIG_MODEL_LESS_READER_H_
 
@@ -22,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "tutti/autoscale/task_autoscaler.h"
 #include "tutti/core/yaml_map_reader.h"
+#include "tutti/repository/variants.h"
 
 namespace tutti {
 
@@ -31,6 +39,7 @@ struct ModelLessOptions {
   std::optional<Duration> objective;  // none: the config's default objective
   TaskAutoscaleOptions autoscale;     // its pools default to one instance per kind
   std::vector<std::string> variants;  // the only variants allowed (names); empty: all
+  std::vector<HardwareKind> hardware;  // the kinds variants are generated on; empty: BuiltinHardwareKinds()
 };
 
 // The options at `node`. InvalidArgument naming `field` for a non-mapping,

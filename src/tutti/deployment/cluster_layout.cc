@@ -344,6 +344,17 @@ absl::StatusOr<ClusterLayout> LayOutCluster(const ModelRepository& repo, const S
     }
     layout.graph_served[g].peak_rps = std::isinf(peak) ? 0 : peak;
   }
+  if (config.model_less) {
+    TUTTI_ASSIGN_OR_RETURN(layout.model_less, MakeModelLessTask(repo, config));
+    for (const TaskVariant& v : layout.model_less->variants) {
+      ModelId id = 0;
+      while (id < static_cast<ModelId>(spec.models.size()) && spec.models[id].name != v.name) ++id;
+      if (id == static_cast<ModelId>(spec.models.size())) {
+        return absl::InternalError(absl::StrCat("model_less: the variant '", v.name, "' has no model in the layout"));
+      }
+      layout.variant_models.push_back(id);
+    }
+  }
   return layout;
 }
 

@@ -54,6 +54,10 @@ struct ClusterLayout {
   // its shape buckets (group_models points at them).
   std::vector<std::shared_ptr<const ModelVersion>> bucket_versions;
   std::string description;  // a few lines: the groups and their models, the graphs
+  // config.model_less's task on the layout's slots (MakeModelLessTask),
+  // and each variant's model id; none without model_less.
+  std::optional<ModelLessTask> model_less;
+  std::vector<ModelId> variant_models;
 };
 
 // A model of variable dimensions (ModelConfig::shape_buckets) becomes one

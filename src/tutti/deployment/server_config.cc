@@ -320,14 +320,44 @@ absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, co
 absl::StatusOr<std::vector<ModelVariant>> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config) {
   if (!config.model_less) return std::vector<ModelVariant>{};
   absl::StatusOr<std::vector<ModelVariant>> v =
-      GenerateTaskVariants(repo, config.model_less->task, BuiltinHardwareKinds());
+      GenerateTaskVariants(repo, config.model_less->task,
+                           config.model_less->hardware.empty() ? BuiltinHardwareKinds() : config.model_less->hardware);
   if (!v.ok()) return absl::Status(v.status().code(), absl::StrCat("model_less: ", v.status().message()));
   return v;
 }
 
 TaskVariant ToTaskVariant(const ModelVariant& v, Duration objective) {
-  return {v.name, v.hardware, v.accuracy, v.profile.Latency(1), ThroughputWithin(v.profile, objective / 2), v.cost,
-          v.load_latency};
+  // One too slow for any batch in time answers one query per ℓ(1) (the
+  // selection and the ILP leave it out once ℓ(1) exceeds the objective).
+  const double in_time = ThroughputWithin(v.profile, objective / 2);
+  return {v.name, v.hardware, v.accuracy, v.profile.Latency(1),
+          in_time > 0 ? in_time : 1 / ToSeconds(v.profile.Latency(1)), v.cost, v.load_latency};
+}
+
+absl::StatusOr<ModelLessTask> MakeModelLessTask(const ModelRepository& repo, const ServerConfig& config) {
+  const ModelLessOptions& ml = *config.model_less;
+  const Duration objective = ml.objective.value_or(config.default_objective);
+  TUTTI_ASSIGN_OR_RETURN(const std::vector<ModelVariant> generated, ModelLessVariants(repo, config));
+  ModelLessTask task{{}, {ml.accuracy, objective, 0}, ml.autoscale};
+  for (const ModelVariant& v : generated) {  // each in a group of its own (ResolveServerConfig's)
+    int first = 0;
+    for (const ExecutorGroupConfig& g : config.executors) {
+      if (g.models.size() == 1 && g.models[0] == v.name) {
+        task.variants.push_back(ToTaskVariant(v, objective));
+        task.variants.back().first_gpu = first;
+        task.variants.back().max_instances = g.count;
+        break;
+      }
+      first += g.count;
+    }
+  }
+  for (const std::string& name : ml.variants) {  // ResolveServerConfig checked the names
+    for (size_t j = 0; j < task.variants.size(); ++j) {
+      if (task.variants[j].name == name) task.options.allowed.push_back(static_cast<int>(j));
+    }
+  }
+  TUTTI_RETURN_IF_ERROR(TaskAutoscaler::Validate(task.variants, task.requirements, task.options));
+  return task;
 }
 
 absl::StatusOr<ServerConfig> ResolveServerConfig(ServerConfig config, const ModelRepository& repo) {

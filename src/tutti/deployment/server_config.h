@@ -212,9 +212,20 @@ absl::StatusOr<ModelRepository> ServedRepository(const ModelRepository& repo, co
 absl::StatusOr<std::vector<ModelVariant>> ModelLessVariants(const ModelRepository& repo, const ServerConfig& config);
 // `variant` as the TaskAutoscaler sees it, for queries due `objective`
 // after arrival: ℓ(1), and what one instance answers in time by Nexus's rule
-// (ServedModel::peak_rps's: the largest batch with ℓ(b) ≤ objective / 2).
-// Its slots (first_gpu, max_instances) are the caller's.
+// (ServedModel::peak_rps's: the largest batch with ℓ(b) ≤ objective / 2;
+// with none, batch 1's). Its slots (first_gpu, max_instances) are the caller's.
 TaskVariant ToTaskVariant(const ModelVariant& variant, Duration objective);
+// config.model_less's task as a TaskAutoscaler runs it, in embedded and
+// distributed mode alike: the variants (ModelLessVariants' order), each on
+// its executor group's slots (GPU ids of the resolved config), the task's
+// requirements, and the options with `variants:` as the allowed ones.
+// REQUIRES: `config` resolved (ResolveServerConfig) with model_less.
+struct ModelLessTask {
+  std::vector<TaskVariant> variants;
+  VariantRequirements requirements;
+  TaskAutoscaleOptions options;
+};
+absl::StatusOr<ModelLessTask> MakeModelLessTask(const ModelRepository& repo, const ServerConfig& config);
 
 // Fills in the default executors from `repo` and checks the config against
 // it: every model exists, is in one group only, has the group's profile, and

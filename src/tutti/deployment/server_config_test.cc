@@ -268,6 +268,56 @@ profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
               HasSubstr("model_less.variants: 'mlp@tpu' is not a variant"));
 }
 
+// Declared hardware kinds replace the built-in ones: an emulated kind's
+// profile is the cpu profile scaled by its speed-ups, and the task as the
+// autoscaler runs it has each variant on its group's slots.
+TEST_F(ResolveTest, ModelLessHardwareKindsAreDeclaredAndTheTaskSitsOnTheirSlots) {
+  dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
+platform: builtin
+architecture: mlp
+task: fashion-mnist
+accuracy: 0.88
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [100, 800]}}
+)");
+  repo_ = *ModelRepository::Open(dir_.path());
+  const ServerConfig parsed = *ParseServerConfig(R"(model_less:
+  task: fashion-mnist
+  objective_ms: 100
+  pools: {slow: 3}
+  hardware:
+    - {name: cpu}
+    - {name: slow, executor: emulated, latency_speedup: 0.1, throughput_speedup: 0.5, cost: 2, provision_s: 0.25}
+)");
+  absl::StatusOr<ModelRepository> served = ServedRepository(repo_, parsed);
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_FALSE(served->Find("mlp@inf1").ok()) << "the built-in kinds are replaced";
+  const LatencyProfile& slow = (*served->Find("mlp@slow"))->config.profiles.at("slow");
+  EXPECT_EQ(slow.Latency(1), Millis(1));                        // 100 µs / 0.1
+  EXPECT_EQ(slow.Latency(8), Millis(1) + 1400 * kMicrosecond);  // + 700 µs / 0.5
+  absl::StatusOr<ServerConfig> c = ResolveServerConfig(parsed, *served);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_EQ(c->executors.size(), 4u);  // mlp and resnet50 by name, mlp@cpu, mlp@slow
+  EXPECT_EQ(c->executors[3].kind, "emulated");
+  EXPECT_EQ(c->executors[3].count, 3);
+  absl::StatusOr<ModelLessTask> task = MakeModelLessTask(*served, *c);
+  ASSERT_TRUE(task.ok()) << task.status();
+  ASSERT_EQ(task->variants.size(), 2u);
+  EXPECT_EQ(task->variants[1].name, "mlp@slow");
+  EXPECT_EQ(task->variants[1].first_gpu, 3);  // after mlp's, resnet50's and mlp@cpu's slots
+  EXPECT_EQ(task->variants[1].max_instances, 3);
+  EXPECT_EQ(task->variants[1].cost, 2);
+  EXPECT_EQ(task->variants[1].load_latency, Millis(250));
+  EXPECT_EQ(task->requirements.latency_objective, Millis(100));
+  for (const char* bad : {"[{name: cpu, latency_speedup: 2}]", "[{name: a@b, executor: emulated}]",
+                          "[{name: x, executor: gpu}]", "[{name: x, executor: emulated, cost: -1}]",
+                          "[{name: x, executor: emulated}, {name: x, executor: emulated}]", "[]"}) {
+    EXPECT_FALSE(ParseServerConfig(absl::StrCat("model_less: {task: t, hardware: ", bad, "}")).ok()) << bad;
+  }
+}
+
 // Parity models serve only under a `coding:` entry, which the defaults do
 // not have (and `tutti demo` does not profile them).
 TEST_F(ResolveTest, DefaultExecutorsHoldEveryModelButParityModels) {

@@ -109,6 +109,11 @@ void RemoteEngine::Connect() {
   });
 }
 
+void RemoteEngine::AskToLoad(int variant) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (leader_link_ != nullptr) leader_link_->Send([variant](pb::FrontendUp* up) { up->add_load(variant); });
+}
+
 void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
   const Time now = clock_->Now();
   Answers answers;
@@ -135,6 +140,14 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
                    &answers);
     }
     if (down.has_delays()) report_ = FromProto(down.delays());
+    if (down.has_task() && options_.on_task_state) {
+      const pb::TaskState& t = down.task();
+      options_.on_task_state(TaskRoutingState{{t.up().begin(), t.up().end()},
+                                              {t.paid().begin(), t.paid().end()},
+                                              {t.draining().begin(), t.draining().end()},
+                                              {t.recent().begin(), t.recent().end()}},
+                             t.cost());
+    }
     staged_->TakeAnswers(&answers);  // what stages answered when shown the plans
     PiggybackLocked(now);
   }

@@ -30,6 +30,7 @@
 #ifndef TUTTI_DISTRIBUTED_REMOTE_ENGINE_H_
 #define TUTTI_DISTRIBUTED_REMOTE_ENGINE_H_
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -39,6 +40,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "tutti/autoscale/task_autoscaler.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/clock_sync.h"
 #include "tutti/distributed/delay_report_proto.h"
@@ -67,6 +69,10 @@ class RemoteEngine final : public InferenceEngine {
     Duration withdraw_every = kMillisecond;
     // At most one per model (e.g. MakeParmStages, stages/parm_stage.h).
     std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>> stages;
+    // Model-less: the leader's routing state of the task's variants and the
+    // cost paid so far, as each comes (with the delay reports). Runs under
+    // the engine's lock: it must not call the engine. Null: ignored.
+    std::function<void(TaskRoutingState state, double cost)> on_task_state;
   };
   // `spec` gives the models' objectives (the layout every process shares);
   // `shapes` their sizes. Streams are opened through `connector`. `clock`
@@ -81,6 +87,10 @@ class RemoteEngine final : public InferenceEngine {
   // previous leader had not planned are answered with a retryable error.
   void SetLeader(const std::string& address);
   std::string leader() const;
+  // Model-less: asks the leader to load `variant` (its index in the task's
+  // variants), which this frontend's router picked while Inactive. Dropped
+  // while no leader is followed.
+  void AskToLoad(int variant);
 
   // InferenceEngine.
   absl::Status Submit(ModelId model, std::vector<float> input, Duration objective, InferenceCallback done) override;

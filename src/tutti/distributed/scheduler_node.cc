@@ -46,6 +46,7 @@ SchedulerNode::~SchedulerNode() {
   clock_->Cancel(report_timer_);
   clock_->Cancel(detect_timer_);
   autoscaler_.reset();  // cancels its timers
+  task_scaler_.reset();
   scheduler_.reset();
 }
 
@@ -71,6 +72,19 @@ absl::Status SchedulerNode::Lead() {
         [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return std::exchange(window_, {}); },
         [this](int gpu, bool up) ABSL_NO_THREAD_SAFETY_ANALYSIS { SetSlotWantedLocked(gpu, up); });
     autoscaler_->Start();
+  }
+  if (options_.model_less) {
+    const Options::ModelLess& ml = *options_.model_less;
+    TUTTI_RETURN_IF_ERROR(TaskAutoscaler::Validate(ml.variants, ml.requirements, ml.options));
+    variant_of_model_.assign(spec_.models.size(), -1);
+    for (size_t j = 0; j < ml.models.size(); ++j) variant_of_model_[ml.models[j]] = static_cast<int>(j);
+    // As the autoscaler's: its ticks and arrivals run under mu_.
+    TaskAutoscaleOptions options = ml.options;
+    options.await_up = true;  // an instance serves once a backend holds its slot (AssignSlotsLocked)
+    task_scaler_ = std::make_unique<TaskAutoscaler>(
+        ml.variants, ml.requirements, options, &locked_clock_,
+        [this](int gpu, bool up) ABSL_NO_THREAD_SAFETY_ANALYSIS { SetSlotWantedLocked(gpu, up); });
+    task_scaler_->Start();
   }
   return absl::OkStatus();
 }
@@ -117,6 +131,11 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
     });
   }
   for (const pb::ResponseSample& s : up.responses()) delays_->Record(Delay::kResponse, s.at(), s.delay());
+  if (task_scaler_) {
+    for (int j : up.load()) {
+      if (j >= 0 && j < static_cast<int>(options_.model_less->variants.size())) task_scaler_->Load(j);
+    }
+  }
   std::vector<uint64_t> refused;
   for (const pb::RequestMeta& m : up.submit()) {
     if (m.model() < 0 || m.model() >= static_cast<int>(spec_.models.size())) {
@@ -125,6 +144,7 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
     }
     const Request r{next_request_++, m.model(), now, m.deadline(), std::clamp(m.level(), 0, kDelayedLevel - 1),
                     m.delay_at() > 0 ? m.delay_at() : kInfiniteFuture};
+    if (task_scaler_ && variant_of_model_[r.model] >= 0) task_scaler_->Count(variant_of_model_[r.model]);
     Origin& origin = origins_[r.id] = Origin{frontend, m.id(), r.model};
     if (!m.traceparent().empty() && options_.tracer != nullptr) {
       origin.trace = ParseTraceparent(m.traceparent()).value_or(TraceContext{});
@@ -307,6 +327,7 @@ void SchedulerNode::AssignSlotsLocked() {
     Member& m = members_.at(next[i]);
     m.gpu = g;
     (void)scheduler_->SetGpuUp(g, true, std::max(now, m.free_at));
+    if (task_scaler_) task_scaler_->Up(g);
   }
   SendRolesLocked();
 }
@@ -446,8 +467,20 @@ void SchedulerNode::SendReportLocked() {
   if (delays_ == nullptr) return;
   auto report = std::make_shared<pb::DelayReport>();
   ToProto(ReportLocked(), report.get());
+  pb::TaskState task;
+  if (task_scaler_) {
+    const TaskRoutingState state = task_scaler_->RoutingState();
+    task.mutable_up()->Add(state.up.begin(), state.up.end());
+    task.mutable_paid()->Add(state.paid.begin(), state.paid.end());
+    for (bool d : state.draining) task.add_draining(d);
+    task.mutable_recent()->Add(state.recent.begin(), state.recent.end());
+    task.set_cost(task_scaler_->Cost(0, clock_->Now()));
+  }
   for (const FrontendState& f : frontends_) {
-    Send<pb::FrontendDown>(f.link, [&report](pb::FrontendDown* d) { *d->mutable_delays() = *report; });
+    Send<pb::FrontendDown>(f.link, [&](pb::FrontendDown* d) {
+      *d->mutable_delays() = *report;
+      if (task_scaler_) *d->mutable_task() = task;
+    });
   }
 }
 
@@ -480,10 +513,25 @@ void SchedulerNode::ReportTick() {
 
 std::optional<SchedulerNode::AutoscaleState> SchedulerNode::Autoscaling() const {
   std::lock_guard<std::mutex> lock(mu_);
-  if (autoscaler_ == nullptr) return std::nullopt;
-  AutoscaleState s{autoscaler_->requested(), autoscaler_->up(), {}};
-  for (const auto& [id, m] : members_) {
-    if (m.gpu < 0) s.spares.push_back(id);
+  if (autoscaler_ == nullptr && task_scaler_ == nullptr) return std::nullopt;
+  AutoscaleState s;
+  if (autoscaler_) {
+    s.wanted = autoscaler_->requested();
+    s.up = autoscaler_->up();
+  } else {
+    // Each variant's instances paid for (up or on their way); the groups
+    // of no variant are not scaled (-1).
+    s.groups.assign(slots_.empty() ? 0 : slots_.back().group + 1, -1);
+    const std::vector<TaskVariant>& variants = options_.model_less->variants;
+    for (size_t j = 0; j < variants.size(); ++j) {
+      const int g = slots_[variants[j].first_gpu].group;
+      s.groups[g] = std::max(s.groups[g], 0) + task_scaler_->paid(static_cast<int>(j));
+      s.wanted += task_scaler_->paid(static_cast<int>(j));
+    }
+    for (const Slot& slot : slots_) s.up += s.groups[slot.group] >= 0 && slot.wanted && !slot.backend.empty();
+  }
+  for (const auto& [id, m] : members_) {  // of the scaled groups (a stateful group's backups are not spare)
+    if (m.gpu < 0 && (s.groups.empty() || s.groups[m.group] >= 0)) s.spares.push_back(id);
   }
   std::sort(s.spares.begin(), s.spares.end());
   return s;

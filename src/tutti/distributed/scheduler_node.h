@@ -39,6 +39,9 @@
 // process publishes it in etcd) — start backends while fewer than `wanted`
 // are up, stop spares while more are.
 //
+// Model-less serving (Options::model_less) scales the variants' slots the
+// same way, and the provider follows the backends wanted per group.
+//
 // Leadership (Symphony §6's hot spares): a node accepts streams only after
 // Lead(); a spare refuses them.
 //
@@ -64,6 +67,7 @@
 #include "absl/types/span.h"
 #include "tutti/tracing/tracer.h"
 #include "tutti/autoscale/autoscaler.h"
+#include "tutti/autoscale/task_autoscaler.h"
 #include "tutti/core/clock.h"
 #include "tutti/core/serialized_clock.h"
 #include "tutti/delays/delay_model.h"
@@ -96,6 +100,20 @@ class SchedulerNode {
     // Closed-loop autoscaling over the slots (one executor group); none:
     // every slot is wanted.
     std::optional<AutoscaleOptions> autoscale;
+    // Model-less serving of one task (INFaaS; autoscale/task_autoscaler.h):
+    // the leader runs a TaskAutoscaler over the variants' slots, acted on as
+    // the autoscaler's are (above). It counts each request a frontend
+    // submits for a variant as routed to it, loads the Inactive variants
+    // the frontends' routers ask for, and sends its routing state with each
+    // delay report. Autoscaling() then says how many backends each group
+    // wants.
+    struct ModelLess {
+      std::vector<TaskVariant> variants;  // their slots: GPU ids of `spec`
+      std::vector<ModelId> models;        // per variant: its model
+      VariantRequirements requirements;
+      TaskAutoscaleOptions options;
+    };
+    std::optional<ModelLess> model_less;
     // Records a "schedule" span (receipt to dispatch or drop) for each
     // traced request (null: none). Outlives the node.
     Tracer* tracer = nullptr;
@@ -128,6 +146,10 @@ class SchedulerNode {
   struct AutoscaleState {
     int wanted = 0, up = 0;
     std::vector<std::string> spares;
+    // Model-less: backends wanted per executor group (-1: a group not
+    // scaled, whose backends are left alone); `wanted` and `up` count the
+    // scaled groups'. Empty: `wanted` are all the first group's.
+    std::vector<int> groups;
     bool operator==(const AutoscaleState&) const = default;
   };
   std::optional<AutoscaleState> Autoscaling() const;
@@ -233,6 +255,8 @@ class SchedulerNode {
   TimerId report_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   TimerId detect_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   std::unique_ptr<Autoscaler> autoscaler_ ABSL_GUARDED_BY(mu_);  // set by Lead() with Options::autoscale
+  std::unique_ptr<TaskAutoscaler> task_scaler_ ABSL_GUARDED_BY(mu_);  // set by Lead() with Options::model_less
+  std::vector<int> variant_of_model_;  // model → its variant in Options::model_less (-1: none); set by Lead()
   Autoscaler::Window window_ ABSL_GUARDED_BY(mu_);               // what batches did since the last tick
   StreamTracker streams_;  // last: destroyed first, once every stream has ended
 };

@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tutti/core/prometheus.h"
 #include "tutti/core/status_macros.h"
 #include "tutti/executors/emulated_executor.h"
 #include "tutti/executors/slowdown_executor.h"
@@ -169,6 +170,47 @@ absl::StatusOr<std::vector<std::pair<ModelId, std::shared_ptr<BatchStage>>>> Mak
     }
   }
   return MakeParmStages(layout.spec, layout.shapes, codings);
+}
+
+void RouteModelLess(const std::string& task, const ModelLessTask& made, RouteFn route, VariantStatusFn status,
+                    InferenceFrontendOptions* frontend) {
+  std::vector<std::string> names;
+  for (const TaskVariant& v : made.variants) names.push_back(v.name);
+  frontend->route_task = [route = std::move(route), task, names, objective = made.requirements.latency_objective](
+                             absl::string_view t, double min_accuracy,
+                             Duration asked) -> std::optional<InferenceFrontendOptions::RoutedTask> {
+    if (t != task) return std::nullopt;
+    const std::optional<VariantChoice> c = route({min_accuracy, asked > 0 ? asked : objective, 0});
+    if (!c || c->index < 0) return std::nullopt;
+    return InferenceFrontendOptions::RoutedTask{names[c->index], c->meets, c->note};
+  };
+  frontend->routed_status = [status = std::move(status), names](
+                                absl::string_view model) -> std::optional<InferenceFrontendOptions::RoutedStatus> {
+    for (size_t j = 0; j < names.size(); ++j) {
+      if (names[j] != model) continue;
+      const auto s = status(static_cast<int>(j));
+      if (!s) return std::nullopt;
+      return InferenceFrontendOptions::RoutedStatus{s->first, s->second};
+    }
+    return std::nullopt;
+  };
+}
+
+std::string ModelLessPrometheusText(const std::vector<TaskVariant>& variants, const TaskRoutingState& state,
+                                    double cost) {
+  std::string text = PromFamily("tutti_model_less_cost_total", "counter",
+                                "The generated variants' instance-seconds times their cost, since the start.");
+  absl::StrAppendFormat(&text, "tutti_model_less_cost_total %.3f\n", cost);
+  text += PromFamily("tutti_variant_instances", "gauge",
+                     "Instances of a generated variant up (serving) and paid for (up or loading), under "
+                     "model-less autoscaling.");
+  for (size_t j = 0; j < variants.size() && j < state.up.size() && j < state.paid.size(); ++j) {
+    absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"up\"} %d\n", variants[j].name,
+                          state.up[j]);
+    absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"paid\"} %d\n", variants[j].name,
+                          state.paid[j]);
+  }
+  return text;
 }
 
 }  // namespace tutti

@@ -4,7 +4,9 @@
 #ifndef TUTTI_SERVER_LAYOUT_RUNTIME_H_
 #define TUTTI_SERVER_LAYOUT_RUNTIME_H_
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "tutti/deployment/cluster_layout.h"
 #include "tutti/serving/batch_stage.h"
 #include "tutti/tracing/tracer.h"
+#include "tutti/frontend/inference_frontend.h"
 
 namespace tutti {
 
@@ -52,6 +55,21 @@ absl::StatusOr<std::unique_ptr<Executor>> MakeGroupExecutor(const ClusterLayout&
                                                             int group, Clock* clock,
                                                             std::string* description = nullptr,
                                                             int64_t* parameters = nullptr);
+
+// Model-less requests for `task` routed by a router of its variants (the
+// embedded server's TaskAutoscaler, a distributed frontend's TaskRouter):
+// sets `frontend`'s route_task to `route` (nullopt: not routed now — the
+// frontend's own selection then) and routed_status to `status`, both by
+// index into `variants`. A request without an objective has the task's.
+using RouteFn = std::function<std::optional<VariantChoice>(const VariantRequirements& query)>;
+using VariantStatusFn = std::function<std::optional<std::pair<VariantState, double>>(int variant)>;
+void RouteModelLess(const std::string& task, const ModelLessTask& variants, RouteFn route, VariantStatusFn status,
+                    InferenceFrontendOptions* frontend);
+// /metrics lines of model-less serving: the cost paid so far
+// (tutti_model_less_cost_total) and each variant's instances up and paid
+// for (tutti_variant_instances).
+std::string ModelLessPrometheusText(const std::vector<TaskVariant>& variants, const TaskRoutingState& state,
+                                    double cost);
 
 }  // namespace tutti
 

@@ -89,7 +89,10 @@ std::string HostPid() {
 }  // namespace
 
 std::string FormatAutoscale(const SchedulerNode::AutoscaleState& state) {
-  return absl::StrCat("wanted ", state.wanted, "\nup ", state.up, "\nspares ", absl::StrJoin(state.spares, " "), "\n");
+  std::string text =
+      absl::StrCat("wanted ", state.wanted, "\nup ", state.up, "\nspares ", absl::StrJoin(state.spares, " "), "\n");
+  if (!state.groups.empty()) absl::StrAppend(&text, "groups ", absl::StrJoin(state.groups, " "), "\n");
+  return text;
 }
 
 absl::StatusOr<SchedulerNode::AutoscaleState> ParseAutoscale(const std::string& text) {
@@ -103,6 +106,15 @@ absl::StatusOr<SchedulerNode::AutoscaleState> ParseAutoscale(const std::string& 
     if (key == "spares") {
       state.spares = std::move(words);
       seen |= 4;
+      continue;
+    }
+    if (key == "groups") {
+      state.groups.resize(words.size());
+      for (size_t g = 0; g < words.size(); ++g) {
+        if (!absl::SimpleAtoi(words[g], &state.groups[g]) || state.groups[g] < -1) {
+          return absl::InvalidArgumentError(absl::StrCat("autoscale state: cannot read the line '", line, "'"));
+        }
+      }
       continue;
     }
     int* field = key == "wanted" ? &state.wanted : key == "up" ? &state.up : nullptr;
@@ -139,6 +151,11 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   node_options.stateful_groups = StatefulGroups(layout);
   node_options.detect_after = config.replication.detect_after;
   node_options.autoscale = config.autoscale;
+  if (layout.model_less) {
+    node_options.model_less = SchedulerNode::Options::ModelLess{layout.model_less->variants, layout.variant_models,
+                                                                layout.model_less->requirements,
+                                                                layout.model_less->options};
+  }
   // Fenced: no plan leaves once the lease may have expired, even from a
   // thread that ran before the heartbeat's own (a process resumed after a
   // stop), so that two leaders never plan at once.
@@ -244,6 +261,20 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   RemoteEngine::Options engine{p->name_};
   engine.metadata_hold = config.metadata_hold;
   TUTTI_ASSIGN_OR_RETURN(engine.stages, MakeStages(layout, config));  // ParM's coding, on this frontend's parts
+  if (layout.model_less) {
+    // Routed here on the leader's state; Inactive picks are asked for there.
+    p->router_ = std::make_unique<TaskRouter>(layout.model_less->variants, layout.model_less->requirements,
+                                              layout.model_less->options.allowed, p->loop_.get(),
+                                              [p = p.get()](int j) { p->engine_->AskToLoad(j); });
+    engine.on_task_state = [p = p.get()](TaskRoutingState state, double cost) {
+      {
+        std::lock_guard<std::mutex> lock(p->autoscale_mu_);
+        p->task_state_ = state;
+        p->task_cost_ = cost;
+      }
+      p->router_->Update(std::move(state));
+    };
+  }
   p->engine_ = std::make_unique<RemoteEngine>(layout.spec, layout.shapes, std::move(engine), p->loop_.get(),
                                               p->connector_.get());
   TUTTI_ASSIGN_OR_RETURN(p->watch_, FollowKey(*p->etcd_, ClusterKeys(options.cluster).leader(),
@@ -269,6 +300,13 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   frontend.frontend.tracer = p->tracer_.get();
   frontend.frontend.shutdown = options.on_shutdown_request;
   frontend.frontend.extra_metrics = [p = p.get()] { return p->AutoscaleMetrics(); };
+  if (p->router_) {
+    TaskRouter* router = p->router_.get();
+    RouteModelLess(
+        config.model_less->task, *layout.model_less,
+        [router](const VariantRequirements& q) { return router->Route(q); },
+        [router](int j) { return router->Status(j); }, &frontend.frontend);
+  }
   frontend.console.cluster = [p = p.get(), keys = ClusterKeys(options.cluster)] { return p->ConsoleJson(keys); };
   TUTTI_ASSIGN_OR_RETURN(p->listeners_,
                          FrontendServer::Start(served, std::move(layout.served), frontend, p->loop_.get()));
@@ -315,9 +353,14 @@ std::string FrontendProcess::AutoscaleMetrics() const {
     std::lock_guard<std::mutex> lock(autoscale_mu_);
     value = autoscale_;
   }
+  std::string text;
+  if (router_) {
+    std::lock_guard<std::mutex> lock(autoscale_mu_);
+    if (!task_state_.up.empty()) text = ModelLessPrometheusText(router_->variants(), task_state_, task_cost_);
+  }
   absl::StatusOr<SchedulerNode::AutoscaleState> state = ParseAutoscale(value);
-  if (!state.ok()) return "";  // not autoscaling, or no leader
-  return PromFamily("tutti_autoscale_backends", "gauge",
+  if (!state.ok()) return text;  // not autoscaling, or no leader
+  return text + PromFamily("tutti_autoscale_backends", "gauge",
                     "Backends the leading scheduler's autoscaler wants (up or coming), slots up, and spares "
                     "(holding none: the ones to stop).") +
          absl::StrFormat(

@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "tutti/autoscale/task_router.h"
 #include "tutti/core/clock.h"
 #include "tutti/distributed/backend_node.h"
 #include "tutti/distributed/replica_node.h"
@@ -59,7 +60,8 @@ struct ClusterKeys {
   std::string scheduler(const std::string& address) const { return schedulers() + address; }
 };
 
-// The autoscale key's value: "wanted N\nup N\nspares ID …\n", and back
+// The autoscale key's value: "wanted N\nup N\nspares ID …\n" and, model-less,
+// "groups N …\n" (wanted per executor group; -1: not scaled), and back
 // (InvalidArgument naming what is wrong).
 std::string FormatAutoscale(const SchedulerNode::AutoscaleState& state);
 absl::StatusOr<SchedulerNode::AutoscaleState> ParseAutoscale(const std::string& text);
@@ -159,6 +161,11 @@ class FrontendProcess {
   std::unique_ptr<EtcdClient::Background> autoscale_watch_;  // the autoscale key, into autoscale_
   mutable std::mutex autoscale_mu_;
   std::string autoscale_;
+  // Model-less: routes the task (null: no model_less); the leader's last
+  // routing state and cost, for /metrics (under autoscale_mu_).
+  std::unique_ptr<TaskRouter> router_;
+  TaskRoutingState task_state_;
+  double task_cost_ = 0;
 };
 
 class BackendProcess {

@@ -111,7 +111,7 @@ TEST_F(BackendMetricsTest, ABackendServesItsMetricsOnItsOwnPort) {
 // The autoscale key's text (processes.h), as a provider reads it.
 TEST(AutoscaleKeyTest, TheStateGoesThroughItsTextAndBadTextIsAnError) {
   using State = SchedulerNode::AutoscaleState;
-  for (const State& s : {State{3, 2, {"b1", "b4"}}, State{1, 1, {}}}) {
+  for (const State& s : {State{3, 2, {"b1", "b4"}}, State{1, 1, {}}, State{3, 1, {"b2"}, {-1, 2, 0, 1}}}) {
     absl::StatusOr<State> back = ParseAutoscale(FormatAutoscale(s));
     ASSERT_TRUE(back.ok()) << back.status();
     EXPECT_EQ(*back, s);
@@ -120,6 +120,8 @@ TEST(AutoscaleKeyTest, TheStateGoesThroughItsTextAndBadTextIsAnError) {
   EXPECT_FALSE(ParseAutoscale("wanted three\nup 2\nspares\n").ok());
   EXPECT_FALSE(ParseAutoscale("wanted -1\nup 2\nspares\n").ok());
   EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\nspares\nmore 1\n").ok());
+  EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\nspares\ngroups 1 -2\n").ok()) << "-1 is the least";
+  EXPECT_FALSE(ParseAutoscale("wanted 3\nup 2\nspares\ngroups 1 x\n").ok());
 }
 
 }  // namespace

@@ -62,24 +62,13 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.tracer = tracer;
   frontend.frontend.shutdown = std::move(on_shutdown_request);
-  if (config.model_less) StartTaskAutoscaler(repo, config, clock, server.get(), &frontend.frontend);
+  if (config.model_less) {
+    TUTTI_RETURN_IF_ERROR(StartTaskAutoscaler(repo, config, clock, server.get(), &frontend.frontend));
+  }
   frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get(),
                                      task = server->task_scaler_.get(), clock] {
     std::string text = replicated.empty() ? "" : ReplicationPrometheusText(replicated);
-    if (task != nullptr) {
-      text += PromFamily("tutti_model_less_cost_total", "counter",
-                         "The generated variants' instance-seconds times their cost, since the start.");
-      absl::StrAppendFormat(&text, "tutti_model_less_cost_total %.3f\n", task->Cost(0, clock->Now()));
-      text += PromFamily("tutti_variant_instances", "gauge",
-                         "Instances of a generated variant up (serving) and paid for (up or loading), under "
-                         "model-less autoscaling.");
-      for (size_t j = 0; j < task->variants().size(); ++j) {
-        const std::string& name = task->variants()[j].name;
-        absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"up\"} %d\n", name, task->up(j));
-        absl::StrAppendFormat(&text, "tutti_variant_instances{model=\"%s\",state=\"paid\"} %d\n", name,
-                              task->paid(j));
-      }
-    }
+    if (task != nullptr) text += ModelLessPrometheusText(task->variants(), task->RoutingState(), task->Cost(0, clock->Now()));
     if (scaler != nullptr) {
       text += PromFamily("tutti_autoscale_executors", "gauge",
                          "Executors serving (up) and requested (up or coming), under closed-loop autoscaling.");
@@ -135,59 +124,25 @@ void Server::StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Serv
                         ToSeconds(options.provision_delay), 100 * (1 - 1.5 * options.headroom));
 }
 
-void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig& config, Clock* clock,
-                                 Server* server, InferenceFrontendOptions* frontend) {
+absl::Status Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig& config, Clock* clock,
+                                         Server* server, InferenceFrontendOptions* frontend) {
   const ModelLessOptions& ml = *config.model_less;
   const Duration objective = ml.objective.value_or(config.default_objective);
-  // The variants' executors: their groups (ResolveServerConfig's, one each).
-  const std::vector<ModelVariant> generated = *ModelLessVariants(repo, config);  // ResolveServerConfig made them
-  std::vector<TaskVariant> variants;
-  for (const ModelVariant& v : generated) {
-    int first = 0;
-    for (const ExecutorGroupConfig& g : config.executors) {
-      if (g.models.size() == 1 && g.models[0] == v.name) {
-        variants.push_back(ToTaskVariant(v, objective));
-        variants.back().first_gpu = first;
-        variants.back().max_instances = g.count;
-        break;
-      }
-      first += g.count;
-    }
-  }
-  const VariantRequirements task{ml.accuracy, objective, 0};
-  TaskAutoscaleOptions options = ml.autoscale;
-  for (const std::string& name : ml.variants) {  // ResolveServerConfig checked the names
-    for (size_t j = 0; j < variants.size(); ++j) {
-      if (variants[j].name == name) options.allowed.push_back(static_cast<int>(j));
-    }
-  }
+  TUTTI_ASSIGN_OR_RETURN(const ModelLessTask made, MakeModelLessTask(repo, config));
+  const std::vector<TaskVariant>& variants = made.variants;
+  const VariantRequirements task = made.requirements;
   ShardedCore* core = server->core_.get();
   auto set_up = [core](int executor, bool up) {
     if (absl::Status s = core->SetExecutorUp(executor, up); !s.ok()) {
       std::cerr << "model_less: executor " << executor << ": " << s.message() << "\n";
     }
   };
-  server->task_scaler_ = std::make_unique<TaskAutoscaler>(variants, task, options, clock, std::move(set_up));
+  server->task_scaler_ = std::make_unique<TaskAutoscaler>(variants, task, made.options, clock, std::move(set_up));
   server->task_scaler_->Start();
-  frontend->route_task = [scaler = server->task_scaler_.get(), name = ml.task, task](
-                             absl::string_view t, double min_accuracy,
-                             Duration objective) -> std::optional<InferenceFrontendOptions::RoutedTask> {
-    if (t != name) return std::nullopt;
-    // A request without an objective has the task's (its variants' default).
-    const VariantChoice c = scaler->Route({min_accuracy, objective > 0 ? objective : task.latency_objective, 0});
-    if (c.index < 0) return std::nullopt;
-    return InferenceFrontendOptions::RoutedTask{scaler->variants()[c.index].name, c.meets, c.note};
-  };
-  frontend->routed_status = [scaler = server->task_scaler_.get()](
-                                absl::string_view model) -> std::optional<InferenceFrontendOptions::RoutedStatus> {
-    const std::vector<TaskVariant>& all = scaler->variants();
-    for (size_t j = 0; j < all.size(); ++j) {
-      if (all[j].name != model) continue;
-      const auto [state, utilisation] = scaler->Status(static_cast<int>(j));
-      return InferenceFrontendOptions::RoutedStatus{state, utilisation};
-    }
-    return std::nullopt;
-  };
+  TaskAutoscaler* scaler = server->task_scaler_.get();
+  RouteModelLess(
+      ml.task, made, [scaler](const VariantRequirements& q) -> std::optional<VariantChoice> { return scaler->Route(q); },
+      [scaler](int j) -> std::optional<std::pair<VariantState, double>> { return scaler->Status(j); }, frontend);
   std::vector<std::string> names;
   for (const TaskVariant& v : variants) names.push_back(absl::StrFormat("%s (%d)", v.name, v.max_instances));
   absl::StrAppendFormat(&server->description_,
@@ -200,6 +155,7 @@ void Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig
                           for (size_t j = 0; j < variants.size(); ++j) up += server->task_scaler_->up(j);
                           return up;
                         }());
+  return absl::OkStatus();
 }
 
 std::string Server::Describe() const { return description_; }
