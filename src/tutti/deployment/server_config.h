@@ -79,7 +79,8 @@
 //                                    # kind's pool of executors: torch for cpu, emulated for
 //                                    # inf1 and v100), model-less requests of the task are
 //                                    # routed and the variants scaled by a TaskAutoscaler
-//                                    # (config/model_less_reader.h); embedded only
+//                                    # (config/model_less_reader.h); in distributed mode,
+//                                    # the leader scales and frontends route
 //   executors:                       # each group is one sub-cluster
 //     - {kind: torch, count: 1, profile: cpu, models: [mlp, lenet5]}
 //     - {kind: emulated, count: 8, profile: a100, models: [resnet50]}

@@ -360,13 +360,14 @@ std::string FrontendProcess::AutoscaleMetrics() const {
   }
   absl::StatusOr<SchedulerNode::AutoscaleState> state = ParseAutoscale(value);
   if (!state.ok()) return text;  // not autoscaling, or no leader
-  return text + PromFamily("tutti_autoscale_backends", "gauge",
-                    "Backends the leading scheduler's autoscaler wants (up or coming), slots up, and spares "
-                    "(holding none: the ones to stop).") +
-         absl::StrFormat(
-             "tutti_autoscale_backends{state=\"wanted\"} %d\ntutti_autoscale_backends{state=\"up\"} %d\n"
+  text += PromFamily("tutti_autoscale_backends", "gauge",
+                     "Backends the leading scheduler's autoscaler wants (up or coming), slots up, and spares "
+                     "(holding none: the ones to stop).");
+  absl::StrAppendFormat(
+      &text, "tutti_autoscale_backends{state=\"wanted\"} %d\ntutti_autoscale_backends{state=\"up\"} %d\n"
              "tutti_autoscale_backends{state=\"spare\"} %d\n",
-             state->wanted, state->up, state->spares.size());
+      state->wanted, state->up, state->spares.size());
+  return text;
 }
 
 FrontendProcess::~FrontendProcess() {
