@@ -3,28 +3,20 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "tutti/autoscale/infaas_table2_test_util.h"
 #include "tutti/core/manual_clock.h"
 
 namespace tutti {
 namespace {
 
-// INFaaS Table 2: A on CPUs (200 ms, 5 r/s, cost 1), B on Inferentia (20 ms,
-// 100 r/s, cost 3), C on a V100 (15 ms, 800 r/s, cost 16); slots 0–3 A's,
-// 4–7 B's, 8–11 C's; loading takes 2 s.
-std::vector<TaskVariant> Table2() {
-  return {
-      {"A", "cpu", 0.9, 200 * kMillisecond, 5, 1, 2 * kSecond, 0, 4},
-      {"B", "inf1", 0.9, 20 * kMillisecond, 100, 3, 2 * kSecond, 4, 4},
-      {"C", "v100", 0.9, 15 * kMillisecond, 800, 16, 2 * kSecond, 8, 4},
-  };
-}
+using testing::InfaasTable2;
 
 struct Task {
   ManualClock clock;
   std::set<int> up;
   std::unique_ptr<TaskAutoscaler> scaler;
   std::vector<int> routed = std::vector<int>(3, 0);
-  Task(Duration objective, TaskAutoscaleOptions o, std::vector<TaskVariant> variants = Table2()) {
+  Task(Duration objective, TaskAutoscaleOptions o, std::vector<TaskVariant> variants = InfaasTable2()) {
     o.slack = o.slack == 1.05 ? 1.0 : o.slack;  // Table 3's configurations are those of slack 1
     const VariantRequirements req{0.8, objective, 0};
     EXPECT_TRUE(TaskAutoscaler::Validate(variants, req, o).ok());
@@ -91,7 +83,7 @@ TEST(TaskAutoscalerTest, QueriesGoToTheLeastUtilisedActiveVariant) {
 }
 
 TEST(TaskAutoscalerTest, AnInactivePickLoadsWhileTheQueryGoesToAVariantUp) {
-  std::vector<TaskVariant> variants = Table2();
+  std::vector<TaskVariant> variants = InfaasTable2();
   variants[1].load_latency = 100 * kMillisecond;  // B loads within the objective: selectable when Inactive
   Task t(300 * kMillisecond, {}, variants);
   // A (5 q/s) is overloaded within a second at 50 q/s: B is picked, loads,
@@ -172,10 +164,10 @@ TEST(TaskAutoscalerTest, AwaitingUpAnInstanceServesOnlyOnceItsOwnerSaysSo) {
 
 TEST(TaskAutoscalerTest, ValidateNamesTheProblem) {
   const VariantRequirements req{0.95, kSecond, 0};
-  EXPECT_EQ(TaskAutoscaler::Validate(Table2(), req, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TaskAutoscaler::Validate(InfaasTable2(), req, {}).code(), absl::StatusCode::kInvalidArgument);
   TaskAutoscaleOptions o;
   o.allowed = {3};
-  EXPECT_EQ(TaskAutoscaler::Validate(Table2(), {0.5, kSecond, 0}, o).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(TaskAutoscaler::Validate(InfaasTable2(), {0.5, kSecond, 0}, o).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(TaskAutoscaler::Validate({}, {0.5, kSecond, 0}, {}).code(), absl::StatusCode::kInvalidArgument);
 }
 

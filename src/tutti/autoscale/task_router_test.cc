@@ -3,20 +3,13 @@
 #include <set>
 
 #include "gtest/gtest.h"
+#include "tutti/autoscale/infaas_table2_test_util.h"
 #include "tutti/core/manual_clock.h"
 
 namespace tutti {
 namespace {
 
-// INFaaS Table 2's variants (as in task_autoscaler_test.cc): A on CPUs,
-// B on Inferentia, C on a V100; four slots each; loading takes 2 s.
-std::vector<TaskVariant> Table2() {
-  return {
-      {"A", "cpu", 0.9, 200 * kMillisecond, 5, 1, 2 * kSecond, 0, 4},
-      {"B", "inf1", 0.9, 20 * kMillisecond, 100, 3, 2 * kSecond, 4, 4},
-      {"C", "v100", 0.9, 15 * kMillisecond, 800, 16, 2 * kSecond, 8, 4},
-  };
-}
+using testing::InfaasTable2;
 
 // A leader's TaskAutoscaler and a frontend's TaskRouter on one manual
 // clock: the router gets the scaler's state every `every`, its queries are
@@ -31,7 +24,7 @@ struct Split {
   Time updated = -1;  // when the router last got the state (-1: never)
   Duration every = 500 * kMillisecond;
 
-  explicit Split(std::vector<TaskVariant> variants = Table2()) {
+  explicit Split(std::vector<TaskVariant> variants = InfaasTable2()) {
     TaskAutoscaleOptions o;
     o.slack = 1.0;
     const VariantRequirements req{0.8, 300 * kMillisecond, 0};
@@ -92,7 +85,7 @@ TEST(TaskRouterTest, ScalesAsTheAutoscalerRoutingItselfWouldOnHalfSecondOldState
 }
 
 TEST(TaskRouterTest, AnInactivePickIsAskedForOnceAndItsQueriesGoToAVariantUp) {
-  std::vector<TaskVariant> variants = Table2();
+  std::vector<TaskVariant> variants = InfaasTable2();
   variants[1].load_latency = 100 * kMillisecond;  // B loads within the objective: selectable when Inactive
   Split s(variants);
   s.every = 50 * kMillisecond;

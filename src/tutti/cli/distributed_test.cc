@@ -362,15 +362,7 @@ executors:
 // released. Load beyond the cpu instance brings an inf1 backend, which serves
 // and goes once the load is gone; no request fails meanwhile.
 TEST_F(DistributedTest, ModelLessVariantsComeAndGoAsBackendProcesses) {
-  dir_.WriteFile("repo/linear/1/config.yaml", R"(name: linear
-platform: torchscript
-task: toy
-accuracy: 0.9
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
-outputs: [{name: logits, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 8], latency_us: [200000, 400000]}}
-)");
+  dir_.WriteFile("repo/linear/1/config.yaml", testing::ModelLessLinearConfig());
   std::filesystem::copy_file(testing::FixtureRepo() + "/linear/1/model.pt", dir_.path() + "/repo/linear/1/model.pt");
   options_.repo = dir_.path() + "/repo";
   options_.config = dir_.WriteFile("model_less.yaml", R"(policy: eager

@@ -212,6 +212,20 @@ parity: {deployed: mlp, k: 2, encoder: sum}
     dir_.WriteFile("mlp-parity/1/model.pt", "weights");
     repo_ = *ModelRepository::Open(dir_.path());
   }
+  // "mlp" of task fashion-mnist (accuracy 0.88), its cpu profile's latencies
+  // at batches 1 and 8 `latency_us` (a YAML list), and the repository reopened.
+  void WriteTaskMlp(const std::string& latency_us) {
+    dir_.WriteFile("mlp/1/config.yaml", absl::StrCat(R"(name: mlp
+platform: builtin
+architecture: mlp
+task: fashion-mnist
+accuracy: 0.88
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: )", latency_us, "}}\n"));
+    repo_ = *ModelRepository::Open(dir_.path());
+  }
   std::string ResolveError(const std::string& yaml) {
     absl::StatusOr<ServerConfig> c = ResolveServerConfig(*ParseServerConfig(yaml), repo_);
     EXPECT_FALSE(c.ok()) << yaml;
@@ -225,17 +239,7 @@ parity: {deployed: mlp, k: 2, encoder: sum}
 // variant per hardware kind, each in a group of its own sized by its pool;
 // the defaults leave the variants out of the shared torch group.
 TEST_F(ResolveTest, ModelLessVariantsGetGroupsOfTheirOwn) {
-  dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
-platform: builtin
-architecture: mlp
-task: fashion-mnist
-accuracy: 0.88
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
-outputs: [{name: logits, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
-)");
-  repo_ = *ModelRepository::Open(dir_.path());
+  WriteTaskMlp("[100, 300]");
   const ServerConfig parsed =
       *ParseServerConfig("model_less: {task: fashion-mnist, objective_ms: 5, pools: {cpu: 2, inf1: 3}}");
   EXPECT_THAT(ResolveServerConfig(parsed, repo_).status().message(), HasSubstr("lacks the generated variant"));
@@ -272,17 +276,7 @@ profiles: {cpu: {batch: [1, 8], latency_us: [100, 300]}}
 // profile is the cpu profile scaled by its speed-ups, and the task as the
 // autoscaler runs it has each variant on its group's slots.
 TEST_F(ResolveTest, ModelLessHardwareKindsAreDeclaredAndTheTaskSitsOnTheirSlots) {
-  dir_.WriteFile("mlp/1/config.yaml", R"(name: mlp
-platform: builtin
-architecture: mlp
-task: fashion-mnist
-accuracy: 0.88
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
-outputs: [{name: logits, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 8], latency_us: [100, 800]}}
-)");
-  repo_ = *ModelRepository::Open(dir_.path());
+  WriteTaskMlp("[100, 800]");
   const ServerConfig parsed = *ParseServerConfig(R"(model_less:
   task: fashion-mnist
   objective_ms: 100

@@ -230,15 +230,7 @@ executors:
 // which brings an inf1 instance up when more than one cpu instance carries
 // comes, and goes back to the cpu once the load is gone.
 TEST_F(ServerTest, ModelLessRequestsAreRoutedToGeneratedVariantsThatScaleWithTheLoad) {
-  dir_.WriteFile("linear/1/config.yaml", R"(name: linear
-platform: torchscript
-task: toy
-accuracy: 0.9
-max_batch_size: 8
-inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
-outputs: [{name: logits, datatype: FP32, shape: [10]}]
-profiles: {cpu: {batch: [1, 8], latency_us: [200000, 400000]}}
-)");
+  dir_.WriteFile("linear/1/config.yaml", testing::ModelLessLinearConfig());
   std::unique_ptr<Server> server = Start(R"(
 http: {port: 0}
 grpc: {port: -1}

@@ -39,6 +39,22 @@ inline std::vector<float> FixtureExpectedOutputs() {
   return out;
 }
 
+// The fixture's config as a model-less task's only model (task "toy",
+// accuracy 0.9), given a slow cpu profile — 200 ms at batch 1, 400 ms at 8:
+// 20 queries/s per instance within a 1 s objective — so that a few clients
+// need more than one instance.
+inline std::string ModelLessLinearConfig() {
+  return R"(name: linear
+platform: torchscript
+task: toy
+accuracy: 0.9
+max_batch_size: 8
+inputs: [{name: image, datatype: FP32, shape: [1, 28, 28]}]
+outputs: [{name: logits, datatype: FP32, shape: [10]}]
+profiles: {cpu: {batch: [1, 8], latency_us: [200000, 400000]}}
+)";
+}
+
 }  // namespace tutti::testing
 
 #endif  // TUTTI_TESTING_TORCHSCRIPT_FIXTURE_H_
