@@ -252,15 +252,16 @@ void TaskAutoscaler::Arrive(int j) {
   --on_the_way_;
 }
 
-void TaskAutoscaler::Up(int gpu) {
+bool TaskAutoscaler::Up(int gpu) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = std::find(awaited_.begin(), awaited_.end(), gpu);
-  if (it == awaited_.end()) return;
+  if (it == awaited_.end()) return false;
   awaited_.erase(it);
   for (size_t j = 0; j < variants_.size(); ++j) {
     if (gpu >= variants_[j].first_gpu && gpu < variants_[j].first_gpu + variants_[j].max_instances) ++up_[j];
   }
   --on_the_way_;
+  return true;
 }
 
 void TaskAutoscaler::Decay(Time now) {

@@ -149,8 +149,8 @@ class TaskAutoscaler {
   VariantChoice Route() { return Route(task_); }
   VariantChoice Route(const VariantRequirements& query);
   // TaskAutoscaleOptions::await_up: slot `gpu`, brought up, now serves.
-  // Ignored for a slot not awaited.
-  void Up(int gpu);
+  // Returns false (and does nothing) for a slot not awaited.
+  bool Up(int gpu);
   // Routing done elsewhere (RouteTask on RoutingState()): a query routed to
   // `variant`, counted as Route() counts; and an Inactive `variant` a
   // router picked, loaded unless an instance is up or on its way.

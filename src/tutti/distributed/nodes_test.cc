@@ -21,6 +21,7 @@
 #include "tutti/core/manual_clock.h"
 #include "tutti/distributed/backend_node.h"
 #include "tutti/distributed/memory_links.h"
+#include "tutti/autoscale/task_router.h"
 #include "tutti/distributed/remote_engine.h"
 #include "tutti/distributed/scheduler_node.h"
 #include "tutti/executors/emulated_executor.h"
@@ -85,6 +86,11 @@ class Nodes {
     std::optional<AutoscaleOptions> autoscale;  // SchedulerNode::Options::autoscale
     Tracer* scheduler_tracer = nullptr;  // SchedulerNode::Options::tracer
     Tracer* backend_tracer = nullptr;    // BackendNode::Options::tracer
+    // Model-less: models 0 and 1 are a task's variants, each in a group of
+    // `gpus` slots with as many backends; the leader scales them
+    // (SchedulerNode::Options::model_less) and the frontend routes with a
+    // TaskRouter (router()).
+    std::optional<SchedulerNode::Options::ModelLess> model_less;
   };
 
   explicit Nodes(const Options& o) : options_(o), network_(&clock_, o.latency) {
@@ -98,6 +104,11 @@ class Nodes {
       spec_.models.push_back({"head", spec_.models[0].profile, Millis(20)});
       spec_.sub_clusters = {{{0}, o.gpus}, {{1}, 1}};
     }
+    if (o.model_less) {
+      spec_.models = {{"v0", ResNet50(1), Millis(20)}, {"v1", ResNet50(1), Millis(20)}};
+      spec_.gpus = 2 * o.gpus;
+      spec_.sub_clusters = {{{0}, o.gpus}, {{1}, o.gpus}};
+    }
     spec_.delays.resp = Micros(300);  // outputs back to the frontend and out
     for (int i = 0; i < o.schedulers; ++i) {
       SchedulerNode::Options so;
@@ -107,6 +118,7 @@ class Nodes {
       so.detect_after = o.detect_after;
       so.stateful_groups = {o.detect_after > 0};
       so.autoscale = o.autoscale;
+      so.model_less = o.model_less;
       so.tracer = o.scheduler_tracer;
       schedulers_.push_back(std::make_unique<SchedulerNode>(spec_, so, &clock_));
       SchedulerNode* node = schedulers_.back().get();
@@ -135,6 +147,17 @@ class Nodes {
     if (o.graph) {
       shapes[1] = {kOutput, kOutput};
       AddBackend(1, 1, kOutput);
+    }
+    if (o.model_less) {
+      for (int i = 0; i < o.backends; ++i) AddBackend(1);
+      router_ = std::make_unique<TaskRouter>(o.model_less->variants, o.model_less->requirements,
+                                             o.model_less->options.allowed, frontend_clock_.get(),
+                                             [this](int j) { frontend_->AskToLoad(j); });
+      f.on_task_state = [this](TaskRoutingState state, double cost) {
+        task_states_.push_back(state);
+        cost_ = cost;
+        router_->Update(std::move(state));
+      };
     }
     if (o.parm) {
       AddBackend(1, 1);
@@ -186,16 +209,17 @@ class Nodes {
 
   // Poisson arrivals at `rate` over [from, to), submitted as the clock
   // reaches them; every outcome lands in outcomes().
-  void Load(double rate, Time from, Time to, uint64_t seed = 1) {
+  void Load(double rate, Time from, Time to, uint64_t seed = 1, std::function<ModelId()> model = {}) {
     std::mt19937_64 rng(seed);
     std::exponential_distribution<double> gap(rate);
     for (Time t = from + static_cast<Duration>(gap(rng) * 1e9); t < to; t += static_cast<Duration>(gap(rng) * 1e9)) {
-      clock_.ScheduleAt(t, [this] {
+      clock_.ScheduleAt(t, [this, model] {
         const size_t i = outcomes_.size();
         submitted_.push_back(clock_.Now());
         outcomes_.emplace_back();
         answered_.push_back(false);
-        absl::Status s = frontend_->Submit(0, std::vector<float>(kInput, 0.5f), 0, [this, i](InferenceOutcome o) {
+        absl::Status s = frontend_->Submit(model ? model() : 0, std::vector<float>(kInput, 0.5f), 0,
+                                           [this, i](InferenceOutcome o) {
           outcomes_[i] = std::move(o);
           answered_[i] = true;
         });
@@ -257,6 +281,10 @@ class Nodes {
   RemoteEngine& frontend() { return *frontend_; }
   const ClusterSpec& spec() const { return spec_; }
   const std::vector<InferenceOutcome>& outcomes() const { return outcomes_; }
+  TaskRouter& router() { return *router_; }
+  // Model-less: the routing states the frontend got, oldest first, and the last cost.
+  const std::vector<TaskRoutingState>& task_states() const { return task_states_; }
+  double cost() const { return cost_; }
 
  private:
   const Options options_;
@@ -272,6 +300,9 @@ class Nodes {
   std::vector<Time> submitted_;
   std::vector<Submits> submits_;
   std::vector<std::vector<std::string>> roles_;  // per backend
+  std::unique_ptr<TaskRouter> router_;  // model-less only
+  std::vector<TaskRoutingState> task_states_;
+  double cost_ = 0;
 };
 
 TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
@@ -511,6 +542,51 @@ TEST(DistributedNodesTest, AutoscalingWantsSlotsUnderLoadAndReleasesThemToSpares
   EXPECT_LT(later.late + later.dropped, later.total / 100) << later.late << " late, " << later.dropped << " dropped";
 }
 
+
+// Model-less: v0 (cost 1) carries 300 queries/s an instance, v1 (cost 3)
+// 1,000 (both run on backends that carry more). At 100 r/s the leader
+// keeps one v0; at 800 r/s one v1 is cheapest and comes once a backend
+// holds its slot; back at 100 r/s v1 goes. The
+// frontend routes on the states the leader sends and every request is
+// answered.
+TEST(DistributedNodesTest, ModelLessVariantsAreScaledByTheLeaderAndRoutedByTheFrontend) {
+  SchedulerNode::Options::ModelLess ml;
+  ml.variants = {{"v0", "small", 0.9, Millis(3), 300, 1, Millis(200), 0, 2},
+                 {"v1", "big", 0.9, Millis(3), 1000, 3, Millis(200), 2, 2}};
+  ml.models = {0, 1};
+  ml.requirements = {0.8, Millis(20), 0};
+  ml.options.interval = Millis(500);
+  Nodes n({.gpus = 2, .backends = 2, .model_less = ml});
+  n.Lead(0);
+  n.clock().AdvanceTo(Millis(100));
+  using State = SchedulerNode::AutoscaleState;
+  EXPECT_EQ(n.scheduler(0).Autoscaling(), (State{1, 1, {"b1", "b2", "b3"}, {1, 0}}));
+  ASSERT_FALSE(n.task_states().empty()) << "the frontend got no routing state";
+  EXPECT_EQ(n.task_states().back().up, (std::vector<int>{1, 0}));
+  const auto routed = [&n] {
+    const std::optional<VariantChoice> c = n.router().Route();
+    return c && c->index >= 0 ? c->index : 0;
+  };
+  n.Load(100, Millis(200), Seconds(3), 1, routed);
+  n.clock().AdvanceTo(Seconds(3));
+  EXPECT_EQ(n.scheduler(0).Autoscaling()->groups, (std::vector<int>{1, 0}));
+  n.Load(800, Seconds(3), Seconds(8), 2, routed);
+  n.clock().AdvanceTo(Seconds(8));
+  EXPECT_EQ(n.task_states().back().up[1], 1) << "v1 came up";
+  EXPECT_EQ(n.scheduler(0).Autoscaling()->groups[1], 1);
+  const Nodes::Tally busy = n.Count(Seconds(6), Seconds(8));
+  n.Load(100, Seconds(8), Seconds(14), 3, routed);
+  n.clock().AdvanceTo(Seconds(16));
+  EXPECT_EQ(n.scheduler(0).Autoscaling()->groups, (std::vector<int>{1, 0})) << "v1 went once the load fell";
+  EXPECT_EQ(n.task_states().back().up, (std::vector<int>{1, 0}));
+  EXPECT_GT(n.cost(), 16);  // one v0 throughout, v1 a while
+  const Nodes::Tally t = n.Count();
+  EXPECT_GT(t.total, 4000);
+  EXPECT_EQ(t.unanswered, 0);
+  EXPECT_EQ(t.other, 0);
+  EXPECT_EQ(t.unavailable, 0);
+  EXPECT_LT(busy.late + busy.dropped, busy.total / 100) << busy.late << " late, " << busy.dropped << " dropped";
+}
 
 TEST(DistributedNodesTest, ALeaderChangeAnswersWhatTheOldLeaderHadNotPlannedAsRetryable) {
   Nodes n({.schedulers = 2});

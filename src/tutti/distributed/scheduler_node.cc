@@ -81,9 +81,14 @@ absl::Status SchedulerNode::Lead() {
     // As the autoscaler's: its ticks and arrivals run under mu_.
     TaskAutoscaleOptions options = ml.options;
     options.await_up = true;  // an instance serves once a backend holds its slot (AssignSlotsLocked)
+    // The frontends hear of every change at once, not only with the next
+    // report: a router must not send queries to an instance released.
     task_scaler_ = std::make_unique<TaskAutoscaler>(
         ml.variants, ml.requirements, options, &locked_clock_,
-        [this](int gpu, bool up) ABSL_NO_THREAD_SAFETY_ANALYSIS { SetSlotWantedLocked(gpu, up); });
+        [this](int gpu, bool up) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          SetSlotWantedLocked(gpu, up);
+          SendTaskStateLocked();
+        });
     task_scaler_->Start();
   }
   return absl::OkStatus();
@@ -327,7 +332,7 @@ void SchedulerNode::AssignSlotsLocked() {
     Member& m = members_.at(next[i]);
     m.gpu = g;
     (void)scheduler_->SetGpuUp(g, true, std::max(now, m.free_at));
-    if (task_scaler_) task_scaler_->Up(g);
+    if (task_scaler_ && task_scaler_->Up(g)) SendTaskStateLocked();
   }
   SendRolesLocked();
 }
@@ -467,20 +472,32 @@ void SchedulerNode::SendReportLocked() {
   if (delays_ == nullptr) return;
   auto report = std::make_shared<pb::DelayReport>();
   ToProto(ReportLocked(), report.get());
-  pb::TaskState task;
-  if (task_scaler_) {
-    const TaskRoutingState state = task_scaler_->RoutingState();
-    task.mutable_up()->Add(state.up.begin(), state.up.end());
-    task.mutable_paid()->Add(state.paid.begin(), state.paid.end());
-    for (bool d : state.draining) task.add_draining(d);
-    task.mutable_recent()->Add(state.recent.begin(), state.recent.end());
-    task.set_cost(task_scaler_->Cost(0, clock_->Now()));
-  }
+  const std::optional<pb::TaskState> task = TaskStateLocked();
   for (const FrontendState& f : frontends_) {
     Send<pb::FrontendDown>(f.link, [&](pb::FrontendDown* d) {
       *d->mutable_delays() = *report;
-      if (task_scaler_) *d->mutable_task() = task;
+      if (task) *d->mutable_task() = *task;
     });
+  }
+}
+
+std::optional<pb::TaskState> SchedulerNode::TaskStateLocked() {
+  if (!task_scaler_) return std::nullopt;
+  const TaskRoutingState state = task_scaler_->RoutingState();
+  pb::TaskState task;
+  task.mutable_up()->Add(state.up.begin(), state.up.end());
+  task.mutable_paid()->Add(state.paid.begin(), state.paid.end());
+  for (bool d : state.draining) task.add_draining(d);
+  task.mutable_recent()->Add(state.recent.begin(), state.recent.end());
+  task.set_cost(task_scaler_->Cost(0, clock_->Now()));
+  return task;
+}
+
+void SchedulerNode::SendTaskStateLocked() {
+  const std::optional<pb::TaskState> task = TaskStateLocked();
+  if (!task) return;
+  for (const FrontendState& f : frontends_) {
+    Send<pb::FrontendDown>(f.link, [&](pb::FrontendDown* d) { *d->mutable_task() = *task; });
   }
 }
 

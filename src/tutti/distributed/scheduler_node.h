@@ -105,8 +105,8 @@ class SchedulerNode {
     // the autoscaler's are (above). It counts each request a frontend
     // submits for a variant as routed to it, loads the Inactive variants
     // the frontends' routers ask for, and sends its routing state with each
-    // delay report. Autoscaling() then says how many backends each group
-    // wants.
+    // delay report and whenever an instance is asked for, comes up or goes.
+    // Autoscaling() then says how many backends each group wants.
     struct ModelLess {
       std::vector<TaskVariant> variants;  // their slots: GPU ids of `spec`
       std::vector<ModelId> models;        // per variant: its model
@@ -221,6 +221,10 @@ class SchedulerNode {
   void ReleaseIfDrainedLocked(GpuId gpu);
   void DoneLocked(const internal::Done& done);
   void SendReportLocked();
+  // Model-less: the routing state for the frontends (none without a task
+  // autoscaler), and sending it alone.
+  std::optional<internal::TaskState> TaskStateLocked();
+  void SendTaskStateLocked();
   DelayReport ReportLocked() const;  // the delays and the scheduler's choices; REQUIRES: delays_
   void ReportTick();
   void DetectTick();  // Options::detect_after
