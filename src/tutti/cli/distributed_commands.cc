@@ -204,7 +204,8 @@ int ClusterCommand(const Args& args) {
                 "Runs a whole distributed Tutti on this machine, each part its own process: an etcd\n"
                 "(unless --etcd), schedulers (one leader, the rest hot spares), frontends and backends.\n"
                 "Frontend i listens on KServe v2 HTTP port P+2i and gRPC port P+2i+1. With a config's\n"
-                "autoscale:, it starts and stops backend processes as the leading scheduler asks.");
+                "autoscale: or model_less:, it starts and stops backend processes as the leading\n"
+                "scheduler asks (with model_less:, one executor group per variant).");
   flags.String("repo", &options.repo, "model repository directory");
   flags.String("config", &options.config, "serve config YAML");
   flags.String("etcd", &options.etcd, "use this etcd (host:port) instead of starting one");
