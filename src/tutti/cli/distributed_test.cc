@@ -83,8 +83,8 @@ class DistributedTest : public ::testing::Test {
 
   // Waits until the frontend listening on `http_port` has answered `n`
   // requests on time (its /metrics) — a load is under way — or `timeout` passed.
-  static bool WaitForAnswers(int http_port, int64_t n, Duration timeout) {
-    const std::string counter = R"(tutti_requests_total{model="resnet50",outcome="success"} )";
+  static bool WaitForAnswers(int http_port, int64_t n, Duration timeout, const std::string& model = "resnet50") {
+    const std::string counter = absl::StrCat(R"(tutti_requests_total{model=")", model, R"(",outcome="success"} )");
     const Clock::time_point until = Clock::now() + std::chrono::nanoseconds(timeout);
     testing::HttpTestClient client(http_port);
     for (;;) {
@@ -128,6 +128,20 @@ class DistributedTest : public ::testing::Test {
     return out.empty() ? " none" : out;
   }
 
+  // The model-less task "toy": the TorchScript fixture "linear" with a slow
+  // cpu profile (testing::ModelLessLinearConfig), its variants on cpu, inf1
+  // and v100 scaled every 0.3 s; the provider follows the leader.
+  void UseModelLessLinear() {
+    dir_.WriteFile("repo/linear/1/config.yaml", testing::ModelLessLinearConfig());
+    std::filesystem::copy_file(testing::FixtureRepo() + "/linear/1/model.pt",
+                               dir_.path() + "/repo/linear/1/model.pt");
+    options_.repo = dir_.path() + "/repo";
+    options_.config = dir_.WriteFile("model_less.yaml", R"(policy: eager
+http: {threads: 1}
+model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1: 1, v100: 1}, interval_s: 0.3}
+)");
+    options_.follow_autoscale = true;
+  }
   testing::TempDir dir_;
   LocalClusterOptions options_;
 };
@@ -362,14 +376,7 @@ executors:
 // released. Load beyond the cpu instance brings an inf1 backend, which serves
 // and goes once the load is gone; no request fails meanwhile.
 TEST_F(DistributedTest, ModelLessVariantsComeAndGoAsBackendProcesses) {
-  dir_.WriteFile("repo/linear/1/config.yaml", testing::ModelLessLinearConfig());
-  std::filesystem::copy_file(testing::FixtureRepo() + "/linear/1/model.pt", dir_.path() + "/repo/linear/1/model.pt");
-  options_.repo = dir_.path() + "/repo";
-  options_.config = dir_.WriteFile("model_less.yaml", R"(policy: eager
-http: {threads: 1}
-model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1: 1, v100: 1}, interval_s: 0.3}
-)");
-  options_.follow_autoscale = true;
+  UseModelLessLinear();
   std::unique_ptr<LocalCluster> cluster = StartCluster(1, 1);
   ASSERT_NE(cluster, nullptr);
   // Groups: linear by name (0), then its variants linear@cpu, @inf1, @v100.
@@ -425,6 +432,37 @@ model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1:
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_GT(std::atof(metrics.c_str() + at + 29), 1);
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_variant_instances{model="linear@cpu",state="up"} 1)"));
+}
+
+// A leader killed under model-less load: the spare leads with the task's
+// autoscaler afresh and the frontend routes on its state. Every request is
+// answered — those the old leader held with a retryable 503 — and the new
+// leader serves the task.
+TEST_F(DistributedTest, ModelLessServesThroughALeaderChange) {
+  UseModelLessLinear();
+  std::unique_ptr<LocalCluster> cluster = StartCluster(2, 1);
+  ASSERT_NE(cluster, nullptr);
+  const int port = cluster->frontends()[0].http_port;
+  const auto task_load = [port](Duration duration, uint64_t seed) {
+    LoadSpec spec = Load(port, LoadProtocol::kHttp, 8, duration, seed);
+    spec.models = {"task:toy"};
+    spec.slo = kSecond;
+    return spec;
+  };
+  auto load = std::async(std::launch::async, [&] { return RunLoads({task_load(6 * kSecond, 9)}); });
+  ASSERT_TRUE(WaitForAnswers(port, 8, 20 * kSecond, "linear@cpu"));  // a second of load
+  cluster->schedulers()[0]->Signal(SIGKILL);
+  absl::StatusOr<std::string> leads = cluster->schedulers()[1]->WaitForOutput(": leading", 10 * kSecond);
+  ASSERT_TRUE(leads.ok()) << leads.status();
+  std::vector<LoadResult> r = load.get();
+  ASSERT_EQ(r.size(), 1u);
+  std::cout << absl::StrFormat("%d requests, bad rate %.2f%%, errors%s\n", r[0].total.metrics.arrived,
+                               100 * r[0].total.metrics.rate(), Errors(r[0]));
+  EXPECT_EQ(Failures(r[0]), 0) << Errors(r[0]);
+  std::vector<LoadResult> after = RunLoads({task_load(2 * kSecond, 10)});
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_EQ(Failures(after[0]), 0) << Errors(after[0]);
+  EXPECT_GT(after[0].total.metrics.good, 0) << "the new leader serves the task";
 }
 
 }  // namespace

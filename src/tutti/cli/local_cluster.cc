@@ -5,8 +5,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <thread>
 #include <iostream>
+#include <thread>
 #include <utility>
 
 #include "absl/algorithm/container.h"
