@@ -432,6 +432,9 @@ TEST_F(DistributedTest, ModelLessVariantsComeAndGoAsBackendProcesses) {
   ASSERT_NE(at, std::string::npos) << metrics;
   EXPECT_GT(std::atof(metrics.c_str() + at + 29), 1);
   EXPECT_THAT(metrics, HasSubstr(R"(tutti_variant_instances{model="linear@cpu",state="up"} 1)"));
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_autoscale_group_backends{group="1"} 1)"));  // linear@cpu's
+  EXPECT_THAT(metrics, HasSubstr(R"(tutti_autoscale_group_backends{group="2"} 0)"));  // linear@inf1's
+  EXPECT_THAT(metrics, ::testing::Not(HasSubstr(R"(tutti_autoscale_group_backends{group="0"})")));  // not scaled
 }
 
 // A leader killed under model-less load: the spare leads with the task's

@@ -367,6 +367,16 @@ std::string FrontendProcess::AutoscaleMetrics() const {
       &text, "tutti_autoscale_backends{state=\"wanted\"} %d\ntutti_autoscale_backends{state=\"up\"} %d\n"
              "tutti_autoscale_backends{state=\"spare\"} %d\n",
       state->wanted, state->up, state->spares.size());
+  if (state->groups.empty()) return text;
+  // Model-less: what each scaled group (config.executors[g]) wants, for a
+  // provider that scales one Deployment per group through Prometheus.
+  text += PromFamily("tutti_autoscale_group_backends", "gauge",
+                     "Backends the leading scheduler wants per scaled executor group (model-less: one group per "
+                     "variant).");
+  for (size_t g = 0; g < state->groups.size(); ++g) {
+    if (state->groups[g] < 0) continue;
+    absl::StrAppendFormat(&text, "tutti_autoscale_group_backends{group=\"%d\"} %d\n", g, state->groups[g]);
+  }
   return text;
 }
 
