@@ -276,9 +276,7 @@ std::pair<VariantState, double> TaskAutoscaler::Status(int j) {
 }
 
 TaskRoute RouteTask(const std::vector<TaskVariant>& variants, const std::vector<bool>& allowed,
-                    const TaskRoutingState& state, const VariantRequirements& query, RouteBuffers* buffers) {
-  RouteBuffers local;
-  RouteBuffers& b = buffers != nullptr ? *buffers : local;
+                    const TaskRoutingState& state, const VariantRequirements& query, RouteBuffers& b) {
   // The candidates, in buffers kept between queries (assigning over their
   // names reuses their storage: no allocation per query).
   size_t n = 0;
@@ -347,7 +345,7 @@ VariantChoice TaskAutoscaler::Route(const VariantRequirements& query) {
   std::lock_guard<std::mutex> lock(mu_);
   const Time now = clock_->Now();
   Decay(now);
-  const TaskRoute route = RouteTask(variants_, allowed_, {up_, paid_, draining_, recent_}, query, &buffers_);
+  const TaskRoute route = RouteTask(variants_, allowed_, {up_, paid_, draining_, recent_}, query, buffers_);
   if (route.load >= 0) LoadLocked(route.load, now);
   if (route.choice.index >= 0) CountLocked(route.choice.index);
   return route.choice;

@@ -112,10 +112,10 @@ struct RouteBuffers {
 
 // TaskAutoscaler::Route's decision as a pure function of `state`, so that a
 // router away from the autoscaler (a distributed frontend, on the leader's
-// published state) decides as it does. `allowed`: per variant. `buffers`
-// may be null.
+// published state) decides as it does. `allowed`: per variant; `buffers`:
+// the caller's, reused between queries.
 TaskRoute RouteTask(const std::vector<TaskVariant>& variants, const std::vector<bool>& allowed,
-                    const TaskRoutingState& state, const VariantRequirements& query, RouteBuffers* buffers);
+                    const TaskRoutingState& state, const VariantRequirements& query, RouteBuffers& buffers);
 // Inactive with no instance up, else Active or Overloaded by its
 // utilisation: `recent` queries per second over what `up` instances carry.
 std::pair<VariantState, double> VariantStatusOf(const TaskVariant& variant, int up, double recent);

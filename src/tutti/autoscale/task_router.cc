@@ -33,7 +33,7 @@ std::optional<VariantChoice> TaskRouter::Route(const VariantRequirements& query)
     const Time now = clock_->Now();
     DecayRecent(state_at_, now, &state_->recent);
     state_at_ = now;
-    const TaskRoute route = RouteTask(variants_, allowed_, *state_, query, &buffers_);
+    const TaskRoute route = RouteTask(variants_, allowed_, *state_, query, buffers_);
     if (route.load >= 0 && !asked_[route.load]) {
       asked_[route.load] = true;
       load = route.load;

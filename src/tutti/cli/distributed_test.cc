@@ -26,6 +26,7 @@
 #include "tutti/core/child_process.h"
 #include "tutti/cli/local_cluster.h"
 #include "tutti/loadgen/load_generator.h"
+#include "tutti/testing/closed_loop_clients.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/source_dir.h"
 #include "tutti/testing/span_file.h"
@@ -388,24 +389,7 @@ TEST_F(DistributedTest, ModelLessVariantsComeAndGoAsBackendProcesses) {
   testing::ClientResponse first = testing::HttpTestClient(port).Request("POST", "/v2/tasks/toy/infer", image);
   ASSERT_EQ(first.status, 200) << first.body;
   EXPECT_THAT(first.body, HasSubstr(R"("model_name":"linear@cpu")"));
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, failed{0};
-  std::set<std::string> served_by, errors;
-  std::mutex mu;
-  std::vector<std::thread> clients;
-  for (int t = 0; t < 4; ++t) {
-    clients.emplace_back([&] {
-      testing::HttpTestClient c(port);
-      while (!stop) {
-        testing::ClientResponse r = c.Request("POST", "/v2/tasks/toy/infer", image);
-        (r.status == 200 ? ok : failed)++;
-        const size_t at = r.body.find(R"("model_name":")");
-        std::lock_guard<std::mutex> lock(mu);
-        if (r.status != 200) errors.insert(absl::StrCat(r.status, " ", r.body));
-        if (at != std::string::npos) served_by.insert(r.body.substr(at + 14, r.body.find('"', at + 14) - at - 14));
-      }
-    });
-  }
+  testing::ClosedLoopClients clients(port, "/v2/tasks/toy/infer", image, 4);
   const auto wait = [](const std::function<bool()>& done) {
     const Clock::time_point until = Clock::now() + std::chrono::seconds(30);
     while (!done() && Clock::now() < until) {
@@ -414,14 +398,10 @@ TEST_F(DistributedTest, ModelLessVariantsComeAndGoAsBackendProcesses) {
     return done();
   };
   EXPECT_TRUE(wait([&] { return cluster->running_backends(2) == 1; })) << "the load started no inf1 backend";
-  EXPECT_TRUE(wait([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return served_by.contains("linear@inf1");
-  })) << "the inf1 backend served nothing";
-  stop = true;
-  for (std::thread& t : clients) t.join();
-  EXPECT_GT(ok.load(), 0);
-  EXPECT_EQ(failed.load(), 0) << absl::StrJoin(errors, "\n");
+  EXPECT_TRUE(wait([&] { return clients.ServedBy("linear@inf1"); })) << "the inf1 backend served nothing";
+  clients.Stop();
+  EXPECT_GT(clients.ok(), 0);
+  EXPECT_EQ(clients.failed(), 0) << absl::StrJoin(clients.errors(), "\n");
   EXPECT_TRUE(wait([&] { return cluster->running_backends(2) == 0; })) << "the inf1 backend was not stopped";
   EXPECT_GE(cluster->autoscale_starts(), 2);  // the cpu instance, then the inf1 one
   EXPECT_GE(cluster->autoscale_stops(), 1);

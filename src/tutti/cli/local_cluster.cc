@@ -80,9 +80,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(const LocalClu
     if (follow && config.autoscale) {  // what the autoscaler starts with
       backends[0] = config.autoscale->initial_gpus > 0 ? config.autoscale->initial_gpus : config.autoscale->min_gpus;
     }
-    if (follow && config.model_less) {  // the variants' backends: as the leader asks, once it leads
-      TUTTI_ASSIGN_OR_RETURN(const std::vector<ModelVariant> variants, ModelLessVariants(repo, config));
-      for (size_t g = backends.size() - variants.size(); g < backends.size(); ++g) backends[g] = 0;
+    if (follow && layout.model_less) {  // the variants' groups (the last): as the leader asks, once it leads
+      for (size_t g = backends.size() - layout.model_less->variants.size(); g < backends.size(); ++g) backends[g] = 0;
     }
   }
   for (int i = 0; i < options.schedulers; ++i) TUTTI_RETURN_IF_ERROR(c->AddScheduler());

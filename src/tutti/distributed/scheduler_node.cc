@@ -542,8 +542,9 @@ std::optional<SchedulerNode::AutoscaleState> SchedulerNode::Autoscaling() const 
     const std::vector<TaskVariant>& variants = options_.model_less->variants;
     for (size_t j = 0; j < variants.size(); ++j) {
       const int g = slots_[variants[j].first_gpu].group;
-      s.groups[g] = std::max(s.groups[g], 0) + task_scaler_->paid(static_cast<int>(j));
-      s.wanted += task_scaler_->paid(static_cast<int>(j));
+      const int paid = task_scaler_->paid(static_cast<int>(j));
+      s.groups[g] = std::max(s.groups[g], 0) + paid;
+      s.wanted += paid;
     }
     for (const Slot& slot : slots_) s.up += s.groups[slot.group] >= 0 && slot.wanted && !slot.backend.empty();
   }

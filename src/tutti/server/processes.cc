@@ -348,15 +348,11 @@ void FrontendProcess::Shutdown() {
 }
 
 std::string FrontendProcess::AutoscaleMetrics() const {
-  std::string value;
+  std::string value, text;
   {
     std::lock_guard<std::mutex> lock(autoscale_mu_);
     value = autoscale_;
-  }
-  std::string text;
-  if (router_) {
-    std::lock_guard<std::mutex> lock(autoscale_mu_);
-    if (!task_state_.up.empty()) text = ModelLessPrometheusText(router_->variants(), task_state_, task_cost_);
+    if (router_ && !task_state_.up.empty()) text = ModelLessPrometheusText(router_->variants(), task_state_, task_cost_);
   }
   absl::StatusOr<SchedulerNode::AutoscaleState> state = ParseAutoscale(value);
   if (!state.ok()) return text;  // not autoscaling, or no leader

@@ -62,8 +62,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ModelRepository& rep
   TUTTI_ASSIGN_OR_RETURN(FrontendOptions frontend, ReadFrontendOptions(config));
   frontend.frontend.tracer = tracer;
   frontend.frontend.shutdown = std::move(on_shutdown_request);
-  if (config.model_less) {
-    TUTTI_RETURN_IF_ERROR(StartTaskAutoscaler(repo, config, clock, server.get(), &frontend.frontend));
+  if (layout.model_less) {
+    StartTaskAutoscaler(*layout.model_less, config, clock, server.get(), &frontend.frontend);
   }
   frontend.frontend.extra_metrics = [replicated, scaler = server->autoscaler_.get(),
                                      task = server->task_scaler_.get(), clock] {
@@ -124,11 +124,10 @@ void Server::StartAutoscaler(const AutoscaleOptions& options, Clock* clock, Serv
                         ToSeconds(options.provision_delay), 100 * (1 - 1.5 * options.headroom));
 }
 
-absl::Status Server::StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig& config, Clock* clock,
-                                         Server* server, InferenceFrontendOptions* frontend) {
+void Server::StartTaskAutoscaler(const ModelLessTask& made, const ServerConfig& config, Clock* clock, Server* server,
+                                 InferenceFrontendOptions* frontend) {
   const ModelLessOptions& ml = *config.model_less;
-  const Duration objective = ml.objective.value_or(config.default_objective);
-  TUTTI_ASSIGN_OR_RETURN(const ModelLessTask made, MakeModelLessTask(repo, config));
+  const Duration objective = made.requirements.latency_objective;
   const std::vector<TaskVariant>& variants = made.variants;
   const VariantRequirements task = made.requirements;
   ShardedCore* core = server->core_.get();
@@ -155,7 +154,6 @@ absl::Status Server::StartTaskAutoscaler(const ModelRepository& repo, const Serv
                           for (size_t j = 0; j < variants.size(); ++j) up += server->task_scaler_->up(j);
                           return up;
                         }());
-  return absl::OkStatus();
 }
 
 std::string Server::Describe() const { return description_; }

@@ -59,8 +59,8 @@ class Server {
   // INFaaS over config.model_less's variants: a TaskAutoscaler that routes
   // the task's model-less requests (through `frontend`'s route_task) and
   // takes the variants' executors up and down.
-  static absl::Status StartTaskAutoscaler(const ModelRepository& repo, const ServerConfig& config, Clock* clock,
-                                          Server* server, InferenceFrontendOptions* frontend);
+  static void StartTaskAutoscaler(const ModelLessTask& task, const ServerConfig& config, Clock* clock, Server* server,
+                                  InferenceFrontendOptions* frontend);
 
   std::string description_;
   std::unique_ptr<EventLoop> loop_;  // null when given a clock; outlives the rest

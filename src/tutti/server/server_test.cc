@@ -18,6 +18,7 @@
 #include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/server/fixture_server_test_util.h"
+#include "tutti/testing/closed_loop_clients.h"
 #include "tutti/testing/http_test_client.h"
 #include "tutti/testing/temp_dir.h"
 #include "tutti/testing/torchscript_fixture.h"
@@ -255,33 +256,12 @@ model_less: {task: toy, accuracy: 0.8, objective_ms: 1000, pools: {cpu: 1, inf1:
   ASSERT_EQ(first.status, 200) << first.body << server->Describe();
   EXPECT_THAT(first.body, HasSubstr(R"("model_name":"linear@cpu")"));
   // Load beyond one cpu instance: an inf1 instance comes (1 s to load).
-  std::atomic<bool> stop{false};
-  std::atomic<int> ok{0}, failed{0};
-  std::set<std::string> served_by, errors;
-  std::mutex mu;
-  std::vector<std::thread> clients;
-  for (int t = 0; t < 4; ++t) {
-    clients.emplace_back([&] {
-      HttpTestClient c(server->port());
-      while (!stop) {
-        testing::ClientResponse r = c.Request("POST", "/v2/tasks/toy/infer", image);
-        (r.status == 200 ? ok : failed)++;
-        const size_t at = r.body.find(R"("model_name":")");
-        std::lock_guard<std::mutex> lock(mu);
-        if (r.status != 200) errors.insert(r.body);
-        if (at != std::string::npos) served_by.insert(r.body.substr(at + 14, r.body.find('"', at + 14) - at - 14));
-      }
-    });
-  }
+  testing::ClosedLoopClients clients(server->port(), "/v2/tasks/toy/infer", image, 4);
   EXPECT_TRUE(WaitUntil([&] { return instances("linear@inf1") == 1; })) << "the load brought no inf1 instance up";
-  EXPECT_TRUE(WaitUntil([&] {
-    std::lock_guard<std::mutex> lock(mu);
-    return served_by.contains("linear@inf1");
-  }));
-  stop = true;
-  for (std::thread& t : clients) t.join();
-  EXPECT_GT(ok.load(), 0);
-  EXPECT_EQ(failed.load(), 0) << absl::StrJoin(errors, "\n");  // nothing lost while variants came and went
+  EXPECT_TRUE(WaitUntil([&] { return clients.ServedBy("linear@inf1"); }));
+  clients.Stop();
+  EXPECT_GT(clients.ok(), 0);
+  EXPECT_EQ(clients.failed(), 0) << absl::StrJoin(clients.errors(), "\n");  // nothing lost while variants came and went
   EXPECT_TRUE(WaitUntil([&] { return instances("linear@inf1") == 0 && instances("linear@cpu") == 1; }))
       << "the inf1 instance was not released";
   // Paid: the cpu instance throughout (cost 1 a second), the inf1 one (3) a while.
