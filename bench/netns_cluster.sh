@@ -4,16 +4,18 @@
 # each in its own network namespace, mutual TLS, every packet a node sends
 # held 250 ± 100 µs (a link's round trip 0.5 ± 0.2 ms), 0.1% of the
 # packets each receives lost, TCP's least retransmission timeout 5 ms;
-# emulated ResNet50, 20 ms objective (bench/serve_resnet50_a100_8gpu.yaml).
+# emulated ResNet50, 20 ms objective (bench/netns_resnet50_a100_8gpu.yaml: the default policy).
 #   1. Goodput (`tutti load --find-goodput`, through one frontend) against
 #      the same config embedded (`tutti serve`), and the bad rate at 30% of
 #      the embedded goodput (half through each frontend).
 #   2. Faults under 30% of the cluster's own goodput (a load it serves
-#      cleanly): each injected 1 s into a run and healed as it ends, 3 s
-#      later (a raised link delay: 30 s later; a killed process restarted
-#      then). Per fault: the bad rate of a 3 s run before, of the run, the
-#      seconds from the heal until a 1 s probe is back to the rate before
-#      within 0.5 points (recovery), the bad rate of a 3 s run after, and
+#      cleanly): each injected 1 s into a run and healed 3 s later (a
+#      raised link delay: 30 s later; a killed process restarted then); the
+#      run goes on 5 s past the heal. Per fault: the bad rate of a 3 s run
+#      before, of the requests sent between the fault and its heal, the
+#      time from the heal until the bad rate is back to the one before
+#      within 0.5 points (recovery: read from the clients' per-100 ms
+#      timelines), the bad rate of a 3 s run after, and
 #      whether every request was answered (`tutti load` fails on one left
 #      without an answer: that fails the benchmark). At the end, two
 #      schedulers must never have led at once (`netns_cluster.sh
@@ -28,7 +30,8 @@ parse_write_docs "$@"
 set -- "${ARGS[@]+"${ARGS[@]}"}"
 ROUNDS=${1:-5}
 PROBE_S=${PROBE_S:-3}
-CONFIG=bench/serve_resnet50_a100_8gpu.yaml
+TAIL_S=4  # a fault's run goes on this long (and 1 s more) after its heal
+CONFIG=bench/netns_resnet50_a100_8gpu.yaml
 OUT=${OUT:-/tmp/tutti_netns_bench}
 export WORK=$OUT/cluster
 cluster=scripts/netns_cluster.sh
@@ -67,7 +70,8 @@ run() {
   shift 2
   for f in "${frontends[@]}"; do
     build/bin/tutti load --host "${f%:*}" --port "${f#*:}" --models resnet50 --rate "$((rate / 2))" --slo-ms 20 \
-      --duration-s "$seconds" --warmup-s 0 --seed "$RANDOM" > "$OUT/$name.${f%:*}.txt" 2>&1 &
+      --duration-s "$seconds" --warmup-s 0 --seed "$RANDOM" --timeline-csv "$OUT/$name.${f%:*}.csv" \
+      > "$OUT/$name.${f%:*}.txt" 2>&1 &
     pids+=($!)
   done
   if [ $# -gt 0 ]; then
@@ -77,6 +81,7 @@ run() {
     shift; heal_at=$1; shift
     heal=("$@")
     sleep "$at"; "$cluster" "${fault[@]}" >&2
+    date +%s.%N > "$OUT/$name.injected"
     sleep "$((heal_at - at))"; [ ${#heal[@]} -eq 0 ] || "$cluster" "${heal[@]}" >&2
     date +%s.%N > "$OUT/$name.healed"
   fi
@@ -84,13 +89,26 @@ run() {
   cat "$OUT/$name".*.txt | awk -v ok="$ok" '$1 == "total" {sub("%", "", $5); sent += $2; bad += $2 * $5}
     END {printf "%.2f %s\n", sent ? bad / sent : 100, ok}'
 }
-recovery() {  # NAME BEFORE: seconds from its heal until a 1 s probe is back to BEFORE% bad, within
-  local i bad    # 0.5 points (at most 10 probes)
-  for i in $(seq 10); do
-    read -r bad _ < <(run "$1.probe$i" 1)
-    awk -v b="$bad" -v before="$2" 'BEGIN {exit !(b <= before + 0.5)}' && break
-  done
-  awk -v h="$(cat "$OUT/$1.healed")" -v e="$(date +%s.%N)" 'BEGIN {printf "%.1f\n", e - h}'
+# after_heal NAME BEFORE: from the run's timelines (both clients', per
+# 100 ms of sending), "DURING RECOVERY": the bad rate of the requests sent
+# between the fault and its heal, and the least time after the heal (0.1 s
+# steps) from which both the next second and everything up to TAIL_S are
+# back to BEFORE% bad within 0.5 points (TAIL_S: not back within the run).
+after_heal() {
+  cat "$OUT/$1".*.csv | awk -F, -v inj="$(cat "$OUT/$1.injected")" -v heal="$(cat "$OUT/$1.healed")" \
+    -v before="$2" -v tail="$TAIL_S" '
+    $1 == "unix_s" {next}
+    $1 >= inj && $1 < heal {ds += $2; db += $3}
+    $1 >= heal {b = int(($1 - heal) * 10); s[b] += $2; x[b] += $3}
+    function ok(from, to,   i, n, k) {
+      for (i = from; i < to; i++) {n += s[i]; k += x[i]}
+      return n > 0 && 100 * k / n <= before + 0.5
+    }
+    END {
+      r = tail
+      for (t = 0; t + 10 <= tail * 10; t++) if (ok(t, t + 10) && ok(t, tail * 10)) {r = t / 10; break}
+      printf "%.2f %.1f\n", ds ? 100 * db / ds : 0, r
+    }'
 }
 
 echo "== distributed goodput and bad rate at $rate r/s" >&2
@@ -129,8 +147,8 @@ for r in $(seq "$ROUNDS"); do
     # ends it) is started again before the next fault.
     read -r before _ < <(run "f${k}_${r}_before" 3)
     heal_at=${faults[$k]#* -- }
-    read -r bad answered < <(run "f${k}_$r" "${heal_at%% *}" "${steps[@]}")
-    rec=$(recovery "f${k}_$r" "$before")
+    read -r _ answered < <(run "f${k}_$r" "$((${heal_at%% *} + TAIL_S + 1))" "${steps[@]}")
+    read -r bad rec < <(after_heal "f${k}_$r" "$before")
     read -r after answered_after < <(run "f${k}_${r}_after" 3)
     [ "$answered" = yes ] && [ "$answered_after" = yes ] || { echo "FAIL: $label: a request was left unanswered" >&2; exit 1; }
     echo "$bad $rec $after $before" >> "$OUT/fault_$k"
@@ -149,7 +167,7 @@ worst() { sort -n | tail -1; }
   echo "| embedded (\`tutti serve\`) | $embedded [$(sort -n "$OUT/embedded" | head -1)] | – |"
   echo "| netns cluster | $distributed [$(sort -n "$OUT/distributed" | head -1)] ($(awk -v d="$distributed" -v e="$embedded" 'BEGIN {printf "%.0f", 100 * d / e}')% of embedded) | $(cut -d' ' -f1 "$OUT/steady" | med)% [$(cut -d' ' -f1 "$OUT/steady" | worst)%] |"
   echo
-  echo "| fault at $rate r/s (injected at 1 s, healed as the run ends: at 4 s, or 31 s) | bad before | bad during | recovery s | bad after | every request answered |"
+  echo "| fault at $rate r/s (healed 3 s after it was injected, or 30 s) | bad before | bad during | recovery s | bad after | every request answered |"
   echo "|---|---|---|---|---|---|"
   for k in "${!faults[@]}"; do
     f=$OUT/fault_$k
@@ -163,6 +181,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page netns_cluster "Distributed mode across network namespaces, with faults" \
     "Across namespaces with 0.5 ± 0.2 ms links and 0.1% loss, how much of embedded goodput does distributed mode keep, and what does each fault cost?" \
     "bench/netns_cluster.sh --write-docs" \
-    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/serve_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 1 s into a run and healed as it ends, 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back); before: a 3 s run right before the fault; recovery: from the heal until a 1 s probe is back to the bad rate before, within 0.5 points (each probe, with its client's start, takes about 1.5 s: that is the least recovery shown); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
+    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/netns_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective, the default policy), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 1 s into a run and healed 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back), the run going on $((TAIL_S + 1)) s past the heal; before: a 3 s run right before the fault; during: the requests sent between the fault and its heal; recovery: from the heal, in steps of 0.1 s, until both the next second's requests and all sent from then until $TAIL_S s after the heal are back to the bad rate before, within 0.5 points ($TAIL_S: not within the run; each client's \`--timeline-csv\` counts, per 100 ms of sending, the requests sent and the bad); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
     "$OUT/table.md"
 fi

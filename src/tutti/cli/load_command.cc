@@ -37,7 +37,7 @@ absl::Status ParseSchedule(const std::string& text, WorkloadSpec* w) {
 
 int LoadCommand(const Args& args) {
   LoadSpec spec;
-  std::string models, arrival = "poisson", schedule, csv, protocol = "http", html, priorities;
+  std::string models, arrival = "poisson", schedule, csv, timeline_csv, protocol = "http", html, priorities;
   double rate = 100, duration_s = 10, warmup_s = 1, slo_ms = 100, gamma_shape = 1, zipf = 0, tolerance = 0.02;
   int64_t seed = 1;
   bool json = false, find_goodput = false;
@@ -84,6 +84,9 @@ int LoadCommand(const Args& args) {
   flags.Int64("seed", &seed, "random seed of the arrivals");
   flags.String("data", &spec.data_dir, "Fashion-MNIST directory (default: Debian's)");
   flags.String("csv", &csv, "also write the result as CSV here");
+  flags.String("timeline-csv", &timeline_csv,
+               "also write, per 100 ms of sending, the requests sent and how many were bad (late or failed) as "
+               "CSV here (unix_s,sent,bad), to line up with events outside the run");
   flags.String("html", &html,
                "also write a self-contained HTML report here (with --find-goodput: every probe's goodput and p99)");
   flags.Bool("find-goodput", &find_goodput, "search the highest rate meeting p99 <= SLO");
@@ -168,6 +171,9 @@ int LoadCommand(const Args& args) {
   PrintLoadResult(result, std::cout);
   if (!csv.empty()) {
     if (absl::Status s = WriteLoadCsv(result, csv); !s.ok()) return Fail(s);
+  }
+  if (!timeline_csv.empty()) {
+    if (absl::Status s = WriteLoadTimelineCsv(result, timeline_csv); !s.ok()) return Fail(s);
   }
   if (!html.empty()) {
     const std::string subtitle =

@@ -73,7 +73,7 @@ int ServeCommand(const Args& args) {
   flags.String("address", &address, "listen address (overrides the config; default 127.0.0.1)");
   flags.Int("port", &port, "KServe v2 HTTP port (overrides the config's; 0: any free port)");
   flags.Int("grpc-port", &grpc_port, "KServe v2 gRPC port (overrides the config's; 0: any free; -1: off)");
-  flags.String("policy", &policy, "scheduling policy (overrides the config; default deferred)");
+  flags.String("policy", &policy, "scheduling policy (overrides the config; default adaptive)");
   flags.Int("scheduler-shards", &scheduler_shards,
             "schedule on this many cores, each shard whole executor groups (overrides the config's "
             "scheduler_shards; at most the groups)");

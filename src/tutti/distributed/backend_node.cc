@@ -119,10 +119,11 @@ void BackendNode::Run(uint64_t batch, Assembly assembly) {
   const size_t item_bytes = static_cast<size_t>(shapes_[assembly.model].input_elements) * sizeof(float);
   ExecBatch exec;
   exec.model = assembly.model;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    exec.start_at = sync_.synced() ? sync_.ToLocal(assembly.exec_at) : assembly.exec_at;
-  }
+  // Every part is in: it runs once the batch before it is done, not at its
+  // planned start. That start is the decision plus a high quantile of the
+  // dispatch delay; waiting for it would add that margin to every answer
+  // (executor.h: a GPU starts what it has).
+  exec.start_at = ready;
   bool sequences = false;  // a stateful model's batch
   for (const Piece& p : assembly.pieces) sequences |= !p.sequences.empty();
   for (Piece& p : assembly.pieces) {

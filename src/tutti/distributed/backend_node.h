@@ -2,7 +2,7 @@
 // executor (a GPU, an emulated GPU or a CPU worker) holding the models of
 // one executor group. Frontends send it the parts of each batch with their
 // inputs (its Feed service, a stream per frontend); once every part of a
-// batch is in it runs the batch no earlier than the planned start, sends
+// batch is in it runs the batch (after the one before it), sends
 // each part's outputs (or error) back on the stream it came on, and reports
 // the batch done to the leading scheduler on its own stream, with its
 // timings (Symphony §4.1). A batch whose parts do not all come within

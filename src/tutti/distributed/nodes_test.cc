@@ -82,6 +82,7 @@ class Nodes {
     Duration detect_after = 0;
     std::string policy = "deferred";
     bool measure_delays = true;  // false: plan with the profile and the fixed delays
+    Duration dispatch = 0;       // the fixed dispatch delay (ClusterSpec's d_ctrl)
     Duration metadata_hold = 0;  // RemoteEngine::Options::metadata_hold
     std::optional<AutoscaleOptions> autoscale;  // SchedulerNode::Options::autoscale
     Tracer* scheduler_tracer = nullptr;  // SchedulerNode::Options::tracer
@@ -110,6 +111,7 @@ class Nodes {
       spec_.sub_clusters = {{{0}, o.gpus}, {{1}, o.gpus}};
     }
     spec_.delays.resp = Micros(300);  // outputs back to the frontend and out
+    spec_.delays.ctrl = o.dispatch;
     for (int i = 0; i < o.schedulers; ++i) {
       SchedulerNode::Options so;
       so.policy = o.policy;
@@ -343,6 +345,35 @@ TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
   EXPECT_GT(shown.count(), 0);
   EXPECT_LE(shown.count(), h.count());
   EXPECT_EQ(shown.Over(Micros(500)), 0);
+}
+
+// A batch planned to start a dispatch margin after its decision runs as
+// soon as its inputs reach the backend: the margin covers a slow trip, and
+// waiting it out would add it to every answer.
+TEST(DistributedNodesTest, ABackendRunsABatchOnceItsInputsAreInNotAtItsPlannedStart) {
+  Nodes::Options o;
+  o.policy = "adaptive";
+  o.measure_delays = false;
+  o.dispatch = Millis(3);
+  Nodes n(o);
+  n.Lead(0);
+  n.Load(50, Millis(100), Seconds(2));
+  n.clock().AdvanceTo(Seconds(3));
+  const Nodes::Tally t = n.Count();
+  EXPECT_GT(t.total, 50);
+  EXPECT_EQ(t.on_time, t.total);
+  absl::flat_hash_map<uint64_t, Time> last_arrival;  // per batch
+  for (const InferenceOutcome& o : n.outcomes()) {
+    ASSERT_TRUE(o.status.ok());
+    Time& last = last_arrival[o.batch_id];
+    last = std::max(last, o.arrival);
+  }
+  for (const InferenceOutcome& o : n.outcomes()) {
+    // Planned at its decision + 3 ms at the earliest; it started after its
+    // last request's metadata went to the leader, the plan came back and
+    // the inputs went on.
+    EXPECT_LE(o.started - last_arrival[o.batch_id], Millis(1));
+  }
 }
 
 // Under `adaptive`, the leader's choice per sub-cluster reaches the

@@ -113,6 +113,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
   // cost more than the request at 20k r/s; 0.2 ms is nothing next to an SLO).
   constexpr Duration kLookahead = 200 * kMicrosecond;
   const SteadyClock::time_point start = SteadyClock::now() + std::chrono::milliseconds(1);
+  result.started_unix = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            (std::chrono::system_clock::now() + std::chrono::milliseconds(1)).time_since_epoch())
+                            .count();
   std::promise<void> all_sent;
   Arrival next;
   bool have_next = source->Next(&next);
@@ -141,7 +144,8 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
     const InferParameters params{.objective_ms = ToMillis(spec.slo),
                                  .priority = shares.empty() ? 0 : static_cast<uint64_t>(level + 1),
                                  .timeout_us = timeout / kMicrosecond};
-    transport->Infer(t, data, params, [&, model = a.model, measured, label, level, sent_at](LoadAnswer r) {
+    const size_t step = static_cast<size_t>(std::max<Duration>(0, a.time) / result.timeline_step);
+    transport->Infer(t, data, params, [&, model = a.model, measured, label, level, sent_at, step](LoadAnswer r) {
       const bool kernel = spec.kernel_timestamps && r.arrived;
       const Duration latency =
           kernel ? std::max<Duration>(0, std::chrono::duration_cast<std::chrono::nanoseconds>(*r.arrived - sent_at).count())
@@ -150,6 +154,9 @@ absl::StatusOr<LoadResult> RunLoad(const LoadSpec& spec) {
       if (spec.concurrency > 0) again(model);  // before this one stops counting as outstanding
       std::lock_guard<std::mutex> lock(mu);
       result.kernel_timed |= kernel;
+      if (result.timeline.size() <= step) result.timeline.resize(step + 1);
+      ++result.timeline[step].sent;
+      result.timeline[step].bad += !r.error.empty() || latency > spec.slo;
       auto record = [&](LoadModelResult& m) {
         ++m.metrics.arrived;
         if (!r.error.empty()) {
@@ -370,6 +377,15 @@ absl::Status WriteLoadCsv(const LoadResult& r, const std::string& path) {
   for (const LoadModelResult& m : r.models) row(m, m.Accuracy());
   row(r.total, 0);
   for (const LoadModelResult& l : r.levels) row(l, l.Accuracy());
+  return WriteFileAtomic(path, csv);
+}
+
+absl::Status WriteLoadTimelineCsv(const LoadResult& r, const std::string& path) {
+  std::string csv = "unix_s,sent,bad\n";
+  for (size_t i = 0; i < r.timeline.size(); ++i) {
+    const int64_t at = r.started_unix + static_cast<int64_t>(i) * r.timeline_step;
+    absl::StrAppendFormat(&csv, "%.3f,%d,%d\n", static_cast<double>(at) / 1e9, r.timeline[i].sent, r.timeline[i].bad);
+  }
   return WriteFileAtomic(path, csv);
 }
 

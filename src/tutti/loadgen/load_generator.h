@@ -93,6 +93,17 @@ struct LoadResult {
   Duration max_send_lag = 0;             // worst lateness of a send vs its schedule
   Duration p99_send_lag = 0;
   bool kernel_timed = false;             // latencies end at the kernel's receive timestamps
+  // Per `timeline_step` of the run by each request's scheduled send
+  // (warm-up included): the requests sent then, and how many of them were
+  // bad (late or failed). `started_unix` (ns since the epoch) is when the
+  // first step began, to line the steps up with events outside the run (a
+  // fault injected, healed).
+  struct Step {
+    int64_t sent = 0, bad = 0;
+  };
+  std::vector<Step> timeline;
+  Duration timeline_step = 100 * kMillisecond;
+  int64_t started_unix = 0;
 
   double Throughput() const;             // answered OK / window
   double Goodput() const;                // answered OK within the SLO / window
@@ -131,6 +142,8 @@ std::string LoadReportJson(const LoadResult& result, Duration slo, const LoadGoo
 // A table (per model and total) and CSV of a result.
 void PrintLoadResult(const LoadResult& result, std::ostream& out);
 absl::Status WriteLoadCsv(const LoadResult& result, const std::string& path);
+// The timeline as CSV: "unix_s,sent,bad", a line per step.
+absl::Status WriteLoadTimelineCsv(const LoadResult& result, const std::string& path);
 
 }  // namespace tutti
 

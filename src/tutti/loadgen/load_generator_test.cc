@@ -1,10 +1,13 @@
 #include "tutti/loadgen/load_generator.h"
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 #include <sstream>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_format.h"
 #include "rapidjson/document.h"
 #include "tutti/core/real_clock.h"
 #include "tutti/server/server.h"
@@ -129,6 +132,17 @@ TEST_F(LoadGeneratorTest, EveryMeasuredRequestIsAccountedForOverHttpAndGrpc) {
       EXPECT_EQ(m.outside.count(), m.timed);
     }
     EXPECT_EQ(r->total.metrics.arrived, r->models[0].metrics.arrived + r->models[1].metrics.arrived);
+    // The timeline has every request sent, warm-up included, each in the
+    // step of its send: those past the warm-up are the measured ones.
+    ASSERT_LE(r->timeline.size(), 15u);
+    const size_t warm = static_cast<size_t>(spec_.warmup / r->timeline_step);
+    int64_t sent = 0, bad = 0;
+    for (size_t i = warm; i < r->timeline.size(); ++i) {
+      sent += r->timeline[i].sent;
+      bad += r->timeline[i].bad;
+    }
+    EXPECT_EQ(sent, r->total.metrics.arrived);
+    EXPECT_EQ(bad, r->total.metrics.late + r->total.metrics.error);
   }
 }
 
@@ -216,6 +230,17 @@ TEST_F(LoadGeneratorTest, ImpossibleObjectivesAreCountedAsErrors) {
     EXPECT_EQ(m.errors.at("HTTP 503"), m.metrics.arrived);
   }
   EXPECT_EQ(r->Goodput(), 0);
+  // Every step is all bad, and its CSV line says so.
+  ASSERT_FALSE(r->timeline.empty());
+  for (const LoadResult::Step& step : r->timeline) EXPECT_EQ(step.bad, step.sent);
+  TempDir out;
+  ASSERT_TRUE(WriteLoadTimelineCsv(*r, out.path() + "/t.csv").ok());
+  std::stringstream read;
+  read << std::ifstream(out.path() + "/t.csv").rdbuf();
+  const std::string csv = read.str();
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), static_cast<long>(r->timeline.size()) + 1);
+  EXPECT_THAT(csv, HasSubstr(absl::StrFormat("%.3f,%d,%d\n", r->started_unix / 1e9, r->timeline[0].sent,
+                                             r->timeline[0].sent)));
   spec_.protocol = LoadProtocol::kGrpc;
   spec_.port = server_->grpc_port();
   r = RunLoad(spec_);
