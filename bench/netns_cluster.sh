@@ -9,7 +9,7 @@
 #      the same config embedded (`tutti serve`), and the bad rate at 30% of
 #      the embedded goodput (half through each frontend).
 #   2. Faults under 30% of the cluster's own goodput (a load it serves
-#      cleanly): each injected 1 s into a run and healed 3 s later (a
+#      cleanly): each injected 2 s into a run and healed 3 s later (a
 #      raised link delay: 30 s later; a killed process restarted then); the
 #      run goes on 5 s past the heal. Per fault: the bad rate of a 3 s run
 #      before, of the requests sent between the fault and its heal, the
@@ -20,6 +20,8 @@
 #      without an answer: that fails the benchmark). At the end, two
 #      schedulers must never have led at once (`netns_cluster.sh
 #      check-leaders`), or the benchmark fails.
+#   3. Stateful sequences through two failovers of a GRU's primary
+#      (NetnsStatefulTest): every answer its reference's, NSPB's audit.
 # Medians over ROUNDS rounds [the worst]. Everything shares this
 # machine's cores.
 #   bench/netns_cluster.sh [ROUNDS] [--write-docs]   (default 5; root; after scripts/build.sh)
@@ -124,17 +126,17 @@ rate=$(awk -v d="$(sort -n "$OUT/distributed" | awk '{v[NR] = $1} END {print v[i
 echo "== faults at $rate r/s" >&2
 
 faults=(
-  "a backend cut off|1 partition b3 -- 4 heal b3"
-  "the leader cut off from etcd|1 cut LEADER e1 e2 e3 -- 4 heal LEADER"
-  "a frontend cut off from the leader|1 cut f2 LEADER -- 4 heal f2"
-  "one etcd member cut off|1 partition e1 -- 4 heal e1"
-  "kill -9 the leading scheduler|1 kill LEADER -- 4 restart LEADER"
-  "kill -9 a backend|1 kill b5 -- 4 restart b5"
-  "kill -9 a frontend|1 kill f2 -- 4 restart f2"
-  "SIGSTOP the leading scheduler|1 stop LEADER -- 4 cont LEADER"
-  "SIGSTOP a backend|1 stop b6 -- 4 cont b6"
-  "a backend's link at 2 ± 1 ms for 30 s|1 delay b7 2000 1000 -- 31 delay b7 250 100"
-  "restart an etcd member|1 kill e2 -- 4 restart e2"
+  "a backend cut off|2 partition b3 -- 5 heal b3"
+  "the leader cut off from etcd|2 cut LEADER e1 e2 e3 -- 5 heal LEADER"
+  "a frontend cut off from the leader|2 cut f2 LEADER -- 5 heal f2"
+  "one etcd member cut off|2 partition e1 -- 5 heal e1"
+  "kill -9 the leading scheduler|2 kill LEADER -- 5 restart LEADER"
+  "kill -9 a backend|2 kill b5 -- 5 restart b5"
+  "kill -9 a frontend|2 kill f2 -- 5 restart f2"
+  "SIGSTOP the leading scheduler|2 stop LEADER -- 5 cont LEADER"
+  "SIGSTOP a backend|2 stop b6 -- 5 cont b6"
+  "a backend's link at 2 ± 1 ms for 30 s|2 delay b7 2000 1000 -- 32 delay b7 250 100"
+  "restart an etcd member|2 kill e2 -- 5 restart e2"
 )
 for r in $(seq "$ROUNDS"); do
   for k in "${!faults[@]}"; do
@@ -150,13 +152,25 @@ for r in $(seq "$ROUNDS"); do
     read -r _ answered < <(run "f${k}_$r" "$((${heal_at%% *} + TAIL_S + 1))" "${steps[@]}")
     read -r bad rec < <(after_heal "f${k}_$r" "$before")
     read -r after answered_after < <(run "f${k}_${r}_after" 3)
-    [ "$answered" = yes ] && [ "$answered_after" = yes ] || { echo "FAIL: $label: a request was left unanswered" >&2; exit 1; }
+    [ "$answered" = yes ] && [ "$answered_after" = yes ] || {
+      echo "FAIL: $label: a client failed: $(grep -h '^error' "$OUT/f${k}_$r"*.txt | head -3)" >&2; exit 1; }
     echo "$bad $rec $after $before" >> "$OUT/fault_$k"
     "$cluster" nodes | awk 'NR > 1 && /dead/ {print $1}' | while read -r n; do "$cluster" restart "$n"; done
     sleep 2  # the restarted join
   done
 done
 leaders=$("$cluster" check-leaders) || { echo "FAIL: $leaders" >&2; exit 1; }
+cp -r "$WORK/logs" "$OUT/"
+"$cluster" down > /dev/null 2>&1
+
+# Stateful sequences (HAMS's NSPB) across namespaces: the stateful test's
+# cluster and checker (NetnsStatefulTest in src/tutti/cli/stateful_cluster_test.cc);
+# a failed check fails the benchmark.
+echo "== stateful sequences through failovers" >&2
+for r in $(seq "$ROUNDS"); do
+  build/src/tutti/cli/stateful_cluster_test --gtest_filter='Nspb/NetnsStatefulTest.*' > "$OUT/stateful_$r.txt" 2>&1 ||
+    { echo "FAIL: stateful sequences: $(grep -A2 -m3 Failure "$OUT/stateful_$r.txt")" >&2; exit 1; }
+done
 
 med() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 worst() { sort -n | tail -1; }
@@ -175,12 +189,24 @@ worst() { sort -n | tail -1; }
   done
   echo
   echo "Schedulers over every run (\`check-leaders\`): $leaders."
+  echo
+  echo "| stateful sequences, fault on the GRU's primary | requests, $ROUNDS runs | answered | errors | outputs differing from the reference |"
+  echo "|---|---|---|---|---|"
+  for fault in "kill -9 of the primary" "the primary cut off"; do
+    cat "$OUT"/stateful_*.txt | awk -v f="$fault" 'index($0, "across namespaces, " f ":") {
+        split(substr($0, length("across namespaces, " f ": ") + 1), x, " ")
+        n += x[1]; ok += x[3]; e += x[9]; m += x[11]}
+      END {printf "| %s | %d | %d | %d | %d |\n", f, n, ok, e, m}'
+  done
+  echo
+  cat "$OUT"/stateful_*.txt | awk '/NSPB.s audit:/ {a += $3; i += $6}
+    END {printf "NSPB'"'"'s audit over every run (each backend of the GRU'"'"'s group, as it stops): %d answers audited, %d inconsistent (read a state other than their sequence'"'"'s).\n", a, i}'
 } | tee "$OUT/table.md"
 
 if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page netns_cluster "Distributed mode across network namespaces, with faults" \
     "Across namespaces with 0.5 ± 0.2 ms links and 0.1% loss, how much of embedded goodput does distributed mode keep, and what does each fault cost?" \
     "bench/netns_cluster.sh --write-docs" \
-    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/netns_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective, the default policy), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 1 s into a run and healed 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back), the run going on $((TAIL_S + 1)) s past the heal; before: a 3 s run right before the fault; during: the requests sent between the fault and its heal; recovery: from the heal, in steps of 0.1 s, until both the next second's requests and all sent from then until $TAIL_S s after the heal are back to the bad rate before, within 0.5 points ($TAIL_S: not within the run; each client's \`--timeline-csv\` counts, per 100 ms of sending, the requests sent and the bad); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
+    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/netns_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective, the default policy), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 2 s into a run (its clients have been sending for about 1.7 s) and healed 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back), the run going on $((TAIL_S + 1)) s past the heal; before: a 3 s run right before the fault; during: the requests sent between the fault and its heal; recovery: from the heal, in steps of 0.1 s, until both the next second's requests and all sent from then until $TAIL_S s after the heal are back to the bad rate before, within 0.5 points ($TAIL_S: not within the run; each client's \`--timeline-csv\` counts, per 100 ms of sending, the requests sent and the bad); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Stateful sequences: the cluster of \`NetnsStatefulTest\` (src/tutti/cli/stateful_cluster_test.cc; the same links, 3 etcd members, 2 schedulers, 1 frontend, a torch backend for the graph's stateless steps and the GRU's primary, backup and spare under NSPB) with 8 clients streaming 7-step sequences through clamp → GRU → softmax, every answer checked against the same step of the same sequence served alone; the GRU's primary killed, then its successor cut off until its backup took over, then healed; each run fails unless every request is answered with its reference's output, no sequence loses its state and the audit finds nothing inconsistent. Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
     "$OUT/table.md"
 fi

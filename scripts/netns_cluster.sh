@@ -22,7 +22,7 @@
 #   scripts/netns_cluster.sh delay NODE D J        its outgoing packets held D ± J µs
 #   scripts/netns_cluster.sh loss NODE P           P% of the packets it receives dropped
 #   scripts/netns_cluster.sh check-leaders         exit 1 if two schedulers ever led at once
-#   scripts/netns_cluster.sh down                  stop every process, remove the namespaces
+#   scripts/netns_cluster.sh down                  stop every process, remove the namespaces (WORK/logs stays)
 #
 # Needs root and a kernel with network namespaces, veth and bridges
 # (`ip netns`); `up` says so and exits 3 without them. Delay and jitter
@@ -243,6 +243,7 @@ cmd_up() {
                              else c = 1; printf "%s%s", n++ ? "," : "", c}' "$config")
     [ -n "$backends" ] || backends=1
   fi
+  rm -rf "$WORK/logs"  # a last cluster's
   mkdir -p "$WORK/pids" "$WORK/logs" "$WORK/etcd" "$WORK/links"
   echo "$delay $jitter" > "$WORK/delay"
   echo "$loss" > "$WORK/loss_pct"
@@ -297,7 +298,18 @@ cmd_down() {
       local pid; pid=$(pid_of "$name")
       [ -n "$pid" ] && { kill -CONT -- "-$pid" 2> /dev/null || true; kill -TERM -- "-$pid" 2> /dev/null || true; }
     done
-    sleep 1
+    # They stop gracefully (a backend prints its replication summary then),
+    # within 5 s; what still runs is killed.
+    local i alive
+    for i in $(seq 50); do
+      alive=0
+      for name in $(awk '{print $1}' "$WORK/nodes"); do
+        pid=$(pid_of "$name")
+        [ -n "$pid" ] && kill -0 "$pid" 2> /dev/null && alive=1
+      done
+      [ "$alive" = 0 ] && break
+      sleep 0.1
+    done
     for name in $(awk '{print $1}' "$WORK/nodes"); do
       local pid; pid=$(pid_of "$name")
       [ -n "$pid" ] && kill -KILL -- "-$pid" 2> /dev/null || true
@@ -310,7 +322,9 @@ cmd_down() {
   local pid; pid=$(cat "$WORK/pids/netdelay" 2> /dev/null || true)
   [ -n "$pid" ] && kill -KILL "$pid" 2> /dev/null || true
   ip link del "$BRIDGE" 2> /dev/null || true
-  rm -rf "$WORK"
+  # The logs stay (a backend's last lines say what it replicated).
+  [ -d "$WORK" ] && find "$WORK" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf {} +
+  true
 }
 
 cmd_nodes() {

@@ -22,7 +22,7 @@ struct ClientResponse {
 
 class HttpTestClient {
  public:
-  explicit HttpTestClient(int port) : socket_(ioc_) { Connect(port); }
+  explicit HttpTestClient(int port, const std::string& host = "127.0.0.1") : socket_(ioc_) { Connect(host, port); }
 
   // Sends one request on the kept-alive connection and reads the response.
   ClientResponse Request(const std::string& method, const std::string& target,
@@ -71,8 +71,8 @@ class HttpTestClient {
   }
 
  private:
-  void Connect(int port) {
-    boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address("127.0.0.1"),
+  void Connect(const std::string& host, int port) {
+    boost::asio::ip::tcp::endpoint ep(boost::asio::ip::make_address(host),
                                       static_cast<unsigned short>(port));
     socket_.connect(ep);
   }
