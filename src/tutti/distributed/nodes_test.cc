@@ -351,11 +351,7 @@ TEST(DistributedNodesTest, EveryRequestIsAnsweredOnTimeAcrossTheNodes) {
 // soon as its inputs reach the backend: the margin covers a slow trip, and
 // waiting it out would add it to every answer.
 TEST(DistributedNodesTest, ABackendRunsABatchOnceItsInputsAreInNotAtItsPlannedStart) {
-  Nodes::Options o;
-  o.policy = "adaptive";
-  o.measure_delays = false;
-  o.dispatch = Millis(3);
-  Nodes n(o);
+  Nodes n({.policy = "adaptive", .measure_delays = false, .dispatch = Millis(3)});
   n.Lead(0);
   n.Load(50, Millis(100), Seconds(2));
   n.clock().AdvanceTo(Seconds(3));
