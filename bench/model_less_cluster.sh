@@ -85,15 +85,17 @@ stat() {
     END {m = med(c); w = worst(c, h); if (m >= 1e9) m = "dropped"; if (w >= 1e9) w = "dropped"
          printf "%s [%s]", m, w}'
 }
+median_cost() {  # RUN: the median of its runs' cost
+  awk -v i="$1" '$1 == i' "$OUT/runs" | awk "$COLUMN_STATS_AWK"'{col[NR, 1] = $2} END {print med(1)}'
+}
 {
   echo "| run | cost during the load, median [worst] | cost against Tutti's median | bad %, median [worst] | p99 ms, median [worst] (dropped: more than 1% dropped) | every request answered | backends started / stopped, median | served by (first run) |"
   echo "|---|---|---|---|---|---|---|---|"
-  base=$(awk '$1 == 0 {print $2}' "$OUT/runs" | sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
+  base=$(median_cost 0)
   for i in 0 1 2 3; do
     IFS=: read -r label mode variant <<< "${RUNS[$i]}"
     all=$(awk -v i="$i" '$1 == i && $5 != "yes" {n++} END {print n ? "**no** (" n " runs)" : "yes, every run"}' "$OUT/runs")
-    ratio=$(awk -v i="$i" -v b="$base" '$1 == i {print $2}' "$OUT/runs" | sort -g |
-      awk -v b="$base" '{v[NR] = $1} END {m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.2fx", m / b}')
+    ratio=$(awk -v m="$(median_cost "$i")" -v b="$base" 'BEGIN {printf "%.2fx", m / b}')
     moves=$(awk -v i="$i" '$1 == i' "$OUT/runs" | awk "$COLUMN_STATS_AWK"'{col[NR, 1] = $6; col[NR, 2] = $7}
       END {printf "%s / %s", med(1), med(2)}')
     [ "$mode" = serve ] && moves="– (executors, in one process)"

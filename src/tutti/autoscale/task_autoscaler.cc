@@ -15,11 +15,15 @@ namespace {
 // exponentially decayed count: at a steady r per second it approaches r).
 constexpr double kRecentSeconds = 1.0;
 
-bool Allowed(const TaskAutoscaleOptions& o, int j) {
-  return o.allowed.empty() || std::find(o.allowed.begin(), o.allowed.end(), j) != o.allowed.end();
-}
-
 }  // namespace
+
+std::vector<bool> AllowedVariants(const TaskAutoscaleOptions& o, size_t variants) {
+  std::vector<bool> allowed(variants, o.allowed.empty());
+  for (int j : o.allowed) {
+    if (j >= 0 && j < static_cast<int>(variants)) allowed[j] = true;
+  }
+  return allowed;
+}
 
 absl::Status TaskAutoscaler::Validate(const std::vector<TaskVariant>& variants, const VariantRequirements& task,
                                       const TaskAutoscaleOptions& o) {
@@ -44,8 +48,9 @@ absl::Status TaskAutoscaler::Validate(const std::vector<TaskVariant>& variants, 
       }
     }
   }
+  const std::vector<bool> allowed = AllowedVariants(o, variants.size());
   for (size_t j = 0; j < variants.size(); ++j) {
-    if (Allowed(o, static_cast<int>(j)) && variants[j].accuracy >= task.min_accuracy) return absl::OkStatus();
+    if (allowed[j] && variants[j].accuracy >= task.min_accuracy) return absl::OkStatus();
   }
   return bad("no allowed variant is accurate enough (", task.min_accuracy, ")");
 }
@@ -59,8 +64,8 @@ TaskAutoscaler::TaskAutoscaler(std::vector<TaskVariant> variants, VariantRequire
       set_up_(std::move(set_up)),
       end_(end) {
   const int n = static_cast<int>(variants_.size());
+  allowed_ = AllowedVariants(o_, variants_.size());
   for (int j = 0; j < n; ++j) {
-    allowed_.push_back(Allowed(o_, j));
     if (allowed_[j] && variants_[j].accuracy >= task_.min_accuracy) eligible_.push_back(j);
   }
   for (int j : eligible_) horizon_ = std::max(horizon_, variants_[j].load_latency);

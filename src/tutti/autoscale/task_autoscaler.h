@@ -87,6 +87,17 @@ struct TaskAutoscaleOptions {
   bool await_up = false;
 };
 
+// Per variant: whether `options.allowed` lets it be used (all when empty).
+std::vector<bool> AllowedVariants(const TaskAutoscaleOptions& options, size_t variants);
+
+// A model-less task as a TaskAutoscaler (and a TaskRouter) runs it: its
+// variants on their slots, its requirements and the scaling options.
+struct ModelLessTask {
+  std::vector<TaskVariant> variants;
+  VariantRequirements requirements;
+  TaskAutoscaleOptions options;
+};
+
 // What routing reads of a task's variants, per variant: instances up; up
 // or on their way; drained (routed no more); queries routed to it in the
 // last second (an exponentially decayed count).

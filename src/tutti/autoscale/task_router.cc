@@ -1,17 +1,14 @@
 #include "tutti/autoscale/task_router.h"
 
-#include <algorithm>
-
 namespace tutti {
 
-TaskRouter::TaskRouter(std::vector<TaskVariant> variants, VariantRequirements task, const std::vector<int>& allowed,
-                       Clock* clock, std::function<void(int)> load)
-    : variants_(std::move(variants)), task_(task), clock_(clock), load_(std::move(load)) {
-  for (int j = 0; j < static_cast<int>(variants_.size()); ++j) {
-    allowed_.push_back(allowed.empty() || std::find(allowed.begin(), allowed.end(), j) != allowed.end());
-  }
-  asked_.assign(variants_.size(), false);
-}
+TaskRouter::TaskRouter(const ModelLessTask& task, Clock* clock, std::function<void(int)> load)
+    : variants_(task.variants),
+      task_(task.requirements),
+      allowed_(AllowedVariants(task.options, task.variants.size())),
+      clock_(clock),
+      load_(std::move(load)),
+      asked_(task.variants.size(), false) {}
 
 void TaskRouter::Update(TaskRoutingState state) {
   const size_t n = variants_.size();
@@ -30,9 +27,7 @@ std::optional<VariantChoice> TaskRouter::Route(const VariantRequirements& query)
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!state_) return std::nullopt;
-    const Time now = clock_->Now();
-    DecayRecent(state_at_, now, &state_->recent);
-    state_at_ = now;
+    DecayLocked();
     const TaskRoute route = RouteTask(variants_, allowed_, *state_, query, buffers_);
     if (route.load >= 0 && !asked_[route.load]) {
       asked_[route.load] = true;
@@ -48,10 +43,14 @@ std::optional<VariantChoice> TaskRouter::Route(const VariantRequirements& query)
 std::optional<std::pair<VariantState, double>> TaskRouter::Status(int variant) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!state_) return std::nullopt;
+  DecayLocked();
+  return VariantStatusOf(variants_[variant], state_->up[variant], state_->recent[variant]);
+}
+
+void TaskRouter::DecayLocked() {
   const Time now = clock_->Now();
   DecayRecent(state_at_, now, &state_->recent);
   state_at_ = now;
-  return VariantStatusOf(variants_[variant], state_->up[variant], state_->recent[variant]);
 }
 
 }  // namespace tutti

@@ -23,9 +23,8 @@ namespace tutti {
 
 class TaskRouter {
  public:
-  // `allowed`: TaskAutoscaleOptions::allowed (empty: all). `clock` outlives this.
-  TaskRouter(std::vector<TaskVariant> variants, VariantRequirements task, const std::vector<int>& allowed,
-             Clock* clock, std::function<void(int variant)> load);
+  // Routes among `task`'s variants its options allow. `clock` outlives this.
+  TaskRouter(const ModelLessTask& task, Clock* clock, std::function<void(int variant)> load);
 
   // The leader's state now; one not sized as the variants is ignored.
   void Update(TaskRoutingState state);
@@ -43,7 +42,9 @@ class TaskRouter {
  private:
   const std::vector<TaskVariant> variants_;
   const VariantRequirements task_;
-  std::vector<bool> allowed_;
+  void DecayLocked();  // state_->recent, to now
+
+  const std::vector<bool> allowed_;
   Clock* const clock_;
   const std::function<void(int)> load_;
   std::mutex mu_;

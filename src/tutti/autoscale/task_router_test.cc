@@ -30,7 +30,7 @@ struct Split {
     const VariantRequirements req{0.8, 300 * kMillisecond, 0};
     scaler = std::make_unique<TaskAutoscaler>(variants, req, o, &clock, [](int, bool) {});
     scaler->Start();
-    router = std::make_unique<TaskRouter>(variants, req, std::vector<int>{}, &clock, [this](int j) {
+    router = std::make_unique<TaskRouter>(ModelLessTask{variants, req, o}, &clock, [this](int j) {
       ++asked[j];
       scaler->Load(j);
     });

@@ -221,11 +221,6 @@ TaskVariant ToTaskVariant(const ModelVariant& variant, Duration objective);
 // its executor group's slots (GPU ids of the resolved config), the task's
 // requirements, and the options with `variants:` as the allowed ones.
 // REQUIRES: `config` resolved (ResolveServerConfig) with model_less.
-struct ModelLessTask {
-  std::vector<TaskVariant> variants;
-  VariantRequirements requirements;
-  TaskAutoscaleOptions options;
-};
 absl::StatusOr<ModelLessTask> MakeModelLessTask(const ModelRepository& repo, const ServerConfig& config);
 
 // Fills in the default executors from `repo` and checks the config against

@@ -152,8 +152,7 @@ class Nodes {
     }
     if (o.model_less) {
       for (int i = 0; i < o.backends; ++i) AddBackend(1);
-      router_ = std::make_unique<TaskRouter>(o.model_less->variants, o.model_less->requirements,
-                                             o.model_less->options.allowed, frontend_clock_.get(),
+      router_ = std::make_unique<TaskRouter>(o.model_less->task, frontend_clock_.get(),
                                              [this](int j) { frontend_->AskToLoad(j); });
       f.on_task_state = [this](TaskRoutingState state, double cost) {
         task_states_.push_back(state);
@@ -578,11 +577,11 @@ TEST(DistributedNodesTest, AutoscalingWantsSlotsUnderLoadAndReleasesThemToSpares
 // answered.
 TEST(DistributedNodesTest, ModelLessVariantsAreScaledByTheLeaderAndRoutedByTheFrontend) {
   SchedulerNode::Options::ModelLess ml;
-  ml.variants = {{"v0", "small", 0.9, Millis(3), 300, 1, Millis(200), 0, 2},
-                 {"v1", "big", 0.9, Millis(3), 1000, 3, Millis(200), 2, 2}};
+  ml.task.variants = {{"v0", "small", 0.9, Millis(3), 300, 1, Millis(200), 0, 2},
+                      {"v1", "big", 0.9, Millis(3), 1000, 3, Millis(200), 2, 2}};
   ml.models = {0, 1};
-  ml.requirements = {0.8, Millis(20), 0};
-  ml.options.interval = Millis(500);
+  ml.task.requirements = {0.8, Millis(20), 0};
+  ml.task.options.interval = Millis(500);
   Nodes n({.gpus = 2, .backends = 2, .model_less = ml});
   n.Lead(0);
   n.clock().AdvanceTo(Millis(100));

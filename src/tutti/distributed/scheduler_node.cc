@@ -75,16 +75,17 @@ absl::Status SchedulerNode::Lead() {
   }
   if (options_.model_less) {
     const Options::ModelLess& ml = *options_.model_less;
-    TUTTI_RETURN_IF_ERROR(TaskAutoscaler::Validate(ml.variants, ml.requirements, ml.options));
+    const ModelLessTask& task = ml.task;
+    TUTTI_RETURN_IF_ERROR(TaskAutoscaler::Validate(task.variants, task.requirements, task.options));
     variant_of_model_.assign(spec_.models.size(), -1);
     for (size_t j = 0; j < ml.models.size(); ++j) variant_of_model_[ml.models[j]] = static_cast<int>(j);
     // As the autoscaler's: its ticks and arrivals run under mu_.
-    TaskAutoscaleOptions options = ml.options;
+    TaskAutoscaleOptions options = task.options;
     options.await_up = true;  // an instance serves once a backend holds its slot (AssignSlotsLocked)
     // The frontends hear of every change at once, not only with the next
     // report: a router must not send queries to an instance released.
     task_scaler_ = std::make_unique<TaskAutoscaler>(
-        ml.variants, ml.requirements, options, &locked_clock_,
+        task.variants, task.requirements, options, &locked_clock_,
         [this](int gpu, bool up) ABSL_NO_THREAD_SAFETY_ANALYSIS {
           SetSlotWantedLocked(gpu, up);
           SendTaskStateLocked();
@@ -138,7 +139,7 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
   for (const pb::ResponseSample& s : up.responses()) delays_->Record(Delay::kResponse, s.at(), s.delay());
   if (task_scaler_) {
     for (int j : up.load()) {
-      if (j >= 0 && j < static_cast<int>(options_.model_less->variants.size())) task_scaler_->Load(j);
+      if (j >= 0 && j < static_cast<int>(options_.model_less->task.variants.size())) task_scaler_->Load(j);
     }
   }
   std::vector<uint64_t> refused;
@@ -539,7 +540,7 @@ std::optional<SchedulerNode::AutoscaleState> SchedulerNode::Autoscaling() const 
     // Each variant's instances paid for (up or on their way); the groups
     // of no variant are not scaled (-1).
     s.groups.assign(slots_.empty() ? 0 : slots_.back().group + 1, -1);
-    const std::vector<TaskVariant>& variants = options_.model_less->variants;
+    const std::vector<TaskVariant>& variants = options_.model_less->task.variants;
     for (size_t j = 0; j < variants.size(); ++j) {
       const int g = slots_[variants[j].first_gpu].group;
       const int paid = task_scaler_->paid(static_cast<int>(j));

@@ -108,10 +108,8 @@ class SchedulerNode {
     // delay report and whenever an instance is asked for, comes up or goes.
     // Autoscaling() then says how many backends each group wants.
     struct ModelLess {
-      std::vector<TaskVariant> variants;  // their slots: GPU ids of `spec`
-      std::vector<ModelId> models;        // per variant: its model
-      VariantRequirements requirements;
-      TaskAutoscaleOptions options;
+      ModelLessTask task;           // the variants' slots: GPU ids of `spec`
+      std::vector<ModelId> models;  // per variant: its model
     };
     std::optional<ModelLess> model_less;
     // Records a "schedule" span (receipt to dispatch or drop) for each

@@ -152,9 +152,7 @@ absl::StatusOr<std::unique_ptr<SchedulerProcess>> SchedulerProcess::Start(const 
   node_options.detect_after = config.replication.detect_after;
   node_options.autoscale = config.autoscale;
   if (layout.model_less) {
-    node_options.model_less = SchedulerNode::Options::ModelLess{layout.model_less->variants, layout.variant_models,
-                                                                layout.model_less->requirements,
-                                                                layout.model_less->options};
+    node_options.model_less = SchedulerNode::Options::ModelLess{*layout.model_less, layout.variant_models};
   }
   // Fenced: no plan leaves once the lease may have expired, even from a
   // thread that ran before the heartbeat's own (a process resumed after a
@@ -263,8 +261,7 @@ absl::StatusOr<std::unique_ptr<FrontendProcess>> FrontendProcess::Start(ClusterL
   TUTTI_ASSIGN_OR_RETURN(engine.stages, MakeStages(layout, config));  // ParM's coding, on this frontend's parts
   if (layout.model_less) {
     // Routed here on the leader's state; Inactive picks are asked for there.
-    p->router_ = std::make_unique<TaskRouter>(layout.model_less->variants, layout.model_less->requirements,
-                                              layout.model_less->options.allowed, p->loop_.get(),
+    p->router_ = std::make_unique<TaskRouter>(*layout.model_less, p->loop_.get(),
                                               [p = p.get()](int j) { p->engine_->AskToLoad(j); });
     engine.on_task_state = [p = p.get()](TaskRoutingState state, double cost) {
       {
