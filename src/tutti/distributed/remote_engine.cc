@@ -208,7 +208,10 @@ absl::Status RemoteEngine::SubmitWith(ModelId model, const RequestContext& conte
 void RemoteEngine::HoldLocked(uint64_t id, Time now) {
   held_.push_back(id);
   const Duration left = table_.Find(id)->deadline - now;
-  HeldUntilLocked(now, now + std::min(options_.metadata_hold, left / 10));
+  // Requests go at most one message a hold: one that follows a hold with
+  // none goes at once, as nothing would share its message anyway.
+  const Time by = std::min(now + std::min(options_.metadata_hold, left / 10), submitted_at_ + options_.metadata_hold);
+  HeldUntilLocked(now, std::max(now, by));
 }
 
 void RemoteEngine::HoldSamplesLocked(const std::vector<ResponseTracker::Sample>& samples, Time now) {
@@ -244,6 +247,7 @@ void RemoteEngine::FlushHeldLocked() {
   flush_by_ = kInfiniteFuture;
   std::vector<uint64_t> ids;
   ids.swap(held_);
+  if (!ids.empty()) submitted_at_ = clock_->Now();
   std::vector<ResponseTracker::Sample> samples;
   samples.swap(held_samples_);
   if (leader_link_ == nullptr || !sync_.synced()) return;  // requests: failed, or they go with the first pong

@@ -31,6 +31,7 @@
 #define TUTTI_DISTRIBUTED_REMOTE_ENGINE_H_
 
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -61,7 +62,8 @@ class RemoteEngine final : public InferenceEngine {
     Duration ping_every = kSecond;  // pings sync the clock with the leader's
     // How long a request's metadata may wait for others to share its
     // message to the leader: at most this, and at most a tenth of the time
-    // it has left. 0: each goes at once.
+    // it has left; none after a hold with no message (light load). 0: each
+    // goes at once.
     Duration metadata_hold = 0;
     // How often requests that carry a cancel flag are looked at until their
     // batch is planned: one whose client no longer waits is answered
@@ -181,6 +183,7 @@ class RemoteEngine final : public InferenceEngine {
   std::vector<ResponseTracker::Sample> held_samples_ ABSL_GUARDED_BY(mu_);
   Time held_since_ ABSL_GUARDED_BY(mu_) = 0;   // when the oldest of held_ and held_samples_ came
   Time flush_by_ ABSL_GUARDED_BY(mu_) = kInfiniteFuture;  // when they must go; kInfiniteFuture: nothing held
+  Time submitted_at_ ABSL_GUARDED_BY(mu_) = std::numeric_limits<Time>::min();  // the last flush of held_ (none yet)
   TimerId hold_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   std::vector<uint64_t> cancellable_ ABSL_GUARDED_BY(mu_);  // unplanned requests with a cancel flag
   TimerId withdraw_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
