@@ -7,7 +7,9 @@
 # emulated ResNet50, 20 ms objective (bench/netns_resnet50_a100_8gpu.yaml: the default policy).
 #   1. Goodput (`tutti load --find-goodput`, through one frontend) against
 #      the same config embedded (`tutti serve`), and the bad rate at 30% of
-#      the embedded goodput (half through each frontend).
+#      the embedded goodput (half through each frontend), with the share
+#      the servers made late, the CPU each kind of process used, and the
+#      same load with no packet lost.
 #   2. Faults under 30% of the cluster's own goodput (a load it serves
 #      cleanly): each injected 2 s into a run and healed 3 s later (a
 #      raised link delay: 30 s later; a killed process restarted then); the
@@ -66,7 +68,9 @@ echo "embedded goodput (median): $embedded r/s; the load: $rate r/s" >&2
 mapfile -t frontends < <("$cluster" frontends)
 
 # run NAME SECONDS [AT_S ACTION… -- HEAL_AT_S HEAL_ACTION…]: $rate r/s, half
-# through each frontend; prints "bad% answered(yes|no)".
+# through each frontend; prints "bad% answered(yes|no) server%": server%,
+# the share the servers answered late or with an error (by their own
+# timings), the rest being late on the way to and from the clients.
 run() {
   local name=$1 seconds=$2 pids=() f ok=yes
   shift 2
@@ -88,8 +92,9 @@ run() {
     date +%s.%N > "$OUT/$name.healed"
   fi
   for f in "${pids[@]}"; do wait "$f" || ok=no; done
-  cat "$OUT/$name".*.txt | awk -v ok="$ok" '$1 == "total" {sub("%", "", $5); sent += $2; bad += $2 * $5}
-    END {printf "%.2f %s\n", sent ? bad / sent : 100, ok}'
+  cat "$OUT/$name".*.txt | awk -v ok="$ok" '$1 == "total" {sub("%", "", $5); sent += $2; bad += $2 * $5; r = $2}
+    $2 == "×" {srv += $1} $1 == "late" && $3 == "the" {srv += $5} $1 == "SLO" {n += r * $5}
+    END {printf "%.2f %s %.2f\n", sent ? bad / sent : 100, ok, n ? 100 * srv / n : 100}'
 }
 # after_heal NAME BEFORE: from the run's timelines (both clients', per
 # 100 ms of sending), "DURING RECOVERY": the bad rate of the requests sent
@@ -113,11 +118,36 @@ after_heal() {
     }'
 }
 
+# cpu_use AFTER_S SECONDS: the CPU each kind of process used over SECONDS
+# (from AFTER_S on), in % of one core: "schedulers frontends backends etcd
+# tutti-netdelay rest idle" (rest: the clients and the kernel's own work).
+cpu_use() {
+  snap() {
+    local f
+    for f in "$WORK"/pids/*; do
+      echo "$(basename "$f" | cut -c1) $(awk '{print $14 + $15}' "/proc/$(cat "$f")/stat" 2> /dev/null || echo 0)"
+    done
+    awk '/^cpu / {print "T", $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9; print "I", $5}' /proc/stat
+  }
+  sleep "$1"; snap > "$OUT/cpu.a"; sleep "$2"; snap > "$OUT/cpu.b"
+  paste "$OUT/cpu.a" "$OUT/cpu.b" | awk -v s="$2" -v hz="$(getconf CLK_TCK)" '{d[$1] += $4 - $2}
+    END {for (k in d) d[k] *= 100 / (s * hz)
+      printf "%.0f %.0f %.0f %.0f %.0f %.0f %.0f\n", d["s"], d["f"], d["b"], d["e"], d["n"],
+        d["T"] - d["I"] - d["s"] - d["f"] - d["b"] - d["e"] - d["n"], d["I"]}'
+}
+
 echo "== distributed goodput and bad rate at $rate r/s" >&2
 for r in $(seq "$ROUNDS"); do
   goodput "${frontends[0]%:*}" "${frontends[0]#*:}" "$OUT/distributed_$r.txt" >> "$OUT/distributed"
+  cpu_use 2 6 >> "$OUT/cpu" &
   run "steady_$r" 10 >> "$OUT/steady"
+  wait
 done
+# The same load without loss: what the lost packets cost.
+mapfile -t nodes < <("$cluster" nodes | awk 'NR > 1 {print $1}')
+for n in "${nodes[@]}"; do "$cluster" loss "$n" 0; done
+for r in $(seq "$ROUNDS"); do run "lossless_$r" 10 >> "$OUT/lossless"; done
+for n in "${nodes[@]}"; do "$cluster" loss "$n" 0.1; done
 # The faults run at 30% of the cluster's own goodput, a load it serves
 # cleanly, so that what a fault costs stands out.
 embedded_rate=$rate
@@ -149,9 +179,9 @@ for r in $(seq "$ROUNDS"); do
     # ends it) is started again before the next fault.
     read -r before _ < <(run "f${k}_${r}_before" 3)
     heal_at=${faults[$k]#* -- }
-    read -r _ answered < <(run "f${k}_$r" "$((${heal_at%% *} + TAIL_S + 1))" "${steps[@]}")
+    read -r _ answered _ < <(run "f${k}_$r" "$((${heal_at%% *} + TAIL_S + 1))" "${steps[@]}")
     read -r bad rec < <(after_heal "f${k}_$r" "$before")
-    read -r after answered_after < <(run "f${k}_${r}_after" 3)
+    read -r after answered_after _ < <(run "f${k}_${r}_after" 3)
     [ "$answered" = yes ] && [ "$answered_after" = yes ] || {
       echo "FAIL: $label: a client failed: $(grep -h '^error' "$OUT/f${k}_$r"*.txt | head -3)" >&2; exit 1; }
     echo "$bad $rec $after $before" >> "$OUT/fault_$k"
@@ -176,10 +206,18 @@ med() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 worst() { sort -n | tail -1; }
 {
   distributed=$(med < "$OUT/distributed")
-  echo "| setup | goodput r/s | bad at $embedded_rate r/s (30% of embedded) |"
-  echo "|---|---|---|"
-  echo "| embedded (\`tutti serve\`) | $embedded [$(sort -n "$OUT/embedded" | head -1)] | – |"
-  echo "| netns cluster | $distributed [$(sort -n "$OUT/distributed" | head -1)] ($(awk -v d="$distributed" -v e="$embedded" 'BEGIN {printf "%.0f", 100 * d / e}')% of embedded) | $(cut -d' ' -f1 "$OUT/steady" | med)% [$(cut -d' ' -f1 "$OUT/steady" | worst)%] |"
+  steady() { echo "$(cut -d' ' -f1 "$1" | med)% [$(cut -d' ' -f1 "$1" | worst)%] | $(cut -d' ' -f3 "$1" | med)% [$(cut -d' ' -f3 "$1" | worst)%]"; }
+  echo "| setup | goodput r/s | bad at $embedded_rate r/s (30% of embedded) | of which the servers' |"
+  echo "|---|---|---|---|"
+  echo "| embedded (\`tutti serve\`) | $embedded [$(sort -n "$OUT/embedded" | head -1)] | – | – |"
+  echo "| netns cluster | $distributed [$(sort -n "$OUT/distributed" | head -1)] ($(awk -v d="$distributed" -v e="$embedded" 'BEGIN {printf "%.0f", 100 * d / e}')% of embedded) | $(steady "$OUT/steady") |"
+  echo "| netns cluster without loss | – | $(steady "$OUT/lossless") |"
+  echo
+  echo "CPU at $embedded_rate r/s, in % of one core (the machine has $(nproc)), medians of $ROUNDS runs:"
+  echo
+  echo "| schedulers | frontends | backends | etcd members | tutti-netdelay | clients and the kernel | idle |"
+  echo "|---|---|---|---|---|---|---|"
+  echo "| $(for c in 1 2 3 4 5 6 7; do cut -d' ' -f$c "$OUT/cpu" | med; done | paste -sd'|' | sed 's/|/ | /g') |"
   echo
   echo "| fault at $rate r/s (healed 3 s after it was injected, or 30 s) | bad before | bad during | recovery s | bad after | every request answered |"
   echo "|---|---|---|---|---|---|"
@@ -207,6 +245,6 @@ if [ "$WRITE_DOCS" = 1 ]; then
   write_results_page netns_cluster "Distributed mode across network namespaces, with faults" \
     "Across namespaces with 0.5 ± 0.2 ms links and 0.1% loss, how much of embedded goodput does distributed mode keep, and what does each fault cost?" \
     "bench/netns_cluster.sh --write-docs" \
-    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/netns_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective, the default policy), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 2 s into a run (its clients have been sending for about 1.7 s) and healed 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back), the run going on $((TAIL_S + 1)) s past the heal; before: a 3 s run right before the fault; during: the requests sent between the fault and its heal; recovery: from the heal, in steps of 0.1 s, until both the next second's requests and all sent from then until $TAIL_S s after the heal are back to the bad rate before, within 0.5 points ($TAIL_S: not within the run; each client's \`--timeline-csv\` counts, per 100 ms of sending, the requests sent and the bad); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Stateful sequences: the cluster of \`NetnsStatefulTest\` (src/tutti/cli/stateful_cluster_test.cc; the same links, 3 etcd members, 2 schedulers, 1 frontend, a torch backend for the graph's stateless steps and the GRU's primary, backup and spare under NSPB) with 8 clients streaming 7-step sequences through clamp → GRU → softmax, every answer checked against the same step of the same sequence served alone; the GRU's primary killed, then its successor cut off until its backup took over, then healed; each run fails unless every request is answered with its reference's output, no sequence loses its state and the audit finds nothing inconsistent. Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
+    "\`scripts/netns_cluster.sh\`: 3 etcd members, 2 schedulers, 2 frontends and 8 emulated A100 backends (bench/netns_resnet50_a100_8gpu.yaml: emulated ResNet50, 20 ms objective, the default policy), each in its own network namespace on one bridge, mutual TLS, etcd with pre-vote; every packet a node sends held 250 ± 100 µs by tutti-netdelay (a link's round trip 0.5 ± 0.2 ms), 0.1% of the packets each node receives dropped (lost on the wire: the sender's TCP resends them), TCP's least retransmission timeout 5 ms on every link (as datacenter hosts set it); leases of 3 s. Goodput: \`tutti load --find-goodput\` (p99 within 20 ms; ${PROBE_S} s probes) through one frontend, against \`tutti serve\` with the same config. The load: $embedded_rate r/s (30% of the embedded goodput), Poisson, half through each frontend, 10 s a run, then the same with no packet lost; of which the servers': the requests the frontends answered late or with an error by their own timings (\`tutti load\`'s \"late by the server\"), the rest of the bad being late only on the way between client and frontend; CPU: each process's user and system time over 6 s of each run at that load; the faults run at $rate r/s (30% of the cluster's own goodput). Faults: injected 2 s into a run (its clients have been sending for about 1.7 s) and healed 3 s later (the raised link delay: 30 s later; a killed process restarted then, a link's raised delay set back), the run going on $((TAIL_S + 1)) s past the heal; before: a 3 s run right before the fault; during: the requests sent between the fault and its heal; recovery: from the heal, in steps of 0.1 s, until both the next second's requests and all sent from then until $TAIL_S s after the heal are back to the bad rate before, within 0.5 points ($TAIL_S: not within the run; each client's \`--timeline-csv\` counts, per 100 ms of sending, the requests sent and the bad); after: a 3 s run right after. A run in which a request was left without an answer fails the benchmark, and so do two schedulers leading at once (from their logs: each leads from its election until its lease is lost, it is killed or stopped). Stateful sequences: the cluster of \`NetnsStatefulTest\` (src/tutti/cli/stateful_cluster_test.cc; the same links, 3 etcd members, 2 schedulers, 1 frontend, a torch backend for the graph's stateless steps and the GRU's primary, backup and spare under NSPB) with 8 clients streaming 7-step sequences through clamp → GRU → softmax, every answer checked against the same step of the same sequence served alone; the GRU's primary killed, then its successor cut off until its backup took over, then healed; each run fails unless every request is answered with its reference's output, no sequence loses its state and the audit finds nothing inconsistent. Client, cluster and tutti-netdelay (one process, real-time priority) share this machine's 2 cores. Medians of $ROUNDS runs [the worst]." \
     "$OUT/table.md"
 fi
