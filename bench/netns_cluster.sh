@@ -204,9 +204,11 @@ done
 
 med() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 worst() { sort -n | tail -1; }
+# spread FILE COLUMN [UNIT]: "median UNIT [worst UNIT]" of a results file's column.
+spread() { echo "$(cut -d' ' -f"$2" "$1" | med)${3:-} [$(cut -d' ' -f"$2" "$1" | worst)${3:-}]"; }
 {
   distributed=$(med < "$OUT/distributed")
-  steady() { echo "$(cut -d' ' -f1 "$1" | med)% [$(cut -d' ' -f1 "$1" | worst)%] | $(cut -d' ' -f3 "$1" | med)% [$(cut -d' ' -f3 "$1" | worst)%]"; }
+  steady() { echo "$(spread "$1" 1 %) | $(spread "$1" 3 %)"; }
   echo "| setup | goodput r/s | bad at $embedded_rate r/s (30% of embedded) | of which the servers' |"
   echo "|---|---|---|---|"
   echo "| embedded (\`tutti serve\`) | $embedded [$(sort -n "$OUT/embedded" | head -1)] | – | – |"
@@ -223,7 +225,7 @@ worst() { sort -n | tail -1; }
   echo "|---|---|---|---|---|---|"
   for k in "${!faults[@]}"; do
     f=$OUT/fault_$k
-    echo "| ${faults[$k]%%|*} | $(cut -d' ' -f4 "$f" | med)% [$(cut -d' ' -f4 "$f" | worst)%] | $(cut -d' ' -f1 "$f" | med)% [$(cut -d' ' -f1 "$f" | worst)%] | $(cut -d' ' -f2 "$f" | med) [$(cut -d' ' -f2 "$f" | worst)] | $(cut -d' ' -f3 "$f" | med)% [$(cut -d' ' -f3 "$f" | worst)%] | yes |"
+    echo "| ${faults[$k]%%|*} | $(spread "$f" 4 %) | $(spread "$f" 1 %) | $(spread "$f" 2) | $(spread "$f" 3 %) | yes |"
   done
   echo
   echo "Schedulers over every run (\`check-leaders\`): $leaders."

@@ -37,8 +37,9 @@
 #include "tutti/experiments/stateful_pipeline.h"
 #include "tutti/models/trainer.h"
 #include "tutti/repository/model_repository.h"
-#include "tutti/testing/http_test_client.h"
 #include "tutti/testing/builtin_fixture.h"
+#include "tutti/testing/http_test_client.h"
+#include "tutti/testing/source_dir.h"
 #include "tutti/testing/temp_dir.h"
 
 namespace tutti {
@@ -426,7 +427,7 @@ class NetnsStatefulTest : public StatefulClusterTest {
   // status, and what it printed in `out`.
   int Cluster(const std::string& args, std::string* out = nullptr) {
     const std::string command = absl::StrCat("WORK=", dir_.path(), "/netns TUTTI=", TUTTI_BINARY,
-                                             " NETDELAY=", TUTTI_NETDELAY, " ", TUTTI_SOURCE_DIR,
+                                             " NETDELAY=", TUTTI_NETDELAY, " ", testing::SourceDir(),
                                              "/scripts/netns_cluster.sh ", args, " 2>&1");
     FILE* pipe = popen(command.c_str(), "r");
     if (pipe == nullptr) return -1;
