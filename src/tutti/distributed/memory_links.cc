@@ -41,6 +41,29 @@ void MemoryNetwork::Sever(const std::string& address) {
   std::erase_if(streams_, [](const auto& s) { return s->ended; });
 }
 
+void MemoryNetwork::Cut(const std::string& a, const std::string& b) {
+  cuts_.insert(Pair(a, b));
+  for (auto& s : streams_) {
+    if (Pair(s->from, s->to) == Pair(a, b)) s->silent = true;
+  }
+}
+
+void MemoryNetwork::Heal(const std::string& a, const std::string& b) {
+  cuts_.erase(Pair(a, b));
+  const Time now = clock_->Now();
+  for (auto& s : streams_) {
+    if (s->ended || s->connect == nullptr || Pair(s->from, s->to) != Pair(a, b)) continue;
+    Duration wait = kSecond;  // as Linux resends a SYN
+    while (s->opened + wait < now) wait = 2 * wait + kSecond;
+    clock_->ScheduleAt(s->opened + wait, [s] {
+      if (s->connect == nullptr) return;  // ended meanwhile
+      std::function<void()> connect = std::move(s->connect);
+      s->connect = nullptr;
+      connect();
+    });
+  }
+}
+
 int MemoryNetwork::open_streams() const {
   return static_cast<int>(std::count_if(streams_.begin(), streams_.end(), [](const auto& s) { return !s->ended; }));
 }

@@ -9,19 +9,27 @@
 // stream to an address nobody listens on, or that its acceptor refuses,
 // ends at once (at the next timer). Sever(address) ends every stream to or
 // from it now (a connection reset); Isolate(address) also ends every later
-// one (the process died, or is cut off).
+// one (the process died, or is cut off). Cut(a, b) is a partition that
+// ends nothing, as TCP sees one: the streams open between a and b carry
+// nothing from then on (a connection that lived through a partition
+// resends only when its backed-off timer fires: here, never), and one
+// opened while it lasts keeps what is sent on it, even once closed, until
+// the partition heals and its dial is resent (1, 3, 7, … s after it
+// began); then its acceptor gets it and all it holds.
 //
 // Thread-safety: none; everything runs on the clock's thread (a ManualClock
 // advanced by the test).
 #ifndef TUTTI_DISTRIBUTED_MEMORY_LINKS_H_
 #define TUTTI_DISTRIBUTED_MEMORY_LINKS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tutti/core/clock.h"
@@ -45,6 +53,9 @@ class MemoryNetwork {
     isolated_.insert(address);
     Sever(address);
   }
+  // Partitions a from b (either way round) until Heal(a, b).
+  void Cut(const std::string& a, const std::string& b);
+  void Heal(const std::string& a, const std::string& b);
   // The streams that have not ended.
   int open_streams() const;
 
@@ -59,6 +70,12 @@ class MemoryNetwork {
     virtual void End(bool notify) = 0;
     std::string from, to;
     bool ended = false;
+    bool silent = false;  // cut off while open: what is sent is lost
+    // Opened during a cut: hands it to its acceptor once the dial gets
+    // through (null once it has, or if it never will).
+    std::function<void()> connect;
+    Time opened = 0;
+    bool close_when_connected = false;  // closed by its opener while dialing
   };
   template <typename Up, typename Down>
   struct Stream;
@@ -72,7 +89,11 @@ class MemoryNetwork {
   Clock* const clock_;
   const Duration latency_;
   std::map<std::string, Acceptors> listeners_;
+  static std::pair<std::string, std::string> Pair(const std::string& a, const std::string& b) {
+    return a < b ? std::pair(a, b) : std::pair(b, a);
+  }
   std::set<std::string> isolated_;
+  std::set<std::pair<std::string, std::string>> cuts_;
   std::vector<std::shared_ptr<StreamBase>> streams_;
   std::map<std::string, std::unique_ptr<Connector>> connectors_;
 };
@@ -86,6 +107,7 @@ struct MemoryNetwork::Stream final : StreamBase {
   void End(bool notify) override {
     if (ended) return;
     ended = true;
+    connect = nullptr;
     auto a = std::move(opener.on_done), b = std::move(acceptor.on_done);
     opener = {};
     acceptor = {};
@@ -116,16 +138,30 @@ class MemoryNetwork::End final : public Link<Out>, public std::enable_shared_fro
   void Close() override {
     if (!open()) return;
     closing_ = true;
+    if (stream_->connect) {
+      stream_->close_when_connected = true;
+      return;
+    }
     clock_->ScheduleAfter(latency_, [stream = stream_] { stream->End(true); });
   }
   bool open() const override { return !closing_ && !stream_->ended; }
 
+  // The dial got through: what it holds leaves, then its close.
+  void Connected() {
+    if (pending_.ByteSizeLong() > 0 && !scheduled_) {
+      scheduled_ = true;
+      clock_->ScheduleAfter(latency_, [self = this->shared_from_this()] { self->Flush(); });
+    }
+    if (stream_->close_when_connected) clock_->ScheduleAfter(latency_, [stream = stream_] { stream->End(true); });
+  }
+
  private:
   void Flush() {
     scheduled_ = false;
-    if (stream_->ended) return;
+    if (stream_->connect) return;  // still dialing: it waits, as in the socket's buffer
     Out out;
     out.Swap(&pending_);
+    if (stream_->ended || stream_->silent) return;
     if (*stamp_) (*stamp_)(&out);
     Out in;  // what the other side reads off the wire
     in.ParseFromString(out.SerializeAsString());
@@ -153,23 +189,34 @@ std::shared_ptr<Link<Up>> MemoryNetwork::Open(const std::string& from, const std
   auto up = std::make_shared<End<Up>>(clock_, latency_, stream, &stream->acceptor.on_message, &stream->opener.stamp);
   auto down =
       std::make_shared<End<Down>>(clock_, latency_, stream, &stream->opener.on_message, &stream->acceptor.stamp);
-  std::optional<StreamHandlers<Up, Down>> accepted;
-  if (auto it = listeners_.find(to); it != listeners_.end() && !isolated_.count(from) && !isolated_.count(to)) {
-    const Acceptors& a = it->second;
-    if constexpr (std::is_same_v<Up, internal::FrontendUp>) {
-      if (a.frontend) accepted = a.frontend(down);
-    } else if constexpr (std::is_same_v<Up, internal::BackendUp>) {
-      if (a.backend) accepted = a.backend(down);
-    } else if constexpr (std::is_same_v<Up, internal::ReplicaDown>) {
-      if (a.replica) accepted = a.replica(down);
-    } else {
-      if (a.feed) accepted = a.feed(down);
+  auto accept = [this, stream, down, to, from] {
+    std::optional<StreamHandlers<Up, Down>> accepted;
+    if (auto it = listeners_.find(to); it != listeners_.end() && !isolated_.count(from) && !isolated_.count(to)) {
+      const Acceptors& a = it->second;
+      if constexpr (std::is_same_v<Up, internal::FrontendUp>) {
+        if (a.frontend) accepted = a.frontend(down);
+      } else if constexpr (std::is_same_v<Up, internal::BackendUp>) {
+        if (a.backend) accepted = a.backend(down);
+      } else if constexpr (std::is_same_v<Up, internal::ReplicaDown>) {
+        if (a.replica) accepted = a.replica(down);
+      } else {
+        if (a.feed) accepted = a.feed(down);
+      }
     }
-  }
-  if (accepted) {
-    stream->acceptor = std::move(*accepted);
-  } else {  // nobody listens there, or it refused
-    clock_->ScheduleAfter(0, [stream] { stream->End(true); });
+    if (accepted) {
+      stream->acceptor = std::move(*accepted);
+    } else {  // nobody listens there, or it refused
+      clock_->ScheduleAfter(0, [stream] { stream->End(true); });
+    }
+  };
+  if (cuts_.count(Pair(from, to))) {
+    stream->opened = clock_->Now();
+    stream->connect = [accept, up] {
+      accept();
+      up->Connected();
+    };
+  } else {
+    accept();
   }
   return up;
 }

@@ -441,6 +441,36 @@ TEST(DistributedNodesTest, MetadataHeldBrieflySharesMessagesToTheScheduler) {
 // from that batch: it never runs, and is answered Cancelled (counted as
 // such, not as run). Each request's priority level goes to the scheduler
 // with its metadata.
+TEST(DistributedNodesTest, AFrontendCutOffFromTheLeaderComesBackOnANewStreamOnceHealed) {
+  Nodes::Options o;
+  o.metadata_hold = Millis(2);
+  Nodes nodes(o);
+  nodes.Lead(0);
+  const Time cut = Seconds(1), heal = Seconds(2);
+  nodes.Load(200, Millis(100), Seconds(3));
+  nodes.clock().ScheduleAt(cut, [&] { nodes.network().Cut("f", "s0"); });
+  nodes.clock().ScheduleAt(heal, [&] { nodes.network().Heal("f", "s0"); });
+  nodes.clock().AdvanceTo(Seconds(6));
+
+  const Nodes::Tally all = nodes.Count();
+  EXPECT_EQ(all.unanswered, 0);
+  // Those the cut caught unplanned were answered as soon as the stream was
+  // given up, not left to the frontend's watchdog.
+  EXPECT_EQ(all.orphaned, 0);
+  const Nodes::Tally before = nodes.Count(0, cut - Millis(50));
+  EXPECT_EQ(before.on_time, before.total);
+  const Nodes::Tally during = nodes.Count(cut + Millis(50), heal);
+  EXPECT_GT(during.total, 100);
+  EXPECT_EQ(during.unavailable, during.total);
+  // The stream opened during the cut is given up too, and the next one
+  // gets through: within a silence and a ping of the heal. The one given
+  // up comes through later (its dial resent) and is ignored.
+  const RemoteEngine::Options defaults;
+  const Nodes::Tally after = nodes.Count(heal + defaults.silent_after + 2 * defaults.ping_every);
+  EXPECT_GT(after.total, 50);
+  EXPECT_EQ(after.on_time, after.total);
+}
+
 TEST(DistributedNodesTest, CancelledRequestsNeverRunAndLevelsReachTheScheduler) {
   Nodes n({});
   n.Lead(0);

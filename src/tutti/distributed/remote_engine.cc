@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@ RemoteEngine::RemoteEngine(ClusterSpec spec, std::vector<ModelShape> shapes, Opt
       shapes_(std::move(shapes)),
       options_(std::move(options)),
       source_(FnvMix(kFnvOffsetBasis, options_.name.data(), options_.name.size())),
+      incarnation_((uint64_t{std::random_device()()} << 32) | std::random_device()()),
       clock_(clock),
       connector_(connector),
       table_(&spec_, &shapes_),
@@ -95,6 +97,7 @@ void RemoteEngine::Connect() {
   const uint64_t epoch = ++epoch_;
   sync_.Reset();
   reconnect_at_ = 0;
+  heard_at_ = clock_->Now();
   leader_link_ = connector_->OpenFrontend(
       leader_,
       streams_.Track<pb::FrontendDown, pb::FrontendUp>(
@@ -103,8 +106,10 @@ void RemoteEngine::Connect() {
            [this](pb::FrontendUp* up) {
              if (up->has_ping()) up->mutable_ping()->set_sent(clock_->Now());
            }}));
-  leader_link_->Send([name = options_.name](pb::FrontendUp* up) {
-    up->set_name(name);
+  leader_link_->Send([&](pb::FrontendUp* up) {
+    up->set_name(options_.name);
+    up->set_incarnation(incarnation_);
+    up->set_stream(epoch);
     up->mutable_ping();
   });
 }
@@ -120,6 +125,7 @@ void RemoteEngine::OnLeaderMessage(uint64_t epoch, pb::FrontendDown& down) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (epoch != epoch_) return;
+    heard_at_ = now;
     if (down.has_pong()) {
       const bool first = !sync_.synced();
       const pb::Pong& p = down.pong();
@@ -522,11 +528,18 @@ void RemoteEngine::Run(Answers answers) {
 
 void RemoteEngine::Tick() {
   Answers answers;
+  std::shared_ptr<FrontendLink> silent;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     const Time now = clock_->Now();
-    if (leader_link_ != nullptr) {
+    if (leader_link_ != nullptr && options_.silent_after > 0 && now - heard_at_ > options_.silent_after) {
+      silent = std::move(leader_link_);
+      FailUnplannedLocked(absl::UnavailableError("the leading scheduler stopped answering before this request ran; "
+                                                 "retry"),
+                          &answers);
+      Connect();
+    } else if (leader_link_ != nullptr) {
       leader_link_->Send([](pb::FrontendUp* up) { up->mutable_ping(); });
     } else if (!leader_.empty() && reconnect_at_ > 0 && now >= reconnect_at_) {
       Connect();  // the leader stream broke without a new leader: try again
@@ -549,6 +562,7 @@ void RemoteEngine::Tick() {
     staged_->TakeAnswers(&answers);
     tick_timer_ = clock_->ScheduleAfter(options_.ping_every, [this] { Tick(); });
   }
+  if (silent) silent->Close();
   Run(std::move(answers));
 }
 

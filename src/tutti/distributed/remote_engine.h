@@ -8,7 +8,7 @@
 //   - with its output, from the backend that ran it;
 //   - DeadlineExceeded, when the scheduler dropped it;
 //   - Unavailable (retryable) when no scheduler leads, or the leader went
-//     away (or changed) before planning it;
+//     away (or changed, or fell silent) before planning it;
 //   - DeadlineExceeded, as a last resort, if nothing came `orphan_grace`
 //     after its deadline (its backend and the scheduler failed together).
 //
@@ -59,7 +59,13 @@ class RemoteEngine final : public InferenceEngine {
   struct Options {
     std::string name;                      // unique among the cluster's frontends
     Duration orphan_grace = 2 * kSecond;
-    Duration ping_every = kSecond;  // pings sync the clock with the leader's
+    Duration ping_every = 100 * kMillisecond;  // pings sync the clock with the leader's
+    // A leader stream that has brought nothing (not even a pong) for this
+    // long is given up: its unplanned requests are answered Unavailable and
+    // a new stream is opened at once. A fresh connection gets through as
+    // soon as a partition heals, where the old one would wait for its
+    // transport's backed-off resends. 0: never.
+    Duration silent_after = 500 * kMillisecond;
     // How long a request's metadata may wait for others to share its
     // message to the leader: at most this, and at most a tenth of the time
     // it has left; none after a hold with no message (light load). 0: each
@@ -163,6 +169,7 @@ class RemoteEngine final : public InferenceEngine {
   const std::vector<ModelShape> shapes_;
   const Options options_;
   const uint64_t source_;  // options_.name hashed: the backends key requests by it and their ids
+  const uint64_t incarnation_;  // random: this engine's streams to the leader, against another run's
   Clock* const clock_;
   Connector* const connector_;
   StreamTracker streams_;
@@ -178,6 +185,7 @@ class RemoteEngine final : public InferenceEngine {
   ResponseTracker answers_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   Time reconnect_at_ ABSL_GUARDED_BY(mu_) = 0;  // leader stream broken
+  Time heard_at_ ABSL_GUARDED_BY(mu_) = 0;       // the leader stream's last message, or its opening
   TimerId tick_timer_ ABSL_GUARDED_BY(mu_) = kNoTimer;
   std::vector<uint64_t> held_ ABSL_GUARDED_BY(mu_);
   std::vector<ResponseTracker::Sample> held_samples_ ABSL_GUARDED_BY(mu_);

@@ -125,8 +125,12 @@ void SchedulerNode::OnFrontendMessage(int* index, const std::shared_ptr<Frontend
     if (up.name().empty()) return;  // it has not said who it is
     auto [it, added] = frontend_index_.emplace(up.name(), static_cast<int>(frontends_.size()));
     if (added) frontends_.push_back({up.name(), nullptr});
+    FrontendState& f = frontends_[it->second];
+    if (up.incarnation() == f.incarnation && up.stream() < f.stream) return;  // an older stream, come late
     *index = it->second;
-    frontends_[*index].link = link;
+    f.link = link;
+    f.incarnation = up.incarnation();
+    f.stream = up.stream();
     SendReportLocked();
   }
   const int frontend = *index;

@@ -171,6 +171,7 @@ class SchedulerNode {
   struct FrontendState {
     std::string name;
     std::shared_ptr<FrontendPeer> link;  // null: gone
+    uint64_t incarnation = 0, stream = 0;  // link's (FrontendUp's)
   };
   struct Slot {
     int group = 0;
