@@ -437,10 +437,9 @@ TEST(DistributedNodesTest, MetadataHeldBrieflySharesMessagesToTheScheduler) {
   }
 }
 
-// The frontend withdraws a request cancelled before its batch was planned
-// from that batch: it never runs, and is answered Cancelled (counted as
-// such, not as run). Each request's priority level goes to the scheduler
-// with its metadata.
+// A frontend cut off from the leader (a partition that ends no stream)
+// gives up its silent stream, answers what the cut caught as retryable,
+// and is back on a new stream soon after the heal.
 TEST(DistributedNodesTest, AFrontendCutOffFromTheLeaderComesBackOnANewStreamOnceHealed) {
   Nodes::Options o;
   o.metadata_hold = Millis(2);
@@ -471,6 +470,10 @@ TEST(DistributedNodesTest, AFrontendCutOffFromTheLeaderComesBackOnANewStreamOnce
   EXPECT_EQ(after.on_time, after.total);
 }
 
+// The frontend withdraws a request cancelled before its batch was planned
+// from that batch: it never runs, and is answered Cancelled (counted as
+// such, not as run). Each request's priority level goes to the scheduler
+// with its metadata.
 TEST(DistributedNodesTest, CancelledRequestsNeverRunAndLevelsReachTheScheduler) {
   Nodes n({});
   n.Lead(0);

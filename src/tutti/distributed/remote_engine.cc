@@ -533,14 +533,16 @@ void RemoteEngine::Tick() {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     const Time now = clock_->Now();
-    if (leader_link_ != nullptr && options_.silent_after > 0 && now - heard_at_ > options_.silent_after) {
-      silent = std::move(leader_link_);
-      FailUnplannedLocked(absl::UnavailableError("the leading scheduler stopped answering before this request ran; "
-                                                 "retry"),
-                          &answers);
-      Connect();
-    } else if (leader_link_ != nullptr) {
-      leader_link_->Send([](pb::FrontendUp* up) { up->mutable_ping(); });
+    if (leader_link_ != nullptr) {
+      if (options_.silent_after > 0 && now - heard_at_ > options_.silent_after) {
+        silent = std::move(leader_link_);
+        FailUnplannedLocked(absl::UnavailableError("the leading scheduler stopped answering before this request "
+                                                   "ran; retry"),
+                            &answers);
+        Connect();
+      } else {
+        leader_link_->Send([](pb::FrontendUp* up) { up->mutable_ping(); });
+      }
     } else if (!leader_.empty() && reconnect_at_ > 0 && now >= reconnect_at_) {
       Connect();  // the leader stream broke without a new leader: try again
     }
